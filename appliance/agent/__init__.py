@@ -1,0 +1,1 @@
+"""The agent: one turn (loop), its prompt (context) and where it is served (router)."""

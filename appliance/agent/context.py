@@ -1,0 +1,130 @@
+"""The prompt of a turn: the system prompt from workspace files, recent history, the tool protocol.
+
+The system prompt comes first and changes rarely, so the model's KV cache keeps it warm between
+turns. The tool protocol is the one small instruct models are trained on: a call is
+``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` and its result comes back wrapped in
+``<tool_response>``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from appliance.llm.base import ChatMessage
+from appliance.memory.db import StoredMessage
+from appliance.tools.registry import Tool, ToolRegistry, ToolResult
+
+TOOL_CALL_START = "<tool_call>"
+TOOL_CALL_END = "</tool_call>"
+WORKSPACE_FILES = ("SOUL.md", "USER.md")
+
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+
+
+@dataclass
+class Workspace:
+    """The assistant's folder of editable files (SOUL.md, USER.md) in the data dir."""
+
+    root: Path
+
+    def ensure(self, assistant_name: str) -> list[Path]:
+        """Create the workspace and its files on first run; return the files created."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        created = []
+        for name in WORKSPACE_FILES:
+            path = self.root / name
+            if not path.exists():
+                template = resources.files("appliance.agent").joinpath("templates", name).read_text("utf-8")
+                path.write_text(template.replace("{name}", assistant_name), encoding="utf-8")
+                created.append(path)
+        return created
+
+    def read(self, name: str) -> str:
+        """A workspace file's text without its <!-- comments --> ("" when absent)."""
+        try:
+            text = (self.root / name).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return ""
+        return _COMMENT.sub("", text).strip()
+
+
+MAX_STRING_ARGUMENT = 200
+
+
+def _bounded(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with a length limit on every string, so a generated call always ends."""
+    out = dict(schema)
+    if out.get("type") == "string" and "enum" not in out:
+        out.setdefault("maxLength", MAX_STRING_ARGUMENT)
+    for key in ("properties",):
+        if key in out:
+            out[key] = {name: _bounded(sub) for name, sub in out[key].items()}
+    if isinstance(out.get("items"), dict):
+        out["items"] = _bounded(out["items"])
+    if "anyOf" in out:
+        out["anyOf"] = [_bounded(sub) for sub in out["anyOf"]]
+    return out
+
+
+def tool_call_schema(tools: list[Tool]) -> dict[str, Any]:
+    """The JSON schema every tool call must match: one of the tools, with that tool's arguments."""
+    options = [
+        {
+            "type": "object",
+            "properties": {"name": {"const": tool.name}, "arguments": _bounded(tool.parameters)},
+            "required": ["name", "arguments"],
+            "additionalProperties": False,
+        }
+        for tool in tools
+    ]
+    return options[0] if len(options) == 1 else {"anyOf": options}
+
+
+def tools_prompt(tools: list[Tool]) -> str:
+    """The system prompt's description of the tools and how to call them."""
+    lines = [
+        "You can use tools. To use one, reply with only a tool call and nothing else:",
+        f'{TOOL_CALL_START}{{"name": "TOOL_NAME", "arguments": {{...}}}}{TOOL_CALL_END}',
+        "The result comes back in <tool_response>. Use a tool only when it is needed.",
+        "Tools:",
+    ]
+    for tool in tools:
+        params = ", ".join(
+            f"{name}: {spec.get('type', 'value')}" for name, spec in tool.parameters["properties"].items()
+        )
+        lines.append(f"- {tool.name}({params}): {tool.description}")
+    return "\n".join(lines)
+
+
+def system_prompt(workspace: Workspace, tools: ToolRegistry | None) -> str:
+    """SOUL.md, USER.md and (when there are tools) the tool protocol, in a fixed order."""
+    parts = [workspace.read(name) for name in WORKSPACE_FILES]
+    if tools is not None and len(tools):
+        parts.append(tools_prompt(list(tools)))
+    return "\n\n".join(p for p in parts if p)
+
+
+def history_messages(stored: list[StoredMessage]) -> list[ChatMessage]:
+    """Stored messages as prompt messages (tool exchanges are kept as they were shown to the model)."""
+    out: list[ChatMessage] = []
+    for message in stored:
+        role = message.role if message.role in ("user", "assistant") else "user"
+        out.append(ChatMessage(role, message.content))  # type: ignore[arg-type]
+    return out
+
+
+def tool_call_message(name: str, arguments: dict[str, Any]) -> ChatMessage:
+    """The assistant's tool call as it goes back into the prompt."""
+    body = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+    return ChatMessage("assistant", f"{TOOL_CALL_START}{body}{TOOL_CALL_END}")
+
+
+def tool_result_message(result: ToolResult) -> ChatMessage:
+    """A tool's result as the model reads it (a user message: every chat template accepts that)."""
+    body = json.dumps({"name": result.name, "result": result.for_model()}, ensure_ascii=False)
+    return ChatMessage("user", f"<tool_response>\n{body}\n</tool_response>")

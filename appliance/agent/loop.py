@@ -1,0 +1,236 @@
+"""One agent turn: prompt, local model, tool rounds, reply record, history written.
+
+The model may answer in text or call a tool. It starts unconstrained so plain answers stream at full
+speed; the moment its reply opens with ``<tool_call>`` the free generation is stopped and the call is
+generated again under a grammar built from the tools' JSON schemas, so it always parses and always
+names a real tool with well-typed arguments. A tool's failure is a result the model reads; the turn
+goes on for at most ``agent.max_rounds`` model calls.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from appliance.agent import context
+from appliance.agent.context import TOOL_CALL_END, TOOL_CALL_START, Workspace
+from appliance.config import Config
+from appliance.llm.base import ChatMessage, ChatModel, Generation, GenerationRequest
+from appliance.memory.db import Database
+from appliance.tools.registry import ToolRegistry, ToolResult
+
+log = logging.getLogger(__name__)
+
+ToolChoice = Literal["auto", "required", "none"]
+EventSink = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass
+class ReplyRecord:
+    """What a turn produced, and how: the record every channel shows or returns."""
+
+    text: str
+    route: str
+    reason: str
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    model: str = ""
+    session: str = ""
+    finish_reason: str = ""
+    confidence: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The record as JSON-ready data."""
+        return asdict(self)
+
+
+@dataclass
+class _TurnStats:
+    started: float
+    first_text_at: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    model_s: float = 0.0
+    rounds: int = 0
+
+
+class Agent:
+    """Runs turns against one model, one database and one tool registry."""
+
+    def __init__(
+        self,
+        config: Config,
+        model: ChatModel,
+        db: Database,
+        tools: ToolRegistry,
+        workspace: Workspace,
+    ) -> None:
+        self.config = config
+        self.model = model
+        self.db = db
+        self.tools = tools
+        self.workspace = workspace
+
+    async def turn(
+        self,
+        text: str,
+        *,
+        channel: str = "terminal",
+        chat_id: str = "default",
+        tool_choice: ToolChoice = "auto",
+        on_event: EventSink | None = None,
+    ) -> ReplyRecord:
+        """Answer one message; the user's message is stored before the model runs."""
+        cfg = self.config.agent
+        stats = _TurnStats(started=time.perf_counter())
+        emit = on_event or (lambda kind, data: None)
+        conversation = await self.db.call(self.db.conversation, channel, chat_id)
+        stored = await self.db.call(self.db.recent_messages, conversation, cfg.history_messages)
+        await self.db.call(self.db.add_message, conversation, "user", text)
+
+        use_tools = tool_choice != "none" and len(self.tools) > 0
+        system = context.system_prompt(self.workspace, self.tools if use_tools else None)
+        messages = [
+            ChatMessage("system", system),
+            *context.history_messages(stored),
+            ChatMessage("user", text),
+        ]
+        actions: list[ToolResult] = []
+        final: Generation | None = None
+        reply = ""
+        for round_number in range(cfg.max_rounds):
+            last_round = round_number == cfg.max_rounds - 1
+            may_call = use_tools and not last_round
+            must_call = may_call and tool_choice == "required" and round_number == 0
+            if not must_call:
+                generation, wants_tool = await self._free_round(messages, may_call, stats, emit)
+                if not wants_tool:
+                    final, reply = generation, generation.text.strip()
+                    break
+            call = await self._tool_call(messages, stats, emit)
+            emit("tool_call", {"tool": call["name"], "arguments": call["arguments"]})
+            result = await self.tools.execute(call["name"], call["arguments"], timeout_s=cfg.tool_timeout_s)
+            actions.append(result)
+            emit("tool_result", result.as_dict())
+            messages += [
+                context.tool_call_message(call["name"], call["arguments"]),
+                context.tool_result_message(result),
+            ]
+
+        total = time.perf_counter() - stats.started
+        record = ReplyRecord(
+            text=reply,
+            route="local",
+            reason="edge-first: the local model answered (no cloud provider is configured)",
+            actions=[a.as_dict() for a in actions],
+            timings={
+                "ttft_s": round((stats.first_text_at or time.perf_counter()) - stats.started, 4),
+                "decode_tps": round(final.decode_tps, 2) if final else 0.0,
+                "total_s": round(total, 4),
+                "model_s": round(stats.model_s, 4),
+                "prompt_tokens": stats.prompt_tokens,
+                "completion_tokens": stats.completion_tokens,
+                "cached_tokens": stats.cached_tokens,
+                "rounds": stats.rounds,
+            },
+            model=self.model.name,
+            session=f"{channel}:{chat_id}",
+            finish_reason=final.finish_reason if final else "max_rounds",
+            confidence=final.confidence() if final else {},
+        )
+        if not reply:
+            record.text = reply = "(no answer)" if final else "(stopped: too many tool rounds without an answer)"
+        await self.db.call(
+            self.db.add_message,
+            conversation,
+            "assistant",
+            reply,
+            route=record.route,
+            meta={"actions": record.actions, "timings": record.timings, "reason": record.reason},
+        )
+        emit("done", record.as_dict())
+        return record
+
+    async def _run(self, request: GenerationRequest, stats: _TurnStats) -> Generation:
+        generation = await self.model.generate(request)
+        stats.rounds += 1
+        stats.prompt_tokens += generation.prompt_tokens
+        stats.completion_tokens += generation.completion_tokens
+        stats.cached_tokens += generation.cached_tokens
+        stats.model_s += generation.total_s
+        return generation
+
+    async def _free_round(
+        self,
+        messages: list[ChatMessage],
+        may_call: bool,
+        stats: _TurnStats,
+        emit: Callable[[str, dict[str, Any]], None],
+    ) -> tuple[Generation, bool]:
+        """Generate freely; returns (generation, True) when the reply turned out to be a tool call."""
+        request = self._request(messages)
+        pending = ""  # text held back while it could still be the start of a tool call
+        decided = not may_call
+        is_call = False
+
+        def on_token(piece: str) -> None:
+            nonlocal pending, decided, is_call
+            if not decided:
+                pending += piece
+                head = pending.lstrip()
+                if head.startswith(TOOL_CALL_START):
+                    is_call = decided = True
+                    request.cancel.set()  # the call is generated again under its grammar
+                    return
+                if TOOL_CALL_START.startswith(head):
+                    return
+                decided, piece = True, pending
+            if not stats.first_text_at and piece.strip():
+                stats.first_text_at = time.perf_counter()
+            emit("text", {"delta": piece})
+
+        request.on_token = on_token
+        generation = await self._run(request, stats)
+        if is_call:
+            return generation, True
+        if not decided and pending:
+            emit("text", {"delta": pending})  # a short reply that only looked like the start of a call
+        return generation, False
+
+    async def _tool_call(
+        self, messages: list[ChatMessage], stats: _TurnStats, emit: Callable[[str, dict[str, Any]], None]
+    ) -> dict[str, Any]:
+        """Generate a tool call under the tools' grammar; it always parses."""
+        emit("thinking", {"stage": "tool_call"})
+        request = self._request(messages)
+        request.prefix = TOOL_CALL_START
+        request.json_schema = context.tool_call_schema(list(self.tools))
+        request.stop = [TOOL_CALL_END]
+        request.temperature = 0.0  # a call is not the place for variety
+        generation = await self._run(request, stats)
+        try:
+            call = json.loads(generation.text)
+        except json.JSONDecodeError:
+            # Only a cut generation (length, timeout) can leave the grammar's JSON unfinished.
+            call = {"name": "(unfinished)", "arguments": {}}
+            log.warning("tool call did not finish (%s): %r", generation.finish_reason, generation.text[:200])
+        return {"name": call.get("name", ""), "arguments": call.get("arguments", {})}
+
+    def _request(self, messages: list[ChatMessage]) -> GenerationRequest:
+        cfg = self.config.agent
+        return GenerationRequest(
+            messages=list(messages),
+            max_tokens=cfg.max_reply_tokens,
+            temperature=cfg.temperature,
+            repeat_penalty=cfg.repeat_penalty,
+            seed=self.config.llm.seed,
+        )
+
+    async def reset(self, channel: str = "terminal", chat_id: str = "default") -> None:
+        """Forget the conversation of a chat (it stays in the database, closed)."""
+        await self.db.call(self.db.reset, channel, chat_id)

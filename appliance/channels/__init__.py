@@ -1,0 +1,1 @@
+"""Channels people talk through: terminal now; web and Telegram later."""

@@ -1,0 +1,97 @@
+"""The terminal chat: works with no network and no daemon; replies stream as they are generated."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from typing import Any, TextIO
+
+from appliance.agent.loop import ReplyRecord
+from appliance.runtime import Runtime
+
+HELP = """Commands:
+  /help    this help
+  /reset   forget this conversation (it stays in the database) and start a new one
+  /quit    leave (Ctrl-D works too)
+Ctrl-C while a reply is streaming stops it."""
+
+
+class TerminalChat:
+    """Reads lines, runs turns, prints the streamed reply and a one-line footer per reply."""
+
+    def __init__(self, runtime: Runtime, *, session: str = "default", out: TextIO = sys.stdout) -> None:
+        self.runtime = runtime
+        self.session = session
+        self.out = out
+        self.color = out.isatty()
+
+    def _dim(self, text: str) -> str:
+        return f"\033[2m{text}\033[0m" if self.color else text
+
+    def _on_event(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "text":
+            self.out.write(data["delta"])
+            self.out.flush()
+        elif kind == "tool_call":
+            args = json.dumps(data["arguments"], ensure_ascii=False)
+            self.out.write(self._dim(f"[tool {data['tool']}({args})]") + "\n")
+        elif kind == "tool_result":
+            shown = data["result"] if data["ok"] else f"error: {data['error']}"
+            self.out.write(self._dim(f"[-> {str(shown)[:200]}]") + "\n")
+        self.out.flush()
+
+    def footer(self, record: ReplyRecord) -> str:
+        """The line under a reply: which path served it, how fast."""
+        t = record.timings
+        return self._dim(
+            f"[{record.route} · {record.model} · {t['decode_tps']:.1f} tok/s · "
+            f"first token {t['ttft_s']:.2f} s · {t['total_s']:.2f} s]"
+        )
+
+    async def ask(self, text: str, *, stream: bool = True) -> ReplyRecord:
+        """One turn; streams to the terminal when ``stream``."""
+        return await self.runtime.agent.turn(
+            text, channel="terminal", chat_id=self.session, on_event=self._on_event if stream else None
+        )
+
+    def interactive(self, read: Any = input) -> int:
+        """The chat loop; returns the exit status."""
+        with contextlib.suppress(ImportError):
+            import readline  # noqa: F401  (line editing and history for input())
+        name, session = self.runtime.model.name, self.session
+        self.out.write(f"picoagent · local model {name} · session {session} · /help for commands\n")
+        with asyncio.Runner() as runner:
+            while True:
+                try:
+                    line = read("you> ")
+                except EOFError:
+                    self.out.write("\n")
+                    return 0
+                except KeyboardInterrupt:
+                    self.out.write("\n(Ctrl-D or /quit to leave)\n")
+                    continue
+                text = line.strip()
+                if not text:
+                    continue
+                if text.startswith("/"):
+                    command = text.split()[0].lower()
+                    if command in ("/quit", "/exit"):
+                        return 0
+                    if command == "/help":
+                        self.out.write(HELP + "\n")
+                    elif command == "/reset":
+                        runner.run(self.runtime.agent.reset("terminal", self.session))
+                        self.out.write("(conversation reset)\n")
+                    else:
+                        self.out.write(f"unknown command {command}; /help lists them\n")
+                    continue
+                self.out.write(f"{self.runtime.config.agent.name}> ")
+                self.out.flush()
+                try:
+                    record = runner.run(self.ask(text))
+                except KeyboardInterrupt:
+                    self.out.write(self._dim("\n[stopped]") + "\n")
+                    continue
+                self.out.write("\n" + self.footer(record) + "\n")

@@ -1,0 +1,259 @@
+"""The `picoagent` command: the only place that prints for people and chooses exit codes.
+
+Imports are lazy so that `picoagent --help` answers at once: heavy modules (llama.cpp, numpy,
+YAML) load only inside the command that needs them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from appliance import __version__
+
+if TYPE_CHECKING:
+    from appliance.config import Config
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _common() -> argparse.ArgumentParser:
+    """--config and --data-dir, accepted before or after the command."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", metavar="PATH", default=argparse.SUPPRESS, help="config file (default: see README)")
+    common.add_argument(
+        "--data-dir", metavar="PATH", default=argparse.SUPPRESS, help="state folder, overrides data_dir"
+    )
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every command."""
+    common = _common()
+    parser = argparse.ArgumentParser(
+        prog="picoagent",
+        description="A private AI assistant that lives on a Raspberry Pi.",
+        parents=[common],
+    )
+    parser.add_argument("--version", action="version", version=f"picoagent {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    chat = sub.add_parser("chat", parents=[common], help="chat in the terminal (no network, no daemon)")
+    chat.add_argument("-m", "--message", metavar="TEXT", help="answer this one message and exit")
+    chat.add_argument("--json", action="store_true", help="print the reply record as JSON")
+    chat.add_argument("--session", default="default", help="conversation name (default: default)")
+    chat.set_defaults(handler=cmd_chat)
+
+    doctor = sub.add_parser("doctor", parents=[common], help="check config, model, database, memory")
+    doctor.set_defaults(handler=cmd_doctor)
+
+    models = sub.add_parser("models", parents=[common], help="list, download and choose local models")
+    msub = models.add_subparsers(dest="action", metavar="ACTION", required=True)
+    msub.add_parser("list", parents=[common], help="the catalog and what is installed").set_defaults(
+        handler=cmd_models_list
+    )
+    pull = msub.add_parser("pull", parents=[common], help="download a model (resumes; checks sha256)")
+    pull.add_argument("name")
+    pull.add_argument("--url", help="download from this URL instead of the catalog's")
+    pull.set_defaults(handler=cmd_models_pull)
+    use = msub.add_parser("use", parents=[common], help="choose the model to run")
+    use.add_argument("name", help="catalog name or path to a .gguf file")
+    use.set_defaults(handler=cmd_models_use)
+
+    tools = sub.add_parser("tools", parents=[common], help="list and run the model's tools")
+    tsub = tools.add_subparsers(dest="action", metavar="ACTION", required=True)
+    tsub.add_parser("list", parents=[common], help="the tools and their arguments").set_defaults(handler=cmd_tools_list)
+    run = tsub.add_parser("run", parents=[common], help="run a tool as the model would")
+    run.add_argument("name")
+    run.add_argument("--args", default="{}", metavar="JSON", help="arguments as a JSON object, e.g. '{\"a\": 1}'")
+    run.set_defaults(handler=cmd_tools_run)
+    return parser
+
+
+def load(args: argparse.Namespace) -> Config:
+    """The config for this command, with logging set up from it."""
+    import logging
+
+    from appliance.config import load_config
+
+    config = load_config(getattr(args, "config", None), data_dir=getattr(args, "data_dir", None))
+    logging.basicConfig(level=config.log_level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    return config
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+# --- chat ----------------------------------------------------------------------------------------
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    """Terminal chat, or one answer with -m."""
+    import asyncio
+
+    from appliance.channels.terminal import TerminalChat
+    from appliance.runtime import Runtime
+
+    config = load(args)
+    runtime = Runtime.open(config)
+    try:
+        chat = TerminalChat(runtime, session=args.session)
+        if args.message is None:
+            if args.json:
+                print("error: --json goes with -m TEXT", file=sys.stderr)
+                return 2
+            return chat.interactive()
+        record = asyncio.run(chat.ask(args.message, stream=not args.json))
+        if args.json:
+            _print_json(record.as_dict())
+        else:
+            print()
+            if sys.stderr.isatty():
+                print(chat.footer(record), file=sys.stderr)
+        return 0
+    finally:
+        runtime.close()
+
+
+# --- models --------------------------------------------------------------------------------------
+
+
+def cmd_models_list(args: argparse.Namespace) -> int:
+    """The catalog with what is installed and selected."""
+    from appliance.llm import models
+    from appliance.runtime import model_spec, models_dir
+
+    config = load(args)
+    rows = models.list_models(models_dir(config))
+    active = model_spec(config)
+    print(f"{'':2}{'NAME':16} {'SIZE':>9} {'RAM':>8} {'PI5 TOK/S':>9}  {'LICENSE':14} STATUS")
+    for row in rows:
+        entry = row.entry
+        mark = "*" if row.name == active else " "
+        status = ("installed" + (f" ({row.where})" if row.where else "")) if row.installed else "not installed"
+        if entry is None:
+            size = models.format_size(row.size_bytes)
+            print(f"{mark} {row.name:16} {size:>9} {'':>8} {'':>9}  {'':14} {status}")
+            continue
+        kind = "" if entry.chat else " [base model]"
+        print(
+            f"{mark} {row.name:16} {models.format_size(entry.size_bytes):>9} {entry.ram_mb:>5} MB "
+            f"{entry.pi5_tps:>9.0f}  {entry.license:14} {status}{kind}"
+        )
+    print(f"\n* = the model picoagent runs ({active}). Change it: picoagent models use NAME")
+    return 0
+
+
+def cmd_models_pull(args: argparse.Namespace) -> int:
+    """Download (or assemble) a catalog model into the models folder."""
+    from appliance.llm import models
+    from appliance.runtime import models_dir
+
+    config = load(args)
+    entry = models.get_entry(args.name)
+    result = models.pull(entry, models_dir(config), url=args.url, progress=models.progress_bar(sys.stderr))
+    how = {"present": "already installed", "packaged": "ships with picoagent", "assembled": "assembled"}
+    print(f"{entry.name}: {how.get(result.action, 'downloaded and verified')} at {result.path}")
+    print(f"run it: picoagent models use {entry.name}")
+    return 0
+
+
+def cmd_models_use(args: argparse.Namespace) -> int:
+    """Choose the model picoagent runs."""
+    from appliance.llm import models
+    from appliance.runtime import models_dir
+
+    config = load(args)
+    chosen = models.select_model(args.name, models_dir(config))
+    print(f"picoagent will run {chosen}")
+    if config.llm.model:
+        print(f"note: llm.model in {config.source} is set to {config.llm.model!r} and takes precedence")
+    return 0
+
+
+# --- tools ---------------------------------------------------------------------------------------
+
+
+def cmd_tools_list(args: argparse.Namespace) -> int:
+    """The tools the model may call."""
+    from appliance.runtime import tool_registry
+
+    config = load(args)
+    for tool in tool_registry(config):
+        params = ", ".join(
+            f"{name}: {spec.get('type', 'value')}" + ("" if name in tool.parameters["required"] else "?")
+            for name, spec in tool.parameters["properties"].items()
+        )
+        print(f"{tool.name}({params})\n    {tool.description}")
+    return 0
+
+
+def cmd_tools_run(args: argparse.Namespace) -> int:
+    """Run one tool with JSON arguments and print its result."""
+    import asyncio
+
+    from appliance.errors import UsageError
+    from appliance.runtime import tool_registry
+
+    config = load(args)
+    registry = tool_registry(config)
+    registry.get(args.name)  # unknown tool: an error with the known names
+    try:
+        arguments = json.loads(args.args)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--args is not valid JSON: {exc.msg} at character {exc.pos}") from None
+    if not isinstance(arguments, dict):
+        raise UsageError('--args must be a JSON object, e.g. \'{"expression": "2+2"}\'')
+    result = asyncio.run(registry.execute(args.name, arguments, timeout_s=config.agent.tool_timeout_s))
+    _print_json(result.as_dict())
+    return 0 if result.ok else 1
+
+
+# --- doctor --------------------------------------------------------------------------------------
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Check everything a turn needs; each failure comes with its fix."""
+    from appliance.doctor import run_checks
+
+    failures = 0
+    for check in run_checks(getattr(args, "config", None), getattr(args, "data_dir", None)):
+        mark = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}[check.status]
+        print(f"[{mark}] {check.name}: {check.detail}")
+        if check.fix and check.status != "ok":
+            print(f"       fix: {check.fix}")
+        failures += check.status == "fail"
+    print("all checks passed" if not failures else f"{failures} check(s) failed")
+    return 1 if failures else 0
+
+
+# --- entry point ---------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; expected failures print a message and a fix, never a traceback."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler | None = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 0
+    from appliance.errors import PicoagentError
+
+    try:
+        return handler(args)
+    except PicoagentError as exc:
+        print(f"error: {exc.for_people()}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # Output piped into a command that stopped reading (| head): not an error worth a traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -1,0 +1,365 @@
+"""Typed configuration: load YAML, resolve ``${ENV}`` references and the secrets file, validate.
+
+The tree is plain dataclasses; each field's ``doc`` metadata is its one-line description. Validation
+walks the tree: unknown keys and wrong types are refused with the key's path
+(``agent.max_rounds: expected an integer, got "five"``). A value that came from a secret or an
+``${ENV}`` reference is never echoed in an error.
+
+Which file: ``--config``, else ``$PICOAGENT_CONFIG``, else ``/etc/picoagent/picoagent.yaml`` when it
+exists, else ``config/picoagent.yaml`` of the checkout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin
+
+from appliance.errors import ConfigError
+
+SYSTEM_CONFIG = Path("/etc/picoagent/picoagent.yaml")
+CHECKOUT_CONFIG = Path(__file__).resolve().parent.parent / "config" / "picoagent.yaml"
+SYSTEM_DATA_DIR = Path("/var/lib/picoagent")
+
+_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def doc(text: str, default: Any = dataclasses.MISSING, *, secret: bool = False, **kw: Any) -> Any:
+    """A dataclass field with its one-line description (and whether its value is secret)."""
+    meta = {"doc": text, "secret": secret}
+    if default is dataclasses.MISSING:
+        return field(metadata=meta, **kw)
+    return field(default=default, metadata=meta, **kw)
+
+
+@dataclass
+class AgentConfig:
+    """How one turn runs."""
+
+    name: str = doc("the assistant's name, used in the SOUL.md written on first run", "Pico")
+    max_rounds: int = doc("most model calls in one turn (each tool round is one)", 4)
+    tool_timeout_s: float = doc("seconds a tool may run before it is stopped and reported as failed", 30.0)
+    history_messages: int = doc("recent messages of the conversation put into the prompt", 12)
+    max_reply_tokens: int = doc("most tokens in one reply", 256)
+    temperature: float = doc("sampling temperature; 0 is greedy and repeatable", 0.2)
+    repeat_penalty: float = doc("above 1 discourages repeating recent tokens (small models loop)", 1.1)
+
+
+@dataclass
+class LlmConfig:
+    """The local model and the llama.cpp runtime."""
+
+    model: str = doc(
+        "catalog name or path to a .gguf file; empty: the model chosen with `picoagent models use`, "
+        "else the packaged default",
+        "",
+    )
+    context_tokens: int = doc("context window in tokens (prompt + reply)", 2048)
+    threads: int | Literal["auto"] = doc("decode threads; auto: see README (never oversubscribed)", "auto")
+    batch_threads: int | Literal["auto"] = doc("prompt-processing threads; auto: physical cores", "auto")
+    batch_size: int = doc("tokens evaluated per batch while reading the prompt", 256)
+    stop: list[str] = doc("extra stop sequences besides the model's own end of turn", default_factory=list)
+    timeout_s: float = doc("a generation running longer than this is cancelled", 120.0)
+    memory_margin_mb: int = doc("memory that must stay free after the model loads", 128)
+    seed: int = doc("sampling seed (replies repeat for the same seed and prompt)", 42)
+
+
+@dataclass
+class Config:
+    """The whole configuration tree."""
+
+    data_dir: str = doc(
+        "where state lives (database, workspace, models); relative to this file's folder",
+        str(SYSTEM_DATA_DIR),
+    )
+    secrets_file: str = doc("KEY=value file for ${NAME} references; relative to this file's folder", "secrets.env")
+    log_level: Literal["debug", "info", "warning", "error"] = doc("log verbosity", "warning")
+    agent: AgentConfig = doc("how one turn runs", default_factory=AgentConfig)
+    llm: LlmConfig = doc("the local model", default_factory=LlmConfig)
+
+    # Not config keys: where this config came from (set by load_config).
+    source: Path | None = field(default=None, metadata={"internal": True})
+
+    @property
+    def base_dir(self) -> Path:
+        """The folder relative paths in this config are resolved against."""
+        return self.source.parent if self.source else Path.cwd()
+
+    def resolve_path(self, value: str) -> Path:
+        """A path from this config, made absolute against the config file's folder."""
+        path = Path(os.path.expanduser(value))
+        return path if path.is_absolute() else (self.base_dir / path).resolve()
+
+
+# --- locating and reading -------------------------------------------------------------------
+
+
+def config_path(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """Which config file a command uses (see the module docstring)."""
+    if explicit:
+        return Path(explicit)
+    env = os.environ.get("PICOAGENT_CONFIG")
+    if env:
+        return Path(env)
+    if SYSTEM_CONFIG.exists():
+        return SYSTEM_CONFIG
+    return CHECKOUT_CONFIG
+
+
+def read_secrets(path: Path) -> dict[str, str]:
+    """Parse a ``KEY=value`` secrets file (comments, blank lines, ``export`` and quotes allowed)."""
+    secrets: dict[str, str] = {}
+    if not path.exists():
+        return secrets
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        line = line.removeprefix("export ").strip()
+        key, sep, value = line.partition("=")
+        key = key.strip()
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            # Never echo the line: it may hold a secret.
+            raise ConfigError(
+                f"{path}:{number}: expected KEY=value",
+                fix="each line of the secrets file is NAME=value (names: letters, digits, _)",
+            )
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        secrets[key] = value
+    return secrets
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    environ: typing.Mapping[str, str] | None = None,
+) -> Config:
+    """Load, resolve and validate the config; ``data_dir`` overrides the file's ``data_dir``."""
+    import yaml  # lazy: keeps `picoagent --help` fast
+
+    source = config_path(path)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"config file {source} does not exist",
+            fix="pass --config PATH, set PICOAGENT_CONFIG, or copy config/picoagent.yaml there",
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {source}: {exc.strerror}") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise ConfigError(f"{source}{where}: {problem}", fix="check the indentation and quoting") from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: expected a mapping of keys at the top level")
+
+    env = dict(os.environ if environ is None else environ)
+    secrets_value = raw.get("secrets_file", Config.secrets_file)
+    secrets_path = Path(os.path.expanduser(str(secrets_value)))
+    if not secrets_path.is_absolute():
+        secrets_path = source.parent / secrets_path
+    lookup = {**read_secrets(secrets_path), **env}
+
+    config = _build(Config, raw, "", lookup)
+    config.source = source.resolve()
+    if data_dir is not None:
+        config.data_dir = str(Path(data_dir).resolve())
+    _check(config)
+    return config
+
+
+# --- validation ------------------------------------------------------------------------------
+
+
+class _Secret(str):
+    """A string that came from a reference: error messages must not show it."""
+
+
+def _resolve_refs(value: str, path: str, lookup: typing.Mapping[str, str]) -> str:
+    names = _REF.findall(value)
+    if not names:
+        return value
+    for name in names:
+        if name not in lookup:
+            raise ConfigError(
+                f"{path}: ${{{name}}} is not set",
+                fix=f"set {name} in the environment or in the secrets file",
+            )
+    return _Secret(_REF.sub(lambda m: lookup[m.group(1)], value))
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, _Secret):
+        return "a value from a secret reference"
+    if isinstance(value, str):
+        return f'"{value}"' if len(value) <= 40 else f'"{value[:37]}..."'
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return repr(value)
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+
+
+def _expected(tp: Any) -> str:
+    origin = get_origin(tp)
+    if origin is Literal:
+        return "one of " + ", ".join(f'"{a}"' if isinstance(a, str) else repr(a) for a in get_args(tp))
+    if origin in (Union, types.UnionType):
+        return " or ".join(_expected(a) for a in get_args(tp) if a is not type(None))
+    if origin is list:
+        return "a list"
+    if origin is dict:
+        return "a mapping"
+    if dataclasses.is_dataclass(tp):
+        return "a mapping"
+    return _TYPE_NAMES.get(tp, getattr(tp, "__name__", str(tp)))
+
+
+def _convert(tp: Any, value: Any, path: str, lookup: typing.Mapping[str, str], secret: bool) -> Any:
+    if isinstance(value, str):
+        value = _resolve_refs(value, path, lookup)
+        if secret and not isinstance(value, _Secret):
+            value = _Secret(value)
+    origin = get_origin(tp)
+    wrong = ConfigError(f"{path}: expected {_expected(tp)}, got {_describe(value)}")
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise wrong
+        return _build(typing.cast(type, tp), value, path + ".", lookup)
+    if origin is Literal:
+        if value in get_args(tp):
+            return str(value) if isinstance(value, _Secret) else value
+        raise wrong
+    if origin in (Union, types.UnionType):
+        for option in get_args(tp):
+            if option is type(None) and value is None:
+                return None
+            try:
+                return _convert(option, value, path, lookup, secret)
+            except ConfigError:
+                continue
+        raise wrong
+    if origin is list:
+        if not isinstance(value, list):
+            raise wrong
+        (item,) = get_args(tp)
+        return [_convert(item, v, f"{path}[{i}]", lookup, secret) for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise wrong
+        _, item = get_args(tp)
+        return {str(k): _convert(item, v, f"{path}.{k}", lookup, secret) for k, v in value.items()}
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        raise wrong
+    if tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, _Secret) and re.fullmatch(r"-?\d+", value):
+            return int(value)
+        raise wrong
+    if tp is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, _Secret):
+            try:
+                return float(value)
+            except ValueError:
+                raise wrong from None
+        raise wrong
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return str(value)  # `model: 1234` reads as a name; no surprise
+        raise wrong
+    raise TypeError(f"config type {tp!r} is not supported")  # a programming error, not a user one
+
+
+def _build(cls: type, raw: dict[str, Any], prefix: str, lookup: typing.Mapping[str, str]) -> Any:
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if not f.metadata.get("internal")}
+    for key in raw:
+        if key not in fields:
+            close = [name for name in fields if _similar(str(key), name)]
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ConfigError(
+                f"{prefix}{key}: unknown key{hint}",
+                fix="known keys here: " + ", ".join(fields),
+            )
+    values = {}
+    for name, f in fields.items():
+        if name in raw:
+            values[name] = _convert(hints[name], raw[name], prefix + name, lookup, bool(f.metadata.get("secret")))
+    return cls(**values)
+
+
+def _similar(a: str, b: str) -> bool:
+    import difflib
+
+    return difflib.SequenceMatcher(None, a.lower(), b.lower()).ratio() >= 0.75
+
+
+def _check(config: Config) -> None:
+    """Range checks that types alone cannot express."""
+    positive = {
+        "agent.max_rounds": config.agent.max_rounds,
+        "agent.history_messages": config.agent.history_messages + 1,  # 0 is allowed
+        "agent.max_reply_tokens": config.agent.max_reply_tokens,
+        "agent.tool_timeout_s": config.agent.tool_timeout_s,
+        "llm.context_tokens": config.llm.context_tokens,
+        "llm.batch_size": config.llm.batch_size,
+        "llm.timeout_s": config.llm.timeout_s,
+    }
+    for key, value in positive.items():
+        if value <= 0:
+            raise ConfigError(f"{key}: must be greater than 0")
+    for key, threads in (
+        ("llm.threads", config.llm.threads),
+        ("llm.batch_threads", config.llm.batch_threads),
+    ):
+        if threads != "auto" and not 1 <= int(threads) <= 256:
+            raise ConfigError(f"{key}: expected auto or a number of threads from 1 to 256, got {threads}")
+    if not 1.0 <= config.agent.repeat_penalty <= 2.0:
+        raise ConfigError(f"agent.repeat_penalty: expected a number from 1 to 2, got {config.agent.repeat_penalty}")
+    if not 0.0 <= config.agent.temperature <= 2.0:
+        raise ConfigError(f"agent.temperature: expected a number from 0 to 2, got {config.agent.temperature}")
+    if config.llm.context_tokens < 256:
+        raise ConfigError(f"llm.context_tokens: at least 256 tokens are needed, got {config.llm.context_tokens}")
+    if config.llm.memory_margin_mb < 0:
+        raise ConfigError("llm.memory_margin_mb: must be 0 or more")
+
+
+def describe_keys(cls: type = Config, prefix: str = "") -> list[tuple[str, str]]:
+    """Every config key with its description (tests check the shipped YAML documents them all)."""
+    rows: list[tuple[str, str]] = []
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("internal"):
+            continue
+        rows.append((prefix + f.name, f.metadata.get("doc", "")))
+        if dataclasses.is_dataclass(hints[f.name]):
+            rows.extend(describe_keys(hints[f.name], prefix + f.name + "."))
+    return rows

@@ -1,0 +1,137 @@
+"""`picoagent doctor`: checks what a turn needs, each failure with the fix."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from appliance.errors import PicoagentError
+
+Status = Literal["ok", "warn", "fail"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the doctor's report."""
+
+    name: str
+    status: Status
+    detail: str
+    fix: str | None = None
+
+
+def _mb(n: int) -> str:
+    return f"{n // 2**20} MB"
+
+
+def run_checks(config_file: str | None = None, data_dir: str | None = None) -> Iterator[Check]:
+    """Run every check in order; later checks are skipped when what they need failed."""
+    from appliance.config import load_config
+
+    try:
+        config = load_config(config_file, data_dir=data_dir)
+    except PicoagentError as exc:
+        yield Check("config", "fail", exc.message, exc.fix or "fix the key named above")
+        return
+    yield Check("config", "ok", f"{config.source} is valid")
+
+    from appliance import runtime
+
+    try:
+        root = runtime.data_dir(config)
+        probe = root / ".doctor-probe"
+        probe.write_text("ok")
+        probe.unlink()
+        yield Check("data dir", "ok", f"{root} is writable")
+    except OSError as exc:
+        yield Check("data dir", "fail", f"{config.data_dir}: {exc.strerror}", "fix data_dir or its permissions")
+        return
+    free_disk = shutil.disk_usage(root).free
+    yield Check(
+        "disk",
+        "ok" if free_disk > 512 * 2**20 else "warn",
+        f"{_mb(free_disk)} free in {root}",
+        "free some space: history and models need room to grow",
+    )
+
+    yield from _check_sqlite(root)
+    yield from _check_model(config)
+
+
+def _check_sqlite(root: Path) -> Iterator[Check]:
+    from appliance.memory.db import Database, can_load_extensions
+
+    if not can_load_extensions():
+        yield Check(
+            "sqlite extensions",
+            "fail",
+            "this Python's sqlite3 cannot load extensions, so sqlite-vec (memory search) cannot work",
+            "run picoagent from a venv built on Debian's /usr/bin/python3 (make install does this)",
+        )
+    else:
+        try:
+            import sqlite_vec
+
+            conn = sqlite3.connect(":memory:")
+            conn.enable_load_extension(True)
+            sqlite_vec.load(conn)
+            version = conn.execute("select vec_version()").fetchone()[0]
+            conn.close()
+            yield Check("sqlite-vec", "ok", f"sqlite {sqlite3.sqlite_version}, sqlite-vec {version}")
+        except (ImportError, sqlite3.Error, AttributeError) as exc:
+            yield Check("sqlite-vec", "fail", f"sqlite-vec does not load: {exc}", "re-run make install")
+    try:
+        db = Database(root / "picoagent.db")
+        status = db.integrity()
+        db.close()
+        if status == "ok":
+            yield Check("database", "ok", f"{root / 'picoagent.db'} passes its integrity check")
+        else:
+            yield Check("database", "fail", f"integrity check: {status}", "restore a backup or move the file away")
+    except PicoagentError as exc:
+        yield Check("database", "fail", exc.message, exc.fix)
+
+
+def _check_model(config: object) -> Iterator[Check]:
+    from appliance import runtime
+    from appliance.config import Config
+    from appliance.llm import gguf, threads
+    from appliance.llm.local import available_memory_bytes
+
+    assert isinstance(config, Config)
+    try:
+        path = runtime.model_path(config)
+        need = gguf.estimate_memory_bytes(path, config.llm.context_tokens, config.llm.batch_size)
+    except PicoagentError as exc:
+        yield Check("model", "fail", exc.message, exc.fix)
+        return
+    yield Check("model", "ok", f"{runtime.model_spec(config)}: {path} ({_mb(path.stat().st_size)}, GGUF)")
+    free = available_memory_bytes()
+    if free is None:
+        yield Check("memory", "warn", "cannot read /proc/meminfo")
+    else:
+        margin = config.llm.memory_margin_mb * 2**20
+        fits = need + margin <= free
+        yield Check(
+            "memory",
+            "ok" if fits else "fail",
+            f"the model needs about {_mb(need)} with a {config.llm.context_tokens}-token context; {_mb(free)} free",
+            "pick a smaller model (picoagent models list), lower llm.context_tokens, or stop other programs",
+        )
+    try:
+        import llama_cpp
+
+        decode, _batch = threads.ThreadPolicy().choose()
+        yield Check(
+            "llama.cpp",
+            "ok",
+            f"llama-cpp-python {llama_cpp.__version__}; {threads.physical_cores()} physical cores, "
+            f"{decode} free for decoding now (of {len(os.sched_getaffinity(0))} CPUs)",
+        )
+    except ImportError as exc:
+        yield Check("llama.cpp", "fail", f"llama-cpp-python is not installed: {exc}", "re-run make install")

@@ -1,0 +1,87 @@
+"""One exception hierarchy for expected failures, translated at the edges (CLI, HTTP, tool results).
+
+Every error carries a message for people and, where there is one, the fix. Errors also subclass the
+matching builtin so that generic handlers (``except FileNotFoundError``) keep working.
+"""
+
+from __future__ import annotations
+
+
+class PicoagentError(Exception):
+    """An expected failure: say what went wrong and, in ``fix``, what to do about it."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
+
+    def __str__(self) -> str:
+        return self.message
+
+    def for_people(self) -> str:
+        """The message and its fix, as printed by the CLI."""
+        return f"{self.message}\n  fix: {self.fix}" if self.fix else self.message
+
+
+class ConfigError(PicoagentError, ValueError):
+    """The configuration (file, key, value or secret reference) is wrong."""
+
+    exit_code = 2
+
+
+class UsageError(PicoagentError, ValueError):
+    """A command was called with arguments it cannot take."""
+
+    exit_code = 2
+
+
+class ModelError(PicoagentError, RuntimeError):
+    """The local model cannot be loaded or run."""
+
+
+class ModelNotFoundError(ModelError, FileNotFoundError):
+    """The model file is not where the configuration says."""
+
+
+class ModelFormatError(ModelError):
+    """The model file is not a GGUF file llama.cpp can load."""
+
+
+class ModelTooLargeError(ModelError, MemoryError):
+    """The model needs more memory than is free."""
+
+
+class UnknownModelError(ModelError, KeyError):
+    """A model name is not in the catalog."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self.message
+
+
+class DownloadError(PicoagentError, OSError):
+    """A model download failed; nothing was installed."""
+
+
+class ChecksumError(DownloadError):
+    """A downloaded file's sha256 does not match the catalog; it was deleted."""
+
+
+class DatabaseError(PicoagentError, RuntimeError):
+    """The SQLite database cannot be opened or written."""
+
+
+class ToolError(PicoagentError, RuntimeError):
+    """A tool failed; inside a turn this becomes a result the model reads."""
+
+
+class UnknownToolError(ToolError, KeyError):
+    """No tool has that name."""
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class Cancelled(PicoagentError):
+    """A generation or turn was cancelled by its caller."""

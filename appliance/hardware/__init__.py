@@ -1,0 +1,1 @@
+"""Hardware: buses, backends and named devices (see DESIGN.md; arrives with issue 4)."""

@@ -1,0 +1,1 @@
+"""Language models: the provider protocol, the local llama.cpp worker, the model catalog."""

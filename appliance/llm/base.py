@@ -1,0 +1,87 @@
+"""What every language model provider speaks: messages in, a :class:`Generation` out."""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Role = Literal["system", "user", "assistant", "tool"]
+FinishReason = Literal["stop", "length", "cancelled", "timeout"]
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One message of a chat prompt."""
+
+    role: Role
+    content: str
+
+    def as_dict(self) -> dict[str, str]:
+        """The OpenAI-style mapping chat templates expect."""
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass
+class GenerationRequest:
+    """Everything one generation needs besides the model."""
+
+    messages: Sequence[ChatMessage]
+    max_tokens: int = 256
+    temperature: float = 0.2
+    repeat_penalty: float = 1.1  # >1 discourages the loops small models fall into
+    stop: Sequence[str] = ()
+    json_schema: dict[str, Any] | None = None  # constrain the output to this schema (a grammar)
+    prefix: str = ""  # text the reply is forced to start with (already part of the reply)
+    seed: int | None = None
+    on_token: Callable[[str], None] | None = None  # called from the worker thread with each new piece
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass
+class Generation:
+    """A finished generation: its text, why it ended, its timings and its token probabilities."""
+
+    text: str
+    finish_reason: FinishReason
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int = 0  # prompt tokens found in the KV cache (not re-read)
+    queued_s: float = 0.0
+    ttft_s: float = 0.0  # from the start of work to the first token
+    decode_s: float = 0.0  # from the first token to the last
+    total_s: float = 0.0
+    token_logprobs: list[float] = field(default_factory=list)  # log p of each sampled token
+    token_entropies: list[float] = field(default_factory=list)  # entropy (nats) of each step
+
+    @property
+    def decode_tps(self) -> float:
+        """Decode speed: tokens after the first, per second."""
+        return (self.completion_tokens - 1) / self.decode_s if self.completion_tokens > 1 and self.decode_s else 0.0
+
+    def confidence(self) -> dict[str, float]:
+        """A summary of the model's own certainty about this reply (routing reads it)."""
+        if not self.token_logprobs:
+            return {"mean_prob": 0.0, "min_prob": 0.0, "mean_entropy": 0.0}
+        n = len(self.token_logprobs)
+        return {
+            "mean_prob": round(sum(math.exp(lp) for lp in self.token_logprobs) / n, 4),
+            "min_prob": round(math.exp(min(self.token_logprobs)), 4),
+            "mean_entropy": round(sum(self.token_entropies) / max(1, len(self.token_entropies)), 4),
+        }
+
+
+class ChatModel(Protocol):
+    """A provider: the local worker now, cloud providers later."""
+
+    name: str
+
+    async def generate(self, request: GenerationRequest) -> Generation:
+        """Run one generation; raise ModelError subclasses for expected failures."""
+        ...
+
+    def count_tokens(self, messages: Sequence[ChatMessage]) -> int:
+        """How many prompt tokens these messages take."""
+        ...

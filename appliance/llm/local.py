@@ -1,0 +1,390 @@
+"""The local model worker: one llama.cpp model behind a queue, on its own thread.
+
+llama.cpp is not re-entrant, so one ``Llama`` object serves every caller, one job at a time, on a
+dedicated thread; the event loop only awaits futures. Tokens stream through a callback; a job stops at
+the model's end-of-turn token, a stop sequence, ``max_tokens``, its cancel event or its deadline.
+Prompts are rendered with the chat template stored in the GGUF file. The KV cache keeps the previous
+prompt, so a new prompt that starts the same way (the system prompt, the conversation so far) is not
+read again. Each sampled token's probability and the step's entropy are kept for routing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import concurrent.futures
+import json
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from appliance.errors import Cancelled, ModelError, ModelNotFoundError, ModelTooLargeError
+from appliance.llm import gguf, threads
+from appliance.llm.base import ChatMessage, FinishReason, Generation, GenerationRequest
+
+log = logging.getLogger(__name__)
+
+
+def available_memory_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo (None where there is no such file)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def check_model_file(path: Path, context_tokens: int, batch_size: int, margin_mb: int) -> int:
+    """Refuse a missing file, a non-GGUF file or a model too large for free memory; return bytes needed."""
+    if not path.exists():
+        raise ModelNotFoundError(
+            f"model file {path} does not exist",
+            fix="run `picoagent models list` and `picoagent models pull NAME`, or fix llm.model",
+        )
+    need = gguf.estimate_memory_bytes(path, context_tokens, batch_size)
+    free = available_memory_bytes()
+    if free is not None and need + margin_mb * 1024 * 1024 > free:
+        raise ModelTooLargeError(
+            f"model {path.name} needs about {need // 2**20} MB with a {context_tokens}-token context, "
+            f"but only {free // 2**20} MB are free (keeping {margin_mb} MB spare)",
+            fix="pick a smaller model (`picoagent models list`), lower llm.context_tokens, or stop other programs",
+        )
+    return need
+
+
+class _StopMatcher:
+    """Finds stop sequences in streamed text and holds back text that may be the start of one."""
+
+    def __init__(self, stops: Sequence[str]) -> None:
+        self.stops = [s for s in stops if s]
+
+    def split(self, text: str) -> tuple[str, str, bool]:
+        """(text safe to emit, text held back, stopped) for the reply so far."""
+        for stop in self.stops:
+            at = text.find(stop)
+            if at >= 0:
+                return text[:at], "", True
+        hold = 0
+        for stop in self.stops:
+            for n in range(min(len(stop) - 1, len(text)), 0, -1):
+                if text.endswith(stop[:n]):
+                    hold = max(hold, n)
+                    break
+        return (text[: len(text) - hold], text[len(text) - hold :], False) if hold else (text, "", False)
+
+
+class LocalModel:
+    """A GGUF model run by llama-cpp-python on one worker thread."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        context_tokens: int = 2048,
+        threads: int | str = "auto",
+        batch_threads: int | str = "auto",
+        batch_size: int = 256,
+        seed: int = 42,
+        timeout_s: float = 120.0,
+        memory_margin_mb: int = 128,
+        extra_stop: Sequence[str] = (),
+        name: str | None = None,
+    ) -> None:
+        self.path = path
+        self.name = name or path.stem
+        self.context_tokens = context_tokens
+        self.threads_setting = threads
+        self.batch_threads_setting = batch_threads
+        self.batch_size = batch_size
+        self.seed = seed
+        self.timeout_s = timeout_s
+        self.memory_margin_mb = memory_margin_mb
+        self.extra_stop = list(extra_stop)
+        self.load_s = 0.0
+        self.threads_used = 0
+        self._llm: Any = None
+        self._formatter: Any = None
+        self._eog: set[int] = set()
+        self._grammars: dict[str, Any] = {}
+        self._pieces: dict[int, bytes] = {}
+        self._vocab: Any = None
+        self._jobs: queue.Queue[tuple[Callable[[], Any], concurrent.futures.Future[Any]] | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._thread_lock = threading.Lock()
+        self._threads = threads_policy(threads, batch_threads)
+
+    # --- the worker thread ------------------------------------------------------------------
+
+    def _submit(self, fn: Callable[[], Any]) -> concurrent.futures.Future[Any]:
+        with self._thread_lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="llama-worker", daemon=True)
+                self._thread.start()
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._jobs.put((fn, future))
+        return future
+
+    def _run(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            fn, future = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn())
+            except BaseException as exc:
+                future.set_exception(exc)
+
+    @property
+    def queue_depth(self) -> int:
+        """Jobs waiting for the model (not counting the one running)."""
+        return self._jobs.qsize()
+
+    def close(self) -> None:
+        """Stop the worker thread and free the model."""
+        with self._thread_lock:
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            self._jobs.put(None)
+            thread.join(timeout=30)
+        if self._llm is not None:
+            self._llm.close()
+            self._llm = None
+
+    # --- loading ----------------------------------------------------------------------------
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory."""
+        return self._llm is not None
+
+    def _load(self) -> None:
+        if self._llm is not None:
+            return
+        started = time.perf_counter()
+        check_model_file(self.path, self.context_tokens, self.batch_size, self.memory_margin_mb)
+        from llama_cpp import Llama, llama_chat_format
+
+        decode, batch = self._threads.choose()
+        try:
+            llm = Llama(
+                model_path=str(self.path),
+                n_ctx=self.context_tokens,
+                n_batch=self.batch_size,
+                n_threads=decode,
+                n_threads_batch=batch,
+                seed=self.seed,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError) as exc:
+            raise ModelError(
+                f"llama.cpp could not load {self.path.name}: {exc}",
+                fix="the file may be damaged or use an architecture this llama.cpp does not know; "
+                "pull it again or pick another model",
+            ) from None
+        template = llm.metadata.get("tokenizer.chat_template")
+        eos_id, bos_id = llm.token_eos(), llm.token_bos()
+        eos = llm._model.token_get_text(eos_id) if eos_id != -1 else ""
+        bos = llm._model.token_get_text(bos_id) if bos_id != -1 else ""
+        if not template:
+            # No template in the file: ChatML, which most small instruct models use.
+            template = (
+                "{% for m in messages %}{{'<|im_start|>' + m['role'] + '\n' + m['content'] + '<|im_end|>\n'}}"
+                "{% endfor %}{% if add_generation_prompt %}{{'<|im_start|>assistant\n'}}{% endif %}"
+            )
+        self._formatter = llama_chat_format.Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
+        import llama_cpp
+
+        vocab = self._vocab = llama_cpp.llama_model_get_vocab(llm.model)
+        self._eog = {t for t in range(llm.n_vocab()) if llama_cpp.llama_vocab_is_eog(vocab, t)}
+        self._llm = llm
+        self.threads_used = decode
+        self.load_s = time.perf_counter() - started
+        log.info("loaded %s in %.2f s (threads %d/%d)", self.path.name, self.load_s, decode, batch)
+
+    async def load(self) -> None:
+        """Load the model on the worker thread (generate does this on first use too)."""
+        await asyncio.wrap_future(self._submit(self._load))
+
+    # --- prompts ----------------------------------------------------------------------------
+
+    def render(self, messages: Sequence[ChatMessage], prefix: str = "") -> str:
+        """The prompt text for these messages, ending where the assistant's reply starts."""
+        result = self._formatter(messages=[m.as_dict() for m in messages])
+        return str(result.prompt) + prefix
+
+    def _tokenize(self, text: str) -> list[int]:
+        return list(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def _piece(self, token: int) -> bytes:
+        """The bytes of one token (cached: the same few thousand tokens come back all the time)."""
+        piece = self._pieces.get(token)
+        if piece is None:
+            import ctypes
+
+            import llama_cpp
+
+            size = 64
+            while True:
+                buffer = ctypes.create_string_buffer(size)
+                n = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, size, 0, False)
+                if n >= 0:
+                    piece = self._pieces[token] = buffer.raw[:n]
+                    break
+                size = -n  # too small: llama.cpp says how much it needs
+        return piece
+
+    def count_tokens(self, messages: Sequence[ChatMessage]) -> int:
+        """How many tokens the rendered prompt takes (loads the model if needed)."""
+
+        def count() -> int:
+            self._load()
+            return len(self._tokenize(self.render(messages)))
+
+        return int(self._submit(count).result())
+
+    def _grammar(self, schema: dict[str, Any]) -> Any:
+        from llama_cpp import LlamaGrammar
+
+        key = json.dumps(schema)  # key order kept: "name" before "arguments" reads naturally to a model
+        if key not in self._grammars:
+            grammar = LlamaGrammar.from_json_schema(key, verbose=False)
+            # llama.cpp's JSON grammar lets raw control characters into strings; JSON does not, and
+            # a small model uses that to wander off into newlines inside a string until max_tokens.
+            grammar._grammar = grammar._grammar.replace('char ::= [^"\\\\]', 'char ::= [^"\\\\\\x00-\\x1F]')
+            self._grammars[key] = grammar
+        return self._grammars[key]
+
+    # --- generation -------------------------------------------------------------------------
+
+    def _generate(self, request: GenerationRequest, submitted: float) -> Generation:
+        import llama_cpp
+        import numpy as np
+
+        started = time.perf_counter()
+        if request.cancel.is_set():
+            raise Cancelled("cancelled before it started")
+        self._load()
+        llm = self._llm
+        decode_threads, batch_threads = self._threads.choose()
+        if decode_threads != self.threads_used:
+            llama_cpp.llama_set_n_threads(llm.ctx, decode_threads, batch_threads)
+            self.threads_used = decode_threads
+        prompt = self._tokenize(self.render(request.messages, request.prefix))
+        budget = self.context_tokens - len(prompt)
+        if budget < 1:
+            raise ModelError(
+                f"the prompt takes {len(prompt)} tokens, more than the {self.context_tokens}-token context",
+                fix="shorten the message, lower agent.history_messages or raise llm.context_tokens",
+            )
+        max_tokens = min(request.max_tokens, budget)
+        cached = llm.longest_token_prefix(llm._input_ids.tolist(), prompt) if llm.n_tokens else 0
+        if request.seed is not None:
+            llm.set_seed(request.seed)
+        temp = request.temperature
+        tokens = llm.generate(
+            prompt,
+            temp=temp,
+            top_k=40 if temp > 0 else 1,
+            top_p=0.95,
+            min_p=0.05,
+            repeat_penalty=request.repeat_penalty,
+            grammar=self._grammar(request.json_schema) if request.json_schema else None,
+        )
+        stops = _StopMatcher([*request.stop, *self.extra_stop])
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        ctx = llm.ctx
+        n_vocab = llm.n_vocab()
+        deadline = started + self.timeout_s
+        text, emitted = "", 0
+        logprobs: list[float] = []
+        entropies: list[float] = []
+        finish: FinishReason = "length"
+        first_at = last_at = 0.0
+        for token in tokens:
+            now = time.perf_counter()
+            if not first_at:
+                first_at = now
+            last_at = now
+            if token in self._eog:
+                finish = "stop"
+                break
+            # The logits the token was sampled from; the model's own, before temperature or grammar.
+            logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(ctx, -1), shape=(n_vocab,))
+            top = logits.max()
+            weights = np.exp(logits - top)
+            total = weights.sum()
+            logprobs.append(float(logits[token] - top - np.log(total)))
+            probs = weights / total
+            entropies.append(float(-(probs * np.log(probs + 1e-12)).sum()))
+            text += decoder.decode(self._piece(token))
+            safe, _held, stopped = stops.split(text)
+            if stopped:
+                text = safe
+                finish = "stop"
+            if request.on_token and len(safe) > emitted:
+                request.on_token(safe[emitted:])
+                emitted = len(safe)
+            if stopped:
+                break
+            if len(logprobs) >= max_tokens:
+                break
+            if request.cancel.is_set():
+                finish = "cancelled"
+                break
+            if now > deadline:
+                finish = "timeout"
+                break
+        tokens.close()
+        if finish == "length" and len(logprobs) < request.max_tokens:
+            log.info("reply cut at the end of the context window (%d tokens)", self.context_tokens)
+        text += decoder.decode(b"", final=True)
+        if request.on_token and finish == "stop" and len(text) > emitted:
+            request.on_token(text[emitted:])
+        finished = time.perf_counter()
+        return Generation(
+            text=text,
+            finish_reason=finish,
+            prompt_tokens=len(prompt),
+            completion_tokens=len(logprobs),
+            cached_tokens=cached,
+            queued_s=started - submitted,
+            ttft_s=(first_at or finished) - started,
+            decode_s=last_at - first_at if first_at else 0.0,
+            total_s=finished - started,
+            token_logprobs=logprobs,
+            token_entropies=entropies,
+        )
+
+    def generate_sync(self, request: GenerationRequest) -> Generation:
+        """Run one generation from a thread that is not the event loop."""
+        submitted = time.perf_counter()
+        return self._submit(lambda: self._generate(request, submitted)).result()
+
+    async def generate(self, request: GenerationRequest) -> Generation:
+        """Run one generation; cancelling the awaiting task stops it at the next token."""
+        submitted = time.perf_counter()
+        future = self._submit(lambda: self._generate(request, submitted))
+        try:
+            return await asyncio.shield(asyncio.wrap_future(future))
+        except asyncio.CancelledError:
+            request.cancel.set()
+            future.cancel()  # still queued: never runs
+            raise
+
+
+def threads_policy(decode: int | str, batch: int | str) -> threads.ThreadPolicy:
+    """The thread policy for these config values."""
+    return threads.ThreadPolicy(
+        decode=None if decode == "auto" else int(decode),
+        batch=None if batch == "auto" else int(batch),
+    )

@@ -1,0 +1,1 @@
+"""Memory: one SQLite file (WAL, one writer) holding conversations and, later, recall."""

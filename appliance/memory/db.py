@@ -1,0 +1,221 @@
+"""The SQLite database: one file, WAL mode, migrations as a list of small functions, one writer.
+
+All access goes through one connection guarded by a lock; async callers use :meth:`Database.call`,
+which runs the work on the database's single thread so the event loop never blocks on SQLite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+from appliance.errors import DatabaseError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# PRAGMA application_id marks the file as ours, so a foreign database is never migrated over.
+APPLICATION_ID = 0x50494341  # "PICA"
+
+
+def _script(db: sqlite3.Connection, sql: str) -> None:
+    """Run several statements inside the caller's transaction (executescript would commit first)."""
+    for statement in sql.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def _m1_conversations(db: sqlite3.Connection) -> None:
+    _script(
+        db,
+        """
+        CREATE TABLE conversations (
+            id INTEGER PRIMARY KEY,
+            channel TEXT NOT NULL,
+            chat_id TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            closed_at REAL
+        );
+        CREATE INDEX conversations_open ON conversations (channel, chat_id) WHERE closed_at IS NULL;
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY,
+            conversation_id INTEGER NOT NULL REFERENCES conversations (id),
+            role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+            content TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            route TEXT,
+            meta TEXT
+        );
+        CREATE INDEX messages_conversation ON messages (conversation_id, id);
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m1_conversations]
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """One message of a conversation as stored."""
+
+    id: int
+    role: str
+    content: str
+    created_at: float
+    route: str | None
+    meta: dict[str, Any]
+
+
+class Database:
+    """The appliance's SQLite file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        self._executor: ThreadPoolExecutor | None = None
+        self._conn = self._open(path)
+
+    @staticmethod
+    def _open(path: Path) -> sqlite3.Connection:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10)
+        except (OSError, sqlite3.Error) as exc:
+            raise DatabaseError(f"cannot open the database {path}: {exc}") from None
+        try:
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise DatabaseError(
+                f"{path} is not a picoagent database ({exc}); it was left untouched",
+                fix="move the file away (or pass --data-dir) and picoagent starts a new one",
+            ) from None
+        if app_id != APPLICATION_ID and (tables or version):
+            conn.close()
+            raise DatabaseError(
+                f"{path} belongs to another program (SQLite application id {app_id:#x}); it was left untouched",
+                fix="move the file away (or pass --data-dir) and picoagent starts a new one",
+            )
+        if version > len(MIGRATIONS):
+            conn.close()
+            raise DatabaseError(
+                f"{path} was written by a newer picoagent (schema {version}, this one knows {len(MIGRATIONS)})",
+                fix="update picoagent, or roll back with `picoagent update rollback`",
+            )
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        for number in range(version, len(MIGRATIONS)):
+            migrate = MIGRATIONS[number]
+            log.info("database %s: migration %d (%s)", path, number + 1, migrate.__name__)
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                migrate(conn)
+                conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version={number + 1}")
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                conn.execute("ROLLBACK")
+                conn.close()
+                raise DatabaseError(f"database {path}: migration {number + 1} failed: {exc}") from None
+        return conn
+
+    def close(self) -> None:
+        """Close the connection and the writer thread."""
+        with self._lock:
+            self._conn.close()
+        if self._executor:
+            self._executor.shutdown(wait=True)
+
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run ``fn(*args, **kwargs)`` on the database thread (the one writer), off the event loop."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, partial(fn, *args, **kwargs))
+
+    def _write(self, sql: str, params: tuple[Any, ...]) -> int:
+        with self._lock:
+            try:
+                cur = self._conn.execute(sql, params)
+            except sqlite3.OperationalError as exc:
+                if "full" in str(exc):
+                    raise DatabaseError(
+                        f"the disk holding {self.path} is full; nothing was written",
+                        fix="free some space (picoagent memory prune, old models) and try again",
+                    ) from None
+                raise DatabaseError(f"database write failed: {exc}") from None
+            return int(cur.lastrowid or 0)
+
+    # --- conversations ------------------------------------------------------------------------
+
+    def conversation(self, channel: str, chat_id: str) -> int:
+        """The open conversation of a chat, started when there is none."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT id FROM conversations WHERE channel = ? AND chat_id = ? AND closed_at IS NULL"
+                " ORDER BY id DESC LIMIT 1",
+                (channel, chat_id),
+            ).fetchone()
+            if row:
+                return int(row[0])
+            return self._write(
+                "INSERT INTO conversations (channel, chat_id, created_at) VALUES (?, ?, ?)",
+                (channel, chat_id, time.time()),
+            )
+
+    def reset(self, channel: str, chat_id: str) -> None:
+        """Close the open conversation of a chat; the next message starts a new one."""
+        self._write(
+            "UPDATE conversations SET closed_at = ? WHERE channel = ? AND chat_id = ? AND closed_at IS NULL",
+            (time.time(), channel, chat_id),
+        )
+
+    def add_message(
+        self,
+        conversation_id: int,
+        role: str,
+        content: str,
+        *,
+        route: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> int:
+        """Append a message; it is durable when this returns."""
+        return self._write(
+            "INSERT INTO messages (conversation_id, role, content, created_at, route, meta) VALUES (?, ?, ?, ?, ?, ?)",
+            (conversation_id, role, content, time.time(), route, json.dumps(meta) if meta else None),
+        )
+
+    def recent_messages(self, conversation_id: int, limit: int) -> list[StoredMessage]:
+        """The last ``limit`` messages of a conversation, oldest first."""
+        if limit <= 0:
+            return []
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT id, role, content, created_at, route, meta FROM messages"
+                " WHERE conversation_id = ? ORDER BY id DESC LIMIT ?",
+                (conversation_id, limit),
+            ).fetchall()
+        return [StoredMessage(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]) if r[5] else {}) for r in reversed(rows)]
+
+    def integrity(self) -> str:
+        """SQLite's quick_check result: "ok" when the file is sound."""
+        with self._lock:
+            return str(self._conn.execute("PRAGMA quick_check").fetchone()[0])
+
+
+def can_load_extensions() -> bool:
+    """Whether this interpreter's sqlite3 can load extensions (sqlite-vec needs it)."""
+    return hasattr(sqlite3.connect(":memory:"), "enable_load_extension")

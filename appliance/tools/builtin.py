@@ -1,0 +1,111 @@
+"""Built-in tools, registered the same way any other tool is."""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import math
+import operator
+import os
+from pathlib import Path
+from typing import Any
+
+from appliance.errors import ToolError
+from appliance.tools.registry import ToolRegistry
+
+_OPS: dict[type, Any] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
+_FUNCS: dict[str, Any] = {"sqrt": math.sqrt, "abs": abs, "round": round, "min": min, "max": max, "log": math.log}
+
+
+def _eval(node: ast.AST) -> float:
+    if isinstance(node, ast.Expression):
+        return _eval(node.body)
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        left, right = _eval(node.left), _eval(node.right)
+        if isinstance(node.op, ast.Pow) and abs(right) > 100:
+            raise ToolError("exponent too large (at most 100)")
+        return float(_OPS[type(node.op)](left, right))
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
+        return float(_OPS[type(node.op)](_eval(node.operand)))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS:
+        return float(_FUNCS[node.func.id](*[_eval(a) for a in node.args]))
+    raise ToolError(f"unsupported expression element: {ast.dump(node)[:60]}")
+
+
+def calculator(expression: str) -> str:
+    """Evaluate an arithmetic expression exactly (+ - * / // % ** and sqrt, abs, round, min, max, log).
+
+    Args:
+        expression: the arithmetic to evaluate, for example "(17 + 4) * 3"
+    """
+    if len(expression) > 200:
+        raise ToolError("expression too long (at most 200 characters)")
+    try:
+        tree = ast.parse(expression.replace("^", "**"), mode="eval")
+    except SyntaxError:
+        raise ToolError(f"not an arithmetic expression: {expression!r}") from None
+    try:
+        value = _eval(tree)
+    except ZeroDivisionError:
+        raise ToolError("division by zero") from None
+    return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.10g}"
+
+
+def current_time() -> str:
+    """The current local date, time and time zone of the Pi."""
+    now = dt.datetime.now().astimezone()
+    return now.strftime("%A %d %B %Y, %H:%M:%S %Z (UTC%z)")
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+
+
+def system_health() -> dict[str, Any]:
+    """The Pi's health: CPU temperature, load, memory, disk and uptime."""
+    health: dict[str, Any] = {}
+    temp = _read("/sys/class/thermal/thermal_zone0/temp")
+    health["cpu_temperature_c"] = round(int(temp) / 1000, 1) if temp and temp.isdigit() else "not available"
+    health["load_1_5_15"] = [round(x, 2) for x in os.getloadavg()]
+    meminfo = _read("/proc/meminfo") or ""
+    fields = {line.split(":")[0]: int(line.split()[1]) for line in meminfo.splitlines() if len(line.split()) >= 2}
+    if "MemTotal" in fields:
+        health["memory_mb"] = {
+            "total": fields["MemTotal"] // 1024,
+            "available": fields.get("MemAvailable", 0) // 1024,
+        }
+    stat = os.statvfs("/")
+    health["disk_free_gb"] = round(stat.f_bavail * stat.f_frsize / 1e9, 1)
+    uptime = _read("/proc/uptime")
+    if uptime:
+        health["uptime_h"] = round(float(uptime.split()[0]) / 3600, 1)
+    return health
+
+
+def register(registry: ToolRegistry) -> None:
+    """Register the built-in tools."""
+    registry.register(calculator, read_only=True)
+    registry.register(current_time, read_only=True)
+    registry.register(system_health, read_only=True)
+
+
+def default_registry() -> ToolRegistry:
+    """A registry holding the built-in tools."""
+    registry = ToolRegistry()
+    register(registry)
+    return registry

@@ -1,0 +1,250 @@
+"""The tool registry: a tool is a plain typed function; its JSON schema comes from the signature.
+
+``ToolRegistry.execute`` never raises for a tool's own failure: bad arguments, an exception or a
+timeout all become a :class:`ToolResult` with ``ok=False`` that the model can read and act on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import re
+import time
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union, get_args, get_origin
+
+from appliance.errors import ToolError, UnknownToolError
+
+log = logging.getLogger(__name__)
+
+MAX_OUTPUT_CHARS = 4000
+
+_JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A callable the model may use, with the JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    function: Callable[..., Any]
+    read_only: bool = False
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI-style function description of this tool."""
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+
+@dataclass
+class ToolResult:
+    """What one tool call gave back (or why it failed)."""
+
+    name: str
+    arguments: dict[str, Any]
+    ok: bool
+    output: str
+    duration_s: float = 0.0
+    error: str | None = None
+
+    def for_model(self) -> str:
+        """The text the model reads as the tool's answer."""
+        return self.output if self.ok else f"ERROR: {self.error}"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The action as it appears in a reply record."""
+        return {
+            "tool": self.name,
+            "arguments": self.arguments,
+            "ok": self.ok,
+            "result": self.output if self.ok else None,
+            "error": self.error,
+            "duration_s": round(self.duration_s, 4),
+        }
+
+
+def _type_schema(tp: Any, where: str) -> dict[str, Any]:
+    origin = get_origin(tp)
+    if tp in _JSON_TYPES:
+        return {"type": _JSON_TYPES[tp]}
+    if origin is Literal:
+        values = list(get_args(tp))
+        return {"enum": values}
+    if origin in (list, tuple) or tp in (list, tuple):
+        args = get_args(tp)
+        return {"type": "array", "items": _type_schema(args[0], where)} if args else {"type": "array"}
+    if origin is dict or tp is dict:
+        return {"type": "object"}
+    if origin in (Union, types.UnionType):
+        options = [a for a in get_args(tp) if a is not type(None)]
+        if len(options) == 1:
+            return _type_schema(options[0], where)
+        return {"anyOf": [_type_schema(a, where) for a in options]}
+    raise TypeError(f"{where}: type {tp!r} cannot be described as JSON schema")
+
+
+def _param_docs(docstring: str) -> dict[str, str]:
+    """``name: description`` lines under an ``Args:`` heading."""
+    docs: dict[str, str] = {}
+    in_args = False
+    for line in docstring.splitlines():
+        stripped = line.strip()
+        if stripped.lower() in ("args:", "arguments:", "parameters:"):
+            in_args = True
+            continue
+        if in_args:
+            match = re.match(r"(\w+)\s*(?:\([^)]*\))?\s*:\s*(.+)", stripped)
+            if match:
+                docs[match.group(1)] = match.group(2).strip()
+            elif stripped and not line.startswith((" ", "\t")):
+                in_args = False
+    return docs
+
+
+def tool_from_function(fn: Callable[..., Any], *, name: str | None = None, read_only: bool = False) -> Tool:
+    """Describe a typed function as a tool (first docstring line = description)."""
+    tool_name = name or fn.__name__
+    docstring = inspect.getdoc(fn) or ""
+    description = docstring.splitlines()[0] if docstring else tool_name.replace("_", " ")
+    hints = typing.get_type_hints(fn)
+    param_docs = _param_docs(docstring)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"tool {tool_name}: *args/**kwargs cannot be described to a model")
+        if param.name not in hints:
+            raise TypeError(f"tool {tool_name}: parameter {param.name} needs a type hint")
+        prop = _type_schema(hints[param.name], f"tool {tool_name}, parameter {param.name}")
+        if param.name in param_docs:
+            prop["description"] = param_docs[param.name]
+        if param.default is inspect.Parameter.empty:
+            required.append(param.name)
+        else:
+            prop["default"] = param.default
+        properties[param.name] = prop
+    parameters = {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+    return Tool(tool_name, description, parameters, fn, read_only)
+
+
+def _check_value(schema: dict[str, Any], value: Any, where: str) -> str | None:
+    if "enum" in schema:
+        return None if value in schema["enum"] else f"{where} must be one of {schema['enum']}, got {value!r}"
+    if "anyOf" in schema:
+        problems = [_check_value(s, value, where) for s in schema["anyOf"]]
+        return None if any(p is None for p in problems) else problems[0]
+    kind = schema.get("type")
+    ok = {
+        "string": isinstance(value, str),
+        "integer": isinstance(value, int) and not isinstance(value, bool),
+        "number": isinstance(value, int | float) and not isinstance(value, bool),
+        "boolean": isinstance(value, bool),
+        "array": isinstance(value, list),
+        "object": isinstance(value, dict),
+    }.get(str(kind), True)
+    if not ok:
+        return f"{where} must be {kind}, got {json.dumps(value)}"
+    if kind == "array" and "items" in schema:
+        for i, item in enumerate(value):
+            problem = _check_value(schema["items"], item, f"{where}[{i}]")
+            if problem:
+                return problem
+    return None
+
+
+def check_arguments(tool: Tool, arguments: Any) -> str | None:
+    """Why ``arguments`` do not fit the tool's schema, or None when they do."""
+    if not isinstance(arguments, dict):
+        return "arguments must be a JSON object"
+    props = tool.parameters["properties"]
+    unknown = sorted(set(arguments) - set(props))
+    if unknown:
+        return f"unknown argument(s) {', '.join(unknown)}; {tool.name} takes {', '.join(props) or 'none'}"
+    missing = [p for p in tool.parameters["required"] if p not in arguments]
+    if missing:
+        return f"missing required argument(s): {', '.join(missing)}"
+    for key, value in arguments.items():
+        problem = _check_value(props[key], value, key)
+        if problem:
+            return problem
+    return None
+
+
+@dataclass
+class ToolRegistry:
+    """The tools the model may call, by name."""
+
+    tools: dict[str, Tool] = field(default_factory=dict)
+
+    def register(
+        self, fn: Callable[..., Any] | None = None, *, name: str | None = None, read_only: bool = False
+    ) -> Any:
+        """Register a typed function as a tool; usable as ``@registry.register`` or called directly."""
+
+        def add(func: Callable[..., Any]) -> Callable[..., Any]:
+            tool = tool_from_function(func, name=name, read_only=read_only)
+            if tool.name in self.tools:
+                raise ValueError(f"a tool named {tool.name} is registered already")
+            self.tools[tool.name] = tool
+            return func
+
+        return add(fn) if fn is not None else add
+
+    def get(self, name: str) -> Tool:
+        """The tool with this name, or UnknownToolError listing the known ones."""
+        try:
+            return self.tools[name]
+        except KeyError:
+            raise UnknownToolError(
+                f"no tool named {name!r}", fix="known tools: " + (", ".join(sorted(self.tools)) or "none")
+            ) from None
+
+    def __iter__(self) -> typing.Iterator[Tool]:
+        return iter(sorted(self.tools.values(), key=lambda t: t.name))
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    async def execute(self, name: str, arguments: Any, *, timeout_s: float = 30.0) -> ToolResult:
+        """Run a tool; every failure (unknown, bad arguments, exception, timeout) is a result."""
+        args = arguments if isinstance(arguments, dict) else {}
+        started = time.perf_counter()
+
+        def failed(error: str) -> ToolResult:
+            log.info("tool %s failed: %s", name, error)
+            return ToolResult(name, args, False, "", time.perf_counter() - started, error)
+
+        tool = self.tools.get(name)
+        if tool is None:
+            return failed(f"no tool named {name!r}; known tools: {', '.join(sorted(self.tools)) or 'none'}")
+        problem = check_arguments(tool, arguments)
+        if problem:
+            return failed(problem)
+        try:
+            if inspect.iscoroutinefunction(tool.function):
+                value = await asyncio.wait_for(tool.function(**args), timeout_s)
+            else:
+                # A thread cannot be killed: on timeout the turn goes on and the thread is abandoned.
+                value = await asyncio.wait_for(asyncio.to_thread(tool.function, **args), timeout_s)
+        except TimeoutError:
+            return failed(f"timed out after {timeout_s:g} s")
+        except ToolError as exc:
+            return failed(exc.message)
+        except Exception as exc:  # a tool's bug must not end the turn
+            log.warning("tool %s raised %s", name, exc, exc_info=True)
+            return failed(f"{type(exc).__name__}: {exc}")
+        output = value if isinstance(value, str) else json.dumps(value, default=str)
+        if len(output) > MAX_OUTPUT_CHARS:
+            output = output[:MAX_OUTPUT_CHARS] + f"\n[output truncated: {len(output)} characters in all]"
+        return ToolResult(name, args, True, output, time.perf_counter() - started)
