@@ -9,6 +9,7 @@ goes on for at most ``agent.max_rounds`` model calls.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -57,6 +58,7 @@ class _TurnStats:
     cached_tokens: int = 0
     model_s: float = 0.0
     rounds: int = 0
+    partial: str = ""  # the reply text streamed so far
 
 
 class Agent:
@@ -101,26 +103,17 @@ class Agent:
             ChatMessage("user", text),
         ]
         actions: list[ToolResult] = []
-        final: Generation | None = None
-        reply = ""
-        for round_number in range(cfg.max_rounds):
-            last_round = round_number == cfg.max_rounds - 1
-            may_call = use_tools and not last_round
-            must_call = may_call and tool_choice == "required" and round_number == 0
-            if not must_call:
-                generation, wants_tool = await self._free_round(messages, may_call, stats, emit)
-                if not wants_tool:
-                    final, reply = generation, generation.text.strip()
-                    break
-            call = await self._tool_call(messages, stats, emit)
-            emit("tool_call", {"tool": call["name"], "arguments": call["arguments"]})
-            result = await self.tools.execute(call["name"], call["arguments"], timeout_s=cfg.tool_timeout_s)
-            actions.append(result)
-            emit("tool_result", result.as_dict())
-            messages += [
-                context.tool_call_message(call["name"], call["arguments"]),
-                context.tool_result_message(result),
-            ]
+        try:
+            final = await self._rounds(messages, tool_choice if use_tools else "none", actions, stats, emit)
+        except asyncio.CancelledError:
+            # Stopped by its caller (Ctrl-C, a closed connection): keep what was said, marked as stopped.
+            partial = stats.partial.strip() + " [stopped]"
+            meta = {"actions": [a.as_dict() for a in actions], "cancelled": True}
+            await asyncio.shield(
+                self.db.call(self.db.add_message, conversation, "assistant", partial.strip(), route="local", meta=meta)
+            )
+            raise
+        reply = final.text.strip() if final else ""
 
         total = time.perf_counter() - stats.started
         record = ReplyRecord(
@@ -156,6 +149,35 @@ class Agent:
         emit("done", record.as_dict())
         return record
 
+    async def _rounds(
+        self,
+        messages: list[ChatMessage],
+        tool_choice: ToolChoice,
+        actions: list[ToolResult],
+        stats: _TurnStats,
+        emit: EventSink,
+    ) -> Generation | None:
+        """Model calls until one answers in text (None when every round was a tool call)."""
+        rounds = self.config.agent.max_rounds
+        for round_number in range(rounds):
+            may_call = tool_choice != "none" and round_number < rounds - 1  # the last round must answer
+            if not (may_call and tool_choice == "required" and round_number == 0):
+                generation, wants_tool = await self._free_round(messages, may_call, stats, emit)
+                if not wants_tool:
+                    return generation
+            call = await self._tool_call(messages, stats, emit)
+            emit("tool_call", {"tool": call["name"], "arguments": call["arguments"]})
+            result = await self.tools.execute(
+                call["name"], call["arguments"], timeout_s=self.config.agent.tool_timeout_s
+            )
+            actions.append(result)
+            emit("tool_result", result.as_dict())
+            messages += [
+                context.tool_call_message(call["name"], call["arguments"]),
+                context.tool_result_message(result),
+            ]
+        return None
+
     async def _run(self, request: GenerationRequest, stats: _TurnStats) -> Generation:
         generation = await self.model.generate(request)
         stats.rounds += 1
@@ -170,7 +192,7 @@ class Agent:
         messages: list[ChatMessage],
         may_call: bool,
         stats: _TurnStats,
-        emit: Callable[[str, dict[str, Any]], None],
+        emit: EventSink,
     ) -> tuple[Generation, bool]:
         """Generate freely; returns (generation, True) when the reply turned out to be a tool call."""
         request = self._request(messages)
@@ -192,6 +214,7 @@ class Agent:
                 decided, piece = True, pending
             if not stats.first_text_at and piece.strip():
                 stats.first_text_at = time.perf_counter()
+            stats.partial += piece
             emit("text", {"delta": piece})
 
         request.on_token = on_token
@@ -202,9 +225,7 @@ class Agent:
             emit("text", {"delta": pending})  # a short reply that only looked like the start of a call
         return generation, False
 
-    async def _tool_call(
-        self, messages: list[ChatMessage], stats: _TurnStats, emit: Callable[[str, dict[str, Any]], None]
-    ) -> dict[str, Any]:
+    async def _tool_call(self, messages: list[ChatMessage], stats: _TurnStats, emit: EventSink) -> dict[str, Any]:
         """Generate a tool call under the tools' grammar; it always parses."""
         emit("thinking", {"stage": "tool_call"})
         request = self._request(messages)

@@ -187,9 +187,9 @@ class LocalModel:
             )
         except (ValueError, RuntimeError) as exc:
             raise ModelError(
-                f"llama.cpp could not load {self.path.name}: {exc}",
-                fix="the file may be damaged or use an architecture this llama.cpp does not know; "
-                "pull it again or pick another model",
+                f"llama.cpp could not load {self.path} ({exc})",
+                fix="the file is damaged, truncated, or of an architecture this llama.cpp does not know: "
+                "pull it again (picoagent models pull NAME) or pick another model",
             ) from None
         template = llm.metadata.get("tokenizer.chat_template")
         eos_id, bos_id = llm.token_eos(), llm.token_bos()

