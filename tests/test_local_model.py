@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import math
 import threading
@@ -181,7 +182,7 @@ def test_concurrent_requests_are_served_one_at_a_time(local_model: LocalModel) -
     asyncio.run(scenario())
     assert len(threads) == 1 and threading.get_ident() not in threads  # one worker, off the caller's thread
     spans.sort()
-    for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+    for (_, end), (start, _) in itertools.pairwise(spans):
         assert start >= end - 0.005  # never two generations at once
 
 
