@@ -56,7 +56,7 @@ lint: install
 	$(BIN)/mypy appliance firmware_tools
 
 bench: install
-	$(BIN)/python -m tests.bench
+	$(BIN)/python tests/bench/run.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) .data build *.egg-info .pytest_cache .mypy_cache .ruff_cache

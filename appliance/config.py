@@ -174,11 +174,12 @@ def load_config(
         secrets_path = source.parent / secrets_path
     lookup = {**read_secrets(secrets_path), **env}
 
-    config = _build(Config, raw, "", lookup)
+    referenced: set[str] = set()
+    config = _build(Config, raw, "", lookup, referenced)
     config.source = source.resolve()
     if data_dir is not None:
         config.data_dir = str(Path(data_dir).resolve())
-    _check(config)
+    _check(config, referenced)
     return config
 
 
@@ -236,17 +237,21 @@ def _expected(tp: Any) -> str:
     return _TYPE_NAMES.get(tp, getattr(tp, "__name__", str(tp)))
 
 
-def _convert(tp: Any, value: Any, path: str, lookup: typing.Mapping[str, str], secret: bool) -> Any:
+def _convert(
+    tp: Any, value: Any, path: str, lookup: typing.Mapping[str, str], secret: bool, referenced: set[str]
+) -> Any:
     if isinstance(value, str):
         value = _resolve_refs(value, path, lookup)
         if secret and not isinstance(value, _Secret):
             value = _Secret(value)
+        if isinstance(value, _Secret):
+            referenced.add(path)
     origin = get_origin(tp)
     wrong = ConfigError(f"{path}: expected {_expected(tp)}, got {_describe(value)}")
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise wrong
-        return _build(typing.cast(type, tp), value, path + ".", lookup)
+        return _build(typing.cast(type, tp), value, path + ".", lookup, referenced)
     if origin is Literal:
         if value in get_args(tp):
             return str(value) if isinstance(value, _Secret) else value
@@ -256,7 +261,7 @@ def _convert(tp: Any, value: Any, path: str, lookup: typing.Mapping[str, str], s
             if option is type(None) and value is None:
                 return None
             try:
-                return _convert(option, value, path, lookup, secret)
+                return _convert(option, value, path, lookup, secret, referenced)
             except ConfigError:
                 continue
         raise wrong
@@ -264,12 +269,12 @@ def _convert(tp: Any, value: Any, path: str, lookup: typing.Mapping[str, str], s
         if not isinstance(value, list):
             raise wrong
         (item,) = get_args(tp)
-        return [_convert(item, v, f"{path}[{i}]", lookup, secret) for i, v in enumerate(value)]
+        return [_convert(item, v, f"{path}[{i}]", lookup, secret, referenced) for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
             raise wrong
         _, item = get_args(tp)
-        return {str(k): _convert(item, v, f"{path}.{k}", lookup, secret) for k, v in value.items()}
+        return {str(k): _convert(item, v, f"{path}.{k}", lookup, secret, referenced) for k, v in value.items()}
     if tp is bool:
         if isinstance(value, bool):
             return value
@@ -298,7 +303,7 @@ def _convert(tp: Any, value: Any, path: str, lookup: typing.Mapping[str, str], s
     raise TypeError(f"config type {tp!r} is not supported")  # a programming error, not a user one
 
 
-def _build(cls: type, raw: dict[str, Any], prefix: str, lookup: typing.Mapping[str, str]) -> Any:
+def _build(cls: type, raw: dict[str, Any], prefix: str, lookup: typing.Mapping[str, str], referenced: set[str]) -> Any:
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if not f.metadata.get("internal")}
     for key in raw:
@@ -312,7 +317,8 @@ def _build(cls: type, raw: dict[str, Any], prefix: str, lookup: typing.Mapping[s
     values = {}
     for name, f in fields.items():
         if name in raw:
-            values[name] = _convert(hints[name], raw[name], prefix + name, lookup, bool(f.metadata.get("secret")))
+            secret = bool(f.metadata.get("secret"))
+            values[name] = _convert(hints[name], raw[name], prefix + name, lookup, secret, referenced)
     return cls(**values)
 
 
@@ -322,34 +328,35 @@ def _similar(a: str, b: str) -> bool:
     return difflib.SequenceMatcher(None, a.lower(), b.lower()).ratio() >= 0.75
 
 
-def _check(config: Config) -> None:
-    """Range checks that types alone cannot express."""
-    positive = {
-        "agent.max_rounds": config.agent.max_rounds,
-        "agent.history_messages": config.agent.history_messages + 1,  # 0 is allowed
-        "agent.max_reply_tokens": config.agent.max_reply_tokens,
-        "agent.tool_timeout_s": config.agent.tool_timeout_s,
-        "llm.context_tokens": config.llm.context_tokens,
-        "llm.batch_size": config.llm.batch_size,
-        "llm.timeout_s": config.llm.timeout_s,
-    }
-    for key, value in positive.items():
-        if value <= 0:
-            raise ConfigError(f"{key}: must be greater than 0")
-    for key, threads in (
-        ("llm.threads", config.llm.threads),
-        ("llm.batch_threads", config.llm.batch_threads),
-    ):
+def _check(config: Config, referenced: set[str]) -> None:
+    """Range checks that types alone cannot express (values from references are never shown)."""
+
+    def refuse(path: str, expected: str, value: Any) -> ConfigError:
+        shown = "a value from a secret reference" if path in referenced else _describe(value)
+        return ConfigError(f"{path}: expected {expected}, got {shown}")
+
+    rules: list[tuple[str, float, float, str]] = [
+        # path, lowest, highest, what people are told
+        ("agent.max_rounds", 1, 100, "a whole number from 1 to 100"),
+        ("agent.history_messages", 0, 10_000, "a whole number from 0 to 10000"),
+        ("agent.max_reply_tokens", 1, 1_000_000, "a positive whole number"),
+        ("agent.tool_timeout_s", 0.001, 86_400, "a positive number of seconds"),
+        ("agent.temperature", 0.0, 2.0, "a number from 0 to 2"),
+        ("agent.repeat_penalty", 1.0, 2.0, "a number from 1 to 2"),
+        ("llm.context_tokens", 256, 1_048_576, "at least 256 tokens"),
+        ("llm.batch_size", 1, 65_536, "a positive whole number"),
+        ("llm.timeout_s", 0.001, 86_400, "a positive number of seconds"),
+        ("llm.memory_margin_mb", 0, 1_048_576, "0 or more megabytes"),
+    ]
+    for path, low, high, expected in rules:
+        section, key = path.split(".")
+        value = getattr(getattr(config, section), key)
+        if not low <= value <= high:
+            raise refuse(path, expected, value)
+    for path in ("llm.threads", "llm.batch_threads"):
+        threads = getattr(config.llm, path.split(".")[1])
         if threads != "auto" and not 1 <= int(threads) <= 256:
-            raise ConfigError(f"{key}: expected auto or a number of threads from 1 to 256, got {threads}")
-    if not 1.0 <= config.agent.repeat_penalty <= 2.0:
-        raise ConfigError(f"agent.repeat_penalty: expected a number from 1 to 2, got {config.agent.repeat_penalty}")
-    if not 0.0 <= config.agent.temperature <= 2.0:
-        raise ConfigError(f"agent.temperature: expected a number from 0 to 2, got {config.agent.temperature}")
-    if config.llm.context_tokens < 256:
-        raise ConfigError(f"llm.context_tokens: at least 256 tokens are needed, got {config.llm.context_tokens}")
-    if config.llm.memory_margin_mb < 0:
-        raise ConfigError("llm.memory_margin_mb: must be 0 or more")
+            raise refuse(path, "auto or a number of threads from 1 to 256", threads)
 
 
 def describe_keys(cls: type = Config, prefix: str = "") -> list[tuple[str, str]]:

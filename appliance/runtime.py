@@ -37,7 +37,10 @@ def model_spec(config: Config) -> str:
     """Which model to run: llm.model, else the one chosen with `models use`, else the default."""
     from appliance.llm import models
 
-    return config.llm.model or models.selected_model(models_dir(config)) or models.default_model_name()
+    spec = config.llm.model
+    if spec and ("/" in spec or spec.endswith(".gguf")):
+        return str(config.resolve_path(spec))  # a path: relative to the config file's folder
+    return spec or models.selected_model(models_dir(config)) or models.default_model_name()
 
 
 def model_path(config: Config) -> Path:

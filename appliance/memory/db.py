@@ -150,7 +150,7 @@ class Database:
         with self._lock:
             try:
                 cur = self._conn.execute(sql, params)
-            except sqlite3.OperationalError as exc:
+            except sqlite3.Error as exc:
                 if "full" in str(exc):
                     raise DatabaseError(
                         f"the disk holding {self.path} is full; nothing was written",

