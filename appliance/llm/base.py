@@ -36,7 +36,8 @@ class GenerationRequest:
     json_schema: dict[str, Any] | None = None  # constrain the output to this schema (a grammar)
     prefix: str = ""  # text the reply is forced to start with (already part of the reply)
     seed: int | None = None
-    on_token: Callable[[str], None] | None = None  # called from the worker thread with each new piece
+    # Called with each new piece of text: on the event loop by generate(), on the worker by generate_sync().
+    on_token: Callable[[str], None] | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import concurrent.futures
+import dataclasses
 import json
 import logging
 import queue
@@ -371,8 +372,26 @@ class LocalModel:
         return self._submit(lambda: self._generate(request, submitted)).result()
 
     async def generate(self, request: GenerationRequest) -> Generation:
-        """Run one generation; cancelling the awaiting task stops it at the next token."""
+        """Run one generation; cancelling the awaiting task stops it at the next token.
+
+        ``on_token`` is called on the event loop's thread (never after a cancel), so channels can
+        write to sockets and terminals from it without locks.
+        """
         submitted = time.perf_counter()
+        on_token = request.on_token
+        if on_token is not None:
+            loop = asyncio.get_running_loop()
+            cancel = request.cancel
+
+            def deliver(piece: str) -> None:
+                if not cancel.is_set():
+                    on_token(piece)
+
+            def relay(piece: str) -> None:
+                if not cancel.is_set():
+                    loop.call_soon_threadsafe(deliver, piece)
+
+            request = dataclasses.replace(request, on_token=relay)
         future = self._submit(lambda: self._generate(request, submitted))
         try:
             return await asyncio.shield(asyncio.wrap_future(future))
