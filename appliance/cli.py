@@ -131,19 +131,19 @@ def cmd_models_list(args: argparse.Namespace) -> int:
     config = load(args)
     rows = models.list_models(models_dir(config))
     active = model_spec(config)
-    print(f"{'':2}{'NAME':16} {'SIZE':>9} {'RAM':>8} {'PI5 TOK/S':>9}  {'LICENSE':14} STATUS")
+    print(f"{'':2}{'NAME':16} {'SIZE':>9} {'RAM':>8} {'PI5 TOK/S':>9}  {'STATUS':14} LICENSE")
     for row in rows:
         entry = row.entry
         mark = "*" if row.name == active else " "
-        status = ("installed" + (f" ({row.where})" if row.where else "")) if row.installed else "not installed"
+        status = "installed" if row.installed else "not installed"
         if entry is None:
             size = models.format_size(row.size_bytes)
-            print(f"{mark} {row.name:16} {size:>9} {'':>8} {'':>9}  {'':14} {status}")
+            print(f"{mark} {row.name:16} {size:>9} {'':>8} {'':>9}  {status}")
             continue
         kind = "" if entry.chat else " [base model]"
         print(
             f"{mark} {row.name:16} {models.format_size(entry.size_bytes):>9} {entry.ram_mb:>5} MB "
-            f"{entry.pi5_tps:>9.0f}  {entry.license:14} {status}{kind}"
+            f"{entry.pi5_tps:>9.0f}  {status:14} {entry.license}{kind}"
         )
     print(f"\n* = the model picoagent runs ({active}). Change it: picoagent models use NAME")
     return 0

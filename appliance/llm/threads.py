@@ -66,7 +66,7 @@ def _own_running_tasks() -> int:
     return max(1, count)
 
 
-def busy_cores_elsewhere(samples: int = 3, interval_s: float = 0.002) -> int:
+def busy_cores_elsewhere(samples: int = 5, interval_s: float = 0.002) -> int:
     """Cores kept busy by other processes now, the median of a few samples."""
     counts = []
     for i in range(samples):
