@@ -48,6 +48,31 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--session", default="default", help="conversation name (default: default)")
     chat.set_defaults(handler=cmd_chat)
 
+    serve = sub.add_parser("serve", parents=[common], help="run the daemon: web page, chat, API on the LAN")
+    serve.add_argument("--host", help="address to listen on (default: web.host, 0.0.0.0)")
+    serve.add_argument("--port", type=int, help="TCP port (default: web.port, 8080)")
+    serve.set_defaults(handler=cmd_serve)
+
+    status = sub.add_parser("status", parents=[common], help="health of the running appliance")
+    status.add_argument("--json", action="store_true", help="print /api/status as JSON")
+    status.set_defaults(handler=cmd_status)
+
+    passwd = sub.add_parser("passwd", parents=[common], help="set the web page's password")
+    passwd.add_argument("--stdin", action="store_true", help="read the new password from standard input")
+    passwd.set_defaults(handler=cmd_passwd)
+
+    tokens = sub.add_parser("tokens", parents=[common], help="API tokens for programs (Authorization: Bearer)")
+    ksub = tokens.add_subparsers(dest="action", metavar="ACTION", required=True)
+    add = ksub.add_parser("add", parents=[common], help="make a token; it is shown once")
+    add.add_argument("name")
+    add.set_defaults(handler=cmd_tokens_add)
+    ksub.add_parser("list", parents=[common], help="the tokens (never their values)").set_defaults(
+        handler=cmd_tokens_list
+    )
+    revoke = ksub.add_parser("revoke", parents=[common], help="revoke a token")
+    revoke.add_argument("name")
+    revoke.set_defaults(handler=cmd_tokens_revoke)
+
     doctor = sub.add_parser("doctor", parents=[common], help="check config, model, database, memory")
     doctor.set_defaults(handler=cmd_doctor)
 
@@ -118,6 +143,146 @@ def cmd_chat(args: argparse.Namespace) -> int:
         return 0
     finally:
         runtime.close()
+
+
+# --- the daemon ----------------------------------------------------------------------------------
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Run the daemon until SIGTERM."""
+    import asyncio
+
+    from appliance.daemon import Daemon
+
+    config = load(args)
+    if config.log_level == "warning":
+        import logging
+
+        logging.getLogger().setLevel(logging.INFO)  # a daemon's state changes belong in its log
+    daemon = Daemon(config, host=args.host, port=args.port, data_dir_override=getattr(args, "data_dir", None))
+    return asyncio.run(daemon.run())
+
+
+def _daemon_get(config: Config, path: str) -> Any:
+    """GET a path of the running daemon as the local CLI; None when nothing answers."""
+    import urllib.error
+    import urllib.request
+
+    from appliance.daemon import DaemonInfo
+    from appliance.errors import PicoagentError
+    from appliance.runtime import data_dir
+
+    root = data_dir(config)
+    try:
+        info = json.loads(DaemonInfo.path(root).read_text())
+        token = DaemonInfo.token_path(root).read_text().strip()
+    except FileNotFoundError:
+        return None
+    except PermissionError:
+        raise PicoagentError(
+            f"cannot read {DaemonInfo.token_path(root)}", fix="run as the picoagent user or with sudo"
+        ) from None
+    host = "127.0.0.1" if info["host"] in ("0.0.0.0", "::", "") else info["host"]
+    request = urllib.request.Request(
+        f"http://{host}:{info['port']}{path}", headers={"Authorization": f"Bearer {token}"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        raise PicoagentError(f"the daemon answered {exc.code} for {path}") from None
+    except (urllib.error.URLError, OSError):
+        return None
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """Health of the running daemon, or say it is not running."""
+    config = load(args)
+    status = _daemon_get(config, "/api/status")
+    if status is None:
+        print("picoagent is not running (start it with `picoagent serve` or `systemctl start picoagent`)")
+        return 3
+    if args.json:
+        _print_json(status)
+        return 0
+    health, model = status["health"], status["model"]
+    temp = health.get("cpu_temperature_c")
+    print(f"picoagent {status['version']} · up {status['uptime_s'] / 3600:.1f} h")
+    print(
+        f"model: {model['name']} ({'loaded' if model['loaded'] else 'not loaded'})"
+        + (f", {model['recent_tps']:.1f} tok/s" if model.get("recent_tps") else "")
+        + f", queue {model['queue_depth']}"
+    )
+    print(
+        f"pi: {f'{temp} °C' if temp is not None else 'temperature not available'}, load {health['load'][0]}, "
+        f"{health['memory_available_mb']} MB free of {health['memory_total_mb']}, disk {health['disk_free_gb']} GB free"
+    )
+    for reply in status["recent"][:5]:
+        print(f"  {reply['route']:>6}  {reply['total_s']:.2f} s  {reply['session']}  {reply['reason']}")
+    return 0
+
+
+def cmd_passwd(args: argparse.Namespace) -> int:
+    """Set the web password."""
+    import getpass
+
+    from appliance.channels.web.auth import Auth
+    from appliance.errors import UsageError
+    from appliance.memory.db import Database
+    from appliance.runtime import data_dir
+
+    config = load(args)
+    if args.stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = getpass.getpass("new web password: ")
+        if getpass.getpass("again: ") != password:
+            raise UsageError("the two passwords differ; nothing was changed")
+    db = Database(data_dir(config) / "picoagent.db")
+    try:
+        Auth(db).set_password(password)
+    finally:
+        db.close()
+    print("web password set")
+    return 0
+
+
+def _auth(config: Config) -> Any:
+    from appliance.channels.web.auth import Auth
+    from appliance.memory.db import Database
+    from appliance.runtime import data_dir
+
+    return Auth(Database(data_dir(config) / "picoagent.db"))
+
+
+def cmd_tokens_add(args: argparse.Namespace) -> int:
+    """Make an API token and show it once."""
+    token = _auth(load(args)).add_token(args.name)
+    print(token)
+    print(f"(token {args.name!r}: shown this once; send it as `Authorization: Bearer ...`)", file=sys.stderr)
+    return 0
+
+
+def cmd_tokens_list(args: argparse.Namespace) -> int:
+    """The API tokens, never their values."""
+    import datetime as dt
+
+    def when(ts: float | None) -> str:
+        return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "never"
+
+    for info in _auth(load(args)).list_tokens():
+        print(f"{info.name:24} created {when(info.created_at)}  last used {when(info.last_used_at)}")
+    return 0
+
+
+def cmd_tokens_revoke(args: argparse.Namespace) -> int:
+    """Revoke an API token."""
+    from appliance.errors import UsageError
+
+    if not _auth(load(args)).revoke_token(args.name):
+        raise UsageError(f"no token named {args.name!r}", fix="picoagent tokens list shows them")
+    print(f"token {args.name!r} revoked")
+    return 0
 
 
 # --- models --------------------------------------------------------------------------------------

@@ -67,6 +67,18 @@ class LlmConfig:
     timeout_s: float = doc("a generation running longer than this is cancelled", 120.0)
     memory_margin_mb: int = doc("memory that must stay free after the model loads", 128)
     seed: int = doc("sampling seed (replies repeat for the same seed and prompt)", 42)
+    preload: bool = doc("load the model when the daemon starts (else on the first message)", True)
+
+
+@dataclass
+class WebConfig:
+    """The LAN face: status page, web chat, JSON API, OpenAI-compatible endpoint."""
+
+    host: str = doc("address to listen on; 0.0.0.0 is every interface, 127.0.0.1 this machine only", "0.0.0.0")
+    port: int = doc("TCP port", 8080)
+    secure_cookies: bool = doc("mark session cookies Secure (only when served over HTTPS)", False)
+    session_days: float = doc("how long a web login lasts", 7.0)
+    login_attempts_per_minute: int = doc("failed logins allowed per minute from one address", 5)
 
 
 @dataclass
@@ -81,6 +93,7 @@ class Config:
     log_level: Literal["debug", "info", "warning", "error"] = doc("log verbosity", "warning")
     agent: AgentConfig = doc("how one turn runs", default_factory=AgentConfig)
     llm: LlmConfig = doc("the local model", default_factory=LlmConfig)
+    web: WebConfig = doc("the LAN face", default_factory=WebConfig)
 
     # Not config keys: where this config came from (set by load_config).
     source: Path | None = field(default=None, metadata={"internal": True})
@@ -347,6 +360,9 @@ def _check(config: Config, referenced: set[str]) -> None:
         ("llm.batch_size", 1, 65_536, "a positive whole number"),
         ("llm.timeout_s", 0.001, 86_400, "a positive number of seconds"),
         ("llm.memory_margin_mb", 0, 1_048_576, "0 or more megabytes"),
+        ("web.port", 1, 65_535, "a TCP port from 1 to 65535"),
+        ("web.session_days", 0.001, 3650, "a positive number of days"),
+        ("web.login_attempts_per_minute", 1, 10_000, "a positive whole number"),
     ]
     for path, low, high, expected in rules:
         section, key = path.split(".")

@@ -14,6 +14,7 @@ from appliance.agent.context import Workspace
 from appliance.agent.loop import Agent
 from appliance.config import Config
 from appliance.llm.local import LocalModel
+from appliance.llm.scheduler import FairScheduler
 from appliance.memory.db import Database
 from appliance.tools import builtin
 from appliance.tools.registry import ToolRegistry
@@ -81,23 +82,32 @@ class Runtime:
     config: Config
     db: Database
     model: LocalModel
+    scheduler: FairScheduler  # the model, shared fairly between clients
     tools: ToolRegistry
     workspace: Workspace
     agent: Agent
+    owns_model: bool = True
 
     @classmethod
-    def open(cls, config: Config) -> Runtime:
-        """Open the database and workspace and prepare (not yet load) the model."""
+    def open(cls, config: Config, *, model: LocalModel | None = None) -> Runtime:
+        """Open the database and workspace and prepare (not yet load) the model.
+
+        ``model``: share an existing worker instead (tests share one loaded model); it is not closed.
+        """
         root = data_dir(config)
         workspace = Workspace(root / "workspace")
         for created in workspace.ensure(config.agent.name):
             log.info("created %s", created)
-        model = local_model(config)
+        owns_model = model is None
+        model = model or local_model(config)
+        scheduler = FairScheduler(model)
         db = Database(root / "picoagent.db")
         tools = tool_registry(config)
-        return cls(config, db, model, tools, workspace, Agent(config, model, db, tools, workspace))
+        agent = Agent(config, scheduler, db, tools, workspace)
+        return cls(config, db, model, scheduler, tools, workspace, agent, owns_model)
 
     def close(self) -> None:
-        """Stop the model worker and close the database."""
-        self.model.close()
+        """Stop the model worker (when this runtime made it) and close the database."""
+        if self.owns_model:
+            self.model.close()
         self.db.close()

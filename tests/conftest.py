@@ -31,7 +31,7 @@ def model_path() -> Path:
 @pytest.fixture(scope="session")
 def local_model(model_path: Path) -> Iterator[LocalModel]:
     """One real model worker shared by every test that needs a model."""
-    model = LocalModel(model_path, context_tokens=2048, seed=42)
+    model = LocalModel(model_path, context_tokens=2048, seed=42, name="smollm2-135m")
     yield model
     model.close()
 

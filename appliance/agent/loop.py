@@ -59,6 +59,8 @@ class _TurnStats:
     model_s: float = 0.0
     rounds: int = 0
     partial: str = ""  # the reply text streamed so far
+    client: str = ""
+    emit: EventSink | None = None
 
 
 class Agent:
@@ -77,6 +79,7 @@ class Agent:
         self.db = db
         self.tools = tools
         self.workspace = workspace
+        self.listeners: list[Callable[[ReplyRecord], None]] = []  # told of every finished turn
 
     async def turn(
         self,
@@ -86,11 +89,16 @@ class Agent:
         chat_id: str = "default",
         tool_choice: ToolChoice = "auto",
         on_event: EventSink | None = None,
+        client: str | None = None,
     ) -> ReplyRecord:
-        """Answer one message; the user's message is stored before the model runs."""
+        """Answer one message; the user's message is stored before the model runs.
+
+        ``client`` names who asked, for fair sharing of the model (default: the chat).
+        """
         cfg = self.config.agent
-        stats = _TurnStats(started=time.perf_counter())
+        stats = _TurnStats(started=time.perf_counter(), client=client or f"{channel}:{chat_id}")
         emit = on_event or (lambda kind, data: None)
+        stats.emit = emit
         conversation = await self.db.call(self.db.conversation, channel, chat_id)
         stored = await self.db.call(self.db.recent_messages, conversation, cfg.history_messages)
         await self.db.call(self.db.add_message, conversation, "user", text)
@@ -146,6 +154,8 @@ class Agent:
             route=record.route,
             meta={"actions": record.actions, "timings": record.timings, "reason": record.reason},
         )
+        for listener in self.listeners:
+            listener(record)
         emit("done", record.as_dict())
         return record
 
@@ -179,6 +189,10 @@ class Agent:
         return None
 
     async def _run(self, request: GenerationRequest, stats: _TurnStats) -> Generation:
+        request.client = stats.client
+        emit = stats.emit
+        if emit is not None:
+            request.on_queue = lambda position: emit("queued", {"position": position})
         generation = await self.model.generate(request)
         stats.rounds += 1
         stats.prompt_tokens += generation.prompt_tokens

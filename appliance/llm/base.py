@@ -39,6 +39,8 @@ class GenerationRequest:
     # Called with each new piece of text: on the event loop by generate(), on the worker by generate_sync().
     on_token: Callable[[str], None] | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
+    client: str = ""  # who asked: the model is shared fairly between clients
+    on_queue: Callable[[int], None] | None = None  # told the queue position while waiting (0 = next)
 
 
 @dataclass
@@ -77,7 +79,10 @@ class Generation:
 class ChatModel(Protocol):
     """A provider: the local worker now, cloud providers later."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The model's name as shown to people."""
+        ...
 
     async def generate(self, request: GenerationRequest) -> Generation:
         """Run one generation; raise ModelError subclasses for expected failures."""

@@ -62,7 +62,33 @@ def _m1_conversations(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m1_conversations]
+def _m2_web_auth(db: sqlite3.Connection) -> None:
+    # The web face's owner password (settings), login sessions and API tokens; secrets stored only hashed.
+    _script(
+        db,
+        """
+        CREATE TABLE settings (
+            key TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        );
+        CREATE TABLE web_sessions (
+            id_hash TEXT PRIMARY KEY,
+            csrf TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            expires_at REAL NOT NULL
+        );
+        CREATE TABLE api_tokens (
+            id INTEGER PRIMARY KEY,
+            name TEXT UNIQUE NOT NULL,
+            token_hash TEXT UNIQUE NOT NULL,
+            created_at REAL NOT NULL,
+            last_used_at REAL
+        );
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m1_conversations, _m2_web_auth]
 
 
 @dataclass(frozen=True)
@@ -209,6 +235,14 @@ class Database:
                 (conversation_id, limit),
             ).fetchall()
         return [StoredMessage(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]) if r[5] else {}) for r in reversed(rows)]
+
+    def ping(self) -> bool:
+        """Whether the database answers a trivial query (the health check)."""
+        with self._lock:
+            try:
+                return self._conn.execute("SELECT 1").fetchone() == (1,)
+            except sqlite3.Error:
+                return False
 
     def integrity(self) -> str:
         """SQLite's quick_check result: "ok" when the file is sound."""

@@ -6,11 +6,10 @@ import ast
 import datetime as dt
 import math
 import operator
-import os
-from pathlib import Path
 from typing import Any
 
 from appliance.errors import ToolError
+from appliance.health import read_health
 from appliance.tools.registry import ToolRegistry
 
 _OPS: dict[type, Any] = {
@@ -78,31 +77,11 @@ def current_time() -> str:
     return now.strftime("%A %d %B %Y, %H:%M:%S %Z (UTC%z)")
 
 
-def _read(path: str) -> str | None:
-    try:
-        return Path(path).read_text(encoding="utf-8").strip()
-    except OSError:
-        return None
-
-
 def system_health() -> dict[str, Any]:
-    """The Pi's health: CPU temperature, load, memory, disk and uptime."""
-    health: dict[str, Any] = {}
-    temp = _read("/sys/class/thermal/thermal_zone0/temp")
-    health["cpu_temperature_c"] = round(int(temp) / 1000, 1) if temp and temp.isdigit() else "not available"
-    health["load_1_5_15"] = [round(x, 2) for x in os.getloadavg()]
-    meminfo = _read("/proc/meminfo") or ""
-    fields = {line.split(":")[0]: int(line.split()[1]) for line in meminfo.splitlines() if len(line.split()) >= 2}
-    if "MemTotal" in fields:
-        health["memory_mb"] = {
-            "total": fields["MemTotal"] // 1024,
-            "available": fields.get("MemAvailable", 0) // 1024,
-        }
-    stat = os.statvfs("/")
-    health["disk_free_gb"] = round(stat.f_bavail * stat.f_frsize / 1e9, 1)
-    uptime = _read("/proc/uptime")
-    if uptime:
-        health["uptime_h"] = round(float(uptime.split()[0]) / 3600, 1)
+    """The Pi's health: CPU temperature and throttling, load, memory, disk and uptime."""
+    health = read_health().as_dict()
+    if health["cpu_temperature_c"] is None:
+        health["cpu_temperature_c"] = "not available"
     return health
 
 

@@ -1,0 +1,556 @@
+"""Who may use the web face: the owner's password, login sessions, API tokens, CSRF and rate limits.
+
+Secrets are stored only hashed: the password with scrypt (slow, salted), session ids and API tokens with
+sha256 (they are 256 random bits, so a fast hash is enough). Sessions live in the database, so a daemon
+restart does not log the owner out. Browsers authenticate with a cookie and must echo a CSRF token on
+every unsafe request; scripts send ``Authorization: Bearer pat_...`` and need no CSRF token, because
+nothing sends a bearer token on their behalf.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import html
+import logging
+import math
+import secrets
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import quote, urlsplit
+
+from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
+from multidict import MultiDictProxy
+from yarl import URL
+
+from appliance.errors import UsageError
+from appliance.memory.db import Database
+
+log = logging.getLogger(__name__)
+
+SESSION_COOKIE = "pa_session"
+LOGIN_CSRF_COOKIE = "pa_login_csrf"
+CSRF_HEADER = "X-CSRF-Token"
+PUBLIC_PATHS = frozenset({"/healthz", "/metrics", "/login"})
+STATIC_PREFIX = "/static/"
+# Request key the middleware stores the Principal under (read it with principal(request)).
+
+MIN_PASSWORD_LENGTH = 8
+PASSWORD_SETTING = "web.password"
+# scrypt at n=2**14, r=8 costs 16 MiB and tens of milliseconds: affordable on a Pi Zero 2 W, slow to guess.
+SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
+SCRYPT_MAXMEM = 64 * 1024 * 1024
+TOKEN_PREFIX = "pat_"
+# last_used_at is informational; writing it on every request would wear the SD card for nothing.
+TOKEN_TOUCH_INTERVAL_S = 60.0
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+
+
+@dataclass(frozen=True)
+class Session:
+    """A live login session."""
+
+    csrf: str
+    expires_at: float
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    """An API token's public facts; the token itself is never kept."""
+
+    name: str
+    created_at: float
+    last_used_at: float | None
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who made a request: the owner's browser session or a named API token."""
+
+    kind: Literal["session", "token"]
+    name: str
+    csrf: str | None = None
+
+
+AUTH_KEY = web.RequestKey("auth", Principal)
+
+
+def _sha256(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def _same(a: str, b: str) -> bool:
+    # compare_digest refuses non-ASCII str; headers and form fields may carry any characters.
+    return hmac.compare_digest(a.encode("utf-8"), b.encode("utf-8"))
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def hash_password(password: str, *, salt: bytes | None = None) -> str:
+    """The stored form of a password: ``scrypt$n$r$p$salt_b64$hash_b64``."""
+    salt = salt if salt is not None else secrets.token_bytes(16)
+    derived = hashlib.scrypt(
+        password.encode("utf-8"), salt=salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P, maxmem=SCRYPT_MAXMEM, dklen=32
+    )
+    return f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${_b64(salt)}${_b64(derived)}"
+
+
+def verify_password(password: str, encoded: str) -> bool:
+    """Whether ``password`` matches a stored ``scrypt$...`` hash (constant-time compare)."""
+    try:
+        scheme, n, r, p, salt_b64, hash_b64 = encoded.split("$")
+        if scheme != "scrypt":
+            raise ValueError(f"unknown scheme {scheme!r}")
+        salt, expected = base64.b64decode(salt_b64, validate=True), base64.b64decode(hash_b64, validate=True)
+        derived = hashlib.scrypt(
+            password.encode("utf-8"),
+            salt=salt,
+            n=int(n),
+            r=int(r),
+            p=int(p),
+            maxmem=SCRYPT_MAXMEM,
+            dklen=len(expected),
+        )
+    except (ValueError, MemoryError) as exc:
+        log.warning("the stored web password hash is unreadable (%s); set a new one with `picoagent passwd`", exc)
+        return False
+    return hmac.compare_digest(derived, expected)
+
+
+class Auth:
+    """The web face's credentials, kept in the appliance's database."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        session_ttl_s: float = 7 * 86400,
+        secure_cookies: bool = False,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.db = db
+        self.session_ttl_s = session_ttl_s
+        self.secure_cookies = secure_cookies
+        # Wall-clock time: expiry instants are stored and must mean the same after a restart.
+        self.clock = clock
+
+    def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self.db._lock:
+            return self.db._conn.execute(sql, params).fetchall()
+
+    # --- password --------------------------------------------------------------------------------
+
+    def has_password(self) -> bool:
+        """Whether the owner's web password has been set."""
+        return bool(self._query("SELECT 1 FROM settings WHERE key = ?", (PASSWORD_SETTING,)))
+
+    def set_password(self, password: str) -> None:
+        """Set the owner's web password; every browser session ends with the old one."""
+        if len(password) < MIN_PASSWORD_LENGTH:
+            raise UsageError(
+                f"the web password must be at least {MIN_PASSWORD_LENGTH} characters long",
+                fix="choose a longer one, or run `picoagent passwd` without a password to have one generated",
+            )
+        encoded = hash_password(password)
+        with self.db._lock:
+            # Whoever knew the old password may hold a session: a new password is the way to evict them.
+            # Sessions go first, so a failed write never leaves them alive beside a new password.
+            self.db._write("DELETE FROM web_sessions", ())
+            self.db._write(
+                "INSERT INTO settings (key, value) VALUES (?, ?)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (PASSWORD_SETTING, encoded),
+            )
+        log.info("web password changed; browser sessions ended")
+
+    def check_password(self, password: str) -> bool:
+        """Whether ``password`` is the owner's web password (False when none is set)."""
+        rows = self._query("SELECT value FROM settings WHERE key = ?", (PASSWORD_SETTING,))
+        return bool(rows) and verify_password(password, str(rows[0][0]))
+
+    @staticmethod
+    def generate_password() -> str:
+        """A fresh random password, 16 URL-safe characters (96 bits)."""
+        return secrets.token_urlsafe(12)
+
+    # --- sessions --------------------------------------------------------------------------------
+
+    def create_session(self) -> tuple[str, str]:
+        """Start a login session: ``(session_id, csrf_token)``; only the id's sha256 is stored."""
+        session_id, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        now = self.clock()
+        with self.db._lock:
+            # Sweep here rather than on a timer: logins are rare, and the table stays small.
+            self.db._write("DELETE FROM web_sessions WHERE expires_at <= ?", (now,))
+            self.db._write(
+                "INSERT INTO web_sessions (id_hash, csrf, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                (_sha256(session_id), csrf, now, now + self.session_ttl_s),
+            )
+        return session_id, csrf
+
+    def session(self, session_id: str) -> Session | None:
+        """The live session with this id; None when unknown or expired (expired ones are deleted)."""
+        if not session_id:
+            return None
+        id_hash = _sha256(session_id)
+        rows = self._query("SELECT csrf, expires_at FROM web_sessions WHERE id_hash = ?", (id_hash,))
+        if not rows:
+            return None
+        csrf, expires_at = rows[0]
+        if expires_at <= self.clock():
+            self.db._write("DELETE FROM web_sessions WHERE id_hash = ?", (id_hash,))
+            return None
+        return Session(csrf=str(csrf), expires_at=float(expires_at))
+
+    def end_session(self, session_id: str) -> None:
+        """End a session (logout); unknown ids are ignored."""
+        self.db._write("DELETE FROM web_sessions WHERE id_hash = ?", (_sha256(session_id),))
+
+    # --- API tokens ------------------------------------------------------------------------------
+
+    def add_token(self, name: str) -> str:
+        """Create an API token called ``name`` and return it; it is shown this once and stored hashed."""
+        name = name.strip()
+        if not name:
+            raise UsageError("an API token needs a name", fix="name it after what will use it, e.g. `home-assistant`")
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        with self.db._lock:
+            if self._query("SELECT 1 FROM api_tokens WHERE name = ?", (name,)):
+                raise UsageError(
+                    f"an API token named {name!r} already exists",
+                    fix="choose another name, or revoke the old token first",
+                )
+            self.db._write(
+                "INSERT INTO api_tokens (name, token_hash, created_at) VALUES (?, ?, ?)",
+                (name, _sha256(token), self.clock()),
+            )
+        log.info("API token %s added", name)
+        return token
+
+    def list_tokens(self) -> list[TokenInfo]:
+        """Every API token's name and dates, oldest first (never the token)."""
+        rows = self._query("SELECT name, created_at, last_used_at FROM api_tokens ORDER BY id")
+        return [TokenInfo(str(r[0]), float(r[1]), None if r[2] is None else float(r[2])) for r in rows]
+
+    def revoke_token(self, name: str) -> bool:
+        """Delete the API token called ``name``; False when there is none."""
+        with self.db._lock:
+            if not self._query("SELECT 1 FROM api_tokens WHERE name = ?", (name,)):
+                return False
+            self.db._write("DELETE FROM api_tokens WHERE name = ?", (name,))
+        log.info("API token %s revoked", name)
+        return True
+
+    def check_token(self, token: str) -> TokenInfo | None:
+        """The token's facts when ``token`` is a live API token, else None; notes when it was last used."""
+        if not token:
+            return None
+        token_hash = _sha256(token)
+        rows = self._query(
+            "SELECT id, name, created_at, last_used_at FROM api_tokens WHERE token_hash = ?", (token_hash,)
+        )
+        if not rows:
+            return None
+        row_id, name, created_at, last_used_at = rows[0]
+        now = self.clock()
+        if last_used_at is None or now - last_used_at >= TOKEN_TOUCH_INTERVAL_S:
+            self.db._write("UPDATE api_tokens SET last_used_at = ? WHERE id = ?", (now, row_id))
+            last_used_at = now
+        return TokenInfo(str(name), float(created_at), float(last_used_at))
+
+
+class RateLimiter:
+    """At most ``limit`` hits per key in any sliding window of ``window_s`` seconds."""
+
+    def __init__(
+        self, limit: int, window_s: float, clock: Callable[[], float] = time.monotonic, *, max_keys: int = 10_000
+    ) -> None:
+        if limit < 1 or window_s <= 0:
+            raise ValueError(f"a rate limit needs limit >= 1 and window_s > 0, got {limit} per {window_s}s")
+        self.limit = limit
+        self.window_s = window_s
+        self.clock = clock
+        self.max_keys = max_keys
+        # Ordered by last hit, oldest first, so stale keys are found (and forgotten) at the front.
+        self._hits: OrderedDict[str, deque[float]] = OrderedDict()
+
+    def hit(self, key: str) -> float:
+        """Record a hit: 0 when allowed, else the seconds until the next hit would be (refused hits don't count)."""
+        now = self.clock()
+        self._forget_before(now - self.window_s)
+        hits = self._hits.get(key)
+        if hits is None:
+            hits = self._hits[key] = deque()
+        while hits and hits[0] <= now - self.window_s:
+            hits.popleft()
+        if len(hits) >= self.limit:
+            return max(hits[0] + self.window_s - now, 0.001)
+        hits.append(now)
+        self._hits.move_to_end(key)
+        while len(self._hits) > self.max_keys:
+            self._hits.popitem(last=False)
+        return 0.0
+
+    def _forget_before(self, horizon: float) -> None:
+        while self._hits:
+            key, hits = next(iter(self._hits.items()))
+            if hits and hits[-1] > horizon:
+                return
+            del self._hits[key]
+
+
+# --- aiohttp glue --------------------------------------------------------------------------------
+
+
+def principal(request: web.Request) -> Principal | None:
+    """Who made this request, as the middleware found out (None on public paths)."""
+    found = request.get(AUTH_KEY)
+    return found if isinstance(found, Principal) else None
+
+
+def _is_public(path: str) -> bool:
+    # The router sees the same un-normalised path, but a `..` under /static/ has no honest use.
+    return path in PUBLIC_PATHS or (path.startswith(STATIC_PREFIX) and ".." not in path)
+
+
+def _wants_json(path: str) -> bool:
+    return path.startswith(("/api/", "/v1/")) or path == "/ws"
+
+
+def _redirect(location: str) -> web.Response:
+    return web.Response(status=302, headers={"Location": location})
+
+
+def _json_error(status: int, message: str, **headers: str) -> web.Response:
+    return web.json_response({"error": message}, status=status, headers=headers)
+
+
+def _unauthenticated(request: web.Request, *, bad_token: bool) -> web.Response:
+    if _wants_json(request.path):
+        challenge = 'Bearer realm="picoagent"' + (', error="invalid_token"' if bad_token else "")
+        return web.json_response(
+            {"error": "authentication required", "login": "/login"},
+            status=401,
+            headers={"WWW-Authenticate": challenge},
+        )
+    return _redirect("/login?next=" + quote(request.path_qs, safe="/"))
+
+
+def _same_origin(request: web.Request) -> bool:
+    """Whether the Origin header names this server (host and port), as a browser sends it."""
+    origin, host = request.headers.get("Origin"), request.headers.get("Host")
+    if not origin or not host:
+        return False
+    try:
+        theirs = URL(origin)
+        # A Host without a port means the default port of the scheme the browser used, which is the Origin's.
+        ours = URL(f"{theirs.scheme}://{host}")
+    except ValueError:
+        return False
+    if theirs.scheme not in ("http", "https") or not theirs.host or not ours.host:
+        return False
+    return (theirs.host.lower(), theirs.port) == (ours.host.lower(), ours.port)
+
+
+def _field(form: MultiDictProxy[Any], name: str) -> str:
+    value = form.get(name)
+    return value if isinstance(value, str) else ""
+
+
+async def _authenticate(auth: Auth, request: web.Request) -> tuple[Principal | None, bool]:
+    """The request's principal, and whether it presented credentials that were refused."""
+    header = request.headers.get("Authorization")
+    if header is not None:
+        # An explicit credential that fails is an error, never a fall-back to the cookie.
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer":
+            return None, True
+        info = await auth.db.call(auth.check_token, token.strip())
+        return (Principal(kind="token", name=info.name), False) if info else (None, True)
+    session_id = request.cookies.get(SESSION_COOKIE)
+    if session_id:
+        session = await auth.db.call(auth.session, session_id)
+        if session:
+            return Principal(kind="session", name="owner", csrf=session.csrf), False
+    return None, False
+
+
+def middleware(auth: Auth) -> Middleware:
+    """The aiohttp middleware that admits only the owner's sessions and API tokens, outside public paths."""
+
+    @web.middleware
+    async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if _is_public(request.path):
+            return await handler(request)
+        found, bad_token = await _authenticate(auth, request)
+        if found is None:
+            return _unauthenticated(request, bad_token=bad_token)
+        if found.kind == "session":
+            # Cookies ride along on cross-site requests; the CSRF token and Origin prove the page is ours.
+            if request.method not in SAFE_METHODS:
+                sent = request.headers.get(CSRF_HEADER)
+                if sent is None and request.content_type == "application/x-www-form-urlencoded":
+                    sent = _field(await request.post(), "csrf")
+                if not sent or not found.csrf or not _same(sent, found.csrf):
+                    return _json_error(403, "missing or wrong CSRF token")
+            if request.headers.get("Upgrade", "").lower() == "websocket" and not _same_origin(request):
+                log.warning("refused a websocket from origin %s", request.headers.get("Origin"))
+                return _json_error(403, "websocket from a foreign origin refused")
+        request[AUTH_KEY] = found
+        return await handler(request)
+
+    return authenticate
+
+
+# --- login pages ---------------------------------------------------------------------------------
+
+_PAGE_HEADERS = {
+    "Cache-Control": "no-store",
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+}
+
+_STYLE = (
+    "body{font-family:system-ui,sans-serif;background:#f4f4f5;color:#18181b;display:flex;justify-content:center;"
+    "margin:0;padding:4rem 1rem}main{background:#fff;border-radius:12px;padding:2rem;max-width:22rem;width:100%;"
+    "box-shadow:0 1px 4px #0002}h1{margin:0 0 1rem;font-size:1.4rem}label{display:block;margin-bottom:.3rem}"
+    "input[type=password]{width:100%;box-sizing:border-box;padding:.6rem;font-size:1rem;border:1px solid #a1a1aa;"
+    "border-radius:6px}button{margin-top:1rem;width:100%;padding:.6rem;font-size:1rem;border:0;border-radius:6px;"
+    "background:#2563eb;color:#fff}.error{color:#b91c1c}code{background:#f4f4f5;padding:0 .2rem}"
+)
+
+
+def _page(body: str, *, status: int, headers: dict[str, str] | None = None) -> web.Response:
+    text = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>picoagent · sign in</title><style>{_STYLE}</style></head>"
+        f"<body><main><h1>picoagent</h1>{body}</main></body></html>"
+    )
+    headers = {**_PAGE_HEADERS, **(headers or {})}
+    return web.Response(text=text, status=status, content_type="text/html", headers=headers)
+
+
+def _login_form(csrf: str, next_path: str, error: str = "") -> str:
+    message = f'<p class="error" role="alert">{html.escape(error)}</p>' if error else ""
+    return (
+        f'{message}<form method="post" action="/login">'
+        '<label for="password">Password</label>'
+        '<input id="password" name="password" type="password" autocomplete="current-password" required autofocus>'
+        f'<input type="hidden" name="csrf" value="{html.escape(csrf)}">'
+        f'<input type="hidden" name="next" value="{html.escape(next_path)}">'
+        '<button type="submit">Sign in</button></form>'
+    )
+
+
+_NO_PASSWORD = (
+    "<p>No web password has been set yet.</p>"
+    "<p>On the appliance, run <code>picoagent passwd</code> to set one, then reload this page.</p>"
+)
+
+
+def safe_next(target: str | None) -> str:
+    """``target`` when it is a path on this site, else ``/`` (no open redirects)."""
+    if not target or not target.startswith("/") or target.startswith("//"):
+        return "/"
+    # Browsers read a backslash as a slash (`/\evil.com`), and control characters can hide a scheme.
+    if "\\" in target or any(ord(c) < 0x20 or ord(c) == 0x7F for c in target):
+        return "/"
+    parts = urlsplit(target)
+    return target if not parts.scheme and not parts.netloc else "/"
+
+
+def routes(auth: Auth, *, login_limiter: RateLimiter | None = None) -> list[web.RouteDef]:
+    """The login, logout and session routes; the middleware protects everything else."""
+    limiter = login_limiter or RateLimiter(5, 60.0)
+
+    def login_page(csrf: str, next_path: str, *, status: int = 200, error: str = "") -> web.Response:
+        response = _page(_login_form(csrf, next_path, error), status=status)
+        # Double-submit cookie: a cross-site page can post the form but cannot read or set this cookie.
+        response.set_cookie(
+            LOGIN_CSRF_COOKIE, csrf, path="/login", httponly=True, samesite="Strict", secure=auth.secure_cookies
+        )
+        return response
+
+    def login_csrf(request: web.Request) -> str:
+        current = request.cookies.get(LOGIN_CSRF_COOKIE, "")
+        # Reuse a well-formed cookie so that two open login tabs both keep working.
+        return current if 20 <= len(current) <= 100 and current.isascii() else secrets.token_urlsafe(32)
+
+    async def get_login(request: web.Request) -> web.Response:
+        if not await auth.db.call(auth.has_password):
+            return _page(_NO_PASSWORD, status=503)
+        return login_page(login_csrf(request), safe_next(request.query.get("next")))
+
+    async def post_login(request: web.Request) -> web.Response:
+        client = request.remote or "unknown"
+        wait = limiter.hit(client)
+        if wait:
+            seconds = math.ceil(wait)
+            return _page(
+                f"<p class='error' role='alert'>Too many attempts. Try again in {seconds} seconds.</p>",
+                status=429,
+                headers={"Retry-After": str(seconds)},
+            )
+        if not await auth.db.call(auth.has_password):
+            return _page(_NO_PASSWORD, status=503)
+        form = await request.post()
+        next_path = safe_next(_field(form, "next") or request.query.get("next"))
+        cookie_csrf = request.cookies.get(LOGIN_CSRF_COOKIE, "")
+        sent_csrf = _field(form, "csrf")
+        if not cookie_csrf or not sent_csrf or not _same(cookie_csrf, sent_csrf):
+            error = "The login form expired or your browser refused its cookie. Please try again."
+            return login_page(login_csrf(request), next_path, status=403, error=error)
+        # scrypt takes tens of milliseconds of CPU: keep it off the event loop.
+        if not await asyncio.to_thread(auth.check_password, _field(form, "password")):
+            log.warning("web login from %s: wrong password", client)
+            return login_page(cookie_csrf, next_path, status=401, error="wrong password")
+        session_id, _ = await auth.db.call(auth.create_session)
+        log.info("web login from %s", client)
+        response = _redirect(next_path)
+        response.set_cookie(
+            SESSION_COOKIE,
+            session_id,
+            path="/",
+            httponly=True,
+            samesite="Strict",
+            secure=auth.secure_cookies,
+            max_age=int(auth.session_ttl_s),
+        )
+        response.del_cookie(LOGIN_CSRF_COOKIE, path="/login")
+        return response
+
+    async def post_logout(request: web.Request) -> web.Response:
+        session_id = request.cookies.get(SESSION_COOKIE)
+        if session_id:
+            await auth.db.call(auth.end_session, session_id)
+        response = _redirect("/login")
+        response.del_cookie(SESSION_COOKIE, path="/")
+        return response
+
+    async def get_session(request: web.Request) -> web.Response:
+        found = principal(request)
+        if found is None:  # only when mounted without the middleware
+            return web.json_response({"authenticated": False, "login": "/login"}, status=401)
+        return web.json_response(
+            {"authenticated": True, "kind": found.kind, "name": found.name, "csrf": found.csrf},
+            headers={"Cache-Control": "no-store"},
+        )
+
+    return [
+        web.get("/login", get_login),
+        web.post("/login", post_login),
+        web.post("/logout", post_logout),
+        web.get("/api/session", get_session),
+    ]

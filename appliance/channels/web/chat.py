@@ -1,0 +1,196 @@
+"""Chat over HTTP: POST /api/chat (one reply record), GET /api/history, and the /ws event stream.
+
+Websocket protocol (JSON text frames). The client sends ``{"type": "message", "text": ...,
+"session": ...}`` or ``{"type": "cancel"}``; the server answers with events ``queued`` (position),
+``thinking``, ``tool_call``, ``tool_result``, ``text`` (delta), ``done`` (the reply record) and
+``error`` (message). One message at a time per connection; closing the socket cancels its turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import re
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+from appliance.channels.web.auth import principal
+from appliance.channels.web.state import STATE, WebState
+from appliance.errors import PicoagentError
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGE_CHARS = 8000
+_SESSION = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+_connections = itertools.count(1)
+
+
+def _error(status: int, message: str) -> web.HTTPException:
+    cls = {400: web.HTTPBadRequest, 409: web.HTTPConflict}[status]
+    return cls(text=json.dumps({"error": message}), content_type="application/json")
+
+
+def check_message(body: dict[str, Any], default_session: str) -> tuple[str, str]:
+    """The message text and session of a chat request, or a 400 saying what is wrong."""
+    text = body.get("message", body.get("text"))
+    if not isinstance(text, str) or not text.strip():
+        raise _error(400, 'expected "message": a non-empty string')
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise _error(400, f'"message" is too long ({len(text)} characters; at most {MAX_MESSAGE_CHARS})')
+    session = body.get("session", default_session)
+    if not isinstance(session, str) or not _SESSION.fullmatch(session):
+        raise _error(400, '"session" must be 1-64 letters, digits or _.:-')
+    return text.strip(), session
+
+
+def _principal(request: web.Request) -> str:
+    found = principal(request)
+    return found.name if found else "anonymous"
+
+
+async def api_chat(request: web.Request) -> web.Response:
+    """Answer one message; returns the reply record."""
+    from appliance.channels.web.app import read_json
+
+    state = request.app[STATE]
+    text, session = check_message(await read_json(request), "api")
+    task = asyncio.ensure_future(
+        state.runtime.agent.turn(text, channel="api", chat_id=session, client=f"api:{_principal(request)}:{session}")
+    )
+    state.turns.add(task)
+    task.add_done_callback(state.turns.discard)
+    record = await task
+    return web.json_response(record.as_dict())
+
+
+async def api_history(request: web.Request) -> web.Response:
+    """The open conversation of a session, oldest first (the web chat reloads it)."""
+    state = request.app[STATE]
+    session = request.query.get("session", "web")
+    channel = request.query.get("channel", "web")
+    if not _SESSION.fullmatch(session) or channel not in ("web", "api", "terminal"):
+        raise _error(400, "unknown channel or malformed session")
+    limit = min(int(request.query.get("limit", "100")) if request.query.get("limit", "").isdigit() else 100, 500)
+    db = state.runtime.db
+    conversation = await db.call(db.conversation, channel, session)
+    messages = await db.call(db.recent_messages, conversation, limit)
+    return web.json_response(
+        {
+            "session": session,
+            "messages": [
+                {"role": m.role, "content": m.content, "at": m.created_at, "route": m.route} for m in messages
+            ],
+        }
+    )
+
+
+async def api_reset(request: web.Request) -> web.Response:
+    """Start a new conversation for a session (the old one stays in the database, closed)."""
+    from appliance.channels.web.app import read_json
+
+    state = request.app[STATE]
+    body = await read_json(request)
+    session = body.get("session", "web")
+    if not isinstance(session, str) or not _SESSION.fullmatch(session):
+        raise _error(400, '"session" must be 1-64 letters, digits or _.:-')
+    await state.runtime.agent.reset("web", session)
+    return web.json_response({"reset": session})
+
+
+class _Connection:
+    """One websocket: a sender task keeps events in order; at most one turn runs at a time."""
+
+    def __init__(self, state: WebState, ws: web.WebSocketResponse, principal: str) -> None:
+        self.state = state
+        self.ws = ws
+        self.client = f"ws:{principal}:{next(_connections)}"
+        self.outbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self.turn: asyncio.Task[Any] | None = None
+
+    def send(self, kind: str, data: dict[str, Any]) -> None:
+        self.outbox.put_nowait({"type": kind, **data})
+
+    async def sender(self) -> None:
+        while (event := await self.outbox.get()) is not None:
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                await self.ws.send_json(event)
+
+    async def run_turn(self, text: str, session: str) -> None:
+        try:
+            await self.state.runtime.agent.turn(
+                text, channel="web", chat_id=session, client=self.client, on_event=self.send
+            )
+        except asyncio.CancelledError:
+            self.send("error", {"message": "stopped"})
+            raise
+        except PicoagentError as exc:
+            self.send("error", {"message": exc.message, "fix": exc.fix})
+        except Exception:
+            log.exception("websocket turn failed")
+            self.send("error", {"message": "internal error; the log has the details"})
+
+    def handle(self, raw: str) -> None:
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError:
+            self.send("error", {"message": "frames must be JSON objects"})
+            return
+        if not isinstance(data, dict):
+            self.send("error", {"message": "frames must be JSON objects"})
+            return
+        kind = data.get("type")
+        if kind == "cancel":
+            if self.turn and not self.turn.done():
+                self.turn.cancel()
+            return
+        if kind != "message":
+            self.send("error", {"message": f"unknown frame type {kind!r}; use message or cancel"})
+            return
+        if self.turn and not self.turn.done():
+            self.send("error", {"message": "one message at a time: wait for done, or send cancel"})
+            return
+        try:
+            text, session = check_message(data, "web")
+        except web.HTTPException as exc:
+            self.send("error", {"message": json.loads(exc.text or "{}").get("error", "bad message")})
+            return
+        self.turn = asyncio.ensure_future(self.run_turn(text, session))
+        self.state.turns.add(self.turn)
+        self.turn.add_done_callback(self.state.turns.discard)
+
+
+async def websocket(request: web.Request) -> web.WebSocketResponse:
+    """The chat event stream."""
+    state = request.app[STATE]
+    ws = web.WebSocketResponse(heartbeat=30, max_msg_size=64 * 1024)
+    await ws.prepare(request)
+    conn = _Connection(state, ws, _principal(request))
+    sender = asyncio.ensure_future(conn.sender())
+    try:
+        async for message in ws:
+            if message.type == WSMsgType.TEXT:
+                conn.handle(message.data)
+            elif message.type == WSMsgType.BINARY:
+                conn.send("error", {"message": "frames must be JSON text"})
+    finally:
+        if conn.turn and not conn.turn.done():
+            conn.turn.cancel()  # the client went away: stop its work
+            with contextlib.suppress(asyncio.CancelledError):
+                await conn.turn
+        conn.outbox.put_nowait(None)
+        await sender
+    return ws
+
+
+def routes() -> list[web.RouteDef]:
+    """The chat routes."""
+    return [
+        web.post("/api/chat", api_chat),
+        web.get("/api/history", api_history),
+        web.post("/api/reset", api_reset),
+        web.get("/ws", websocket),
+    ]

@@ -1,0 +1,186 @@
+"""The OpenAPI 3.0 document of the JSON API (served at /api/openapi.json; the fuzz tests read it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from appliance import __version__
+
+
+def _json(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+ERROR = {"$ref": "#/components/schemas/Error"}
+UNAUTHORIZED = _json(ERROR, "authentication required")
+BAD_REQUEST = _json(ERROR, "the request is malformed; the error says how")
+
+
+def openapi_document() -> dict[str, Any]:
+    """The API description."""
+    session = {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,64}$"}
+    reply_record = {
+        "type": "object",
+        "required": ["text", "route", "reason", "actions", "timings"],
+        "properties": {
+            "text": {"type": "string"},
+            "route": {"type": "string", "enum": ["intent", "local", "cloud", "local_fallback"]},
+            "reason": {"type": "string"},
+            "actions": {"type": "array", "items": {"type": "object"}},
+            "timings": {"type": "object", "additionalProperties": {"type": "number"}},
+            "model": {"type": "string"},
+            "session": {"type": "string"},
+            "finish_reason": {"type": "string"},
+            "confidence": {"type": "object"},
+        },
+    }
+    chat_message = {
+        "type": "object",
+        "required": ["role", "content"],
+        "properties": {
+            "role": {"type": "string", "enum": ["system", "user", "assistant", "tool"]},
+            "content": {"type": "string"},
+        },
+    }
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "picoagent", "version": __version__, "description": "The appliance's LAN API."},
+        "components": {
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer", "description": "a token from `picoagent tokens add`"},
+                "session": {"type": "apiKey", "in": "cookie", "name": "pa_session"},
+            },
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": {"error": {}, "fix": {"type": "string", "nullable": True}},
+                },
+                "ReplyRecord": reply_record,
+            },
+        },
+        "security": [{"bearer": []}, {"session": []}],
+        "paths": {
+            "/healthz": {
+                "get": {
+                    "summary": "liveness",
+                    "security": [],
+                    "responses": {"200": _json({"type": "object"}), "503": _json({"type": "object"}, "degraded")},
+                }
+            },
+            "/api/status": {
+                "get": {
+                    "summary": "health, model, queue, recent replies, chart series",
+                    "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
+                }
+            },
+            "/api/chat": {
+                "post": {
+                    "summary": "answer one message; returns the reply record",
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["message"],
+                                    "properties": {
+                                        "message": {"type": "string", "minLength": 1, "maxLength": 8000},
+                                        "session": session,
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    "responses": {
+                        "200": _json({"$ref": "#/components/schemas/ReplyRecord"}),
+                        "400": BAD_REQUEST,
+                        "401": UNAUTHORIZED,
+                    },
+                }
+            },
+            "/api/history": {
+                "get": {
+                    "summary": "the open conversation of a session",
+                    "parameters": [
+                        {"name": "session", "in": "query", "schema": session},
+                        {"name": "channel", "in": "query", "schema": {"type": "string", "enum": ["web", "api"]}},
+                        {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 500}},
+                    ],
+                    "responses": {"200": _json({"type": "object"}), "400": BAD_REQUEST, "401": UNAUTHORIZED},
+                }
+            },
+            "/api/reset": {
+                "post": {
+                    "summary": "start a new conversation for a web session",
+                    "requestBody": {
+                        "content": {
+                            "application/json": {"schema": {"type": "object", "properties": {"session": session}}}
+                        }
+                    },
+                    "responses": {"200": _json({"type": "object"}), "400": BAD_REQUEST, "401": UNAUTHORIZED},
+                }
+            },
+            "/api/devices": {
+                "get": {
+                    "summary": "named devices",
+                    "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
+                }
+            },
+            "/api/devices/{name}": {
+                "post": {
+                    "summary": "drive a named device",
+                    "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
+                    "requestBody": {"content": {"application/json": {"schema": {"type": "object"}}}},
+                    "responses": {
+                        "200": _json({"type": "object"}),
+                        "404": _json(ERROR, "unknown device"),
+                        "401": UNAUTHORIZED,
+                    },
+                }
+            },
+            "/api/openapi.json": {
+                "get": {
+                    "summary": "this document",
+                    "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
+                }
+            },
+            "/api/session": {
+                "get": {
+                    "summary": "who is logged in, and the CSRF token for form posts",
+                    "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
+                }
+            },
+            "/v1/models": {
+                "get": {
+                    "summary": "OpenAI-compatible model list",
+                    "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
+                }
+            },
+            "/v1/chat/completions": {
+                "post": {
+                    "summary": "OpenAI-compatible chat completions served by the local model",
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["messages"],
+                                    "properties": {
+                                        "model": {"type": "string"},
+                                        "messages": {"type": "array", "minItems": 1, "items": chat_message},
+                                        "max_tokens": {"type": "integer", "minimum": 1, "maximum": 4096},
+                                        "temperature": {"type": "number", "minimum": 0, "maximum": 2},
+                                        "stream": {"type": "boolean"},
+                                        "seed": {"type": "integer"},
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    "responses": {"200": _json({"type": "object"}), "400": BAD_REQUEST, "401": UNAUTHORIZED},
+                }
+            },
+        },
+    }

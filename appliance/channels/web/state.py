@@ -1,0 +1,152 @@
+"""What the web handlers share: the runtime, auth, metrics, recent replies and the status charts."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from appliance import __version__
+from appliance.agent.loop import ReplyRecord
+from appliance.metrics import Counter, Gauge, Histogram, Registry
+
+if TYPE_CHECKING:
+    from appliance.channels.web.auth import Auth
+    from appliance.runtime import Runtime
+
+SERIES_SECONDS = 3600  # the status page charts the last hour
+RECENT_REPLIES = 20
+
+
+class ApplianceMetrics:
+    """The picoagent_* metrics exported at /metrics."""
+
+    def __init__(self, state: WebState) -> None:
+        self.registry = Registry()
+        add = self.registry.add
+        self.turns = add(Counter("picoagent_turns_total", "Turns answered, by route", ["route"]))
+        self.tokens = add(Counter("picoagent_tokens_total", "Model tokens, by kind", ["kind"]))
+        self.latency = add(
+            Histogram(
+                "picoagent_model_latency_seconds",
+                "Model latency per turn: to the first token (ttft) and in all (total)",
+                [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+                ["stage"],
+            )
+        )
+        self.requests = add(Counter("picoagent_http_requests_total", "HTTP requests, by status class", ["code"]))
+        add(Gauge("picoagent_queue_depth", "Model requests waiting", lambda: float(state.queue_depth())))
+        add(Gauge("picoagent_model_loaded", "1 when the local model is in memory", lambda: float(state.model_loaded())))
+        add(Gauge("picoagent_cpu_temperature_celsius", "CPU temperature", lambda: state.last_temperature))
+        add(
+            Gauge(
+                "picoagent_uptime_seconds", "Seconds since the daemon started", lambda: time.time() - state.started_at
+            )
+        )
+
+    def record(self, record: ReplyRecord) -> None:
+        """Count one finished turn."""
+        t = record.timings
+        self.turns.inc(1, record.route)
+        self.tokens.inc(t.get("prompt_tokens", 0), "prompt")
+        self.tokens.inc(t.get("completion_tokens", 0), "completion")
+        self.latency.observe(t.get("ttft_s", 0.0), "ttft")
+        self.latency.observe(t.get("total_s", 0.0), "total")
+
+
+@dataclass
+class WebState:
+    """Everything the daemon's handlers share, owned by the daemon."""
+
+    runtime: Runtime
+    auth: Auth
+    started_at: float = field(default_factory=time.time)
+    recent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=RECENT_REPLIES))
+    temperature: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=240))
+    decode_tps: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=2000))
+    last_temperature: float | None = None
+    turns: set[asyncio.Task[Any]] = field(default_factory=set)  # in flight, for a graceful stop
+    metrics: ApplianceMetrics = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.metrics = ApplianceMetrics(self)
+        self.runtime.agent.listeners.append(self.on_record)
+
+    def queue_depth(self) -> int:
+        """Requests waiting for the model, plus the one running."""
+        scheduler = self.runtime.scheduler
+        return scheduler.waiting + (1 if scheduler.busy else 0)
+
+    def model_loaded(self) -> bool:
+        """Whether the local model is in memory."""
+        return self.runtime.model.loaded
+
+    def on_record(self, record: ReplyRecord) -> None:
+        """Keep a finished turn for the status page and the metrics."""
+        now = time.time()
+        self.metrics.record(record)
+        self.recent.appendleft(
+            {
+                "at": now,
+                "route": record.route,
+                "reason": record.reason,
+                "session": record.session,
+                "ttft_s": record.timings.get("ttft_s"),
+                "total_s": record.timings.get("total_s"),
+                "decode_tps": record.timings.get("decode_tps"),
+                "actions": len(record.actions),
+            }
+        )
+        if record.timings.get("decode_tps"):
+            self.decode_tps.append((now, float(record.timings["decode_tps"])))
+        self.prune(now)
+
+    def add_temperature(self, value: float | None, now: float | None = None) -> None:
+        """Keep one temperature sample for the chart."""
+        self.last_temperature = value
+        if value is not None:
+            self.temperature.append((now or time.time(), value))
+
+    def prune(self, now: float) -> None:
+        """Forget chart points older than the charted hour."""
+        for series in (self.temperature, self.decode_tps):
+            while series and series[0][0] < now - SERIES_SECONDS:
+                series.popleft()
+
+    def recent_tps(self) -> float | None:
+        """Decode speed of the latest reply that had one."""
+        return self.decode_tps[-1][1] if self.decode_tps else None
+
+    def status(self, health: dict[str, Any]) -> dict[str, Any]:
+        """The /api/status document."""
+        now = time.time()
+        self.prune(now)
+        model = self.runtime.model
+        return {
+            "version": __version__,
+            "started_at": self.started_at,
+            "uptime_s": round(now - self.started_at, 1),
+            "health": health,
+            "model": {
+                "name": model.name,
+                "path": str(model.path),
+                "loaded": model.loaded,
+                "threads": model.threads_used or None,
+                "recent_tps": self.recent_tps(),
+                "queue_depth": self.queue_depth(),
+            },
+            "recent": list(self.recent),
+            "series": {
+                "cpu_temperature_c": [[round(t), v] for t, v in self.temperature],
+                "decode_tps": [[round(t), v] for t, v in self.decode_tps],
+            },
+            "devices": [],
+            "update": None,
+        }
+
+
+STATE = web.AppKey("state", WebState)

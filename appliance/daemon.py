@@ -1,0 +1,231 @@
+"""`picoagent serve`: the composition root. Builds every service, owns their lifecycle.
+
+Start: runtime (database, model worker, agent), web auth, the aiohttp site; then ``READY=1`` to
+systemd, watchdog pings, a status line, and the model loading in the background. SIGTERM/SIGINT:
+stop taking requests, let turns in flight finish (briefly), cancel the rest, close the model and
+the database, exit 0. SIGHUP: re-read the config; an invalid one is refused, with the reason
+logged, and the running config stays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from appliance import __version__
+from appliance.config import Config, load_config
+from appliance.errors import ConfigError, PicoagentError
+from appliance.runtime import Runtime, data_dir, local_model
+
+log = logging.getLogger(__name__)
+
+STOP_GRACE_S = 10.0
+TEMPERATURE_EVERY_S = 30.0
+CLI_TOKEN_NAME = "local-cli"
+
+
+def sd_notify(message: str) -> bool:
+    """Send a notification to systemd ($NOTIFY_SOCKET); False when not run by systemd."""
+    address = os.environ.get("NOTIFY_SOCKET")
+    if not address:
+        return False
+    if address.startswith("@"):
+        address = "\0" + address[1:]  # abstract namespace
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
+            sock.connect(address)
+            sock.sendall(message.encode())
+    except OSError as exc:
+        log.warning("cannot notify systemd at %s: %s", address, exc)
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class DaemonInfo:
+    """What `picoagent status` needs to find the running daemon: written at start, removed at stop."""
+
+    pid: int
+    host: str
+    port: int
+    version: str
+    started_at: float
+
+    @staticmethod
+    def path(root: Path) -> Path:
+        """Where the info file lives in a data dir."""
+        return root / "daemon.json"
+
+    @staticmethod
+    def token_path(root: Path) -> Path:
+        """Where the local CLI's API token lives (0600)."""
+        return root / "cli.token"
+
+
+def _write_private(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+class Daemon:
+    """The long-running appliance process."""
+
+    def __init__(
+        self, config: Config, *, host: str | None = None, port: int | None = None, data_dir_override: str | None = None
+    ) -> None:
+        self.config = config
+        self.host = host or config.web.host
+        self.port = port if port is not None else config.web.port
+        self.data_dir_override = data_dir_override
+        self.stopping = asyncio.Event()
+        self.config_loaded_at = time.time()
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    async def run(self) -> int:
+        """Serve until SIGTERM or SIGINT; returns the exit status."""
+        from aiohttp import web
+
+        from appliance.channels.web.app import build_app
+        from appliance.channels.web.auth import Auth
+        from appliance.channels.web.state import WebState
+
+        loop = asyncio.get_running_loop()
+        runtime = Runtime.open(self.config)
+        web_cfg = self.config.web
+        auth = Auth(runtime.db, session_ttl_s=web_cfg.session_days * 86400, secure_cookies=web_cfg.secure_cookies)
+        self.state = state = WebState(runtime, auth)
+        root = data_dir(self.config)
+        if not auth.has_password():
+            password = Auth.generate_password()
+            auth.set_password(password)
+            # Shown once, in the log people read at first start (journalctl -u picoagent).
+            log.warning("first start: the web password is %s (change it with `picoagent passwd`)", password)
+        auth.revoke_token(CLI_TOKEN_NAME)
+        _write_private(DaemonInfo.token_path(root), auth.add_token(CLI_TOKEN_NAME))
+
+        runner = web.AppRunner(build_app(state), handler_cancellation=True, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port, shutdown_timeout=STOP_GRACE_S)
+        try:
+            await site.start()
+        except OSError as exc:
+            await runner.cleanup()
+            runtime.close()
+            raise PicoagentError(
+                f"cannot listen on {self.host}:{self.port}: {exc.strerror}",
+                fix="is picoagent already running? pick another port with --port or web.port",
+            ) from None
+        actual_port = self.port or _bound_port(site)
+        info = DaemonInfo(os.getpid(), self.host, actual_port, __version__, state.started_at)
+        _write_private(DaemonInfo.path(root), json.dumps(info.__dict__))
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stopping.set)
+        loop.add_signal_handler(signal.SIGHUP, self.reload)
+        log.warning("serving on http://%s:%d (picoagent %s)", self.host, actual_port, __version__)
+        sd_notify(f"READY=1\nSTATUS=serving on {self.host}:{actual_port}")
+        self._tasks = [asyncio.ensure_future(self._sample_temperature())]
+        watchdog_us = int(os.environ.get("WATCHDOG_USEC", "0") or 0)
+        if watchdog_us > 0:
+            self._tasks.append(asyncio.ensure_future(self._watchdog(watchdog_us / 2e6)))
+        if self.config.llm.preload:
+            self._tasks.append(asyncio.ensure_future(self._preload()))
+
+        await self.stopping.wait()
+        sd_notify("STOPPING=1\nSTATUS=stopping")
+        log.warning("stopping: finishing %d turn(s) in flight", len(state.turns))
+        for task in self._tasks:
+            task.cancel()
+        await self._drain()
+        await runner.cleanup()
+        await asyncio.to_thread(runtime.close)
+        for path in (DaemonInfo.path(root), DaemonInfo.token_path(root)):
+            path.unlink(missing_ok=True)
+        log.warning("stopped")
+        return 0
+
+    async def _drain(self) -> None:
+        turns = set(self.state.turns)
+        if turns:
+            _done, pending = await asyncio.wait(turns, timeout=STOP_GRACE_S)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=5)
+
+    async def _preload(self) -> None:
+        sd_notify("STATUS=loading the model")
+        try:
+            await self.state.runtime.model.load()
+        except PicoagentError as exc:
+            log.error("the model did not load: %s", exc.for_people())
+            sd_notify(f"STATUS=model failed to load: {exc.message}")
+            return
+        sd_notify(f"STATUS=serving on {self.host}:{self.port}, model {self.state.runtime.model.name} loaded")
+
+    async def _watchdog(self, every_s: float) -> None:
+        while True:
+            sd_notify("WATCHDOG=1")
+            await asyncio.sleep(every_s)
+
+    async def _sample_temperature(self) -> None:
+        from appliance.health import cpu_temperature
+
+        while True:
+            self.state.add_temperature(await asyncio.to_thread(cpu_temperature))
+            await asyncio.sleep(TEMPERATURE_EVERY_S)
+
+    def reload(self) -> None:
+        """SIGHUP: apply a new config, or keep the running one and say why."""
+        runtime = self.state.runtime
+        try:
+            new = load_config(self.config.source, data_dir=self.data_dir_override)
+        except PicoagentError as exc:
+            log.error("SIGHUP: the new config is refused, keeping the running one: %s", exc.for_people())
+            sd_notify(f"STATUS=config reload refused: {exc.message}")
+            return
+        old = self.config
+        if (new.web.host, new.web.port) != (old.web.host, old.web.port) or new.data_dir != old.data_dir:
+            log.warning("SIGHUP: web.host, web.port and data_dir apply at the next restart")
+        try:
+            if new.llm != old.llm:
+                replacement = local_model(new)
+                previous, runtime.model = runtime.model, replacement
+                runtime.scheduler.model = replacement
+                asyncio.get_running_loop().run_in_executor(None, previous.close)  # after its current job
+                if new.llm.preload:
+                    self._tasks.append(asyncio.ensure_future(self._preload()))
+        except ConfigError as exc:
+            log.error("SIGHUP: keeping the running model: %s", exc.for_people())
+            return
+        except PicoagentError as exc:
+            log.error("SIGHUP: keeping the running model: %s", exc.for_people())
+            return
+        # Apply in place: the agent and handlers hold this same object.
+        for name in ("agent", "llm", "log_level", "secrets_file"):
+            setattr(old, name, getattr(new, name))
+        logging.getLogger().setLevel(old.log_level.upper())
+        self.config_loaded_at = time.time()
+        log.warning("SIGHUP: config reloaded from %s", old.source)
+        sd_notify("STATUS=config reloaded")
+
+
+def _bound_port(site: Any) -> int:
+    """The port a site listening on port 0 got from the kernel."""
+    server = getattr(site, "_server", None)
+    sockets = getattr(server, "sockets", None) or []
+    with contextlib.suppress(IndexError, OSError):
+        return int(sockets[0].getsockname()[1])
+    return 0

@@ -1,0 +1,203 @@
+"""`picoagent serve` as a process: systemd notify, signals, config reload, status, clear start errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from appliance.config import CHECKOUT_CONFIG
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def write_config(path: Path, extra: str = "") -> Path:
+    text = CHECKOUT_CONFIG.read_text().replace("preload: true", "preload: false")
+    path.write_text(text + extra)
+    return path
+
+
+def env(**extra: str) -> dict[str, str]:
+    base = {k: v for k, v in os.environ.items() if k not in ("PICOAGENT_CONFIG", "NOTIFY_SOCKET", "WATCHDOG_USEC")}
+    return {**base, **extra}
+
+
+def wait_healthy(port: int, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError(f"nothing healthy on port {port}")
+
+
+class Serve:
+    """A `picoagent serve` subprocess with its own config and data dir."""
+
+    def __init__(self, tmp: Path, port: int, **environ: str) -> None:
+        self.config = write_config(tmp / "picoagent.yaml")
+        self.data = tmp / "data"
+        self.port = port
+        self.log = tmp / "serve.log"
+        cmd = [sys.executable, "-m", "appliance", "--config", str(self.config), "--data-dir", str(self.data)]
+        self.proc = subprocess.Popen(
+            [*cmd, "serve", "--host", "127.0.0.1", "--port", str(port)],
+            cwd=ROOT,
+            env=env(**environ),
+            stdout=self.log.open("w"),
+            stderr=subprocess.STDOUT,
+        )
+
+    def text(self) -> str:
+        return self.log.read_text()
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=30)
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Serve]:
+    daemon = Serve(tmp_path, free_port())
+    wait_healthy(daemon.port)
+    yield daemon
+    daemon.stop()
+
+
+def cli(*args: str, data: Path, config: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(data), *args],
+        cwd=ROOT,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_sighup_with_a_broken_config_keeps_serving(serve: Serve) -> None:
+    good = serve.config.read_text()
+    serve.config.write_text(good + "\nagent:\n  max_rounds: five\n")
+    serve.proc.send_signal(signal.SIGHUP)
+    time.sleep(1.0)
+    wait_healthy(serve.port, timeout=2)
+    assert 'refused, keeping the running one: agent.max_rounds: expected an integer, got "five"' in serve.text()
+    serve.config.write_text(good.replace("max_rounds: 4", "max_rounds: 3"))
+    serve.proc.send_signal(signal.SIGHUP)
+    time.sleep(1.0)
+    assert "config reloaded" in serve.text()
+    wait_healthy(serve.port, timeout=2)
+    assert serve.stop() == 0
+    assert "Traceback" not in serve.text()
+
+
+def test_status_reads_the_running_daemon_and_says_when_it_is_not(serve: Serve) -> None:
+    shown = cli("status", data=serve.data, config=serve.config)
+    assert shown.returncode == 0, shown.stderr
+    assert "model: smollm2-135m (not loaded)" in shown.stdout
+    as_json = json.loads(cli("status", "--json", data=serve.data, config=serve.config).stdout)
+    assert as_json["model"]["name"] == "smollm2-135m" and as_json["version"]
+    assert serve.stop() == 0
+    assert not (serve.data / "daemon.json").exists() and not (serve.data / "cli.token").exists()
+    gone = cli("status", data=serve.data, config=serve.config)
+    assert gone.returncode == 3 and "not running" in gone.stdout
+
+
+def test_sigterm_exits_zero_and_a_second_daemon_on_the_port_fails_clearly(serve: Serve, tmp_path: Path) -> None:
+    second = tmp_path / "second"
+    second.mkdir()
+    other = Serve(second, serve.port)
+    assert other.proc.wait(timeout=30) == 1
+    assert f"error: cannot listen on 127.0.0.1:{serve.port}" in other.text()
+    assert "Traceback" not in other.text()
+    assert serve.stop() == 0
+    assert "stopped" in serve.text()
+
+
+def test_systemd_notify_ready_watchdog_and_stopping(tmp_path: Path) -> None:
+    address = str(tmp_path / "notify.sock")
+    sink = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sink.bind(address)
+    sink.settimeout(15)
+    daemon = Serve(tmp_path, free_port(), NOTIFY_SOCKET=address, WATCHDOG_USEC="200000")
+    try:
+        seen: list[str] = []
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and seen.count("WATCHDOG=1") < 2:
+            seen += sink.recv(4096).decode().split("\n")
+        assert "READY=1" in seen
+        assert any(line.startswith("STATUS=serving on 127.0.0.1") for line in seen)
+        assert seen.count("WATCHDOG=1") >= 2  # pinged every WATCHDOG_USEC / 2
+        assert daemon.stop() == 0
+        rest: list[str] = []
+        sink.settimeout(2)
+        try:
+            while "STOPPING=1" not in rest:
+                rest += sink.recv(4096).decode().split("\n")
+        except TimeoutError:
+            pass
+        assert "STOPPING=1" in rest
+    finally:
+        daemon.stop()
+        sink.close()
+
+
+def test_first_start_generates_a_password_and_passwd_changes_it(tmp_path: Path) -> None:
+    daemon = Serve(tmp_path, free_port())
+    try:
+        wait_healthy(daemon.port)
+        assert "first start: the web password is " in daemon.text()
+    finally:
+        assert daemon.stop() == 0
+    changed = subprocess.run(
+        [sys.executable, "-m", "appliance", "--data-dir", str(daemon.data), "passwd", "--stdin"],
+        input="a much better password\n",
+        cwd=ROOT,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert changed.returncode == 0 and "web password set" in changed.stdout
+    short = subprocess.run(
+        [sys.executable, "-m", "appliance", "--data-dir", str(daemon.data), "passwd", "--stdin"],
+        input="short\n",
+        cwd=ROOT,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert short.returncode == 2 and "error:" in short.stderr and "Traceback" not in short.stderr
+
+
+def test_tokens_are_shown_once_listed_without_values_and_revocable(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "picoagent.yaml")
+    data = tmp_path / "data"
+    added = cli("tokens", "add", "grafana", data=data, config=config)
+    assert added.returncode == 0 and added.stdout.startswith("pat_")
+    token = added.stdout.strip()
+    listed = cli("tokens", "list", data=data, config=config)
+    assert "grafana" in listed.stdout and token not in listed.stdout
+    assert cli("tokens", "revoke", "grafana", data=data, config=config).returncode == 0
+    again = cli("tokens", "revoke", "grafana", data=data, config=config)
+    assert again.returncode == 2 and "no token named" in again.stderr

@@ -1,0 +1,620 @@
+"""Web authentication: password, sessions, API tokens, CSRF, login rate limit, redirects, websocket origin.
+
+Each test serves a tiny app (the real middleware and login routes, fake protected handlers) on a real
+socket with aiohttp's TestServer, against a real database in tmp_path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import re
+import sqlite3
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from appliance.channels.web import auth as auth_module
+from appliance.channels.web.auth import (
+    CSRF_HEADER,
+    LOGIN_CSRF_COOKIE,
+    SESSION_COOKIE,
+    Auth,
+    Principal,
+    RateLimiter,
+    middleware,
+    principal,
+    routes,
+    safe_next,
+)
+from appliance.errors import UsageError
+from appliance.memory.db import Database
+
+PASSWORD = "correct horse battery"
+
+
+def run(coro: Coroutine[Any, Any, None]) -> None:
+    asyncio.run(coro)
+
+
+class Clock:
+    """A clock tests move by hand."""
+
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "picoagent.db"
+
+
+@pytest.fixture
+def db(db_path: Path) -> Iterator[Database]:
+    database = Database(db_path)
+    yield database
+    database.close()
+
+
+@pytest.fixture
+def auth(db: Database) -> Auth:
+    a = Auth(db)
+    a.set_password(PASSWORD)
+    return a
+
+
+# --- the tiny app ------------------------------------------------------------------------------
+
+
+def whoami(request: web.Request) -> dict[str, Any]:
+    found = principal(request)
+    assert isinstance(found, Principal)
+    return {"kind": found.kind, "name": found.name}
+
+
+async def page(request: web.Request) -> web.Response:
+    return web.Response(text="status page", content_type="text/html")
+
+
+async def get_thing(request: web.Request) -> web.Response:
+    return web.json_response({"thing": 1, **whoami(request)})
+
+
+async def post_thing(request: web.Request) -> web.Response:
+    return web.json_response({"posted": True, **whoami(request)})
+
+
+async def ws_echo(request: web.Request) -> web.WebSocketResponse:
+    ws = web.WebSocketResponse()
+    await ws.prepare(request)
+    async for msg in ws:
+        if msg.type == aiohttp.WSMsgType.TEXT:
+            await ws.send_str(msg.data)
+    return ws
+
+
+async def ok(request: web.Request) -> web.Response:
+    return web.Response(text="ok")
+
+
+def make_app(auth: Auth, limiter: RateLimiter | None = None) -> web.Application:
+    app = web.Application(middlewares=[middleware(auth)])
+    app.add_routes(routes(auth, login_limiter=limiter))
+    app.add_routes(
+        [
+            web.get("/", page),
+            web.get("/api/thing", get_thing),
+            web.post("/api/thing", post_thing),
+            web.get("/ws", ws_echo),
+            web.get("/healthz", ok),
+            web.get("/metrics", ok),
+        ]
+    )
+    return app
+
+
+@asynccontextmanager
+async def served(auth: Auth, limiter: RateLimiter | None = None) -> AsyncIterator[TestClient[Any, Any]]:
+    async with TestClient(TestServer(make_app(auth, limiter))) as client:
+        yield client
+
+
+def session_cookie(session_id: str) -> dict[str, str]:
+    return {"Cookie": f"{SESSION_COOKIE}={session_id}"}
+
+
+async def login_form(client: TestClient[Any, Any], query: str = "") -> str:
+    """GET /login and return the form's csrf value (its cookie is now in the client's jar)."""
+    resp = await client.get("/login" + query)
+    assert resp.status == 200
+    body = await resp.text()
+    match = re.search(r'name="csrf" value="([^"]+)"', body)
+    assert match
+    return match.group(1)
+
+
+async def post_login(
+    client: TestClient[Any, Any], password: str, *, next_path: str = "/", csrf: str | None = None
+) -> aiohttp.ClientResponse:
+    token = csrf if csrf is not None else await login_form(client)
+    return await client.post(
+        "/login", data={"password": password, "csrf": token, "next": next_path}, allow_redirects=False
+    )
+
+
+# --- password ----------------------------------------------------------------------------------
+
+
+def test_the_password_is_stored_as_salted_scrypt(auth: Auth, db: Database) -> None:
+    stored = db._conn.execute("SELECT value FROM settings WHERE key = 'web.password'").fetchone()[0]
+    scheme, n, r, p, salt, digest = stored.split("$")
+    assert (scheme, n, r, p) == ("scrypt", str(2**14), "8", "1")
+    assert len(base64.b64decode(salt)) == 16
+    assert base64.b64decode(digest) == hashlib.scrypt(
+        PASSWORD.encode(), salt=base64.b64decode(salt), n=2**14, r=8, p=1, maxmem=64 << 20, dklen=32
+    )
+    assert auth.has_password()
+    assert auth.check_password(PASSWORD)
+    assert not auth.check_password(PASSWORD + "!")
+    assert not auth.check_password("")
+    auth.set_password(PASSWORD)
+    again = db._conn.execute("SELECT value FROM settings WHERE key = 'web.password'").fetchone()[0]
+    assert again != stored  # a fresh salt every time
+
+
+def test_a_short_password_is_refused_with_the_rule(db: Database) -> None:
+    auth = Auth(db)
+    assert not auth.has_password()
+    assert not auth.check_password("anything")
+    with pytest.raises(UsageError) as info:
+        auth.set_password("1234567")
+    assert "at least 8 characters" in str(info.value) and info.value.fix
+    assert not auth.has_password()
+    auth.set_password("12345678")
+    assert auth.check_password("12345678")
+
+
+def test_the_password_compare_is_constant_time(auth: Auth, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[object, object]] = []
+    original = hmac.compare_digest
+
+    def spy(a: Any, b: Any) -> bool:
+        calls.append((a, b))
+        return original(a, b)
+
+    monkeypatch.setattr(hmac, "compare_digest", spy)
+    assert not auth.check_password("not it at all")
+    assert len(calls) == 1 and isinstance(calls[0][0], bytes)
+
+
+def test_generated_passwords_are_readable_and_accepted(db: Database) -> None:
+    first, second = Auth.generate_password(), Auth.generate_password()
+    assert first != second and len(first) == 16 and re.fullmatch(r"[A-Za-z0-9_-]+", first)
+    Auth(db).set_password(first)
+
+
+def test_a_new_password_ends_every_session(auth: Auth) -> None:
+    session_id, _ = auth.create_session()
+    auth.set_password("another password")
+    assert auth.session(session_id) is None
+
+
+# --- login -------------------------------------------------------------------------------------
+
+
+def test_login_sets_a_strict_httponly_session_cookie_and_redirects(auth: Auth) -> None:
+    async def scenario() -> None:
+        async with served(auth) as client:
+            resp = await post_login(client, PASSWORD, next_path="/chat?x=1")
+            assert resp.status == 302
+            assert resp.headers["Location"] == "/chat?x=1"
+            cookie = next(c for c in resp.headers.getall("Set-Cookie") if c.startswith(SESSION_COOKIE + "="))
+            assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
+            assert f"Max-Age={7 * 86400}" in cookie and "Secure" not in cookie
+            # The jar now holds the session: protected things open.
+            resp = await client.get("/api/thing")
+            assert resp.status == 200 and (await resp.json())["kind"] == "session"
+
+    run(scenario())
+
+
+def test_secure_cookies_when_asked(db: Database) -> None:
+    auth = Auth(db, secure_cookies=True)
+    auth.set_password(PASSWORD)
+
+    async def scenario() -> None:
+        async with served(auth) as client:
+            resp = await client.get("/login")
+            csrf = resp.cookies[LOGIN_CSRF_COOKIE].value
+            assert "Secure" in resp.headers["Set-Cookie"]
+            # The client's jar rightly keeps Secure cookies off plain http, so send it by hand.
+            resp = await client.post(
+                "/login",
+                data={"password": PASSWORD, "csrf": csrf},
+                headers={"Cookie": f"{LOGIN_CSRF_COOKIE}={csrf}"},
+                allow_redirects=False,
+            )
+            assert resp.status == 302
+            cookie = next(c for c in resp.headers.getall("Set-Cookie") if c.startswith(SESSION_COOKIE + "="))
+            assert "Secure" in cookie
+
+    run(scenario())
+
+
+def test_the_login_page_is_self_contained(auth: Auth) -> None:
+    async def scenario() -> None:
+        async with served(auth) as client:
+            resp = await client.get("/login?next=/chat")
+            body = await resp.text()
+            assert resp.status == 200 and resp.headers["Cache-Control"] == "no-store"
+            assert 'type="password"' in body and 'name="next" value="/chat"' in body
+            assert "http://" not in body and "https://" not in body and "<script" not in body
+            assert "frame-ancestors 'none'" in resp.headers["Content-Security-Policy"]
+            cookie = next(c for c in resp.headers.getall("Set-Cookie") if c.startswith(LOGIN_CSRF_COOKIE))
+            assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+
+    run(scenario())
+
+
+def test_a_wrong_password_redisplays_the_form_with_401(auth: Auth) -> None:
+    async def scenario() -> None:
+        async with served(auth) as client:
+            resp = await post_login(client, "wrong password!")
+            assert resp.status == 401
+            body = await resp.text()
+            assert "wrong password" in body and 'type="password"' in body
+            assert not any(c.startswith(SESSION_COOKIE) for c in resp.headers.getall("Set-Cookie", []))
+
+    run(scenario())
+
+
+def test_a_login_post_without_the_form_cookie_is_refused(auth: Auth) -> None:
+    async def scenario() -> None:
+        async with served(auth) as client:
+            # A cross-site page can post the form but cannot know or set the pa_login_csrf cookie.
+            resp = await client.post("/login", data={"password": PASSWORD, "csrf": "x" * 43}, allow_redirects=False)
+            assert resp.status == 403
+            await login_form(client)
+            resp = await post_login(client, PASSWORD, csrf="y" * 43)
+            assert resp.status == 403
+
+    run(scenario())
+
+
+@pytest.mark.parametrize(
+    "target", ["//evil.com", "https://evil.com", "/\\evil.com", "javascript:alert(1)", "evil.com", "/\tx", ""]
+)
+def test_login_never_redirects_off_site(auth: Auth, target: str) -> None:
+    async def scenario() -> None:
+        async with served(auth) as client:
+            resp = await post_login(client, PASSWORD, next_path=target)
+            assert resp.status == 302 and resp.headers["Location"] == "/"
+
+    run(scenario())
+
+
+def test_safe_next_keeps_local_paths() -> None:
+    assert safe_next("/chat") == "/chat"
+    assert safe_next("/api/status?x=1#y") == "/api/status?x=1#y"
+    assert safe_next("///evil.com") == "/"
+    assert safe_next(None) == "/"
+
+
+def test_login_without_a_password_set_says_how_to_set_one(db: Database) -> None:
+    auth = Auth(db)
+
+    async def scenario() -> None:
+        async with served(auth) as client:
+            for resp in (
+                await client.get("/login"),
+                await client.post("/login", data={"password": "whatever1"}, allow_redirects=False),
+            ):
+                assert resp.status == 503
+                assert "picoagent passwd" in await resp.text()
+
+    run(scenario())
+
+
+def test_login_is_rate_limited_with_retry_after(auth: Auth) -> None:
+    clock = Clock()
+    limiter = RateLimiter(5, 60.0, clock=clock)
+
+    async def scenario() -> None:
+        async with served(auth, limiter) as client:
+            for _ in range(5):
+                assert (await post_login(client, "wrong password!")).status == 401
+            clock.now += 10
+            resp = await post_login(client, PASSWORD)  # even the right one waits
+            assert resp.status == 429
+            assert resp.headers["Retry-After"] == "50"
+            clock.now += 50
+            assert (await post_login(client, PASSWORD)).status == 302
+
+    run(scenario())
+
+
+def test_logout_needs_csrf_and_ends_the_session(auth: Auth) -> None:
+    async def scenario() -> None:
+        session_id, csrf = auth.create_session()
+        async with served(auth) as client:
+            resp = await client.post("/logout", headers=session_cookie(session_id), allow_redirects=False)
+            assert resp.status == 403
+            resp = await client.post(
+                "/logout", headers={**session_cookie(session_id), CSRF_HEADER: csrf}, allow_redirects=False
+            )
+            assert resp.status == 302 and resp.headers["Location"] == "/login"
+            assert any(c.startswith(SESSION_COOKIE + '=""') for c in resp.headers.getall("Set-Cookie"))
+            resp = await client.get("/api/thing", headers=session_cookie(session_id))
+            assert resp.status == 401
+
+    run(scenario())
+
+
+# --- the middleware ----------------------------------------------------------------------------
+
+
+def test_unauthenticated_api_gets_401_json_and_pages_a_redirect(auth: Auth) -> None:
+    async def scenario() -> None:
+        async with served(auth) as client:
+            for path in ("/api/thing", "/ws", "/api/session"):
+                resp = await client.get(path)
+                assert resp.status == 401
+                assert await resp.json() == {"error": "authentication required", "login": "/login"}
+                assert resp.headers["WWW-Authenticate"].startswith("Bearer")
+            resp = await client.get("/", allow_redirects=False)
+            assert resp.status == 302 and resp.headers["Location"] == "/login?next=/"
+            resp = await client.get("/chat?a=1&b=2", allow_redirects=False)
+            assert resp.headers["Location"] == "/login?next=/chat%3Fa%3D1%26b%3D2"
+            resp = await client.post("/api/thing", allow_redirects=False)
+            assert resp.status == 401
+
+    run(scenario())
+
+
+def test_public_paths_need_no_login(auth: Auth) -> None:
+    async def scenario() -> None:
+        async with served(auth) as client:
+            for path in ("/healthz", "/metrics", "/login"):
+                assert (await client.get(path, allow_redirects=False)).status == 200, path
+            assert (await client.get("/static/app.css")).status == 404  # passed through to the router
+
+    run(scenario())
+
+
+def test_a_session_cookie_grants_access_and_unsafe_methods_need_csrf(auth: Auth) -> None:
+    async def scenario() -> None:
+        session_id, csrf = auth.create_session()
+        cookie = session_cookie(session_id)
+        async with served(auth) as client:
+            resp = await client.get("/", headers=cookie)
+            assert resp.status == 200 and await resp.text() == "status page"
+            resp = await client.get("/api/session", headers=cookie)
+            assert await resp.json() == {"authenticated": True, "kind": "session", "name": "owner", "csrf": csrf}
+            resp = await client.post("/api/thing", headers=cookie, json={})
+            assert resp.status == 403
+            assert await resp.json() == {"error": "missing or wrong CSRF token"}
+            resp = await client.post("/api/thing", headers={**cookie, CSRF_HEADER: "nope"}, json={})
+            assert resp.status == 403
+            resp = await client.post("/api/thing", headers={**cookie, CSRF_HEADER: "é" * 10}, json={})
+            assert resp.status == 403
+            resp = await client.post("/api/thing", headers={**cookie, CSRF_HEADER: csrf}, json={})
+            assert resp.status == 200 and (await resp.json())["posted"] is True
+            # An HTML form posts the token as a field.
+            resp = await client.post("/api/thing", headers=cookie, data={"csrf": csrf})
+            assert resp.status == 200
+            resp = await client.post("/api/thing", headers=cookie, data={"csrf": "nope"})
+            assert resp.status == 403
+
+    run(scenario())
+
+
+def test_a_bearer_token_works_without_csrf_until_revoked(auth: Auth) -> None:
+    async def scenario() -> None:
+        token = auth.add_token("home-assistant")
+        bearer = {"Authorization": f"Bearer {token}"}
+        async with served(auth) as client:
+            resp = await client.get("/api/thing", headers=bearer)
+            assert resp.status == 200 and await resp.json() == {"thing": 1, "kind": "token", "name": "home-assistant"}
+            resp = await client.post("/api/thing", headers=bearer, json={})
+            assert resp.status == 200
+            resp = await client.get("/api/session", headers=bearer)
+            assert (await resp.json())["csrf"] is None
+            for wrong in (f"Bearer {token}x", "Bearer ", f"Basic {token}"):
+                resp = await client.get("/api/thing", headers={"Authorization": wrong})
+                assert resp.status == 401, wrong
+                assert "invalid_token" in resp.headers["WWW-Authenticate"]
+            assert auth.revoke_token("home-assistant")
+            resp = await client.get("/api/thing", headers=bearer)
+            assert resp.status == 401
+
+    run(scenario())
+
+
+def test_a_bad_bearer_token_does_not_fall_back_to_the_cookie(auth: Auth) -> None:
+    async def scenario() -> None:
+        session_id, _ = auth.create_session()
+        async with served(auth) as client:
+            headers = {**session_cookie(session_id), "Authorization": "Bearer pat_nope"}
+            assert (await client.get("/api/thing", headers=headers)).status == 401
+
+    run(scenario())
+
+
+def test_an_expired_session_is_refused_and_deleted(db: Database) -> None:
+    clock = Clock()
+    auth = Auth(db, session_ttl_s=3600, clock=clock)
+    auth.set_password(PASSWORD)
+
+    async def scenario() -> None:
+        session_id, _ = auth.create_session()
+        async with served(auth) as client:
+            clock.now += 3599
+            assert (await client.get("/api/thing", headers=session_cookie(session_id))).status == 200
+            clock.now += 1
+            assert (await client.get("/api/thing", headers=session_cookie(session_id))).status == 401
+            resp = await client.get("/", headers=session_cookie(session_id), allow_redirects=False)
+            assert resp.status == 302
+        assert db._conn.execute("SELECT count(*) FROM web_sessions").fetchone()[0] == 0
+
+    run(scenario())
+
+
+def test_sessions_survive_a_restart(db_path: Path) -> None:
+    first = Database(db_path)
+    auth = Auth(first)
+    auth.set_password(PASSWORD)
+    session_id, csrf = auth.create_session()
+    first.close()
+
+    second = Database(db_path)
+    try:
+        again = Auth(second)
+        found = again.session(session_id)
+        assert found is not None and found.csrf == csrf
+
+        async def scenario() -> None:
+            async with served(again) as client:
+                assert (await client.get("/api/thing", headers=session_cookie(session_id))).status == 200
+
+        run(scenario())
+    finally:
+        second.close()
+
+
+def test_a_websocket_needs_our_own_origin_with_a_session(auth: Auth) -> None:
+    async def scenario() -> None:
+        session_id, _ = auth.create_session()
+        cookie = session_cookie(session_id)
+        async with served(auth) as client:
+            ours = f"http://{client.host}:{client.port}"
+            for origin in ("http://evil.example", f"http://{client.host}:1", "null", f"https://{client.host}"):
+                with pytest.raises(aiohttp.WSServerHandshakeError) as info:
+                    await client.ws_connect("/ws", headers={**cookie, "Origin": origin})
+                assert info.value.status == 403, origin
+            with pytest.raises(aiohttp.WSServerHandshakeError) as info:
+                await client.ws_connect("/ws", headers=cookie)  # no Origin at all
+            assert info.value.status == 403
+            ws = await client.ws_connect("/ws", headers={**cookie, "Origin": ours})
+            await ws.send_str("hello")
+            assert await ws.receive_str() == "hello"
+            await ws.close()
+            # A token is no ambient credential: no Origin needed.
+            token = auth.add_token("script")
+            ws = await client.ws_connect("/ws", headers={"Authorization": f"Bearer {token}"})
+            await ws.send_str("hi")
+            assert await ws.receive_str() == "hi"
+            await ws.close()
+            with pytest.raises(aiohttp.WSServerHandshakeError) as info:
+                await client.ws_connect("/ws", headers={"Origin": ours})
+            assert info.value.status == 401
+
+    run(scenario())
+
+
+# --- tokens and storage ------------------------------------------------------------------------
+
+
+def test_tokens_are_listed_without_their_secret(db: Database) -> None:
+    clock = Clock()
+    auth = Auth(db, clock=clock)
+    token = auth.add_token("ha")
+    assert token.startswith("pat_") and len(token) > 40
+    with pytest.raises(UsageError) as info:
+        auth.add_token("ha")
+    assert "already exists" in str(info.value) and info.value.fix
+    with pytest.raises(UsageError):
+        auth.add_token("  ")
+    [listed] = auth.list_tokens()
+    assert (listed.name, listed.created_at, listed.last_used_at) == ("ha", clock.now, None)
+    assert token not in repr(auth.list_tokens())
+    assert not auth.revoke_token("nobody")
+
+
+def test_token_use_is_noted_at_most_once_a_minute(db: Database) -> None:
+    clock = Clock()
+    auth = Auth(db, clock=clock)
+    token = auth.add_token("ha")
+    start = clock.now
+    assert auth.check_token(token) is not None
+    clock.now += 30
+    assert auth.check_token("pat_wrong") is None
+    info = auth.check_token(token)
+    assert info is not None and info.last_used_at == start
+    clock.now += 30
+    info = auth.check_token(token)
+    assert info is not None and info.last_used_at == start + 60
+    assert auth.list_tokens()[0].last_used_at == start + 60
+
+
+def test_secrets_are_stored_only_hashed(db_path: Path) -> None:
+    db = Database(db_path)
+    auth = Auth(db)
+    auth.set_password(PASSWORD)
+    token = auth.add_token("ha")
+    session_id, _ = auth.create_session()
+
+    def stored_bytes() -> bytes:
+        return b"".join(p.read_bytes() for p in db_path.parent.iterdir() if p.name.startswith(db_path.name))
+
+    def assert_only_hashes() -> None:
+        data = stored_bytes()
+        for secret in (PASSWORD, token, session_id):
+            assert secret.encode() not in data
+        # The scan does see the rows: the hashes are there.
+        assert hashlib.sha256(token.encode()).hexdigest().encode() in data
+        assert hashlib.sha256(session_id.encode()).hexdigest().encode() in data
+
+    assert_only_hashes()  # database and WAL while open
+    db.close()
+    assert_only_hashes()  # after the checkpoint
+    conn = sqlite3.connect(db_path)
+    assert conn.execute("SELECT count(*) FROM api_tokens").fetchone()[0] == 1
+    conn.close()
+
+
+# --- the rate limiter --------------------------------------------------------------------------
+
+
+def test_the_rate_limiter_slides_and_keeps_keys_apart() -> None:
+    clock = Clock(0.0)
+    limiter = RateLimiter(5, 60.0, clock=clock)
+    for second in range(5):
+        clock.now = float(second)
+        assert limiter.hit("10.0.0.1") == 0
+    clock.now = 10.0
+    assert limiter.hit("10.0.0.1") == pytest.approx(50.0)
+    assert limiter.hit("10.0.0.2") == 0  # another address is unaffected
+    clock.now = 60.5  # the first hit (at 0) left the window; the one at 1 has not
+    assert limiter.hit("10.0.0.1") == 0
+    assert limiter.hit("10.0.0.1") == pytest.approx(0.5)
+
+
+def test_the_rate_limiter_forgets_old_keys() -> None:
+    clock = Clock(0.0)
+    limiter = RateLimiter(2, 10.0, clock=clock, max_keys=100)
+    for n in range(50):
+        limiter.hit(f"a{n}")
+    clock.now = 11.0
+    limiter.hit("b")
+    assert len(limiter._hits) == 1  # the stale keys went
+    for n in range(500):
+        limiter.hit(f"c{n}")
+    assert len(limiter._hits) == 100  # bounded even under a flood of fresh keys
+    with pytest.raises(ValueError):
+        RateLimiter(0, 10.0)
+
+
+def test_module_constants() -> None:
+    assert sorted(auth_module.PUBLIC_PATHS) == ["/healthz", "/login", "/metrics"]
+    assert (SESSION_COOKIE, CSRF_HEADER, auth_module.STATIC_PREFIX) == ("pa_session", "X-CSRF-Token", "/static/")
