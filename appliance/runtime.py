@@ -13,6 +13,7 @@ from pathlib import Path
 from appliance.agent.context import Workspace
 from appliance.agent.loop import Agent
 from appliance.config import Config
+from appliance.llm.base import ServedModel
 from appliance.llm.local import LocalModel
 from appliance.llm.scheduler import FairScheduler
 from appliance.memory.db import Database
@@ -81,7 +82,7 @@ class Runtime:
 
     config: Config
     db: Database
-    model: LocalModel
+    model: ServedModel
     scheduler: FairScheduler  # the model, shared fairly between clients
     tools: ToolRegistry
     workspace: Workspace
@@ -89,7 +90,7 @@ class Runtime:
     owns_model: bool = True
 
     @classmethod
-    def open(cls, config: Config, *, model: LocalModel | None = None) -> Runtime:
+    def open(cls, config: Config, *, model: ServedModel | None = None) -> Runtime:
         """Open the database and workspace and prepare (not yet load) the model.
 
         ``model``: share an existing worker instead (tests share one loaded model); it is not closed.

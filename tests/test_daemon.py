@@ -201,3 +201,27 @@ def test_tokens_are_shown_once_listed_without_values_and_revocable(tmp_path: Pat
     assert cli("tokens", "revoke", "grafana", data=data, config=config).returncode == 0
     again = cli("tokens", "revoke", "grafana", data=data, config=config)
     assert again.returncode == 2 and "no token named" in again.stderr
+
+
+def test_a_dropped_request_stops_its_turn_in_the_daemon(serve: Serve) -> None:
+    """The daemon's runner cancels handlers whose client went away, so the model is not kept busy."""
+    token = (serve.data / "cli.token").read_text().strip()
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{serve.port}/api/chat",
+        data=json.dumps({"message": "Write a very long story about a dragon.", "session": "drop"}).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with pytest.raises(TimeoutError):
+        urllib.request.urlopen(request, timeout=2.5)  # the model loads (~0.5 s), then starts the story
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        history = urllib.request.Request(
+            f"http://127.0.0.1:{serve.port}/api/history?channel=api&session=drop",
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        with urllib.request.urlopen(history, timeout=2) as response:
+            messages = json.loads(response.read())["messages"]
+        if len(messages) == 2:
+            break
+        time.sleep(0.1)
+    assert messages[-1]["content"].endswith("[stopped]")

@@ -329,3 +329,43 @@ def test_state_directory_untouched_by_static_traversal(app: web.Application, tmp
             assert "import" not in await response.text()  # never the source
 
     run(app, scenario)
+
+
+def test_an_http_client_that_goes_away_stops_its_generation(config: Config, local_model: LocalModel) -> None:
+    """A dropped /api/chat or SSE request stops the model (aiohttp's TestServer cancels handlers, as the daemon's
+    runner is told to; test_daemon checks the daemon itself)."""
+    config.agent.max_reply_tokens = 400
+    runtime = Runtime.open(config, model=local_model)
+    auth = Auth(runtime.db)
+    token = auth.add_token("t")
+    state = WebState(runtime, auth)
+
+    async def main() -> None:
+        server = TestServer(build_app(state))
+        await server.start_server()
+        headers = bearer(token)
+        for path, body in (
+            ("/api/chat", {"message": "Write a long story about a dragon."}),
+            (
+                "/v1/chat/completions",
+                {"messages": [{"role": "user", "content": "Write a long story."}], "stream": True},
+            ),
+        ):
+            async with aiohttp.ClientSession() as http:
+                with pytest.raises(asyncio.TimeoutError):
+                    async with http.post(
+                        server.make_url(path), json=body, headers=headers, timeout=aiohttp.ClientTimeout(total=0.8)
+                    ) as response:
+                        await response.read()
+            for _ in range(100):
+                if not runtime.scheduler.busy:
+                    break
+                await asyncio.sleep(0.02)
+            assert not runtime.scheduler.busy, path
+        db = runtime.db
+        stored = db.recent_messages(db.conversation("api", "api"), 2)
+        assert stored[-1].content.endswith("[stopped]")  # cut short, not finished in the background
+        await server.close()
+
+    asyncio.run(main())
+    runtime.close()

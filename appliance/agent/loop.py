@@ -152,7 +152,7 @@ class Agent:
             "assistant",
             reply,
             route=record.route,
-            meta={"actions": record.actions, "timings": record.timings, "reason": record.reason},
+            meta={"actions": record.actions, "timings": record.timings, "reason": record.reason, "model": record.model},
         )
         for listener in self.listeners:
             listener(record)

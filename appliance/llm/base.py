@@ -6,6 +6,7 @@ import math
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -90,4 +91,24 @@ class ChatModel(Protocol):
 
     def count_tokens(self, messages: Sequence[ChatMessage]) -> int:
         """How many prompt tokens these messages take."""
+        ...
+
+
+class ServedModel(ChatModel, Protocol):
+    """A model the appliance owns and serves: the local worker (or, in benchmarks, a scripted one)."""
+
+    path: Path
+    threads_used: int
+
+    @property
+    def loaded(self) -> bool:
+        """Whether it is in memory."""
+        ...
+
+    async def load(self) -> None:
+        """Bring it into memory."""
+        ...
+
+    def close(self) -> None:
+        """Free it."""
         ...

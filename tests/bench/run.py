@@ -1,4 +1,4 @@
-"""`make bench`: the spine's speed figures, each a ratio against a baseline measured in the same run.
+"""`make bench`: each figure a ratio against a baseline measured in the same run.
 
 Prints one JSON object per benchmark: bench, value, baseline, ratio, goal, ok (plus details).
 Runs are interleaved (baseline, candidate, baseline, ...) and the median is kept, so a noisy
@@ -8,265 +8,15 @@ neighbour hurts both sides alike. Never part of `make test`: timings on shared m
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import statistics
-import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from appliance.llm import models  # noqa: E402
-from appliance.llm.base import ChatMessage, GenerationRequest  # noqa: E402
-from appliance.llm.local import LocalModel  # noqa: E402
-
-PICOAGENT = [str(Path(sys.executable).with_name("picoagent"))]
-STORY = [
-    ChatMessage("system", "You are a helpful assistant."),
-    ChatMessage("user", "Write a long story about a dragon who learns to bake bread."),
-]
-
-
-def report(bench: str, value: float, baseline: float, goal: str, ok: bool, **details: Any) -> dict[str, Any]:
-    """Print one benchmark's JSON line and return it."""
-    ratio = value / baseline if baseline else float("nan")
-    row = {
-        "bench": bench,
-        "value": round(value, 4),
-        "baseline": round(baseline, 4),
-        "ratio": round(ratio, 4),
-        "goal": goal,
-        "ok": ok,
-        **details,
-    }
-    print(json.dumps(row), flush=True)
-    return row
-
-
-def median_of(fn: Callable[[], float], n: int) -> float:
-    return statistics.median(fn() for _ in range(n))
-
-
-# --- decode speed through the worker vs raw llama-cpp-python ----------------------------------------
-
-
-def raw_decode_tps(llm: Any, prompt: list[int], n_tokens: int) -> float:
-    """Tokens/s of a bare llama-cpp-python generate loop (no per-token work at all)."""
-    llm.reset()
-    first = last = 0.0
-    count = 0
-    for _token in llm.generate(prompt, temp=0.0, top_k=1, repeat_penalty=1.1):
-        last = time.perf_counter()
-        if not first:
-            first = last
-        count += 1
-        if count >= n_tokens:
-            break
-    return (count - 1) / (last - first)
-
-
-def worker_decode_tps(model: LocalModel, n_tokens: int) -> float:
-    """Tokens/s through the appliance's worker (queue, probabilities, stop matching, streaming)."""
-    model._llm.reset()  # the same cold prompt as the raw run: no cache advantage
-    pieces: list[str] = []
-    g = model.generate_sync(
-        GenerationRequest(STORY, max_tokens=n_tokens, temperature=0.0, repeat_penalty=1.1, on_token=pieces.append)
-    )
-    if g.completion_tokens < n_tokens:
-        raise RuntimeError(f"the story ended after {g.completion_tokens} tokens; raise nothing, pick a longer prompt")
-    return g.decode_tps
-
-
-def bench_decode(path: Path, threads: int, n_tokens: int, reps: int) -> None:
-    from llama_cpp import Llama
-
-    model = LocalModel(path, threads=threads, batch_threads=threads)
-    model.generate_sync(GenerationRequest(STORY, max_tokens=2, temperature=0.0))  # load
-    prompt = model._tokenize(model.render(STORY))
-    raw = Llama(
-        model_path=str(path), n_ctx=2048, n_batch=256, n_threads=threads, n_threads_batch=threads, verbose=False
-    )
-    raws, ours = [], []
-    for _ in range(reps):
-        # The bare loop runs on the worker's thread too: each calling thread gets its own OpenMP team,
-        # and two teams spinning on two cores would slow whichever ran second.
-        raws.append(model._submit(lambda: raw_decode_tps(raw, prompt, n_tokens)).result())
-        ours.append(worker_decode_tps(model, n_tokens))
-    value, baseline = statistics.median(ours), statistics.median(raws)
-    report(
-        "decode_tps_worker_vs_raw",
-        value,
-        baseline,
-        "ratio >= 0.97",
-        value / baseline >= 0.97,
-        threads=threads,
-        tokens=n_tokens,
-        runs=reps,
-    )
-    raw.close()
-    model.close()
-
-
-# --- turn 2 time to first token with a ~1,000-token system prompt -----------------------------------
-
-
-def bench_ttft_turn2(path: Path, reps: int) -> None:
-    import asyncio
-
-    from appliance.agent.context import Workspace
-    from appliance.agent.loop import Agent
-    from appliance.config import CHECKOUT_CONFIG, load_config
-    from appliance.memory.db import Database
-    from appliance.tools import builtin
-
-    colours, sides = ["red", "green", "blue", "white"], ["north", "south", "east", "west"]
-    notes = "\n".join(
-        f"- Room {i}: the {colours[i % 4]} lamp is on a timer from {6 + i % 5}:00 to {18 + i % 4}:30; "
-        f"the window faces {sides[(i // 4) % 4]}."
-        for i in range(40)
-    )
-    firsts, seconds, sizes = [], [], []
-    model = LocalModel(path)
-    for rep in range(reps):
-        with tempfile.TemporaryDirectory() as tmp:
-            config = load_config(CHECKOUT_CONFIG, data_dir=tmp)
-            config.agent.max_reply_tokens = 16
-            workspace = Workspace(Path(tmp) / "workspace")
-            workspace.ensure("Pico")
-            (workspace.root / "USER.md").write_text("My name is Ada. Notes about my house:\n" + notes)
-            db = Database(Path(tmp) / "picoagent.db")
-            agent = Agent(config, model, db, builtin.default_registry(), workspace)
-            if model.loaded:
-                model._llm.reset()  # turn 1 starts cold, as after a restart
-            one = asyncio.run(agent.turn("Hello! Who are you?", chat_id=f"r{rep}"))
-            two = asyncio.run(agent.turn("Which room has the red lamp?", chat_id=f"r{rep}"))
-            db.close()
-        firsts.append(one.timings["ttft_s"])
-        seconds.append(two.timings["ttft_s"])
-        sizes.append(one.timings["prompt_tokens"])
-    model.close()
-    value, baseline = statistics.median(seconds), statistics.median(firsts)
-    report(
-        "ttft_turn2_vs_turn1",
-        value,
-        baseline,
-        "ratio <= 0.15",
-        value / baseline <= 0.15,
-        system_prompt_tokens=statistics.median(sizes),
-        runs=reps,
-    )
-
-
-# --- decode speed while another process keeps one core busy -----------------------------------------
-
-
-def bench_contention(path: Path, n_tokens: int, reps: int) -> None:
-    model = LocalModel(path)  # default thread policy: this is what is being measured
-    model.generate_sync(GenerationRequest(STORY, max_tokens=2, temperature=0.0))
-    idle, busy, used, idle_used = [], [], [], []
-    for _ in range(reps):
-        idle.append(worker_decode_tps(model, n_tokens))
-        idle_used.append(model.threads_used)
-        hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-        try:
-            time.sleep(0.5)
-            busy.append(worker_decode_tps(model, n_tokens))
-            used.append(model.threads_used)
-        finally:
-            hog.kill()
-            hog.wait()
-        time.sleep(0.3)
-    model.close()
-    value, baseline = statistics.median(busy), statistics.median(idle)
-    report(
-        "decode_tps_contended_vs_idle",
-        value,
-        baseline,
-        "ratio >= 0.45",
-        value / baseline >= 0.45,
-        cores=os.cpu_count(),
-        threads_when_idle=idle_used,
-        threads_when_contended=used,
-        runs=reps,
-    )
-
-
-# --- command-line start-up --------------------------------------------------------------------------
-
-
-def wall(cmd: list[str], **kw: Any) -> float:
-    started = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
-    return time.perf_counter() - started
-
-
-def bench_help(reps: int) -> None:
-    wall([*PICOAGENT, "--help"])  # warm the page cache
-    value = median_of(lambda: wall([*PICOAGENT, "--help"]), reps)
-    baseline = median_of(lambda: wall([sys.executable, "-c", "pass"]), reps)
-    report("help_wall_s", value, baseline, "value <= 0.15 s", value <= 0.15, baseline_is="python -c pass", runs=reps)
-
-
-RAW_ONE_SHOT = """
-import json, sys
-from llama_cpp import Llama
-path, prompt_file, n, threads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-prompt = json.load(open(prompt_file))
-llm = Llama(model_path=path, n_ctx=2048, n_batch=256, n_threads=threads, n_threads_batch=threads, verbose=False)
-out = []
-for token in llm.generate(prompt, temp=0.0, top_k=1):
-    out.append(token)
-    if len(out) >= n:
-        break
-print(llm.detokenize(out).decode("utf-8", "replace"))
-"""
-
-
-def bench_one_shot(path: Path, reps: int) -> None:
-    """Wall time of `picoagent chat -m` minus a bare script that loads the model and makes the same tokens."""
-    with tempfile.TemporaryDirectory() as tmp:
-        data = Path(tmp) / "data"
-        base = [*PICOAGENT, "--data-dir", str(data), "chat", "--json", "-m", "Say hello in five words."]
-        first = json.loads(subprocess.run([*base, "--session", "warm"], capture_output=True, check=True).stdout)
-        # The exact prompt the appliance built, for the bare script to evaluate too.
-        model = LocalModel(path)
-        from appliance.agent.context import Workspace, system_prompt
-        from appliance.tools import builtin
-
-        system = system_prompt(Workspace(data / "workspace"), builtin.default_registry())
-        model.generate_sync(GenerationRequest([ChatMessage("user", "x")], max_tokens=1))
-        prompt = model._tokenize(
-            model.render([ChatMessage("system", system), ChatMessage("user", "Say hello in five words.")])
-        )
-        model.close()
-        if len(prompt) != first["timings"]["prompt_tokens"]:
-            raise RuntimeError("the bare script's prompt differs from the appliance's")
-        prompt_file = Path(tmp) / "prompt.json"
-        prompt_file.write_text(json.dumps(prompt))
-        n = first["timings"]["completion_tokens"]
-        threads = str(os.cpu_count() or 1)
-        ours, raws = [], []
-        for rep in range(reps):
-            raws.append(wall([sys.executable, "-c", RAW_ONE_SHOT, str(path), str(prompt_file), str(n), threads]))
-            ours.append(wall([*base, "--session", f"s{rep}"]))
-        value, baseline = statistics.median(ours), statistics.median(raws)
-        report(
-            "chat_m_overhead_s",
-            value - baseline,
-            baseline,
-            "value <= 0.5 s",
-            value - baseline <= 0.5,
-            picoagent_wall_s=round(value, 3),
-            bare_llama_wall_s=round(baseline, 3),
-            tokens=n,
-            runs=reps,
-        )
+from appliance.llm import models
+from tests.bench import daemon, spine
 
 
 def main() -> int:
@@ -281,11 +31,15 @@ def main() -> int:
         return 1
     cores = os.cpu_count() or 1
     benches: dict[str, Callable[[], None]] = {
-        "help": lambda: bench_help(reps * 2),
-        "one_shot": lambda: bench_one_shot(path, reps),
-        "decode": lambda: bench_decode(path, cores, 128, reps),
-        "ttft": lambda: bench_ttft_turn2(path, reps),
-        "contention": lambda: bench_contention(path, 96, reps),
+        "help": lambda: spine.bench_help(reps * 2),
+        "one_shot": lambda: spine.bench_one_shot(path, reps),
+        "decode": lambda: spine.bench_decode(path, cores, 128, reps),
+        "ttft": lambda: spine.bench_ttft_turn2(path, reps),
+        "contention": lambda: spine.bench_contention(path, 96, reps),
+        "serve_start": lambda: daemon.bench_serve_start(reps),
+        "idle_rss": daemon.bench_idle_rss,
+        "api_chat": lambda: daemon.bench_api_chat_overhead(100 if args.quick else 300),
+        "ws_concurrency": lambda: daemon.bench_ws_concurrency(50, 5),
     }
     for name, bench in benches.items():
         if args.only and args.only not in name:

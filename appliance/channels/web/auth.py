@@ -415,28 +415,20 @@ def middleware(auth: Auth) -> Middleware:
 _PAGE_HEADERS = {
     "Cache-Control": "no-store",
     "Content-Security-Policy": (
-        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
     ),
     "Referrer-Policy": "no-referrer",
     "X-Frame-Options": "DENY",
 }
-
-_STYLE = (
-    "body{font-family:system-ui,sans-serif;background:#f4f4f5;color:#18181b;display:flex;justify-content:center;"
-    "margin:0;padding:4rem 1rem}main{background:#fff;border-radius:12px;padding:2rem;max-width:22rem;width:100%;"
-    "box-shadow:0 1px 4px #0002}h1{margin:0 0 1rem;font-size:1.4rem}label{display:block;margin-bottom:.3rem}"
-    "input[type=password]{width:100%;box-sizing:border-box;padding:.6rem;font-size:1rem;border:1px solid #a1a1aa;"
-    "border-radius:6px}button{margin-top:1rem;width:100%;padding:.6rem;font-size:1rem;border:0;border-radius:6px;"
-    "background:#2563eb;color:#fff}.error{color:#b91c1c}code{background:#f4f4f5;padding:0 .2rem}"
-)
 
 
 def _page(body: str, *, status: int, headers: dict[str, str] | None = None) -> web.Response:
     text = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>picoagent · sign in</title><style>{_STYLE}</style></head>"
-        f"<body><main><h1>picoagent</h1>{body}</main></body></html>"
+        '<meta name="color-scheme" content="light dark">'
+        '<title>picoagent · sign in</title><link rel="stylesheet" href="/static/app.css"></head>'
+        f'<body class="auth-page"><main><h1>picoagent</h1>{body}</main></body></html>'
     )
     headers = {**_PAGE_HEADERS, **(headers or {})}
     return web.Response(text=text, status=status, content_type="text/html", headers=headers)

@@ -82,7 +82,8 @@ async def api_history(request: web.Request) -> web.Response:
         {
             "session": session,
             "messages": [
-                {"role": m.role, "content": m.content, "at": m.created_at, "route": m.route} for m in messages
+                {"role": m.role, "content": m.content, "at": m.created_at, "route": m.route, "meta": m.meta}
+                for m in messages
             ],
         }
     )
@@ -170,6 +171,7 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
     await ws.prepare(request)
     conn = _Connection(state, ws, _principal(request))
     sender = asyncio.ensure_future(conn.sender())
+    state.sockets.add(ws)
     try:
         async for message in ws:
             if message.type == WSMsgType.TEXT:
@@ -177,6 +179,7 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
             elif message.type == WSMsgType.BINARY:
                 conn.send("error", {"message": "frames must be JSON text"})
     finally:
+        state.sockets.discard(ws)
         if conn.turn and not conn.turn.done():
             conn.turn.cancel()  # the client went away: stop its work
             with contextlib.suppress(asyncio.CancelledError):

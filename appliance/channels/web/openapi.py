@@ -104,7 +104,11 @@ def openapi_document() -> dict[str, Any]:
                     "summary": "the open conversation of a session",
                     "parameters": [
                         {"name": "session", "in": "query", "schema": session},
-                        {"name": "channel", "in": "query", "schema": {"type": "string", "enum": ["web", "api"]}},
+                        {
+                            "name": "channel",
+                            "in": "query",
+                            "schema": {"type": "string", "enum": ["web", "api", "terminal"]},
+                        },
                         {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 500}},
                     ],
                     "responses": {"200": _json({"type": "object"}), "400": BAD_REQUEST, "401": UNAUTHORIZED},

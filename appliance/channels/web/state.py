@@ -70,6 +70,7 @@ class WebState:
     decode_tps: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=2000))
     last_temperature: float | None = None
     turns: set[asyncio.Task[Any]] = field(default_factory=set)  # in flight, for a graceful stop
+    sockets: set[web.WebSocketResponse] = field(default_factory=set)  # open chat streams, closed at stop
     metrics: ApplianceMetrics = field(init=False)
 
     def __post_init__(self) -> None:
@@ -128,6 +129,7 @@ class WebState:
         model = self.runtime.model
         return {
             "version": __version__,
+            "now": now,
             "started_at": self.started_at,
             "uptime_s": round(now - self.started_at, 1),
             "health": health,

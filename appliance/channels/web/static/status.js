@@ -1,0 +1,315 @@
+// The status page: polls /api/status every 5 s (and when the tab comes back) and draws it.
+// Every server string goes in through textContent, never innerHTML.
+"use strict";
+
+(function () {
+  const POLL_MS = 5000;
+  const HOUR_S = 3600;
+  const SVG_NS = "http://www.w3.org/2000/svg";
+  const $ = (id) => document.getElementById(id);
+
+  let last = null; // the latest /api/status document, for redrawing charts on resize
+  let inFlight = false;
+
+  // --- session: the CSRF token for the logout form -------------------------------------------
+
+  async function loadCsrf() {
+    const response = await fetch("/api/session", { credentials: "same-origin", cache: "no-store" });
+    if (response.status === 401) return toLogin();
+    const session = await response.json();
+    for (const input of document.querySelectorAll('form.logout input[name="csrf"]')) input.value = session.csrf || "";
+    return session.csrf;
+  }
+
+  function wireLogout() {
+    for (const form of document.querySelectorAll("form.logout")) {
+      form.addEventListener("submit", (event) => {
+        const input = form.querySelector('input[name="csrf"]');
+        if (input.value) return;
+        // The token has not arrived yet: fetch it, then post.
+        event.preventDefault();
+        loadCsrf().then(() => input.value && form.submit());
+      });
+    }
+  }
+
+  function toLogin() {
+    window.location.replace("/login?next=" + encodeURIComponent(window.location.pathname).replace(/%2F/g, "/"));
+  }
+
+  // --- formatting -------------------------------------------------------------------------------
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function setText(id, text, tone) {
+    const node = $(id);
+    node.textContent = text;
+    node.classList.remove("tone-ok", "tone-warn", "tone-bad", "tone-muted");
+    if (tone) node.classList.add("tone-" + tone);
+  }
+
+  function duration(seconds) {
+    if (seconds === null || seconds === undefined || !isFinite(seconds)) return "–";
+    const s = Math.floor(seconds);
+    const d = Math.floor(s / 86400);
+    const h = Math.floor((s % 86400) / 3600);
+    const m = Math.floor((s % 3600) / 60);
+    if (d) return `${d} d ${h} h`;
+    if (h) return `${h} h ${m} min`;
+    if (m) return `${m} min`;
+    return `${s} s`;
+  }
+
+  function size(mb) {
+    return mb >= 1024 ? `${(mb / 1024).toFixed(1)} GB` : `${Math.round(mb)} MB`;
+  }
+
+  function clock(epochSeconds) {
+    return new Date(epochSeconds * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  }
+
+  function number(value, digits) {
+    return value === null || value === undefined ? "–" : Number(value).toFixed(digits);
+  }
+
+  function meter(id, usedFraction) {
+    const bar = $(id);
+    const f = Math.min(Math.max(usedFraction, 0), 1);
+    bar.style.width = (f * 100).toFixed(1) + "%";
+    bar.className = f > 0.9 ? "tone-bad" : f > 0.75 ? "tone-warn" : "";
+  }
+
+  // --- the cards --------------------------------------------------------------------------------
+
+  function renderSystem(status) {
+    const h = status.health || {};
+    const temp = h.cpu_temperature_c;
+    if (temp === null || temp === undefined) setText("s-temp", "not available", "muted");
+    else setText("s-temp", `${temp.toFixed(1)} °C`, temp >= 80 ? "bad" : temp >= 70 ? "warn" : null);
+
+    const flags = h.throttled;
+    if (!flags) {
+      setText("s-throttle", "not available", "muted");
+    } else {
+      const label = (k) => k.replace(/_occurred$/, "").replace(/_/g, " ");
+      const now = Object.keys(flags).filter((k) => flags[k] && !k.endsWith("_occurred"));
+      const past = Object.keys(flags).filter((k) => flags[k] && k.endsWith("_occurred"));
+      if (now.length) setText("s-throttle", "now: " + now.map(label).join(", "), "bad");
+      else if (past.length) setText("s-throttle", "earlier: " + past.map(label).join(", "), "warn");
+      else setText("s-throttle", "none", "ok");
+    }
+
+    setText("s-load", (h.load || []).map((x) => Number(x).toFixed(2)).join(" · ") || "–");
+
+    if (h.memory_total_mb) {
+      setText("s-mem", `${size(h.memory_available_mb)} of ${size(h.memory_total_mb)}`);
+      meter("m-mem", 1 - h.memory_available_mb / h.memory_total_mb);
+    }
+    if (h.disk_total_gb) {
+      setText("s-disk", `${h.disk_free_gb.toFixed(1)} GB of ${h.disk_total_gb.toFixed(1)} GB`);
+      meter("m-disk", 1 - h.disk_free_gb / h.disk_total_gb);
+    }
+
+    const uptime = $("s-uptime");
+    uptime.textContent = duration(h.uptime_s);
+    uptime.append(el("span", "sub", `daemon ${duration(status.uptime_s)}`));
+    setText("s-version", status.version || "–");
+  }
+
+  function renderModel(status) {
+    const m = status.model || {};
+    setText("m-name", m.name || "–");
+    setText("m-file", m.path ? String(m.path).split("/").pop() : "");
+    const badge = $("m-loaded");
+    badge.textContent = m.loaded ? "loaded" : "not loaded";
+    badge.className = "badge " + (m.loaded ? "badge-ok" : "badge-muted");
+    setText("m-tps", number(m.recent_tps, 1));
+    setText("m-threads", m.threads ?? "–");
+    setText("m-queue", m.queue_depth ?? "–", m.queue_depth > 2 ? "warn" : null);
+  }
+
+  function renderRecent(status) {
+    const list = $("replies");
+    const recent = status.recent || [];
+    list.replaceChildren(
+      ...recent.map((r) => {
+        const item = el("li", "reply");
+        const top = el("div", "reply-top");
+        const time = el("time", "reply-time", clock(r.at));
+        time.dateTime = new Date(r.at * 1000).toISOString();
+        top.append(
+          time,
+          el("span", "badge route route-" + String(r.route).replace(/[^a-z_]/g, ""), r.route),
+          el("span", "reply-secs", r.total_s === null || r.total_s === undefined ? "" : `${r.total_s.toFixed(2)} s`),
+        );
+        const detail = el("p", "reply-reason");
+        detail.append(el("span", "reply-session", r.session || ""), document.createTextNode(r.reason || ""));
+        item.append(top, detail);
+        return item;
+      }),
+    );
+    $("replies-empty").hidden = recent.length > 0;
+  }
+
+  function renderDevices(status) {
+    const devices = status.devices || [];
+    $("devices").replaceChildren(
+      ...devices.map((d) => {
+        const item = el("li", "device");
+        item.append(el("span", "device-name", d.name ?? d.id ?? "device"));
+        const detail = [d.kind ?? d.type, d.state ?? d.value].filter((x) => x !== undefined && x !== null);
+        item.append(el("span", "device-detail", detail.map((x) => (typeof x === "object" ? JSON.stringify(x) : x)).join(" · ")));
+        return item;
+      }),
+    );
+    $("devices-empty").hidden = devices.length > 0;
+  }
+
+  // --- charts: inline SVG sized to its box --------------------------------------------------------
+
+  function svg(tag, attrs, parent) {
+    const node = document.createElementNS(SVG_NS, tag);
+    for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+    if (parent) parent.append(node);
+    return node;
+  }
+
+  // Round axis bounds and 3-5 gridlines at a 1, 2, 2.5 or 5 x 10^n step.
+  function axis(values) {
+    let lo = Math.min(...values);
+    let hi = Math.max(...values);
+    if (hi - lo < 2) {
+      const mid = (lo + hi) / 2;
+      lo = mid - 1;
+      hi = mid + 1;
+    }
+    const raw = (hi - lo) / 3;
+    const power = Math.pow(10, Math.floor(Math.log10(raw)));
+    const step = [1, 2, 2.5, 5, 10].map((m) => m * power).find((s) => s >= raw);
+    lo = Math.floor(lo / step) * step;
+    hi = Math.ceil(hi / step) * step;
+    if (lo < 0 && values.every((v) => v >= 0)) lo = 0;
+    const ticks = [];
+    for (let v = lo; v <= hi + step / 2; v += step) ticks.push(v);
+    return { lo, hi, ticks, digits: step < 1 ? 1 : 0 };
+  }
+
+  function drawChart(box, points, now, digits) {
+    const t0 = now - HOUR_S;
+    const inHour = points.filter((p) => p[0] >= t0 && p[0] <= now + 60);
+    box.replaceChildren();
+    if (!inHour.length) {
+      box.append(el("p", "chart-empty", box.dataset.empty));
+      return;
+    }
+    const unit = box.dataset.unit;
+    const width = Math.max(box.clientWidth, 200);
+    const height = 140;
+    const pad = { left: 40, right: 10, top: 10, bottom: 26 };
+    const values = inHour.map((p) => p[1]);
+    const { lo, hi, ticks, digits: tickDigits } = axis(values);
+    const x = (t) => pad.left + ((t - t0) / HOUR_S) * (width - pad.left - pad.right);
+    const y = (v) => pad.top + (1 - (v - lo) / (hi - lo)) * (height - pad.top - pad.bottom);
+
+    const latest = values[values.length - 1];
+    const root = svg("svg", {
+      width,
+      height,
+      viewBox: `0 0 ${width} ${height}`,
+      role: "img",
+      "aria-label": `${inHour.length} points; lowest ${Math.min(...values).toFixed(digits)}, highest ${Math.max(
+        ...values,
+      ).toFixed(digits)}, latest ${latest.toFixed(digits)} ${unit}`,
+    });
+
+    for (const v of ticks) {
+      svg("line", { class: "grid-line", x1: pad.left, x2: width - pad.right, y1: y(v), y2: y(v) }, root);
+      const label = svg("text", { class: "axis", x: pad.left - 6, y: y(v) + 4, "text-anchor": "end" }, root);
+      label.textContent = v.toFixed(tickDigits);
+    }
+    for (const [minutes, anchor] of [
+      [60, "start"],
+      [30, "middle"],
+      [0, "end"],
+    ]) {
+      const label = svg("text", { class: "axis", x: x(now - minutes * 60), y: height - 6, "text-anchor": anchor }, root);
+      label.textContent = minutes ? `−${minutes} min` : "now";
+    }
+
+    const coords = inHour.map((p) => [x(p[0]), y(p[1])]);
+    if (coords.length > 1) {
+      const line = coords.map((c, i) => `${i ? "L" : "M"}${c[0].toFixed(1)},${c[1].toFixed(1)}`).join("");
+      const base = y(lo).toFixed(1);
+      svg("path", { class: "area", d: `${line}L${coords[coords.length - 1][0].toFixed(1)},${base}L${coords[0][0].toFixed(1)},${base}Z` }, root);
+      svg("path", { class: "line", d: line }, root);
+    }
+    const dots = coords.length <= 60 ? coords : [coords[coords.length - 1]];
+    for (const c of dots) svg("circle", { class: "dot", cx: c[0], cy: c[1], r: 3.5 }, root);
+    box.append(root);
+  }
+
+  function renderCharts(status) {
+    const series = status.series || {};
+    const now = (status.started_at || 0) + (status.uptime_s || 0); // the server's clock, not the browser's
+    const temps = series.cpu_temperature_c || [];
+    const tps = series.decode_tps || [];
+    drawChart($("chart-temp"), temps, now, 1);
+    drawChart($("chart-tps"), tps, now, 1);
+    $("c-temp-now").textContent = temps.length ? `${temps[temps.length - 1][1].toFixed(1)} °C` : "";
+    $("c-tps-now").textContent = tps.length ? `${tps[tps.length - 1][1].toFixed(1)} tok/s` : "";
+  }
+
+  function render(status) {
+    renderSystem(status);
+    renderModel(status);
+    renderCharts(status);
+    renderRecent(status);
+    renderDevices(status);
+  }
+
+  // --- polling ----------------------------------------------------------------------------------
+
+  async function poll() {
+    if (inFlight || document.visibilityState === "hidden") return;
+    inFlight = true;
+    const updated = $("updated");
+    try {
+      const response = await fetch("/api/status", { credentials: "same-origin", cache: "no-store" });
+      if (response.status === 401) return toLogin();
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      last = await response.json();
+      render(last);
+      updated.textContent = "updated " + clock(Date.now() / 1000);
+      updated.classList.remove("tone-bad");
+    } catch (err) {
+      updated.textContent = "cannot reach the appliance; retrying…";
+      updated.classList.add("tone-bad");
+    } finally {
+      inFlight = false;
+    }
+  }
+
+  let resizeQueued = false;
+  window.addEventListener("resize", () => {
+    if (resizeQueued || !last) return;
+    resizeQueued = true;
+    requestAnimationFrame(() => {
+      resizeQueued = false;
+      renderCharts(last);
+    });
+  });
+
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "visible") poll();
+  });
+
+  wireLogout();
+  loadCsrf().catch(() => {});
+  poll();
+  setInterval(poll, POLL_MS);
+})();

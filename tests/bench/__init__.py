@@ -1,0 +1,1 @@
+"""Benchmarks (make bench); never collected by pytest."""

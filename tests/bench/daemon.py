@@ -1,0 +1,236 @@
+"""The daemon's figures: idle memory, start-up to healthy, per-message overhead, many websocket clients."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from appliance.config import CHECKOUT_CONFIG
+from tests.bench.common import ROOT, median_of, report, wall
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _config(tmp: Path, preload: bool) -> Path:
+    path = tmp / "picoagent.yaml"
+    path.write_text(CHECKOUT_CONFIG.read_text().replace("preload: true", f"preload: {str(preload).lower()}"))
+    return path
+
+
+def _serve(tmp: Path, port: int, preload: bool) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-m", "appliance", "--config", str(_config(tmp, preload)), "--data-dir", str(tmp / "d")]
+    env = {k: v for k, v in os.environ.items() if k not in ("PICOAGENT_CONFIG", "NOTIFY_SOCKET")}
+    return subprocess.Popen(
+        [*cmd, "serve", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _get(url: str, token: str | None = None) -> Any:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=2) as response:
+        return json.loads(response.read())
+
+
+def _until_healthy(port: int, timeout: float = 20.0) -> float:
+    started = time.perf_counter()
+    while time.perf_counter() - started < timeout:
+        try:
+            _get(f"http://127.0.0.1:{port}/healthz")
+            return time.perf_counter() - started
+        except OSError:
+            time.sleep(0.005)
+    raise RuntimeError(f"serve did not become healthy on port {port}")
+
+
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+
+
+def bench_serve_start(reps: int) -> None:
+    """`picoagent serve` started to /healthz answering 200 (baseline: starting Python itself)."""
+    times = []
+    for _ in range(reps):
+        with tempfile.TemporaryDirectory() as tmp:
+            port = _free_port()
+            started = time.perf_counter()
+            proc = _serve(Path(tmp), port, preload=False)
+            _until_healthy(port)
+            times.append(time.perf_counter() - started)
+            _stop(proc)
+    value = statistics.median(times)
+    baseline = median_of(lambda: wall([sys.executable, "-c", "pass"]), reps)
+    report("serve_to_healthz_s", value, baseline, "value <= 1.5 s", value <= 1.5, runs=reps)
+
+
+def bench_idle_rss() -> None:
+    """Resident memory of an idle daemon without the model, and with the default model loaded."""
+    with tempfile.TemporaryDirectory() as tmp:
+        port = _free_port()
+        proc = _serve(Path(tmp), port, preload=False)
+        _until_healthy(port)
+        time.sleep(1.0)
+        idle = _rss_mib(proc.pid)
+        _stop(proc)
+    with tempfile.TemporaryDirectory() as tmp:
+        port = _free_port()
+        proc = _serve(Path(tmp), port, preload=True)
+        _until_healthy(port)
+        token = (Path(tmp) / "d" / "cli.token").read_text().strip()
+        deadline = time.monotonic() + 60
+        while not _get(f"http://127.0.0.1:{port}/api/status", token)["model"]["loaded"]:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the model did not load")
+            time.sleep(0.1)
+        time.sleep(1.0)
+        loaded = _rss_mib(proc.pid)
+        _stop(proc)
+    report("serve_idle_rss_mib", idle, loaded, "value <= 50 MiB", idle <= 50, with_default_model_mib=round(loaded, 1))
+
+
+async def _in_process_server(history: int) -> tuple[Any, Any, str, Any]:
+    """A real aiohttp server on loopback with the scripted instant model, and a conversation of `history`."""
+    from aiohttp.test_utils import TestServer
+
+    from appliance.channels.web.app import build_app
+    from appliance.channels.web.auth import Auth
+    from appliance.channels.web.state import WebState
+    from appliance.config import load_config
+    from appliance.llm.scripted import ScriptedModel
+    from appliance.runtime import Runtime
+
+    tmp = tempfile.mkdtemp()
+    config = load_config(CHECKOUT_CONFIG, data_dir=tmp)
+    config.agent.history_messages = history
+    runtime = Runtime.open(config, model=ScriptedModel())
+    auth = Auth(runtime.db)
+    auth.set_password("benchmark password")
+    token = auth.add_token("bench")
+    db = runtime.db
+    conversation = db.conversation("api", "bench")
+    for i in range(history // 2):
+        db.add_message(conversation, "user", f"question {i}: how warm is the living room right now?")
+        db.add_message(conversation, "assistant", f"answer {i}: it is 21.{i % 10} degrees and the humidity is 40%.")
+    server = TestServer(build_app(WebState(runtime, auth)), host="127.0.0.1")
+    await server.start_server()
+    return server, runtime, token, config
+
+
+def bench_api_chat_overhead(n: int) -> None:
+    """POST /api/chat round trip with an instant model and a 100-message history (baseline: the model call)."""
+    import aiohttp
+
+    from appliance.llm.base import ChatMessage, GenerationRequest
+
+    async def main() -> tuple[list[float], list[float]]:
+        server, runtime, token, _ = await _in_process_server(100)
+        headers = {"Authorization": f"Bearer {token}"}
+        url = str(server.make_url("/api/chat"))
+        rounds, model_only = [], []
+        async with aiohttp.ClientSession() as http:
+            for i in range(n + 10):
+                started = time.perf_counter()
+                async with http.post(url, json={"message": f"hello {i}", "session": "bench"}, headers=headers) as r:
+                    assert r.status == 200, await r.text()
+                    await r.json()
+                elapsed = time.perf_counter() - started
+                t0 = time.perf_counter()
+                await runtime.scheduler.generate(GenerationRequest([ChatMessage("user", f"hello {i}")]))
+                if i >= 10:  # warm-up excluded
+                    rounds.append(elapsed)
+                    model_only.append(time.perf_counter() - t0)
+        await server.close()
+        runtime.close()
+        return rounds, model_only
+
+    rounds, model_only = asyncio.run(main())
+    value, baseline = statistics.median(rounds), statistics.median(model_only)
+    report(
+        "api_chat_overhead_p50_s",
+        value - baseline,
+        baseline,
+        "value <= 0.020 s",
+        value - baseline <= 0.020,
+        p99_s=round(sorted(rounds)[int(len(rounds) * 0.99) - 1], 4),
+        history_messages=100,
+        messages=n,
+    )
+
+
+def bench_ws_concurrency(clients: int, messages: int) -> None:
+    """Many websocket clients at once, each sending messages one after another: none lost."""
+    import aiohttp
+
+    async def client(http: Any, url: str, origin: str, index: int, latencies: list[float]) -> int:
+        answered = 0
+        async with http.ws_connect(url, headers={"Origin": origin}) as ws:
+            for m in range(messages):
+                started = time.perf_counter()
+                text = f"client {index} message {m}"
+                await ws.send_json({"type": "message", "text": text, "session": f"c{index}"})
+                while True:
+                    event = await ws.receive_json(timeout=60)
+                    if event["type"] == "done":
+                        assert event["text"] == f"echo: {text}", event["text"]
+                        answered += 1
+                        break
+                    if event["type"] == "error":
+                        raise RuntimeError(event["message"])
+                latencies.append(time.perf_counter() - started)
+        return answered
+
+    async def main() -> tuple[int, list[float], float]:
+        server, runtime, token, _ = await _in_process_server(0)
+        origin = str(server.make_url("/")).rstrip("/")
+        latencies: list[float] = []
+        started = time.perf_counter()
+        async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"}) as http:
+            counts = await asyncio.gather(
+                *(client(http, str(server.make_url("/ws")), origin, i, latencies) for i in range(clients))
+            )
+        total = time.perf_counter() - started
+        await server.close()
+        runtime.close()
+        return sum(counts), latencies, total
+
+    answered, latencies, total = asyncio.run(main())
+    latencies.sort()
+    expected = clients * messages
+    report(
+        "ws_concurrency_answered",
+        answered,
+        expected,
+        f"all {expected} answered, none lost",
+        answered == expected,
+        clients=clients,
+        messages_each=messages,
+        p50_s=round(latencies[len(latencies) // 2], 4),
+        p99_s=round(latencies[int(len(latencies) * 0.99) - 1], 4),
+        wall_s=round(total, 3),
+    )

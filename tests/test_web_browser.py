@@ -1,0 +1,198 @@
+"""The web pages in a real browser: sign-in, the status page, the chat streaming a real reply, phone layout.
+
+A real `picoagent serve` (real model, real database in a temporary folder) runs as a subprocess; Playwright
+drives Debian's Chromium against it. Screenshots land in test-artifacts/ at the repo root for people to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+PASSWORD = "correct horse 1"
+QUESTION = "What is the capital of France? Answer in one word."
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+
+pytestmark = [
+    pytest.mark.model,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason=f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)"
+    ),
+]
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: `make install`")
+expect = sync_api.expect
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real daemon on a free port with a known password; its base URL."""
+    data = tmp_path_factory.mktemp("web-data")
+    env = {k: v for k, v in os.environ.items() if k != "PICOAGENT_CONFIG"}
+    cli = [sys.executable, "-m", "appliance", "--data-dir", str(data)]
+    subprocess.run([*cli, "passwd", "--stdin"], input=PASSWORD + "\n", text=True, env=env, check=True, timeout=60)
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    log_path = data / "serve.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [*cli, "serve", "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT, env=env
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"picoagent serve exited with {proc.returncode}:\n{log_path.read_text()}")
+            try:
+                with urllib.request.urlopen(base + "/healthz", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"picoagent serve did not answer /healthz in 30 s:\n{log_path.read_text()}")
+            time.sleep(0.1)
+        yield base
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            pytest.fail(f"picoagent serve did not stop within 20 s of SIGTERM:\n{log_path.read_text()}")
+    assert code == 0, f"picoagent serve exited with {code}:\n{log_path.read_text()}"
+
+
+@pytest.fixture(scope="module")
+def requested() -> list[str]:
+    """Every URL the browser asked for (pages, scripts, fetches, websockets), in every context."""
+    return []
+
+
+@pytest.fixture(scope="module")
+def browser(requested: list[str]) -> Iterator[sync_api.Browser]:
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def _context(browser: sync_api.Browser, server: str, requested: list[str]) -> sync_api.BrowserContext:
+    context = browser.new_context(base_url=server, viewport=DESKTOP)
+    context.set_default_timeout(15_000)
+    context.on("request", lambda request: requested.append(request.url))
+    context.on("page", lambda page: page.on("websocket", lambda ws: requested.append(ws.url)))
+    return context
+
+
+@pytest.fixture(scope="module")
+def context(browser: sync_api.Browser, server: str, requested: list[str]) -> Iterator[sync_api.BrowserContext]:
+    """The owner's browser, shared by the tests after sign-in."""
+    context = _context(browser, server, requested)
+    yield context
+    context.close()
+
+
+def _sign_in(page: sync_api.Page, password: str) -> None:
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+
+
+@pytest.fixture
+def page(context: sync_api.BrowserContext) -> Iterator[sync_api.Page]:
+    """A signed-in page."""
+    page = context.new_page()
+    if not any(c["name"] == "pa_session" for c in context.cookies()):
+        page.goto("/login")
+        _sign_in(page, PASSWORD)
+        page.wait_for_url("**/")
+    yield page
+    page.close()
+
+
+def _no_horizontal_scroll(page: sync_api.Page) -> None:
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0, f"{page.url} scrolls sideways by {overflow}px at {page.viewport_size}"
+
+
+def test_signing_in_wrong_then_right_lands_on_the_status_page(
+    browser: sync_api.Browser, server: str, requested: list[str]
+) -> None:
+    context = _context(browser, server, requested)
+    page = context.new_page()
+    page.goto("/")
+    assert urlsplit(page.url).path == "/login" and "next=/" in page.url
+    _sign_in(page, "not the password")
+    expect(page.get_by_role("alert")).to_contain_text("wrong password")
+    _sign_in(page, PASSWORD)
+    page.wait_for_url(server + "/")
+    expect(page.locator("#m-name")).to_have_text("smollm2-135m")
+    expect(page.locator("#m-loaded")).to_have_text("loaded")
+    context.close()
+
+
+def test_chat_streams_a_reply_and_keeps_it_across_a_reload(page: sync_api.Page) -> None:
+    page.goto("/chat")
+    expect(page.locator("#conn-text")).to_have_text("connected")
+    page.get_by_label("Message").fill(QUESTION)
+    page.get_by_label("Message").press("Enter")
+    expect(page.locator(".msg-user").last).to_contain_text(QUESTION)
+    reply = page.locator(".msg-assistant").last
+    expect(reply.locator(".msg-text")).to_contain_text("Paris", timeout=30_000)
+    expect(reply.locator(".msg-meta")).to_contain_text("local")
+    expect(reply.locator(".msg-meta")).to_contain_text("tok/s")
+    expect(page.get_by_label("Message")).to_be_enabled()
+
+    page.reload()
+    expect(page.locator(".msg-user").first).to_contain_text(QUESTION)
+    expect(page.locator(".msg-assistant .msg-text").first).to_contain_text("Paris")
+
+
+def test_pages_fit_a_phone_and_screenshots_are_saved(page: sync_api.Page) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    for size, suffix in ((DESKTOP, "desktop"), (PHONE, "phone")):
+        page.set_viewport_size(size)
+        page.goto("/")
+        expect(page.locator("#updated")).to_contain_text("updated")
+        expect(page.locator("#replies .reply").first).to_contain_text("local")
+        page.screenshot(path=ARTIFACTS / f"status-{suffix}.png", full_page=True)
+        _no_horizontal_scroll(page)
+
+        page.goto("/chat")
+        expect(page.locator("#conn-text")).to_have_text("connected")
+        expect(page.locator(".msg-assistant").first).to_contain_text("Paris")
+        page.screenshot(path=ARTIFACTS / f"chat-{suffix}.png")
+        _no_horizontal_scroll(page)
+
+
+def test_the_browser_never_left_the_appliance(requested: list[str]) -> None:
+    assert requested, "no requests were recorded"
+    hosts = {urlsplit(url).hostname for url in requested if not url.startswith(("data:", "about:"))}
+    assert hosts == {"127.0.0.1"}, f"requests to other hosts: {sorted(h for h in hosts if h != '127.0.0.1')}"
