@@ -73,6 +73,33 @@ def build_parser() -> argparse.ArgumentParser:
     revoke.add_argument("name")
     revoke.set_defaults(handler=cmd_tokens_revoke)
 
+    devices = sub.add_parser("devices", parents=[common], help="list, read and set the named devices")
+    dsub = devices.add_subparsers(dest="action", metavar="ACTION", required=True)
+    dsub.add_parser("list", parents=[common], help="the devices and their readings").set_defaults(
+        handler=cmd_devices_list
+    )
+    dread = dsub.add_parser("read", parents=[common], help="read a device now")
+    dread.add_argument("name")
+    dread.set_defaults(handler=cmd_devices_read)
+    dset = dsub.add_parser("set", parents=[common], help="set a device: on, off or a brightness like 40%%")
+    dset.add_argument("name")
+    dset.add_argument("value")
+    dset.set_defaults(handler=cmd_devices_set)
+
+    hw = sub.add_parser("hw", parents=[common], help="the buses themselves")
+    hsub = hw.add_subparsers(dest="action", metavar="ACTION", required=True)
+    scan = hsub.add_parser("scan", parents=[common], help="which I2C addresses answer (like i2cdetect)")
+    scan.add_argument("--bus", type=int, default=1, help="I2C bus number (default 1)")
+    scan.set_defaults(handler=cmd_hw_scan)
+
+    approvals = sub.add_parser("approvals", parents=[common], help="device writes waiting for a person")
+    asub = approvals.add_subparsers(dest="action", metavar="ACTION", required=True)
+    asub.add_parser("list", parents=[common], help="pending writes").set_defaults(handler=cmd_approvals_list)
+    for decision in ("approve", "deny"):
+        one = asub.add_parser(decision, parents=[common], help=f"{decision} a pending write")
+        one.add_argument("id")
+        one.set_defaults(handler=cmd_approvals_decide, decision=decision)
+
     doctor = sub.add_parser("doctor", parents=[common], help="check config, model, database, memory")
     doctor.set_defaults(handler=cmd_doctor)
 
@@ -163,8 +190,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return asyncio.run(daemon.run())
 
 
-def _daemon_get(config: Config, path: str) -> Any:
-    """GET a path of the running daemon as the local CLI; None when nothing answers."""
+def _daemon_get(config: Config, path: str, body: dict[str, Any] | None = None) -> Any:
+    """GET (or POST ``body`` to) a path of the running daemon as the local CLI; None when nothing answers."""
     import urllib.error
     import urllib.request
 
@@ -183,13 +210,19 @@ def _daemon_get(config: Config, path: str) -> Any:
             f"cannot read {DaemonInfo.token_path(root)}", fix="run as the picoagent user or with sudo"
         ) from None
     host = "127.0.0.1" if info["host"] in ("0.0.0.0", "::", "") else info["host"]
-    request = urllib.request.Request(
-        f"http://{host}:{info['port']}{path}", headers={"Authorization": f"Bearer {token}"}
-    )
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(f"http://{host}:{info['port']}{path}", data=data, headers=headers)
     try:
-        with urllib.request.urlopen(request, timeout=5) as response:
+        with urllib.request.urlopen(request, timeout=30) as response:
             return json.loads(response.read())
     except urllib.error.HTTPError as exc:
+        try:
+            error = json.loads(exc.read())
+        except ValueError:
+            error = {}
+        if isinstance(error, dict) and "error" in error:
+            raise PicoagentError(str(error["error"]), fix=error.get("fix")) from None
         raise PicoagentError(f"the daemon answered {exc.code} for {path}") from None
     except (urllib.error.URLError, OSError):
         return None
@@ -285,6 +318,149 @@ def cmd_tokens_revoke(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- devices -------------------------------------------------------------------------------------
+
+
+class _Direct:
+    """The devices opened by this process (when no daemon owns them); closed on exit."""
+
+    def __init__(self, config: Config) -> None:
+        from appliance.memory.db import Database
+        from appliance.runtime import data_dir, device_registry
+
+        self.db = Database(data_dir(config) / "picoagent.db")
+        try:
+            self.devices, self.raw = device_registry(config, self.db)
+        except Exception:
+            self.db.close()
+            raise
+
+    def __enter__(self) -> Any:
+        from appliance.errors import UnknownDeviceError
+
+        if self.devices is None:
+            self.close()
+            raise UnknownDeviceError("no devices are configured", fix="declare them under devices: in the config")
+        return self.devices
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.devices is not None:
+            self.devices.close()
+        self.db.close()
+
+
+def _show_readings(name: str, readings: list[dict[str, Any]]) -> str:
+    from appliance.hardware.drivers.base import Reading
+
+    return f"{name}: " + ", ".join(str(Reading(r["quantity"], r["value"], r["unit"])) for r in readings)
+
+
+def cmd_devices_list(args: argparse.Namespace) -> int:
+    """The devices, through the daemon when it runs."""
+    config = load(args)
+    listed = _daemon_get(config, "/api/devices")
+    if listed is None:
+        import asyncio
+
+        from appliance.channels.web.devices import device_states
+
+        with _Direct(config) as devices:
+            listed = {"devices": asyncio.run(device_states(devices, {}))}
+    if not listed["devices"]:
+        print("no devices configured (declare them under devices: in the config)")
+    for device in listed["devices"]:
+        where = f" · {device['room']}" if device.get("room") else ""
+        state = device.get("error") or _show_readings(device["name"], device.get("readings", []))
+        approval = " · approval required" if device["approval"] == "required" else ""
+        print(f"{device['name']:16} {device['driver']:8} {device['kind']:7}{where}{approval}\n    {state}")
+    return 0
+
+
+def cmd_devices_read(args: argparse.Namespace) -> int:
+    """Read one device."""
+    config = load(args)
+    answer = _daemon_get(config, f"/api/devices/{args.name}")
+    if answer is None:
+        with _Direct(config) as devices:
+            answer = {"readings": [r.as_dict() for r in devices.read_sync(args.name)]}
+    print(_show_readings(args.name, answer["readings"]))
+    return 0
+
+
+def cmd_devices_set(args: argparse.Namespace) -> int:
+    """Set one device."""
+    config = load(args)
+    answer = _daemon_get(config, f"/api/devices/{args.name}", {"value": args.value})
+    if answer is None:
+        with _Direct(config) as devices:
+            answer = devices.set_sync(args.name, args.value, requested_by="cli").as_dict()
+    pending = answer.get("pending_approval")
+    if pending:
+        print(
+            f"{args.name} needs approval: pending action {pending['id']} (picoagent approvals approve {pending['id']})"
+        )
+        return 0
+    print(_show_readings(args.name, answer["state"]))
+    return 0
+
+
+def cmd_hw_scan(args: argparse.Namespace) -> int:
+    """Probe every I2C address of a bus, like i2cdetect (the owner's tool; the model's is allowlisted)."""
+    from appliance.hardware.backends import make_backend
+    from appliance.hardware.policy import SCAN_FIRST, SCAN_LAST
+
+    config = load(args)
+    backend = make_backend(config.hardware)
+    try:
+        backend.prepare(config.devices)
+        bus = backend.i2c(args.bus)
+        with bus.lock:
+            found = [a for a in range(SCAN_FIRST, SCAN_LAST + 1) if bus.probe(a)]
+    finally:
+        backend.close()
+    known = {d.address: n for n, d in config.devices.items() if d.address is not None and d.bus == args.bus}
+    print(f"I2C bus {args.bus} ({backend.name}): " + (f"{len(found)} device(s)" if found else "nothing answers"))
+    for address in found:
+        print(f"  {address:#04x}  {known.get(address, '(not in the config)')}")
+    return 0
+
+
+def cmd_approvals_list(args: argparse.Namespace) -> int:
+    """Writes waiting for a person."""
+    from appliance.hardware.approvals import PendingAction
+
+    config = load(args)
+    answer = _daemon_get(config, "/api/approvals")
+    if answer is None:
+        with _Direct(config) as devices:
+            answer = {"pending": [p.as_dict() for p in devices.approvals.pending()]}
+    if not answer["pending"]:
+        print("nothing is waiting for approval")
+    for item in answer["pending"]:
+        print(PendingAction(**item).describe())
+    return 0
+
+
+def cmd_approvals_decide(args: argparse.Namespace) -> int:
+    """Approve (and run) or deny a pending write."""
+    import getpass
+
+    config = load(args)
+    answer = _daemon_get(config, f"/api/approvals/{args.id}/{args.decision}", {})
+    if answer is None:
+        with _Direct(config) as devices:
+            result = devices.decide_sync(args.id, args.decision == "approve", f"cli:{getpass.getuser()}")
+            answer = result.as_dict()
+    if args.decision == "deny":
+        print(f"{args.id} denied")
+    else:
+        print(f"{args.id} approved: " + _show_readings(answer["device"], answer["state"]))
+    return 0
+
+
 # --- models --------------------------------------------------------------------------------------
 
 
@@ -346,15 +522,15 @@ def cmd_models_use(args: argparse.Namespace) -> int:
 
 def cmd_tools_list(args: argparse.Namespace) -> int:
     """The tools the model may call."""
-    from appliance.runtime import tool_registry
-
     config = load(args)
-    for tool in tool_registry(config):
+    registry, _lazy, db = _cli_tools(config)
+    for tool in registry:
         params = ", ".join(
             f"{name}: {spec.get('type', 'value')}" + ("" if name in tool.parameters["required"] else "?")
             for name, spec in tool.parameters["properties"].items()
         )
         print(f"{tool.name}({params})\n    {tool.description}")
+    db.close()
     return 0
 
 
@@ -363,10 +539,9 @@ def cmd_tools_run(args: argparse.Namespace) -> int:
     import asyncio
 
     from appliance.errors import UsageError
-    from appliance.runtime import tool_registry
 
     config = load(args)
-    registry = tool_registry(config)
+    registry, lazy, db = _cli_tools(config)
     registry.get(args.name)  # unknown tool: an error with the known names
     try:
         arguments = json.loads(args.args)
@@ -374,9 +549,23 @@ def cmd_tools_run(args: argparse.Namespace) -> int:
         raise UsageError(f"--args is not valid JSON: {exc.msg} at character {exc.pos}") from None
     if not isinstance(arguments, dict):
         raise UsageError('--args must be a JSON object, e.g. \'{"expression": "2+2"}\'')
-    result = asyncio.run(registry.execute(args.name, arguments, timeout_s=config.agent.tool_timeout_s))
+    try:
+        result = asyncio.run(registry.execute(args.name, arguments, timeout_s=config.agent.tool_timeout_s))
+    finally:
+        lazy.close()
+        db.close()
     _print_json(result.as_dict())
     return 0 if result.ok else 1
+
+
+def _cli_tools(config: Config) -> tuple[Any, Any, Any]:
+    """The tool registry as the `tools` command sees it (devices open only if a device tool runs)."""
+    from appliance.memory.db import Database
+    from appliance.runtime import cli_tool_registry, data_dir
+
+    db = Database(data_dir(config) / "picoagent.db")
+    registry, lazy = cli_tool_registry(config, db)
+    return registry, lazy, db
 
 
 # --- doctor --------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import os
 import re
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
@@ -81,6 +82,80 @@ class WebConfig:
     login_attempts_per_minute: int = doc("failed logins allowed per minute from one address", 5)
 
 
+DRIVERS = ("relay", "led", "button", "motion", "bme280", "bh1750", "mcp3008")
+
+
+@dataclass
+class DeviceConfig:
+    """One named device wired to the Pi."""
+
+    driver: Literal["relay", "led", "button", "motion", "bme280", "bh1750", "mcp3008"] = doc(
+        "what the part is: relay, led, button, motion, bme280, bh1750 or mcp3008"
+    )
+    pin: int | None = doc("GPIO pin (BCM number, 0-27) for relay, led, button, motion", None)
+    bus: int | None = doc("I2C bus number (bme280, bh1750) or SPI bus (mcp3008)", None)
+    address: int | None = doc("I2C address, 0x03-0x77 (bme280: 0x76 or 0x77; bh1750: 0x23 or 0x5C)", None)
+    device: int | None = doc("SPI chip select (mcp3008): 0 or 1", None)
+    channel: int | None = doc("ADC channel (mcp3008): 0-7", None)
+    room: str = doc("the room it is in; people and the intent fast path use it", "")
+    aliases: list[str] = doc("other names people use for it", default_factory=list)
+    allow: list[Literal["read", "set"]] = doc(
+        "operations allowed; empty: everything the driver can do", default_factory=list
+    )
+    approval: Literal["required", "none"] = doc("required: every write waits for a person to approve it", "none")
+    writes_per_minute: int = doc("most writes per minute (protects relays from flapping)", 30)
+    active_high: bool = doc("false when the relay or LED is on at a low pin", True)
+
+
+@dataclass
+class I2CAllow:
+    """A raw I2C range the model may touch when hardware.raw_access is on."""
+
+    bus: int = doc("I2C bus number")
+    address: int = doc("7-bit address")
+    registers: str = doc('register range, e.g. "0x00-0xFF" or "0xD0"', "0x00-0xFF")
+    write: bool = doc("whether writes are allowed (reads always are, within the range)", False)
+
+
+@dataclass
+class SPIAllow:
+    """A raw SPI device the model may talk to when hardware.raw_access is on."""
+
+    bus: int = doc("SPI bus")
+    device: int = doc("chip select")
+    max_bytes: int = doc("longest transfer", 32)
+
+
+@dataclass
+class RawAccessConfig:
+    """Raw bus tools for the model (i2c_scan, i2c_read, i2c_write, spi_transfer): off unless allowlisted."""
+
+    enabled: bool = doc("offer the raw bus tools at all", False)
+    i2c: list[I2CAllow] = doc("I2C bus/address/register ranges allowed", default_factory=list)
+    spi: list[SPIAllow] = doc("SPI devices allowed", default_factory=list)
+
+
+@dataclass
+class HardwareConfig:
+    """The buses and how devices are reached."""
+
+    backend: Literal["auto", "real", "simulated"] = doc(
+        "real GPIO/I2C/SPI, a simulation with real register maps, or auto (real on a Pi)", "auto"
+    )
+    approval_timeout_s: float = doc("how long a write waiting for approval stays valid", 300.0)
+    raw_access: RawAccessConfig = doc("raw bus tools for the model", default_factory=RawAccessConfig)
+
+
+@dataclass
+class EventRule:
+    """A condition on a sensor that becomes an event (a notification) when it turns true."""
+
+    when: str = doc('the condition, e.g. "living_room.temperature > 28"')
+    message: str = doc("what to say; empty: the condition and the value", "")
+    every_s: float = doc("how often the sensor is read", 60.0)
+    cooldown_s: float = doc("least time between two events of this rule", 900.0)
+
+
 @dataclass
 class Config:
     """The whole configuration tree."""
@@ -94,6 +169,9 @@ class Config:
     agent: AgentConfig = doc("how one turn runs", default_factory=AgentConfig)
     llm: LlmConfig = doc("the local model", default_factory=LlmConfig)
     web: WebConfig = doc("the LAN face", default_factory=WebConfig)
+    hardware: HardwareConfig = doc("buses and backends", default_factory=HardwareConfig)
+    devices: dict[str, DeviceConfig] = doc("named devices wired to the Pi", default_factory=dict)
+    events: list[EventRule] = doc("sensor conditions that become events", default_factory=list)
 
     # Not config keys: where this config came from (set by load_config).
     source: Path | None = field(default=None, metadata={"internal": True})
@@ -369,10 +447,80 @@ def _check(config: Config, referenced: set[str]) -> None:
         value = getattr(getattr(config, section), key)
         if not low <= value <= high:
             raise refuse(path, expected, value)
+    _check_devices(config, refuse)
     for path in ("llm.threads", "llm.batch_threads"):
         threads = getattr(config.llm, path.split(".")[1])
         if threads != "auto" and not 1 <= int(threads) <= 256:
             raise refuse(path, "auto or a number of threads from 1 to 256", threads)
+
+
+# What each driver needs, and what it can do.
+_NEEDS = {
+    "relay": ("pin",),
+    "led": ("pin",),
+    "button": ("pin",),
+    "motion": ("pin",),
+    "bme280": ("bus", "address"),
+    "bh1750": ("bus", "address"),
+    "mcp3008": ("bus", "device", "channel"),
+}
+CAN_SET = {"relay", "led"}
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+WHEN = re.compile(r"\s*([a-z][a-z0-9_]*)\.([a-z_]+)\s*(<=|>=|==|!=|<|>)\s*(-?\d+(?:\.\d+)?)\s*")
+
+
+def _check_devices(config: Config, refuse: Callable[[str, str, Any], ConfigError]) -> None:
+    """Each device has what its driver needs, in range; no two devices share a pin or an address."""
+    pins: dict[int, str] = {}
+    addresses: dict[tuple[int, int], str] = {}
+    spi: dict[tuple[int, int, int], str] = {}
+    for name, device in config.devices.items():
+        where = f"devices.{name}"
+        if not _NAME.fullmatch(name):
+            raise ConfigError(f"{where}: device names are lower-case letters, digits and _ (at most 40)")
+        for need in _NEEDS[device.driver]:
+            if getattr(device, need) is None:
+                raise ConfigError(f"{where}.{need}: a {device.driver} needs a {need}")
+        if device.pin is not None:
+            if not 0 <= device.pin <= 27:
+                raise refuse(f"{where}.pin", "a GPIO number from 0 to 27 (BCM numbering)", device.pin)
+            if device.pin in pins:
+                raise ConfigError(f"{where}.pin: GPIO {device.pin} is already used by {pins[device.pin]}")
+            pins[device.pin] = name
+        if device.address is not None:
+            if not 0x03 <= device.address <= 0x77:
+                raise refuse(f"{where}.address", "a 7-bit I2C address from 0x03 to 0x77", hex(device.address))
+            key = (device.bus or 0, device.address)
+            if key in addresses:
+                raise ConfigError(
+                    f"{where}.address: I2C bus {key[0]} address {key[1]:#04x} is already used by {addresses[key]}"
+                )
+            addresses[key] = name
+        if device.channel is not None:
+            if not 0 <= device.channel <= 7:
+                raise refuse(f"{where}.channel", "an ADC channel from 0 to 7", device.channel)
+            slot = (device.bus or 0, device.device or 0, device.channel)
+            if slot in spi:
+                raise ConfigError(f"{where}.channel: SPI {slot[0]}.{slot[1]} channel {slot[2]} is used by {spi[slot]}")
+            spi[slot] = name
+        if device.device is not None and device.device not in (0, 1):
+            raise refuse(f"{where}.device", "an SPI chip select, 0 or 1", device.device)
+        if "set" in device.allow and device.driver not in CAN_SET:
+            raise ConfigError(f"{where}.allow: a {device.driver} cannot be set, only read")
+        if not 1 <= device.writes_per_minute <= 600:
+            raise refuse(f"{where}.writes_per_minute", "a whole number from 1 to 600", device.writes_per_minute)
+    for i, rule in enumerate(config.events):
+        match = WHEN.fullmatch(rule.when)
+        if not match:
+            raise ConfigError(
+                f'events[{i}].when: expected DEVICE.QUANTITY OP NUMBER, e.g. "living_room.temperature > 28"'
+            )
+        if match.group(1) not in config.devices:
+            raise ConfigError(f"events[{i}].when: no device named {match.group(1)!r}")
+        if rule.every_s < 1 or rule.cooldown_s < 0:
+            raise ConfigError(f"events[{i}]: every_s must be at least 1 and cooldown_s 0 or more")
+    if config.hardware.approval_timeout_s <= 0:
+        raise ConfigError("hardware.approval_timeout_s: must be greater than 0")
 
 
 def describe_keys(cls: type = Config, prefix: str = "") -> list[tuple[str, str]]:

@@ -107,6 +107,14 @@ class Daemon:
         auth = Auth(runtime.db, session_ttl_s=web_cfg.session_days * 86400, secure_cookies=web_cfg.secure_cookies)
         self.state = state = WebState(runtime, auth)
         root = data_dir(self.config)
+        watcher = None
+        if runtime.devices is not None:
+            from appliance.hardware.events import EventBus, ThresholdWatcher
+
+            state.events = EventBus(runtime.db)
+            runtime.devices.listeners.append(state.events.input_listener)
+            if self.config.events:
+                watcher = ThresholdWatcher(self.config.events, runtime.devices.read, state.events)
         if not auth.has_password():
             password = Auth.generate_password()
             auth.set_password(password)
@@ -142,6 +150,8 @@ class Daemon:
             self._tasks.append(asyncio.ensure_future(self._watchdog(watchdog_us / 2e6)))
         if self.config.llm.preload:
             self._tasks.append(asyncio.ensure_future(self._preload()))
+        if watcher is not None:
+            self._tasks.append(asyncio.ensure_future(watcher.run()))
 
         await self.stopping.wait()
         sd_notify("STOPPING=1\nSTATUS=stopping")

@@ -83,5 +83,16 @@ class UnknownToolError(ToolError, KeyError):
         return self.message
 
 
+class UnknownDeviceError(PicoagentError, LookupError):
+    """No device has that name."""
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class PolicyError(PicoagentError, PermissionError):
+    """Refused by policy (not allowed, rate-limited, outside the allowlist); nothing was touched."""
+
+
 class Cancelled(PicoagentError):
     """A generation or turn was cancelled by its caller."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from appliance.agent.context import Workspace
 from appliance.agent.loop import Agent
@@ -19,6 +20,11 @@ from appliance.llm.scheduler import FairScheduler
 from appliance.memory.db import Database
 from appliance.tools import builtin
 from appliance.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from appliance.hardware.devices import DeviceAccess, DeviceRegistry, SetResult
+    from appliance.hardware.drivers.base import Reading
+    from appliance.hardware.policy import RawBusPolicy
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +77,82 @@ def local_model(config: Config) -> LocalModel:
     )
 
 
-def tool_registry(config: Config) -> ToolRegistry:
-    """The tools the model may call."""
-    return builtin.default_registry()
+def tool_registry(config: Config, devices: DeviceAccess | None = None, raw: RawBusPolicy | None = None) -> ToolRegistry:
+    """The tools the model may call: the built-ins, and the device tools when there are devices."""
+    registry = builtin.default_registry()
+    if devices is not None:
+        from appliance.tools import hardware
+
+        hardware.register(registry, devices, raw)
+    return registry
+
+
+def device_registry(config: Config, db: Database) -> tuple[DeviceRegistry | None, RawBusPolicy | None]:
+    """The named devices on the configured backend (None when nothing is configured)."""
+    if not config.devices and not config.hardware.raw_access.enabled:
+        return None, None
+    from appliance.hardware.approvals import ApprovalStore
+    from appliance.hardware.backends import make_backend
+    from appliance.hardware.devices import DeviceRegistry
+    from appliance.hardware.policy import RawBusPolicy
+
+    backend = make_backend(config.hardware)
+    approvals = ApprovalStore(db, timeout_s=config.hardware.approval_timeout_s)
+    return DeviceRegistry(config, backend, approvals), RawBusPolicy(config.hardware.raw_access, lambda: backend)
+
+
+class LazyDevices:
+    """The device registry, opened on first use: listing tools must not claim the GPIO lines."""
+
+    def __init__(self, config: Config, db: Database) -> None:
+        self.config = config
+        self.db = db
+        self._devices: DeviceRegistry | None = None
+        self._raw: RawBusPolicy | None = None
+
+    def open(self) -> DeviceRegistry:
+        """The registry (opening the backend and the devices the first time)."""
+        if self._devices is None:
+            self._devices, self._raw = device_registry(self.config, self.db)
+            if self._devices is None:
+                from appliance.errors import UnknownDeviceError
+
+                raise UnknownDeviceError("no devices are configured", fix="declare them under devices: in the config")
+        return self._devices
+
+    def raw_policy(self) -> RawBusPolicy:
+        """The raw bus policy on the same backend (opened lazily)."""
+        from appliance.hardware.policy import RawBusPolicy
+
+        return RawBusPolicy(self.config.hardware.raw_access, lambda: self.open().backend)
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Every device's configuration."""
+        return self.open().describe()
+
+    async def read(self, name: str) -> list[Reading]:
+        """Read a device."""
+        return await self.open().read(name)
+
+    async def set(self, name: str, value: Any, *, requested_by: str) -> SetResult:
+        """Set a device."""
+        return await self.open().set(name, value, requested_by=requested_by)
+
+    def close(self) -> None:
+        """Release the devices if they were opened."""
+        if self._devices is not None:
+            self._devices.close()
+
+
+def cli_tool_registry(config: Config, db: Database) -> tuple[ToolRegistry, LazyDevices]:
+    """The tools as the `tools` command sees them; devices open only when a device tool runs."""
+    lazy = LazyDevices(config, db)
+    registry = builtin.default_registry()
+    if config.devices or config.hardware.raw_access.enabled:
+        from appliance.tools import hardware
+
+        hardware.register(registry, lazy, lazy.raw_policy())
+    return registry, lazy
 
 
 @dataclass
@@ -88,6 +167,7 @@ class Runtime:
     workspace: Workspace
     agent: Agent
     owns_model: bool = True
+    devices: DeviceRegistry | None = None
 
     @classmethod
     def open(cls, config: Config, *, model: ServedModel | None = None) -> Runtime:
@@ -103,12 +183,19 @@ class Runtime:
         model = model or local_model(config)
         scheduler = FairScheduler(model)
         db = Database(root / "picoagent.db")
-        tools = tool_registry(config)
-        agent = Agent(config, scheduler, db, tools, workspace)
-        return cls(config, db, model, scheduler, tools, workspace, agent, owns_model)
+        try:
+            devices, raw = device_registry(config, db)
+        except Exception:
+            db.close()
+            raise
+        tools = tool_registry(config, devices, raw)
+        agent = Agent(config, scheduler, db, tools, workspace, devices)
+        return cls(config, db, model, scheduler, tools, workspace, agent, owns_model, devices)
 
     def close(self) -> None:
         """Stop the model worker (when this runtime made it) and close the database."""
         if self.owns_model:
             self.model.close()
+        if self.devices is not None:
+            self.devices.close()
         self.db.close()

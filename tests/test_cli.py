@@ -158,7 +158,9 @@ def test_tools_run_of_an_unknown_tool_names_the_known_ones(tmp_path: Path) -> No
     out = picoagent("tools", "run", "nope", "--data-dir", tmp_path / "d", cwd=tmp_path)
     assert_clean_error(out, 1)
     assert "no tool named 'nope'" in out.stderr
-    assert "fix: known tools: calculator, current_time, system_health" in out.stderr
+    assert (
+        "fix: known tools: calculator, current_time, device_read, device_set, devices_list, system_health" in out.stderr
+    )
 
 
 # --- doctor --------------------------------------------------------------------------------------

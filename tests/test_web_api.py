@@ -314,9 +314,16 @@ def test_websocket_from_another_origin_is_refused(app: web.Application) -> None:
 
 def test_unknown_device_is_a_clear_404(app: web.Application) -> None:
     async def scenario(client: TestClient[Any, Any], token: str) -> None:
-        response = await client.post("/api/devices/fan", json={"value": "on"}, headers=bearer(token))
-        assert response.status == 404 and "unknown device" in (await response.json())["error"]
-        assert (await (await client.get("/api/devices", headers=bearer(token))).json()) == {"devices": []}
+        response = await client.post("/api/devices/garage", json={"value": "on"}, headers=bearer(token))
+        assert response.status == 404 and "no device named 'garage'" in (await response.json())["error"]
+        listed = await (await client.get("/api/devices", headers=bearer(token))).json()
+        assert {d["name"] for d in listed["devices"]} >= {"fan", "living_room"}
+        switched = await client.post("/api/devices/fan", json={"value": "on"}, headers=bearer(token))
+        assert (await switched.json())["state"] == [{"quantity": "state", "value": True, "unit": ""}]
+        bad = await client.post("/api/devices/fan", json={"value": "purple"}, headers=bearer(token))
+        assert bad.status == 400 and "takes on or off" in (await bad.json())["error"]
+        sensor = await client.post("/api/devices/living_room", json={"value": "on"}, headers=bearer(token))
+        assert sensor.status == 403
 
     run(app, scenario)
 

@@ -81,7 +81,9 @@ def body_schema(op: dict[str, Any]) -> dict[str, Any] | None:
 @st.composite
 def requests(draw: st.DrawFn) -> tuple[str, str, str | bytes | None, dict[str, str], str]:
     path, method, op = draw(st.sampled_from(OPERATIONS))
-    path = path.replace("{name}", draw(st.sampled_from(["fan", "porch_light", "x" * 70, "%2e%2e"])))
+    path = path.replace("{name}", draw(st.sampled_from(["fan", "living_room", "garage", "x" * 70, "%2e%2e"])))
+    path = path.replace("{id}", draw(st.sampled_from(["a-00000000", "nope", "%2e%2e"])))
+    path = path.replace("{decision}", draw(st.sampled_from(["approve", "deny", "maybe"])))
     query = ""
     for param in op.get("parameters", []):
         if param["in"] == "query" and draw(st.booleans()):

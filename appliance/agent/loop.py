@@ -14,12 +14,16 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from appliance.agent import context
 from appliance.agent.context import TOOL_CALL_END, TOOL_CALL_START, Workspace
+from appliance.agent.intent import Intent, IntentMatcher
+from appliance.agent.intents_run import run_intent
+from appliance.agent.record import ReplyRecord
 from appliance.config import Config
+from appliance.hardware.devices import DeviceRegistry
 from appliance.llm.base import ChatMessage, ChatModel, Generation, GenerationRequest
 from appliance.memory.db import Database
 from appliance.tools.registry import ToolRegistry, ToolResult
@@ -28,25 +32,6 @@ log = logging.getLogger(__name__)
 
 ToolChoice = Literal["auto", "required", "none"]
 EventSink = Callable[[str, dict[str, Any]], None]
-
-
-@dataclass
-class ReplyRecord:
-    """What a turn produced, and how: the record every channel shows or returns."""
-
-    text: str
-    route: str
-    reason: str
-    actions: list[dict[str, Any]] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)
-    model: str = ""
-    session: str = ""
-    finish_reason: str = ""
-    confidence: dict[str, float] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        """The record as JSON-ready data."""
-        return asdict(self)
 
 
 @dataclass
@@ -73,12 +58,16 @@ class Agent:
         db: Database,
         tools: ToolRegistry,
         workspace: Workspace,
+        devices: DeviceRegistry | None = None,
     ) -> None:
         self.config = config
         self.model = model
         self.db = db
         self.tools = tools
         self.workspace = workspace
+        self.devices = devices
+        self.intents = IntentMatcher(devices.infos()) if devices is not None and devices.devices else None
+        self._asked: dict[str, Intent] = {}  # the fast path's open question, per chat
         self.listeners: list[Callable[[ReplyRecord], None]] = []  # told of every finished turn
 
     async def turn(
@@ -100,6 +89,11 @@ class Agent:
         emit = on_event or (lambda kind, data: None)
         stats.emit = emit
         conversation = await self.db.call(self.db.conversation, channel, chat_id)
+        intent = self._intent(text, f"{channel}:{chat_id}")
+        if intent is not None and self.devices is not None:
+            await self.db.call(self.db.add_message, conversation, "user", text)
+            record = await run_intent(intent, self.devices, requested_by=stats.client, started=stats.started)
+            return await self._finish(record, conversation, f"{channel}:{chat_id}", emit)
         stored = await self.db.call(self.db.recent_messages, conversation, cfg.history_messages)
         await self.db.call(self.db.add_message, conversation, "user", text)
 
@@ -145,12 +139,19 @@ class Agent:
             confidence=final.confidence() if final else {},
         )
         if not reply:
-            record.text = reply = "(no answer)" if final else "(stopped: too many tool rounds without an answer)"
+            record.text = "(no answer)" if final else "(stopped: too many tool rounds without an answer)"
+        return await self._finish(record, conversation, record.session, emit)
+
+    async def _finish(self, record: ReplyRecord, conversation: int, session: str, emit: EventSink) -> ReplyRecord:
+        """Store the reply, tell the listeners and the caller."""
+        record.session = session
+        if record.route == "intent":
+            emit("text", {"delta": record.text})
         await self.db.call(
             self.db.add_message,
             conversation,
             "assistant",
-            reply,
+            record.text,
             route=record.route,
             meta={"actions": record.actions, "timings": record.timings, "reason": record.reason, "model": record.model},
         )
@@ -158,6 +159,17 @@ class Agent:
             listener(record)
         emit("done", record.as_dict())
         return record
+
+    def _intent(self, text: str, session: str) -> Intent | None:
+        """The fast-path intent of a message: an answer to our last question, or a command of its own."""
+        if self.intents is None:
+            return None
+        asked = self._asked.pop(session, None)
+        intent = self.intents.answer(asked, text) if asked is not None else None
+        intent = intent or self.intents.match(text)
+        if intent is not None and intent.action == "ask":
+            self._asked[session] = intent  # "which light: porch or kitchen?" -> "porch" next
+        return intent
 
     async def _rounds(
         self,

@@ -88,7 +88,37 @@ def _m2_web_auth(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m1_conversations, _m2_web_auth]
+def _m3_hardware(db: sqlite3.Connection) -> None:
+    _script(
+        db,
+        """
+        CREATE TABLE approvals (
+            id TEXT PRIMARY KEY,
+            device TEXT NOT NULL,
+            value TEXT NOT NULL,
+            requested_by TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            expires_at REAL NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'denied', 'expired', 'failed')),
+            decided_by TEXT,
+            decided_at REAL,
+            result TEXT
+        );
+        CREATE INDEX approvals_pending ON approvals (status, expires_at);
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY,
+            at REAL NOT NULL,
+            kind TEXT NOT NULL,
+            device TEXT,
+            message TEXT NOT NULL,
+            data TEXT
+        );
+        CREATE INDEX events_at ON events (at)
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m1_conversations, _m2_web_auth, _m3_hardware]
 
 
 @dataclass(frozen=True)

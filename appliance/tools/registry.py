@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union, get_args, get_origin
 
-from appliance.errors import ToolError, UnknownToolError
+from appliance.errors import PicoagentError, ToolError, UnknownToolError
 
 log = logging.getLogger(__name__)
 
@@ -271,6 +271,8 @@ class ToolRegistry:
             return failed(f"timed out after {timeout_s:g} s")
         except ToolError as exc:
             return failed(exc.message)
+        except PicoagentError as exc:  # refused by policy, unknown device, hardware error: the model reads why
+            return failed(exc.message + (f" ({exc.fix})" if exc.fix else ""))
         except Exception as exc:  # a tool's bug must not end the turn
             log.warning("tool %s raised %s", name, exc, exc_info=True)
             return failed(f"{type(exc).__name__}: {exc}")

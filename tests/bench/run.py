@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from appliance.llm import models
-from tests.bench import daemon, spine
+from tests.bench import daemon, hardware, intent, spine
 
 
 def main() -> int:
@@ -40,6 +40,8 @@ def main() -> int:
         "idle_rss": daemon.bench_idle_rss,
         "api_chat": lambda: daemon.bench_api_chat_overhead(100 if args.quick else 300),
         "ws_concurrency": lambda: daemon.bench_ws_concurrency(50, 5),
+        "intent": lambda: intent.bench_intent(200),
+        "device_read": lambda: hardware.bench_device_read(300),
     }
     for name, bench in benches.items():
         if args.only and args.only not in name:

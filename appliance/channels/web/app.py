@@ -11,7 +11,7 @@ from typing import Any
 from aiohttp import WSCloseCode, web
 
 from appliance.channels.web import auth as web_auth
-from appliance.channels.web import chat, openai_api
+from appliance.channels.web import chat, devices, openai_api
 from appliance.channels.web.openapi import openapi_document
 from appliance.channels.web.state import STATE, WebState
 from appliance.errors import ConfigError, PicoagentError, UsageError
@@ -98,18 +98,11 @@ async def api_status(request: web.Request) -> web.Response:
     """The appliance's health, model, queue and recent replies."""
     state = request.app[STATE]
     health = (await asyncio.to_thread(read_health, state.runtime.db.path.parent)).as_dict()
-    return web.json_response(state.status(health))
-
-
-async def api_devices(request: web.Request) -> web.Response:
-    """Named devices (none until hardware is configured)."""
-    return web.json_response({"devices": []})
-
-
-async def api_device_set(request: web.Request) -> web.Response:
-    """Drive a named device; no devices exist yet, so every name is unknown."""
-    name = request.match_info["name"]
-    return json_error(404, f"unknown device {name!r}", fix="GET /api/devices lists the devices")
+    status = state.status(health)
+    status["devices"] = await devices.device_states(state.runtime.devices, state.readings)
+    if state.events is not None:
+        status["events"] = [e.as_dict() for e in await asyncio.to_thread(state.events.recent, 10)]
+    return web.json_response(status)
 
 
 async def api_openapi(request: web.Request) -> web.Response:
@@ -158,8 +151,7 @@ def build_app(state: WebState) -> web.Application:
             web.get("/", page("status.html")),
             web.get("/chat", page("chat.html")),
             web.get("/api/status", api_status),
-            web.get("/api/devices", api_devices),
-            web.post("/api/devices/{name}", api_device_set),
+            *devices.routes(),
             web.get("/api/openapi.json", api_openapi),
             *chat.routes(),
             *openai_api.routes(),

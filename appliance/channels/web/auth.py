@@ -18,7 +18,6 @@ import logging
 import math
 import secrets
 import time
-from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -31,6 +30,7 @@ from yarl import URL
 
 from appliance.errors import UsageError
 from appliance.memory.db import Database
+from appliance.ratelimit import RateLimiter
 
 log = logging.getLogger(__name__)
 
@@ -157,9 +157,10 @@ class Auth:
         if len(password) < MIN_PASSWORD_LENGTH:
             raise UsageError(
                 f"the web password must be at least {MIN_PASSWORD_LENGTH} characters long",
-                fix="choose a longer one, or run `picoagent passwd` without a password to have one generated",
+                fix="choose a longer one (a few words make a good password)",
             )
         encoded = hash_password(password)
+        first = not self.has_password()
         with self.db._lock:
             # Whoever knew the old password may hold a session: a new password is the way to evict them.
             # Sessions go first, so a failed write never leaves them alive beside a new password.
@@ -169,7 +170,7 @@ class Auth:
                 " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (PASSWORD_SETTING, encoded),
             )
-        log.info("web password changed; browser sessions ended")
+        log.info("web password set" if first else "web password changed; browser sessions ended")
 
     def check_password(self, password: str) -> bool:
         """Whether ``password`` is the owner's web password (False when none is set)."""
@@ -265,46 +266,6 @@ class Auth:
             self.db._write("UPDATE api_tokens SET last_used_at = ? WHERE id = ?", (now, row_id))
             last_used_at = now
         return TokenInfo(str(name), float(created_at), float(last_used_at))
-
-
-class RateLimiter:
-    """At most ``limit`` hits per key in any sliding window of ``window_s`` seconds."""
-
-    def __init__(
-        self, limit: int, window_s: float, clock: Callable[[], float] = time.monotonic, *, max_keys: int = 10_000
-    ) -> None:
-        if limit < 1 or window_s <= 0:
-            raise ValueError(f"a rate limit needs limit >= 1 and window_s > 0, got {limit} per {window_s}s")
-        self.limit = limit
-        self.window_s = window_s
-        self.clock = clock
-        self.max_keys = max_keys
-        # Ordered by last hit, oldest first, so stale keys are found (and forgotten) at the front.
-        self._hits: OrderedDict[str, deque[float]] = OrderedDict()
-
-    def hit(self, key: str) -> float:
-        """Record a hit: 0 when allowed, else the seconds until the next hit would be (refused hits don't count)."""
-        now = self.clock()
-        self._forget_before(now - self.window_s)
-        hits = self._hits.get(key)
-        if hits is None:
-            hits = self._hits[key] = deque()
-        while hits and hits[0] <= now - self.window_s:
-            hits.popleft()
-        if len(hits) >= self.limit:
-            return max(hits[0] + self.window_s - now, 0.001)
-        hits.append(now)
-        self._hits.move_to_end(key)
-        while len(self._hits) > self.max_keys:
-            self._hits.popitem(last=False)
-        return 0.0
-
-    def _forget_before(self, horizon: float) -> None:
-        while self._hits:
-            key, hits = next(iter(self._hits.items()))
-            if hits and hits[-1] > horizon:
-                return
-            del self._hits[key]
 
 
 # --- aiohttp glue --------------------------------------------------------------------------------

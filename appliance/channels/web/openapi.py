@@ -13,6 +13,7 @@ def _json(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
 
 ERROR = {"$ref": "#/components/schemas/Error"}
 UNAUTHORIZED = _json(ERROR, "authentication required")
+DEVICE = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
 BAD_REQUEST = _json(ERROR, "the request is malformed; the error says how")
 
 
@@ -127,20 +128,76 @@ def openapi_document() -> dict[str, Any]:
             },
             "/api/devices": {
                 "get": {
-                    "summary": "named devices",
+                    "summary": "named devices with their readings",
                     "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
                 }
             },
             "/api/devices/{name}": {
-                "post": {
-                    "summary": "drive a named device",
-                    "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
-                    "requestBody": {"content": {"application/json": {"schema": {"type": "object"}}}},
+                "get": {
+                    "summary": "read a device now",
+                    "parameters": [DEVICE],
                     "responses": {
                         "200": _json({"type": "object"}),
                         "404": _json(ERROR, "unknown device"),
                         "401": UNAUTHORIZED,
                     },
+                },
+                "post": {
+                    "summary": "set a device (202 when it waits for a person's approval)",
+                    "parameters": [DEVICE],
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["value"],
+                                    "properties": {"value": {"anyOf": [{"type": "string"}, {"type": "boolean"}]}},
+                                }
+                            }
+                        },
+                    },
+                    "responses": {
+                        "200": _json({"type": "object"}),
+                        "202": _json({"type": "object"}, "waiting for approval"),
+                        "400": BAD_REQUEST,
+                        "403": _json(ERROR, "not allowed"),
+                        "404": _json(ERROR, "unknown device"),
+                        "429": _json(ERROR, "rate-limited"),
+                        "401": UNAUTHORIZED,
+                    },
+                },
+            },
+            "/api/approvals": {
+                "get": {
+                    "summary": "device writes waiting for a person",
+                    "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
+                }
+            },
+            "/api/approvals/{id}/{decision}": {
+                "post": {
+                    "summary": "approve (and run) or deny a pending write",
+                    "parameters": [
+                        {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}},
+                        {
+                            "name": "decision",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "string", "enum": ["approve", "deny"]},
+                        },
+                    ],
+                    "responses": {
+                        "200": _json({"type": "object"}),
+                        "404": _json(ERROR, "unknown approval"),
+                        "409": _json(ERROR, "expired or already decided"),
+                        "401": UNAUTHORIZED,
+                    },
+                }
+            },
+            "/api/events": {
+                "get": {
+                    "summary": "the latest hardware events",
+                    "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
                 }
             },
             "/api/openapi.json": {

@@ -16,6 +16,7 @@ from appliance.metrics import Counter, Gauge, Histogram, Registry
 
 if TYPE_CHECKING:
     from appliance.channels.web.auth import Auth
+    from appliance.hardware.events import EventBus
     from appliance.runtime import Runtime
 
 SERIES_SECONDS = 3600  # the status page charts the last hour
@@ -71,6 +72,8 @@ class WebState:
     last_temperature: float | None = None
     turns: set[asyncio.Task[Any]] = field(default_factory=set)  # in flight, for a graceful stop
     sockets: set[web.WebSocketResponse] = field(default_factory=set)  # open chat streams, closed at stop
+    events: EventBus | None = None
+    readings: dict[str, tuple[float, list[dict[str, Any]]]] = field(default_factory=dict)  # sensor cache
     metrics: ApplianceMetrics = field(init=False)
 
     def __post_init__(self) -> None:
@@ -147,6 +150,7 @@ class WebState:
                 "decode_tps": [[round(t), v] for t, v in self.decode_tps],
             },
             "devices": [],
+            "events": [],
             "update": None,
         }
 

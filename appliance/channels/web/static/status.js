@@ -161,9 +161,15 @@
     $("devices").replaceChildren(
       ...devices.map((d) => {
         const item = el("li", "device");
-        item.append(el("span", "device-name", d.name ?? d.id ?? "device"));
-        const detail = [d.kind ?? d.type, d.state ?? d.value].filter((x) => x !== undefined && x !== null);
-        item.append(el("span", "device-detail", detail.map((x) => (typeof x === "object" ? JSON.stringify(x) : x)).join(" · ")));
+        item.append(el("span", "device-name", d.name));
+        const reading = (r) =>
+          typeof r.value === "boolean"
+            ? `${r.quantity === "state" ? "" : r.quantity + " "}${r.value ? "on" : "off"}`
+            : `${r.quantity} ${r.value}${r.unit ? " " + r.unit : ""}`;
+        const shown = (d.readings || []).filter((r) => r.quantity !== "raw").map(reading);
+        const detail = [d.room, d.kind, ...(d.error ? [`error: ${d.error}`] : shown)];
+        if (d.approval === "required") detail.push("approval required");
+        item.append(el("span", "device-detail", detail.filter(Boolean).join(" · ")));
         return item;
       }),
     );

@@ -1,0 +1,140 @@
+"""Devices, approvals and hardware events over HTTP (the CLI uses these when the daemon runs)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from aiohttp import web
+
+from appliance.channels.web.auth import principal
+from appliance.channels.web.state import STATE
+from appliance.errors import PicoagentError, PolicyError, UnknownDeviceError, UsageError
+from appliance.hardware.approvals import ApprovalError
+from appliance.hardware.devices import DeviceRegistry
+
+SENSOR_CACHE_S = 10.0  # the status page polls every 5 s; sensors need not be read that often
+
+
+def _json_error(status: int, exc: PicoagentError) -> web.Response:
+    return web.json_response({"error": exc.message, "fix": exc.fix}, status=status)
+
+
+def _errors(exc: PicoagentError) -> web.Response:
+    if isinstance(exc, UnknownDeviceError | ApprovalError) and "no " in exc.message[:4]:
+        return _json_error(404, exc)
+    if isinstance(exc, PolicyError):
+        return _json_error(429 if "times in the last minute" in exc.message else 403, exc)
+    if isinstance(exc, UsageError):
+        return _json_error(400 if not isinstance(exc, ApprovalError) else 409, exc)
+    return _json_error(502, exc)  # the device or bus failed
+
+
+def _who(request: web.Request) -> str:
+    found = principal(request)
+    return f"{found.kind}:{found.name}" if found else "unknown"
+
+
+async def device_states(
+    devices: DeviceRegistry | None, cache: dict[str, tuple[float, list[dict[str, Any]]]]
+) -> list[dict[str, Any]]:
+    """Every device with its current readings (sensors cached briefly in ``cache``)."""
+    if devices is None:
+        return []
+    out = []
+    now = time.monotonic()
+    for info in devices.describe():
+        name = info["name"]
+        cached = cache.get(name)
+        if info["kind"] == "sensor" and cached and now - cached[0] < SENSOR_CACHE_S:
+            info["readings"] = cached[1]
+        else:
+            try:
+                readings = [r.as_dict() for r in await devices.read(name)]
+            except PicoagentError as exc:
+                info["error"] = exc.message
+            else:
+                info["readings"] = readings
+                cache[name] = (now, readings)
+        out.append(info)
+    return out
+
+
+async def list_devices(request: web.Request) -> web.Response:
+    """Every device, its kind, room, what is allowed, and its readings."""
+    state = request.app[STATE]
+    return web.json_response({"devices": await device_states(state.runtime.devices, state.readings)})
+
+
+async def read_device(request: web.Request) -> web.Response:
+    """Read one device now."""
+    devices = request.app[STATE].runtime.devices
+    name = request.match_info["name"]
+    if devices is None:
+        return _json_error(404, UnknownDeviceError(f"unknown device {name!r}", fix="no devices are configured"))
+    try:
+        readings = await devices.read(name)
+    except PicoagentError as exc:
+        return _errors(exc)
+    return web.json_response({"device": name, "readings": [r.as_dict() for r in readings]})
+
+
+async def set_device(request: web.Request) -> web.Response:
+    """Set a device: {"value": "on" | "off" | "40%" | true | false}."""
+    from appliance.channels.web.app import read_json
+
+    devices = request.app[STATE].runtime.devices
+    name = request.match_info["name"]
+    if devices is None:
+        return _json_error(
+            404, UnknownDeviceError(f"unknown device {name!r}", fix="GET /api/devices lists the devices")
+        )
+    body = await read_json(request)
+    if "value" not in body or not isinstance(body["value"], str | bool | int | float):
+        return web.json_response({"error": 'expected "value": "on", "off", a percentage, true or false'}, status=400)
+    try:
+        result = await devices.set(name, body["value"], requested_by=_who(request))
+    except PicoagentError as exc:
+        return _errors(exc)
+    request.app[STATE].readings.pop(name, None)
+    return web.json_response(result.as_dict(), status=200 if result.done else 202)
+
+
+async def list_approvals(request: web.Request) -> web.Response:
+    """Writes waiting for a person."""
+    devices = request.app[STATE].runtime.devices
+    pending = await asyncio.to_thread(devices.approvals.pending) if devices else []
+    return web.json_response({"pending": [p.as_dict() for p in pending]})
+
+
+async def decide_approval(request: web.Request) -> web.Response:
+    """Approve or deny one pending write (a person's session or token, never the model)."""
+    devices = request.app[STATE].runtime.devices
+    action_id, decision = request.match_info["id"], request.match_info["decision"]
+    if devices is None:
+        return _json_error(404, ApprovalError(f"no approval {action_id!r}"))
+    try:
+        result = await devices.decide(action_id, decision == "approve", _who(request))
+    except PicoagentError as exc:
+        return _errors(exc)
+    return web.json_response(result.as_dict())
+
+
+async def list_events(request: web.Request) -> web.Response:
+    """The latest hardware events."""
+    events = request.app[STATE].events
+    recent = await asyncio.to_thread(events.recent, 50) if events else []
+    return web.json_response({"events": [e.as_dict() for e in recent]})
+
+
+def routes() -> list[web.RouteDef]:
+    """The device routes."""
+    return [
+        web.get("/api/devices", list_devices),
+        web.get("/api/devices/{name}", read_device),
+        web.post("/api/devices/{name}", set_device),
+        web.get("/api/approvals", list_approvals),
+        web.post("/api/approvals/{id}/{decision:approve|deny}", decide_approval),
+        web.get("/api/events", list_events),
+    ]

@@ -1,0 +1,120 @@
+"""Human approval for actuator writes: a pending action bound to its exact device and value.
+
+A device with ``approval: required`` never moves on the model's word. Its write becomes a pending
+action with an id and an expiry; only a person approves it (`picoagent approvals approve ID`, the web
+page, Telegram), and what runs then is exactly the stored device and value — the approver names the
+id, never the action. No tool for the model can approve: approving is not in its tool registry.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from appliance.errors import UsageError
+from appliance.memory.db import Database
+
+Status = Literal["pending", "approved", "denied", "expired", "failed"]
+
+
+class ApprovalError(UsageError):
+    """An approval cannot be decided (unknown, expired, already decided)."""
+
+
+@dataclass(frozen=True)
+class PendingAction:
+    """A write waiting for (or decided by) a person."""
+
+    id: str
+    device: str
+    value: bool | float
+    requested_by: str
+    created_at: float
+    expires_at: float
+    status: Status
+    decided_by: str | None = None
+    decided_at: float | None = None
+    result: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return asdict(self)
+
+    def describe(self) -> str:
+        """One line for people."""
+        value = ("on" if self.value else "off") if isinstance(self.value, bool) else f"{self.value * 100:.0f}%"
+        return f"{self.id}: set {self.device} {value} (asked by {self.requested_by})"
+
+
+class ApprovalStore:
+    """Pending actions in the database, so they survive a restart and any process can decide them."""
+
+    def __init__(self, db: Database, *, timeout_s: float = 300.0, clock: Callable[[], float] = time.time) -> None:
+        self.db = db
+        self.timeout_s = timeout_s
+        self.clock = clock
+
+    def request(self, device: str, value: bool | float, requested_by: str) -> PendingAction:
+        """Record a write that needs a person's approval."""
+        now = self.clock()
+        # Short ids are typed by people; 8 base32 characters are plenty for a handful of pending actions.
+        action_id = "a-" + secrets.token_hex(4)
+        self.db._write(
+            "INSERT INTO approvals (id, device, value, requested_by, created_at, expires_at, status)"
+            " VALUES (?, ?, ?, ?, ?, ?, 'pending')",
+            (action_id, device, json.dumps(value), requested_by, now, now + self.timeout_s),
+        )
+        return self.get(action_id)
+
+    def _expire(self) -> None:
+        self.db._write(
+            "UPDATE approvals SET status = 'expired' WHERE status = 'pending' AND expires_at <= ?", (self.clock(),)
+        )
+
+    def get(self, action_id: str) -> PendingAction:
+        """One action by id (ApprovalError when unknown)."""
+        self._expire()
+        with self.db._lock:
+            row = self.db._conn.execute(
+                "SELECT id, device, value, requested_by, created_at, expires_at, status, decided_by, decided_at, result"
+                " FROM approvals WHERE id = ?",
+                (action_id,),
+            ).fetchone()
+        if row is None:
+            raise ApprovalError(f"no approval {action_id!r}", fix="picoagent approvals list shows the pending ones")
+        return PendingAction(row[0], row[1], json.loads(row[2]), *row[3:])
+
+    def pending(self) -> list[PendingAction]:
+        """Actions waiting for a person, oldest first."""
+        self._expire()
+        with self.db._lock:
+            ids = [
+                r[0]
+                for r in self.db._conn.execute("SELECT id FROM approvals WHERE status = 'pending' ORDER BY created_at")
+            ]
+        return [self.get(i) for i in ids]
+
+    def decide(self, action_id: str, approve: bool, decided_by: str) -> PendingAction:
+        """Approve or deny a pending action; returns it as decided (the caller runs an approved one)."""
+        action = self.get(action_id)
+        if action.status == "expired":
+            raise ApprovalError(f"approval {action_id} expired; ask again")
+        if action.status != "pending":
+            raise ApprovalError(f"approval {action_id} was already {action.status}")
+        status: Status = "approved" if approve else "denied"
+        self.db._write(
+            "UPDATE approvals SET status = ?, decided_by = ?, decided_at = ? WHERE id = ? AND status = 'pending'",
+            (status, decided_by, self.clock(), action_id),
+        )
+        return self.get(action_id)
+
+    def record_result(self, action_id: str, result: str, *, failed: bool = False) -> None:
+        """What happened when an approved action ran."""
+        if failed:
+            self.db._write("UPDATE approvals SET status = 'failed', result = ? WHERE id = ?", (result, action_id))
+        else:
+            self.db._write("UPDATE approvals SET result = ? WHERE id = ?", (result, action_id))

@@ -1,0 +1,147 @@
+"""Backends: where pins and buses come from. Real (gpiozero + lgpio, smbus2, spidev) or simulated.
+
+The simulated backend uses gpiozero's MockFactory for pins and puts a simulated chip with the real
+register map at each configured sensor's address, so the whole appliance runs off-Pi exactly as it
+would on one, down to the bytes on the bus.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from appliance.config import DeviceConfig, HardwareConfig
+from appliance.hardware.buses import (
+    HardwareError,
+    I2CBus,
+    SimulatedI2CBus,
+    SimulatedSPIBus,
+    SMBusI2C,
+    SPIBus,
+    SpidevSPI,
+)
+
+log = logging.getLogger(__name__)
+
+PI_MODEL = Path("/proc/device-tree/model")
+
+
+def on_a_pi(model_file: Path = PI_MODEL) -> bool:
+    """Whether this machine is a Raspberry Pi (from the device tree)."""
+    try:
+        return "Raspberry Pi" in model_file.read_text(errors="replace")
+    except OSError:
+        return False
+
+
+class Backend:
+    """Pins and buses for the device registry."""
+
+    name = "abstract"
+
+    def __init__(self) -> None:
+        self.pin_factory: Any = None
+        self._i2c: dict[int, I2CBus] = {}
+        self._spi: dict[tuple[int, int], SPIBus] = {}
+
+    def i2c(self, number: int) -> I2CBus:
+        """The I2C bus with this number (opened once)."""
+        if number not in self._i2c:
+            self._i2c[number] = self._open_i2c(number)
+        return self._i2c[number]
+
+    def spi(self, bus: int, device: int) -> SPIBus:
+        """The SPI device bus.device (opened once)."""
+        if (bus, device) not in self._spi:
+            self._spi[(bus, device)] = self._open_spi(bus, device)
+        return self._spi[(bus, device)]
+
+    def _open_i2c(self, number: int) -> I2CBus:
+        raise NotImplementedError
+
+    def _open_spi(self, bus: int, device: int) -> SPIBus:
+        raise NotImplementedError
+
+    def prepare(self, devices: dict[str, DeviceConfig]) -> None:
+        """Get ready for these devices (the simulation puts chips on its buses)."""
+
+    def close(self) -> None:
+        """Release the pin factory."""
+        if self.pin_factory is not None:
+            self.pin_factory.close()
+
+
+class SimulatedBackend(Backend):
+    """gpiozero's mock pins and simulated chips with real register maps."""
+
+    name = "simulated"
+
+    def __init__(self) -> None:
+        super().__init__()
+        from gpiozero.pins.mock import MockFactory, MockPWMPin
+
+        self.pin_factory = MockFactory(pin_class=MockPWMPin)  # PWM-capable, so LEDs dim as on a Pi
+        self.chips: dict[str, Any] = {}  # device name -> its simulated chip (tests change the environment)
+
+    def _open_i2c(self, number: int) -> I2CBus:
+        return SimulatedI2CBus(number)
+
+    def _open_spi(self, bus: int, device: int) -> SPIBus:
+        return SimulatedSPIBus(bus, device)
+
+    def prepare(self, devices: dict[str, DeviceConfig]) -> None:
+        """A simulated chip at every configured sensor."""
+        from appliance.hardware import sim
+
+        for name, device in devices.items():
+            if device.driver in ("bme280", "bh1750"):
+                assert device.bus is not None and device.address is not None
+                bus = self.i2c(device.bus)
+                assert isinstance(bus, SimulatedI2CBus)
+                if device.address not in bus.chips:
+                    chip: Any = sim.BME280Chip() if device.driver == "bme280" else sim.BH1750Chip()
+                    bus.attach(device.address, chip)
+                self.chips[name] = bus.chips[device.address]
+            elif device.driver == "mcp3008":
+                assert device.bus is not None and device.device is not None
+                spi = self.spi(device.bus, device.device)
+                assert isinstance(spi, SimulatedSPIBus)
+                if spi.chip is None:
+                    # A soil probe reads about mid-scale when the soil is moist.
+                    spi.chip = sim.MCP3008Chip({channel: 1.65 for channel in range(8)})
+                self.chips[name] = spi.chip
+
+
+class RealBackend(Backend):
+    """The Pi's own pins and buses."""
+
+    name = "real"
+
+    def __init__(self) -> None:
+        super().__init__()
+        try:
+            from gpiozero.pins.lgpio import LGPIOFactory
+
+            self.pin_factory = LGPIOFactory()
+        except Exception as exc:  # lgpio missing, or no /dev/gpiochip access: say which, with the fix
+            raise HardwareError(
+                f"cannot open the GPIO pins through lgpio: {exc}",
+                fix="install lgpio (pip install 'picoagent[pi]'), add the user to the gpio group, "
+                "or set hardware.backend: simulated",
+            ) from None
+
+    def _open_i2c(self, number: int) -> I2CBus:
+        return SMBusI2C(number)
+
+    def _open_spi(self, bus: int, device: int) -> SPIBus:
+        return SpidevSPI(bus, device)
+
+
+def make_backend(config: HardwareConfig) -> Backend:
+    """The backend the config asks for (auto: real on a Pi, simulated elsewhere)."""
+    choice = config.backend
+    if choice == "auto":
+        choice = "real" if on_a_pi() else "simulated"
+    log.info("hardware backend: %s", choice)
+    return RealBackend() if choice == "real" else SimulatedBackend()

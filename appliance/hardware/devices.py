@@ -1,0 +1,302 @@
+"""Named devices: built from config on a backend, read and set safely, off the event loop.
+
+Every access goes through here: the device must exist, the operation must be allowed, writes are
+rate-limited per device and wait for a person when the device says ``approval: required``. Bus
+calls block, so they run on a worker thread while holding that bus's lock (one lock per bus: two
+sensors on I2C bus 1 never interleave their transactions).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from appliance.agent.intent import DeviceInfo
+from appliance.config import CAN_SET, Config, DeviceConfig
+from appliance.errors import PolicyError, UnknownDeviceError, UsageError
+from appliance.hardware.approvals import ApprovalStore, PendingAction
+from appliance.hardware.backends import Backend
+from appliance.hardware.drivers.base import Reading
+from appliance.ratelimit import RateLimiter
+
+log = logging.getLogger(__name__)
+
+KINDS = {
+    "relay": "switch",
+    "led": "dimmer",
+    "button": "input",
+    "motion": "input",
+    "bme280": "sensor",
+    "bh1750": "sensor",
+    "mcp3008": "sensor",
+}
+QUANTITIES = {
+    "relay": ("state",),
+    "led": ("state", "brightness"),
+    "button": ("state",),
+    "motion": ("state",),
+    "bme280": ("temperature", "humidity", "pressure"),
+    "bh1750": ("illuminance",),
+    "mcp3008": ("level", "voltage", "raw"),
+}
+_ON = {"on", "true", "1", "yes", "open", "start"}
+_OFF = {"off", "false", "0", "no", "close", "closed", "stop"}
+
+
+@dataclass
+class Device:
+    """One named device and its driver."""
+
+    name: str
+    config: DeviceConfig
+    driver: Any
+    lock: threading.Lock
+    limiter: RateLimiter
+    events: list[tuple[float, str]] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        """switch, dimmer, sensor or input."""
+        return KINDS[self.config.driver]
+
+    @property
+    def allowed(self) -> tuple[str, ...]:
+        """The operations allowed on it."""
+        can = ("read", "set") if self.config.driver in CAN_SET else ("read",)
+        return tuple(op for op in can if not self.config.allow or op in self.config.allow)
+
+    def info(self) -> DeviceInfo:
+        """What the intent matcher knows of it."""
+        return DeviceInfo(
+            name=self.name,
+            kind=self.kind,
+            room=self.config.room or None,
+            aliases=tuple(self.config.aliases),
+            quantities=QUANTITIES[self.config.driver] if self.kind == "sensor" else (),
+        )
+
+
+@dataclass(frozen=True)
+class SetResult:
+    """What a write did: done (with the new state) or waiting for approval."""
+
+    device: str
+    value: bool | float
+    done: bool
+    state: list[Reading] = field(default_factory=list)
+    pending: PendingAction | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {
+            "device": self.device,
+            "value": self.value,
+            "done": self.done,
+            "state": [r.as_dict() for r in self.state],
+            "pending_approval": self.pending.as_dict() if self.pending else None,
+        }
+
+    def describe(self) -> str:
+        """One sentence for people."""
+        if self.pending is not None:
+            return (
+                f"{self.device} needs a person's approval: pending action {self.pending.id} "
+                f"(approve with `picoagent approvals approve {self.pending.id}`)"
+            )
+        return f"{self.device} is now " + ", ".join(str(r) for r in self.state)
+
+
+def parse_value(device: Device, value: Any) -> bool | float:
+    """on/off/true/false/0-100% for a device, or a UsageError saying what it takes."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _ON:
+        return True
+    if text in _OFF:
+        return False
+    if device.kind == "dimmer":
+        match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*%?", text)
+        if match:
+            number = float(match.group(1))
+            level = number / 100 if "%" in text or number > 1 else number
+            if 0 <= level <= 1:
+                return level
+    takes = "on or off, or a brightness like 40%" if device.kind == "dimmer" else "on or off"
+    raise UsageError(f"{device.name} takes {takes}, not {value!r}")
+
+
+def make_driver(config: DeviceConfig, backend: Backend) -> tuple[Any, threading.Lock]:
+    """The driver for a device, and the lock of the bus it sits on."""
+    from appliance.hardware.drivers import gpio
+
+    if config.driver in ("relay", "led", "button", "motion"):
+        cls = {"relay": gpio.Relay, "led": gpio.LED, "button": gpio.Button, "motion": gpio.Motion}[config.driver]
+        assert config.pin is not None
+        return cls(backend.pin_factory, config.pin, active_high=config.active_high), threading.Lock()
+    if config.driver == "bme280":
+        from appliance.hardware.drivers.bme280 import BME280
+
+        assert config.bus is not None and config.address is not None
+        bus = backend.i2c(config.bus)
+        return BME280(bus, config.address), bus.lock
+    if config.driver == "bh1750":
+        from appliance.hardware.drivers.bh1750 import BH1750
+
+        assert config.bus is not None and config.address is not None
+        bus = backend.i2c(config.bus)
+        return BH1750(bus, config.address), bus.lock
+    from appliance.hardware.drivers.mcp3008 import MCP3008
+
+    assert config.bus is not None and config.device is not None and config.channel is not None
+    spi = backend.spi(config.bus, config.device)
+    return MCP3008(spi, config.channel), spi.lock
+
+
+class DeviceAccess(Protocol):
+    """What the model's tools need of the devices."""
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Every device's configuration."""
+        ...
+
+    async def read(self, name: str) -> list[Reading]:
+        """Read a device."""
+        ...
+
+    async def set(self, name: str, value: Any, *, requested_by: str) -> SetResult:
+        """Set a device (or ask for approval)."""
+        ...
+
+
+class DeviceRegistry:
+    """The named devices of this appliance."""
+
+    def __init__(self, config: Config, backend: Backend, approvals: ApprovalStore) -> None:
+        self.config = config
+        self.backend = backend
+        self.approvals = approvals
+        self.devices: dict[str, Device] = {}
+        self.listeners: list[Callable[[str, str], None]] = []  # (device, event) from inputs
+        backend.prepare(config.devices)
+        for name, device_config in config.devices.items():
+            try:
+                driver, lock = make_driver(device_config, backend)
+            except Exception:
+                self.close()
+                raise
+            limiter = RateLimiter(device_config.writes_per_minute, 60.0)
+            device = Device(name, device_config, driver, lock, limiter)
+            if hasattr(driver, "on_event"):
+                driver.on_event(lambda event, name=name: self._input_event(name, event))
+            self.devices[name] = device
+
+    def _input_event(self, name: str, event: str) -> None:
+        log.info("%s: %s", name, event)
+        for listener in list(self.listeners):
+            listener(name, event)
+
+    def close(self) -> None:
+        """Release every pin and bus."""
+        for device in self.devices.values():
+            try:
+                device.driver.close()
+            except Exception:  # closing must go on for the others
+                log.warning("closing %s failed", device.name, exc_info=True)
+        self.backend.close()
+
+    def get(self, name: str) -> Device:
+        """A device by name, or UnknownDeviceError listing the known ones."""
+        device = self.devices.get(name)
+        if device is None:
+            known = ", ".join(sorted(self.devices)) or "none are configured"
+            raise UnknownDeviceError(f"no device named {name!r}", fix=f"known devices: {known}")
+        return device
+
+    def infos(self) -> list[DeviceInfo]:
+        """Every device as the intent matcher sees it."""
+        return [d.info() for d in self.devices.values()]
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Every device's configuration, for lists and the status page."""
+        return [
+            {
+                "name": d.name,
+                "driver": d.config.driver,
+                "kind": d.kind,
+                "room": d.config.room or None,
+                "aliases": d.config.aliases,
+                "allowed": list(d.allowed),
+                "approval": d.config.approval,
+            }
+            for d in self.devices.values()
+        ]
+
+    def read_sync(self, name: str) -> list[Reading]:
+        """Read a device now (blocking; holds its bus lock)."""
+        device = self.get(name)
+        if "read" not in device.allowed:
+            raise PolicyError(f"reading {name} is not allowed", fix=f"add read to devices.{name}.allow")
+        with device.lock:
+            return list(device.driver.read())
+
+    async def read(self, name: str) -> list[Reading]:
+        """Read a device without blocking the event loop."""
+        return await asyncio.to_thread(self.read_sync, name)
+
+    def _check_set(self, name: str, value: Any) -> tuple[Device, bool | float]:
+        device = self.get(name)
+        if "set" not in device.allowed:
+            why = "it is a sensor" if device.config.driver not in CAN_SET else f"devices.{name}.allow leaves it out"
+            raise PolicyError(f"{name} cannot be set: {why}")
+        return device, parse_value(device, value)
+
+    def _write(self, device: Device, value: bool | float) -> list[Reading]:
+        wait = device.limiter.hit(device.name)
+        if wait:
+            raise PolicyError(
+                f"{device.name} was switched {device.config.writes_per_minute} times in the last minute; "
+                f"try again in {wait:.0f} s",
+                fix=f"raise devices.{device.name}.writes_per_minute if this is intended",
+            )
+        with device.lock:
+            device.driver.set(value)
+            state = list(device.driver.read())
+        log.info("%s set to %s", device.name, value)
+        return state
+
+    def set_sync(self, name: str, value: Any, *, requested_by: str) -> SetResult:
+        """Set a device (blocking); a device needing approval gets a pending action instead."""
+        device, parsed = self._check_set(name, value)
+        if device.config.approval == "required":
+            pending = self.approvals.request(name, parsed, requested_by)
+            log.info("%s: write %s waits for approval %s", name, parsed, pending.id)
+            return SetResult(name, parsed, False, pending=pending)
+        return SetResult(name, parsed, True, self._write(device, parsed))
+
+    async def set(self, name: str, value: Any, *, requested_by: str) -> SetResult:
+        """Set a device without blocking the event loop."""
+        return await asyncio.to_thread(self.set_sync, name, value, requested_by=requested_by)
+
+    def decide_sync(self, action_id: str, approve: bool, decided_by: str) -> PendingAction | SetResult:
+        """A person's decision on a pending write; an approved one runs now, exactly as it was asked."""
+        action = self.approvals.decide(action_id, approve, decided_by)
+        if not approve:
+            return action
+        device = self.get(action.device)
+        try:
+            state = self._write(device, action.value)
+        except Exception as exc:
+            self.approvals.record_result(action_id, str(exc), failed=True)
+            raise
+        self.approvals.record_result(action_id, ", ".join(str(r) for r in state))
+        return SetResult(action.device, action.value, True, state)
+
+    async def decide(self, action_id: str, approve: bool, decided_by: str) -> PendingAction | SetResult:
+        """Decide off the event loop."""
+        return await asyncio.to_thread(self.decide_sync, action_id, approve, decided_by)

@@ -1,0 +1,103 @@
+"""The model's tools for devices: list, read, set — and, only when allowlisted, raw bus access.
+
+The model names a device; the registry decides (allowed operation, rate limit, approval). A device
+needing approval answers with a pending action for a person: no tool here can approve one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from appliance.errors import ToolError
+from appliance.hardware.devices import DeviceAccess
+from appliance.hardware.policy import RawBusPolicy
+from appliance.tools.registry import ToolRegistry
+
+
+def register(registry: ToolRegistry, devices: DeviceAccess, raw: RawBusPolicy | None = None) -> None:
+    """Register the device tools (and the raw bus tools when raw access is enabled)."""
+
+    async def devices_list() -> list[dict[str, Any]]:
+        """List the devices: name, kind (switch, dimmer, sensor, input), room, what is allowed."""
+        return devices.describe()
+
+    async def device_read(name: str) -> str:
+        """Read a device: a sensor's measurements, or whether a switch is on.
+
+        Args:
+            name: the device's name, from devices_list
+        """
+        readings = await devices.read(name)
+        return f"{name}: " + ", ".join(str(r) for r in readings)
+
+    async def device_set(name: str, value: str) -> str:
+        """Switch a device on or off, or set a dimmer's brightness.
+
+        Args:
+            name: the device's name, from devices_list
+            value: "on", "off", or a brightness like "40%"
+        """
+        result = await devices.set(name, value, requested_by="model")
+        return result.describe()
+
+    registry.register(devices_list, read_only=True)
+    registry.register(device_read, read_only=True)
+    registry.register(device_set)
+    if raw is None or not raw.config.enabled:
+        return
+
+    async def i2c_scan(bus: int) -> list[str]:
+        """List the I2C addresses that answer on an allowlisted bus.
+
+        Args:
+            bus: I2C bus number, usually 1
+        """
+        found = await raw.run("i2c_scan", bus)
+        assert isinstance(found, list)
+        return [f"{a:#04x}" for a in found]
+
+    async def i2c_read(bus: int, address: int, register: int, length: int = 1) -> list[int]:
+        """Read bytes from an allowlisted I2C device's registers.
+
+        Args:
+            bus: I2C bus number
+            address: 7-bit device address
+            register: first register
+            length: how many bytes (1-32)
+        """
+        data = await raw.run("i2c_read", bus, address, register, length)
+        assert isinstance(data, bytes)
+        return list(data)
+
+    async def i2c_write(bus: int, address: int, register: int, data: list[int]) -> str:
+        """Write bytes to an allowlisted, writable I2C register range.
+
+        Args:
+            bus: I2C bus number
+            address: 7-bit device address
+            register: first register
+            data: bytes to write (0-255 each)
+        """
+        if not all(0 <= b <= 255 for b in data):
+            raise ToolError("every byte must be from 0 to 255")
+        await raw.run("i2c_write", bus, address, register, bytes(data))
+        return f"wrote {len(data)} byte(s)"
+
+    async def spi_transfer(bus: int, device: int, data: list[int]) -> list[int]:
+        """Full-duplex transfer with an allowlisted SPI device.
+
+        Args:
+            bus: SPI bus
+            device: chip select
+            data: bytes to send (0-255 each)
+        """
+        if not all(0 <= b <= 255 for b in data):
+            raise ToolError("every byte must be from 0 to 255")
+        answer = await raw.run("spi_transfer", bus, device, bytes(data))
+        assert isinstance(answer, bytes)
+        return list(answer)
+
+    registry.register(i2c_scan, read_only=True)
+    registry.register(i2c_read, read_only=True)
+    registry.register(i2c_write)
+    registry.register(spi_transfer)
