@@ -126,14 +126,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load(args: argparse.Namespace) -> Config:
-    """The config for this command, with logging set up from it."""
+def load(args: argparse.Namespace, *, log_stream: Any = None) -> Config:
+    """The config for this command, with logging set up from it (to stderr, or ``log_stream``)."""
     import logging
 
     from appliance.config import load_config
 
     config = load_config(getattr(args, "config", None), data_dir=getattr(args, "data_dir", None))
-    logging.basicConfig(level=config.log_level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    stream = log_stream or sys.stderr
+    logging.basicConfig(level=config.log_level.upper(), stream=stream, format="%(levelname)s %(name)s: %(message)s")
     return config
 
 
@@ -181,7 +182,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from appliance.daemon import Daemon
 
-    config = load(args)
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # log lines reach journald at once
+    config = load(args, log_stream=sys.stdout)  # a daemon logs to stdout, where journald reads it
     if config.log_level == "warning":
         import logging
 

@@ -225,3 +225,24 @@ def test_a_dropped_request_stops_its_turn_in_the_daemon(serve: Serve) -> None:
             break
         time.sleep(0.1)
     assert messages[-1]["content"].endswith("[stopped]")
+
+
+def test_device_commands_go_through_the_running_daemon(serve: Serve) -> None:
+    """The daemon owns the pins: a `devices set` from the CLI is the daemon's write, seen by the next read."""
+    assert "state: on" in cli("devices", "set", "fan", "on", data=serve.data, config=serve.config).stdout
+    assert "fan: state: on" in cli("devices", "read", "fan", data=serve.data, config=serve.config).stdout
+    listed = cli("devices", "list", data=serve.data, config=serve.config)
+    assert "fan" in listed.stdout and "state: on" in listed.stdout
+    # A write that needs approval, asked over the API, then approved from the CLI.
+    token = (serve.data / "cli.token").read_text().strip()
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{serve.port}/api/devices/porch_light",
+        data=json.dumps({"value": "on"}).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=5) as response:
+        assert response.status == 200  # porch_light needs no approval in the default config
+    assert (
+        "porch_light: state: on" in cli("devices", "read", "porch_light", data=serve.data, config=serve.config).stdout
+    )
+    assert "nothing is waiting" in cli("approvals", "list", data=serve.data, config=serve.config).stdout

@@ -389,3 +389,29 @@ def test_an_ambiguous_command_asks_and_the_answer_acts(config: Config, tmp_path:
         assert model.history == []  # no model call at all
     finally:
         runtime.close()
+
+
+def test_motion_and_button_drivers_follow_their_pins() -> None:
+    import time
+
+    from gpiozero.pins.mock import MockFactory
+
+    from appliance.hardware.drivers.gpio import Button, Motion
+
+    factory = MockFactory()
+    events: list[str] = []
+    motion = Motion(factory, 23)
+    button = Button(factory, 24)
+    motion.on_event(events.append)
+    button.on_event(events.append)
+    time.sleep(0.2)  # the motion sensor samples its pin on a thread: let it see "still" first
+    factory.pin(23).drive_high()
+    deadline = time.monotonic() + 2
+    while "motion" not in events and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert "motion" in events and motion.read()[0].value is True
+    factory.pin(24).drive_low()  # a button to ground, with the pull-up
+    assert button.read()[0].value is True and "pressed" in events
+    motion.close()
+    button.close()
+    factory.close()

@@ -376,3 +376,31 @@ def test_an_http_client_that_goes_away_stops_its_generation(config: Config, loca
 
     asyncio.run(main())
     runtime.close()
+
+
+def test_approvals_over_http(config: Config, local_model: LocalModel) -> None:
+    from appliance.config import DeviceConfig
+
+    config.devices["gate"] = DeviceConfig(driver="relay", pin=5, approval="required")
+    runtime = Runtime.open(config, model=local_model)
+    auth = Auth(runtime.db)
+    token = auth.add_token("t")
+
+    async def main() -> None:
+        async with TestClient(TestServer(build_app(WebState(runtime, auth)))) as client:
+            asked = await client.post("/api/devices/gate", json={"value": "on"}, headers=bearer(token))
+            assert asked.status == 202
+            pending = (await asked.json())["pending_approval"]
+            assert pending["device"] == "gate" and pending["value"] is True
+            listed = await (await client.get("/api/approvals", headers=bearer(token))).json()
+            assert [p["id"] for p in listed["pending"]] == [pending["id"]]
+            approved = await client.post(f"/api/approvals/{pending['id']}/approve", headers=bearer(token))
+            assert approved.status == 200
+            assert (await approved.json())["state"] == [{"quantity": "state", "value": True, "unit": ""}]
+            again = await client.post(f"/api/approvals/{pending['id']}/deny", headers=bearer(token))
+            assert again.status == 409 and "already approved" in (await again.json())["error"]
+            unknown = await client.post("/api/approvals/a-nothing/approve", headers=bearer(token))
+            assert unknown.status == 404
+
+    asyncio.run(main())
+    runtime.close()

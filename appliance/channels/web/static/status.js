@@ -176,6 +176,19 @@
     $("devices-empty").hidden = devices.length > 0;
   }
 
+  function renderEvents(status) {
+    const events = status.events || [];
+    $("events").replaceChildren(
+      ...events.map((e) => {
+        const item = el("li", "device");
+        item.append(el("span", "device-name", new Date(e.at * 1000).toLocaleTimeString()));
+        item.append(el("span", "device-detail", `${e.kind} · ${e.message}`));
+        return item;
+      }),
+    );
+    $("events-empty").hidden = events.length > 0;
+  }
+
   // --- charts: inline SVG sized to its box --------------------------------------------------------
 
   function svg(tag, attrs, parent) {
@@ -276,6 +289,7 @@
     renderCharts(status);
     renderRecent(status);
     renderDevices(status);
+    renderEvents(status);
   }
 
   // --- polling ----------------------------------------------------------------------------------
