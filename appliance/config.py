@@ -157,6 +157,42 @@ class EventRule:
 
 
 @dataclass
+class TelegramConfig:
+    """The Telegram channel (python-telegram-bot, long polling)."""
+
+    enabled: bool = doc("run the Telegram bot inside the daemon", False)
+    token: str = doc("the bot's token from @BotFather; keep it in the secrets file", "", secret=True)
+    allow_from: list[int] = doc("Telegram user ids allowed to talk to the bot (pairing adds more)", default_factory=list)
+    owner_chat: int | None = doc("chat id for proactive messages; empty: the first allowed user", None)
+    api_base_url: str = doc("Bot API base URL (a self-hosted Bot API server works)", "https://api.telegram.org/bot")
+    edit_interval_s: float = doc("least time between two edits of a streaming reply (Telegram rate-limits)", 1.2)
+    poll_timeout_s: int = doc("long-polling timeout for getUpdates", 30)
+
+
+@dataclass
+class CronJob:
+    """A scheduled job: a prompt for the agent, a device action, or a task to run."""
+
+    id: str = doc("a short name, used by `picoagent cron run ID`")
+    schedule: str = doc('"every 30m", "daily 09:00", "hourly :15", "startup", or a cron expression "0 7 * * 1-5"')
+    prompt: str = doc("a message for the agent; its reply is delivered", "")
+    device: str = doc("a device to set (with value)", "")
+    value: str = doc("the value to set the device to: on, off, 40%", "")
+    task: str = doc("a persistent task's goal to start", "")
+    deliver: bool = doc("send the result to the owner (Telegram)", True)
+    missed: Literal["skip", "run_once"] = doc("a run missed while the Pi was off: skip it, or run once at start", "skip")
+
+
+@dataclass
+class SchedulerConfig:
+    """Cron jobs and the heartbeat."""
+
+    timezone: str = doc('IANA time zone for schedules, e.g. "Europe/Brussels"; empty: the system\'s', "")
+    jobs: list[CronJob] = doc("scheduled jobs (more in workspace/cron.yaml)", default_factory=list)
+    heartbeat_minutes: int = doc("check workspace/HEARTBEAT.md every N minutes with the local model; 0: off", 30)
+
+
+@dataclass
 class Config:
     """The whole configuration tree."""
 
@@ -172,6 +208,8 @@ class Config:
     hardware: HardwareConfig = doc("buses and backends", default_factory=HardwareConfig)
     devices: dict[str, DeviceConfig] = doc("named devices wired to the Pi", default_factory=dict)
     events: list[EventRule] = doc("sensor conditions that become events", default_factory=list)
+    telegram: TelegramConfig = doc("the Telegram channel", default_factory=TelegramConfig)
+    scheduler: SchedulerConfig = doc("cron jobs and the heartbeat", default_factory=SchedulerConfig)
 
     # Not config keys: where this config came from (set by load_config).
     source: Path | None = field(default=None, metadata={"internal": True})
@@ -519,8 +557,40 @@ def _check_devices(config: Config, refuse: Callable[[str, str, Any], ConfigError
             raise ConfigError(f"events[{i}].when: no device named {match.group(1)!r}")
         if rule.every_s < 1 or rule.cooldown_s < 0:
             raise ConfigError(f"events[{i}]: every_s must be at least 1 and cooldown_s 0 or more")
+    _check_schedule(config)
+    if config.telegram.enabled and not config.telegram.token:
+        raise ConfigError(
+            "telegram.token: the bot needs its token",
+            fix="put TELEGRAM_BOT_TOKEN=... in the secrets file and telegram.token: ${TELEGRAM_BOT_TOKEN} here",
+        )
     if config.hardware.approval_timeout_s <= 0:
         raise ConfigError("hardware.approval_timeout_s: must be greater than 0")
+
+
+def _check_schedule(config: Config) -> None:
+    """Job ids unique, each job does one thing, time zone known."""
+    seen: set[str] = set()
+    for i, job in enumerate(config.scheduler.jobs):
+        where = f"scheduler.jobs[{i}]"
+        if not _NAME.fullmatch(job.id):
+            raise ConfigError(f"{where}.id: lower-case letters, digits and _ (at most 40)")
+        if job.id in seen:
+            raise ConfigError(f"{where}.id: {job.id!r} is used twice")
+        seen.add(job.id)
+        kinds = [k for k in ("prompt", "device", "task") if getattr(job, k)]
+        if len(kinds) != 1:
+            raise ConfigError(f"{where}: a job has exactly one of prompt, device (with value) or task")
+        if job.device and job.device not in config.devices:
+            raise ConfigError(f"{where}.device: no device named {job.device!r}")
+    if config.scheduler.timezone:
+        import zoneinfo
+
+        try:
+            zoneinfo.ZoneInfo(config.scheduler.timezone)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise ConfigError(f"scheduler.timezone: unknown time zone {config.scheduler.timezone!r}") from None
+    if not 0 <= config.scheduler.heartbeat_minutes <= 1440:
+        raise ConfigError("scheduler.heartbeat_minutes: expected 0 (off) to 1440")
 
 
 def describe_keys(cls: type = Config, prefix: str = "") -> list[tuple[str, str]]:

@@ -118,7 +118,72 @@ def _m3_hardware(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m1_conversations, _m2_web_auth, _m3_hardware]
+def _m4_telegram_scheduler_tasks(db: sqlite3.Connection) -> None:
+    _script(
+        db,
+        """
+        CREATE TABLE outbox (
+            id INTEGER PRIMARY KEY,
+            channel TEXT NOT NULL,
+            chat_id TEXT NOT NULL,
+            text TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at REAL NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('pending', 'sent', 'failed')),
+            sent_at REAL,
+            remote_id TEXT,
+            last_error TEXT
+        );
+        CREATE INDEX outbox_due ON outbox (status, next_attempt_at);
+        CREATE TABLE telegram_users (
+            user_id INTEGER PRIMARY KEY,
+            name TEXT,
+            paired_at REAL NOT NULL
+        );
+        CREATE TABLE telegram_pairing (
+            code_hash TEXT PRIMARY KEY,
+            created_at REAL NOT NULL,
+            expires_at REAL NOT NULL,
+            used_by INTEGER,
+            used_at REAL
+        );
+        CREATE TABLE schedule_runs (
+            job_id TEXT PRIMARY KEY,
+            last_run_at REAL,
+            last_result TEXT,
+            last_ok INTEGER
+        );
+        CREATE TABLE tasks (
+            id INTEGER PRIMARY KEY,
+            goal TEXT NOT NULL,
+            state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'done', 'error', 'paused')),
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            steps_done INTEGER NOT NULL DEFAULT 0,
+            result TEXT,
+            error TEXT
+        );
+        CREATE TABLE task_steps (
+            id INTEGER PRIMARY KEY,
+            task_id INTEGER NOT NULL REFERENCES tasks (id),
+            n INTEGER NOT NULL,
+            at REAL NOT NULL,
+            kind TEXT NOT NULL,
+            content TEXT NOT NULL,
+            UNIQUE (task_id, n)
+        )
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _m1_conversations,
+    _m2_web_auth,
+    _m3_hardware,
+    _m4_telegram_scheduler_tasks,
+]
 
 
 @dataclass(frozen=True)
