@@ -162,7 +162,9 @@ class TelegramConfig:
 
     enabled: bool = doc("run the Telegram bot inside the daemon", False)
     token: str = doc("the bot's token from @BotFather; keep it in the secrets file", "", secret=True)
-    allow_from: list[int] = doc("Telegram user ids allowed to talk to the bot (pairing adds more)", default_factory=list)
+    allow_from: list[int] = doc(
+        "Telegram user ids allowed to talk to the bot (pairing adds more)", default_factory=list
+    )
     owner_chat: int | None = doc("chat id for proactive messages; empty: the first allowed user", None)
     api_base_url: str = doc("Bot API base URL (a self-hosted Bot API server works)", "https://api.telegram.org/bot")
     edit_interval_s: float = doc("least time between two edits of a streaming reply (Telegram rate-limits)", 1.2)
@@ -177,10 +179,12 @@ class CronJob:
     schedule: str = doc('"every 30m", "daily 09:00", "hourly :15", "startup", or a cron expression "0 7 * * 1-5"')
     prompt: str = doc("a message for the agent; its reply is delivered", "")
     device: str = doc("a device to set (with value)", "")
-    value: str = doc("the value to set the device to: on, off, 40%", "")
+    value: str | bool = doc("the value to set the device to: on, off, 40%", "")
     task: str = doc("a persistent task's goal to start", "")
     deliver: bool = doc("send the result to the owner (Telegram)", True)
-    missed: Literal["skip", "run_once"] = doc("a run missed while the Pi was off: skip it, or run once at start", "skip")
+    missed: Literal["skip", "run_once"] = doc(
+        "a run missed while the Pi was off: skip it, or run once at start", "skip"
+    )
 
 
 @dataclass
@@ -443,6 +447,13 @@ def _build(cls: type, raw: dict[str, Any], prefix: str, lookup: typing.Mapping[s
                 f"{prefix}{key}: unknown key{hint}",
                 fix="known keys here: " + ", ".join(fields),
             )
+    missing = [
+        name
+        for name, f in fields.items()
+        if name not in raw and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+    if missing:
+        raise ConfigError(f"{prefix}{missing[0]}: required, but missing")
     values = {}
     for name, f in fields.items():
         if name in raw:
@@ -577,11 +588,9 @@ def _check_schedule(config: Config) -> None:
         if job.id in seen:
             raise ConfigError(f"{where}.id: {job.id!r} is used twice")
         seen.add(job.id)
-        kinds = [k for k in ("prompt", "device", "task") if getattr(job, k)]
-        if len(kinds) != 1:
-            raise ConfigError(f"{where}: a job has exactly one of prompt, device (with value) or task")
-        if job.device and job.device not in config.devices:
-            raise ConfigError(f"{where}.device: no device named {job.device!r}")
+        from appliance.scheduler import check_job  # lazy: the scheduler imports this module
+
+        check_job(job, where, config.devices)
     if config.scheduler.timezone:
         import zoneinfo
 

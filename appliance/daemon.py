@@ -29,6 +29,7 @@ from appliance.runtime import Runtime, data_dir, local_model
 log = logging.getLogger(__name__)
 
 STOP_GRACE_S = 10.0
+TASK_POLL_S = 5.0  # a task added by another process (the CLI) starts within this
 TEMPERATURE_EVERY_S = 30.0
 CLI_TOKEN_NAME = "local-cli"
 
@@ -152,12 +153,16 @@ class Daemon:
             self._tasks.append(asyncio.ensure_future(self._preload()))
         if watcher is not None:
             self._tasks.append(asyncio.ensure_future(watcher.run()))
+        await self._start_background(runtime, state)
 
         await self.stopping.wait()
         sd_notify("STOPPING=1\nSTATUS=stopping")
         log.warning("stopping: finishing %d turn(s) in flight", len(state.turns))
         for task in self._tasks:
             task.cancel()
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=5)  # a cancelled task runner puts its task back first
+        await self._stop_background()
         await self._drain()
         await runner.cleanup()
         await asyncio.to_thread(runtime.close)
@@ -165,6 +170,69 @@ class Daemon:
             path.unlink(missing_ok=True)
         log.warning("stopped")
         return 0
+
+    async def _start_background(self, runtime: Runtime, state: Any) -> None:
+        """Notifications, persistent tasks, the scheduler, the heartbeat and Telegram."""
+        from appliance.outbox import Notifier, Outbox
+        from appliance.tasks import TaskRunner, TaskStore, make_agent_step
+
+        self.outbox = Outbox(runtime.db)
+        self.notifier = Notifier(self.outbox, self._owner)
+        if state.events is not None:
+            state.events.subscribe(lambda event: self.notifier.notify(event.message, "event"))
+        self.task_store = TaskStore(runtime.db)
+        recovered = self.task_store.recover()  # tasks left running by a crash go back to pending, with their steps
+        if recovered:
+            log.warning("resuming %d task(s) left running: %s", len(recovered), recovered)
+        self.task_runner = TaskRunner(self.task_store, make_agent_step(runtime.agent), self.notifier.notify)
+        self._tasks.append(asyncio.ensure_future(self.task_runner.run_forever(poll_s=TASK_POLL_S)))
+        self._start_scheduler(runtime, state)
+
+    def _start_scheduler(self, runtime: Runtime, state: Any) -> None:
+        """Cron jobs (config + workspace/cron.yaml) and the heartbeat."""
+        from appliance.errors import ConfigError
+        from appliance.scheduler import Heartbeat, Scheduler, device_readings, load_jobs, make_job_runner
+
+        sched = self.config.scheduler
+
+        async def start_task(goal: str) -> str:
+            task = await runtime.db.call(self.task_store.add, goal)
+            self.task_runner.wake()
+            return f"task {task.id} queued: {task.goal}"
+
+        try:
+            jobs = load_jobs(sched.jobs, runtime.workspace.root, self.config.devices)
+        except ConfigError as exc:
+            # A typo in workspace/cron.yaml must not keep the appliance off the network: run the config's jobs.
+            log.error("cron jobs: %s; running the config's jobs only", exc.for_people())
+            jobs = list(sched.jobs)
+        self.cron = Scheduler(
+            jobs,
+            tz=sched.timezone,
+            run_job=make_job_runner(runtime.agent, runtime.devices, start_task),
+            notify=self.notifier.notify,
+            db=runtime.db,
+        )
+        state.cron = self.cron
+        self._tasks.append(asyncio.ensure_future(self.cron.run()))
+        if sched.heartbeat_minutes:
+            devices = runtime.devices
+            self.heartbeat = Heartbeat(
+                runtime.workspace.root / "HEARTBEAT.md",
+                runtime.scheduler,  # the local model behind the fair queue; never a cloud model
+                self.notifier.notify,
+                readings=(lambda: device_readings(devices)) if devices is not None else None,
+                every_minutes=sched.heartbeat_minutes,
+                tz=sched.timezone,
+            )
+            self._tasks.append(asyncio.ensure_future(self.heartbeat.run()))
+
+    async def _stop_background(self) -> None:
+        """Stop what _start_background started that needs more than a cancel."""
+
+    def _owner(self) -> tuple[str, str] | None:
+        """Where proactive messages go: the owner's Telegram chat, when Telegram is on."""
+        return None
 
     async def _drain(self) -> None:
         turns = set(self.state.turns)

@@ -11,7 +11,7 @@ from typing import Any
 from aiohttp import WSCloseCode, web
 
 from appliance.channels.web import auth as web_auth
-from appliance.channels.web import chat, devices, openai_api
+from appliance.channels.web import chat, cron, devices, openai_api
 from appliance.channels.web.openapi import openapi_document
 from appliance.channels.web.state import STATE, WebState
 from appliance.errors import ConfigError, PicoagentError, UsageError
@@ -152,6 +152,7 @@ def build_app(state: WebState) -> web.Application:
             web.get("/chat", page("chat.html")),
             web.get("/api/status", api_status),
             *devices.routes(),
+            *cron.routes(),
             web.get("/api/openapi.json", api_openapi),
             *chat.routes(),
             *openai_api.routes(),

@@ -194,6 +194,24 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
+            "/api/cron": {
+                "get": {
+                    "summary": "scheduled jobs with their next and last runs",
+                    "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
+                }
+            },
+            "/api/cron/{id}/run": {
+                "post": {
+                    "summary": "run a scheduled job now",
+                    "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
+                    "responses": {
+                        "200": _json({"type": "object"}),
+                        "404": _json(ERROR, "unknown job"),
+                        "502": _json(ERROR, "the job failed"),
+                        "401": UNAUTHORIZED,
+                    },
+                }
+            },
             "/api/events": {
                 "get": {
                     "summary": "the latest hardware events",

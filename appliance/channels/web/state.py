@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from appliance.channels.web.auth import Auth
     from appliance.hardware.events import EventBus
     from appliance.runtime import Runtime
+    from appliance.scheduler import Scheduler
 
 SERIES_SECONDS = 3600  # the status page charts the last hour
 RECENT_REPLIES = 20
@@ -73,6 +74,7 @@ class WebState:
     turns: set[asyncio.Task[Any]] = field(default_factory=set)  # in flight, for a graceful stop
     sockets: set[web.WebSocketResponse] = field(default_factory=set)  # open chat streams, closed at stop
     events: EventBus | None = None
+    cron: Scheduler | None = None
     readings: dict[str, tuple[float, list[dict[str, Any]]]] = field(default_factory=dict)  # sensor cache
     metrics: ApplianceMetrics = field(init=False)
 

@@ -1,0 +1,737 @@
+"""Persistent tasks: the state machine, atomic steps, the runner, and resuming after kill -9."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from appliance.agent.context import Workspace
+from appliance.agent.loop import Agent
+from appliance.agent.record import ReplyRecord
+from appliance.config import Config
+from appliance.errors import DatabaseError, PicoagentError, UsageError
+from appliance.llm.scripted import ScriptedModel
+from appliance.memory.db import Database
+from appliance.tasks import (
+    Step,
+    StepOutcome,
+    Task,
+    TaskError,
+    TaskRunner,
+    TaskStore,
+    UnknownTaskError,
+    make_agent_step,
+    task_prompt,
+)
+from appliance.tools.registry import ToolRegistry
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class FakeClock:
+    """A clock that moves only when told."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    database = Database(tmp_path / "picoagent.db")
+    yield database
+    database.close()
+
+
+@pytest.fixture
+def store(db: Database) -> TaskStore:
+    return TaskStore(db, clock=FakeClock())
+
+
+def in_state(store: TaskStore, state: str) -> Task:
+    """A fresh task brought to ``state`` through the public transitions."""
+    task = store.add(f"a task that ends {state}")
+    if state in ("running", "done", "error"):
+        claimed = store.claim_next()
+        assert claimed is not None and claimed.id == task.id
+    if state == "paused":
+        store.pause(task.id)
+    elif state == "done":
+        store.finish(task.id, "finished")
+    elif state == "error":
+        store.fail(task.id, "broken")
+    task = store.get(task.id)
+    assert task.state == state
+    return task
+
+
+def counter_agrees(db: Database, task_id: int) -> None:
+    """The task's counter, its step count and its highest step number are one number; steps are 1..N."""
+    with db._lock:
+        steps_done = db._conn.execute("SELECT steps_done FROM tasks WHERE id = ?", (task_id,)).fetchone()[0]
+        numbers = [r[0] for r in db._conn.execute("SELECT n FROM task_steps WHERE task_id = ? ORDER BY n", (task_id,))]
+    assert numbers == list(range(1, steps_done + 1))
+
+
+# --- the state machine ---------------------------------------------------------------------------
+
+# (operation, from state) -> the new state, or the refusal's message.
+TRANSITIONS: dict[tuple[str, str], str] = {
+    ("pause", "pending"): "paused",
+    ("pause", "running"): "paused",
+    ("pause", "paused"): "task {id} is already paused",
+    ("pause", "done"): "task {id} is done; only a pending or running task can be paused",
+    ("pause", "error"): "task {id} has failed; only a pending or running task can be paused",
+    ("resume", "paused"): "pending",
+    ("resume", "pending"): "task {id} is already pending",
+    ("resume", "running"): "task {id} is running; only a paused task can be resumed",
+    ("resume", "done"): "task {id} is done; only a paused task can be resumed",
+    ("resume", "error"): "task {id} has failed; only a paused task can be resumed",
+    ("finish", "running"): "done",
+    ("finish", "pending"): "task {id} is pending; only a running task can finish",
+    ("finish", "paused"): "task {id} is paused; only a running task can finish",
+    ("finish", "done"): "task {id} is done; only a running task can finish",
+    ("finish", "error"): "task {id} has failed; only a running task can finish",
+    ("fail", "running"): "error",
+    ("fail", "pending"): "task {id} is pending; only a running task can fail",
+    ("fail", "paused"): "task {id} is paused; only a running task can fail",
+    ("fail", "done"): "task {id} is done; only a running task can fail",
+    ("fail", "error"): "task {id} has failed; only a running task can fail",
+}
+
+
+def apply(store: TaskStore, operation: str, task_id: int) -> Task:
+    if operation == "finish":
+        return store.finish(task_id, "the plants are watered")
+    if operation == "fail":
+        return store.fail(task_id, "the pump is stuck")
+    moved: Task = getattr(store, operation)(task_id)
+    return moved
+
+
+@pytest.mark.parametrize(("operation", "start"), list(TRANSITIONS))
+def test_every_transition_is_allowed_or_refused_with_its_message(store: TaskStore, operation: str, start: str) -> None:
+    task = in_state(store, start)
+    expected = TRANSITIONS[(operation, start)]
+    if " " not in expected:
+        moved = apply(store, operation, task.id)
+        assert moved.state == expected == store.get(task.id).state
+        assert moved.updated_at > task.updated_at
+        if expected == "done":
+            assert moved.result == "the plants are watered"
+        if expected == "error":
+            assert moved.error == "the pump is stuck"
+        return
+    with pytest.raises(TaskError) as refused:
+        apply(store, operation, task.id)
+    assert str(refused.value) == expected.format(id=task.id)
+    assert refused.value.fix  # every refusal says what to do
+    assert isinstance(refused.value, UsageError)
+    assert store.get(task.id) == task  # a refusal changes nothing
+
+
+@pytest.mark.parametrize("operation", ["get", "pause", "resume", "finish", "fail", "logs", "record_step"])
+def test_unknown_ids_are_named(store: TaskStore, operation: str) -> None:
+    with pytest.raises(UnknownTaskError, match=r"^no task 42$") as refused:
+        if operation == "record_step":
+            store.record_step(42, "thought", "hm")
+        elif operation in ("finish", "fail"):
+            getattr(store, operation)(42, "x")
+        else:
+            getattr(store, operation)(42)
+    assert "picoagent tasks list" in (refused.value.fix or "")
+    assert isinstance(refused.value, LookupError) and isinstance(refused.value, PicoagentError)
+
+
+def test_add_needs_a_goal_and_list_filters_by_a_known_state(store: TaskStore) -> None:
+    with pytest.raises(UsageError, match="a task needs a goal"):
+        store.add("   ")
+    first = store.add("  water the plants  ")
+    second = in_state(store, "paused")
+    assert first.goal == "water the plants" and first.state == "pending" and first.steps_done == 0
+    assert [t.id for t in store.list()] == [first.id, second.id]
+    assert store.list("paused") == [second]
+    assert store.list("done") == []
+    with pytest.raises(UsageError, match="no task state 'finished'; the states are pending, running, done"):
+        store.list("finished")
+
+
+def test_claim_next_takes_the_oldest_pending_task_once(store: TaskStore) -> None:
+    assert store.claim_next() is None
+    paused = in_state(store, "paused")
+    first, second = store.add("first"), store.add("second")
+    claimed = [store.claim_next(), store.claim_next(), store.claim_next()]
+    assert [t.id if t else None for t in claimed] == [first.id, second.id, None]
+    assert all(t is not None and t.state == "running" for t in claimed[:2])
+    assert store.get(paused.id).state == "paused"
+
+
+def test_claim_next_is_atomic_across_connections(tmp_path: Path) -> None:
+    """Four processes' worth of connections race for ten tasks: each task is claimed exactly once."""
+    path = tmp_path / "race.db"
+    setup = Database(path)
+    TaskStore(setup).add("warm up the schema")
+    ids = [TaskStore(setup).add(f"task {i}").id for i in range(10)]
+    setup.close()
+    claims: list[int] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        db = Database(path)
+        store = TaskStore(db)
+        while (task := store.claim_next()) is not None:
+            with lock:
+                claims.append(task.id)
+        db.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(claims) == sorted([1, *ids])
+
+
+# --- steps -----------------------------------------------------------------------------------------
+
+
+def test_steps_are_numbered_and_the_counter_agrees(store: TaskStore, db: Database) -> None:
+    task = in_state(store, "running")
+    for i, kind in enumerate(["thought", "action", "observation"], start=1):
+        step = store.record_step(task.id, kind, f"content {i}")
+        assert (step.n, step.kind, step.task_id) == (i, kind, task.id)
+        assert store.get(task.id).steps_done == i
+        counter_agrees(db, task.id)
+    assert [s.describe() for s in store.logs(task.id)] == [
+        "  1. [thought] content 1",
+        "  2. [action] content 2",
+        "  3. [observation] content 3",
+    ]
+    final = store.record_step(task.id, "result", "watered", result="the plants are watered")
+    assert final.n == 4
+    done = store.get(task.id)
+    assert (done.state, done.result, done.steps_done) == ("done", "the plants are watered", 4)
+
+
+@pytest.mark.parametrize("state", ["pending", "done", "error"])
+def test_a_task_that_is_not_running_refuses_steps(store: TaskStore, db: Database, state: str) -> None:
+    task = in_state(store, state)
+    words = "has failed" if state == "error" else f"is {state}"
+    with pytest.raises(TaskError, match=rf"^task {task.id} {words}; steps are recorded only while it runs$"):
+        store.record_step(task.id, "thought", "too late")
+    assert store.logs(task.id) == []
+    counter_agrees(db, task.id)
+
+
+def test_a_paused_task_keeps_the_step_that_was_in_flight(store: TaskStore) -> None:
+    task = in_state(store, "running")
+    store.pause(task.id)  # a person pauses while the step runs
+    step = store.record_step(task.id, "action", "pump on for 5 s")
+    assert step.n == 1
+    assert store.get(task.id).state == "paused"
+    assert store.get(task.id).steps_done == 1
+
+
+def test_a_step_needs_a_kind(store: TaskStore) -> None:
+    task = in_state(store, "running")
+    with pytest.raises(UsageError, match="a step needs a kind"):
+        store.record_step(task.id, " ", "x")
+
+
+def test_a_failed_step_write_leaves_neither_the_step_nor_the_counter(store: TaskStore, db: Database) -> None:
+    """The step row is inserted before the counter moves; when moving it fails, the row goes too."""
+    task = in_state(store, "running")
+    store.record_step(task.id, "thought", "one")
+    with db._lock:
+        db._conn.execute(
+            "CREATE TEMP TRIGGER counter_breaks BEFORE UPDATE OF steps_done ON tasks"
+            " BEGIN SELECT RAISE(ABORT, 'the disk is on fire'); END"
+        )
+    with pytest.raises(DatabaseError, match="database write failed: the disk is on fire"):
+        store.record_step(task.id, "action", "two")
+    assert [s.n for s in store.logs(task.id)] == [1]
+    counter_agrees(db, task.id)
+    with db._lock:
+        db._conn.execute("DROP TRIGGER counter_breaks")
+        assert not db._conn.in_transaction
+    assert store.record_step(task.id, "action", "two").n == 2
+    counter_agrees(db, task.id)
+
+
+def test_concurrent_writers_never_skip_or_repeat_a_step_number(tmp_path: Path) -> None:
+    path = tmp_path / "steps.db"
+    setup = Database(path)
+    task = in_state(TaskStore(setup), "running")
+    setup.close()
+
+    def writer(name: str) -> None:
+        db = Database(path)
+        store = TaskStore(db)
+        for i in range(40):
+            store.record_step(task.id, "thought", f"{name} {i}")
+        db.close()
+
+    threads = [threading.Thread(target=writer, args=(name,)) for name in "abc"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    check = Database(path)
+    assert [s.n for s in TaskStore(check).logs(task.id)] == list(range(1, 121))
+    counter_agrees(check, task.id)
+    check.close()
+
+
+def test_recover_puts_running_tasks_back_with_their_steps(store: TaskStore) -> None:
+    running = in_state(store, "running")
+    store.record_step(running.id, "thought", "one")
+    store.record_step(running.id, "action", "two")
+    others = {state: in_state(store, state).id for state in ("done", "error", "paused", "pending")}
+    assert store.recover() == [running.id]
+    recovered = store.get(running.id)
+    assert (recovered.state, recovered.steps_done) == ("pending", 2)
+    assert [s.content for s in store.logs(running.id)] == ["one", "two"]
+    assert {state: store.get(i).state for state, i in others.items()} == {s: s for s in others}
+    assert store.recover() == []
+    claimed = store.claim_next()
+    assert claimed is not None and claimed.id == running.id and claimed.steps_done == 2
+
+
+# --- the runner ------------------------------------------------------------------------------------
+
+
+class ScriptedSteps:
+    """A step function that plays a script: each entry is an outcome to return or an exception to raise.
+
+    It records every call (the task and the steps it was shown) and can run a hook during a step,
+    which is how a test pauses a task while its step is in flight.
+    """
+
+    def __init__(self, *script: StepOutcome | Exception) -> None:
+        self.script = list(script)
+        self.calls: list[tuple[int, list[int]]] = []
+        self.during: dict[int, Any] = {}  # call number (1-based) -> a hook run inside that call
+
+    async def __call__(self, task: Task, steps: list[Step]) -> StepOutcome:
+        self.calls.append((task.id, [s.n for s in steps]))
+        hook = self.during.get(len(self.calls))
+        if hook is not None:
+            hook(task)
+        entry = self.script.pop(0) if self.script else StepOutcome("thought", "still thinking")
+        if isinstance(entry, Exception):
+            raise entry
+        return entry
+
+
+class Notes:
+    """A notify function that keeps what it was told."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str]] = []
+
+    def __call__(self, text: str, kind: str) -> int:
+        self.sent.append((text, kind))
+        return len(self.sent)
+
+
+def three_steps_then_done() -> ScriptedSteps:
+    return ScriptedSteps(
+        StepOutcome("thought", "check the soil first"),
+        StepOutcome("action", "read soil: 12 % (dry)"),
+        StepOutcome("observation", "pump ran 5 s; soil 35 %"),
+        StepOutcome("result", "watered", done=True, result="the plants are watered (soil 35 %)"),
+    )
+
+
+def test_runner_works_a_task_to_done_and_tells_the_owner(store: TaskStore) -> None:
+    task = store.add("water the plants when the soil is dry, then tell me")
+    steps, notes = three_steps_then_done(), Notes()
+    ended = asyncio.run(TaskRunner(store, steps, notes).run_once())
+    assert ended is not None
+    assert (ended.id, ended.state, ended.steps_done) == (task.id, "done", 4)
+    assert ended.result == "the plants are watered (soil 35 %)"
+    assert [s.kind for s in store.logs(task.id)] == ["thought", "action", "observation", "result"]
+    assert steps.calls == [(task.id, []), (task.id, [1]), (task.id, [1, 2]), (task.id, [1, 2, 3])]
+    assert notes.sent == [(f"Task {task.id} done: the plants are watered (soil 35 %)", "task")]
+    assert asyncio.run(TaskRunner(store, steps, notes).run_once()) is None  # the queue is empty
+
+
+def test_a_done_step_without_a_result_finishes_with_its_content(store: TaskStore) -> None:
+    task = store.add("say hello")
+    ended = asyncio.run(TaskRunner(store, ScriptedSteps(StepOutcome("result", "hello", done=True))).run_once())
+    assert ended is not None and ended.id == task.id and ended.result == "hello"
+
+
+def test_an_exception_in_a_step_fails_the_task_and_keeps_the_steps_before(store: TaskStore) -> None:
+    task = store.add("water the plants")
+    steps = ScriptedSteps(StepOutcome("thought", "read the soil"), RuntimeError("the soil sensor is unplugged"))
+    notes = Notes()
+    ended = asyncio.run(TaskRunner(store, steps, notes).run_once())
+    assert ended is not None
+    assert ended.state == "error"
+    assert ended.error == "step 2 failed: RuntimeError: the soil sensor is unplugged"
+    assert [s.content for s in store.logs(task.id)] == ["read the soil"]
+    assert notes.sent == [(f"Task {task.id} failed: step 2 failed: RuntimeError: the soil sensor is unplugged", "task")]
+
+
+def test_a_picoagent_error_in_a_step_is_reported_by_its_message(store: TaskStore) -> None:
+    store.add("water the plants")
+    steps = ScriptedSteps(UsageError("no device named pump", fix="declare it"))
+    ended = asyncio.run(TaskRunner(store, steps).run_once())
+    assert ended is not None and ended.error == "step 1 failed: no device named pump"
+
+
+def test_the_runner_gives_up_after_max_steps(store: TaskStore) -> None:
+    task = store.add("find the meaning of life")
+    notes = Notes()
+    ended = asyncio.run(TaskRunner(store, ScriptedSteps(), notes, max_steps=3).run_once())
+    assert ended is not None
+    assert (ended.state, ended.steps_done) == ("error", 3)
+    assert ended.error == "gave up after 3 steps without reaching the goal"
+    assert notes.sent == [(f"Task {task.id} failed: gave up after 3 steps without reaching the goal", "task")]
+    with pytest.raises(UsageError, match="max_steps must be at least 1"):
+        TaskRunner(store, ScriptedSteps(), max_steps=0)
+
+
+def test_max_steps_counts_the_steps_from_before_a_restart(store: TaskStore) -> None:
+    task = in_state(store, "running")
+    for i in range(3):
+        store.record_step(task.id, "thought", f"before the crash {i}")
+    store.recover()
+    steps = ScriptedSteps()
+    ended = asyncio.run(TaskRunner(store, steps, max_steps=4).run_once())
+    assert ended is not None and ended.state == "error" and ended.steps_done == 4
+    assert steps.calls == [(task.id, [1, 2, 3])]
+
+
+def test_a_pause_stops_the_task_after_its_current_step_and_resume_goes_on(store: TaskStore) -> None:
+    task = store.add("water the plants")
+    steps, notes = three_steps_then_done(), Notes()
+    steps.during[2] = lambda t: store.pause(t.id)  # a person pauses while step 2 runs
+    runner = TaskRunner(store, steps, notes)
+    paused = asyncio.run(runner.run_once())
+    assert paused is not None
+    assert (paused.state, paused.steps_done) == ("paused", 2)  # step 2 landed; step 3 never started
+    assert len(steps.calls) == 2 and notes.sent == []
+    assert asyncio.run(runner.run_once()) is None  # a paused task is not claimed
+    store.resume(task.id)
+    ended = asyncio.run(runner.run_once())
+    assert ended is not None and ended.state == "done" and ended.steps_done == 4
+    assert steps.calls[2:] == [(task.id, [1, 2]), (task.id, [1, 2, 3])]
+    assert [s.n for s in store.logs(task.id)] == [1, 2, 3, 4]
+
+
+def test_paused_and_resumed_during_one_step_drops_that_outcome_and_redoes_it(store: TaskStore) -> None:
+    task = store.add("water the plants")
+    steps = three_steps_then_done()
+
+    def pause_and_resume(t: Task) -> None:
+        store.pause(t.id)
+        store.resume(t.id)
+
+    steps.during[2] = pause_and_resume
+    runner = TaskRunner(store, steps)
+    stopped = asyncio.run(runner.run_once())
+    assert stopped is not None and (stopped.state, stopped.steps_done) == ("pending", 1)
+    ended = asyncio.run(runner.run_once())
+    assert ended is not None and ended.state == "done"
+    assert [c[1] for c in steps.calls] == [[], [1], [1], [1, 2]]  # step 2 ran again, nothing repeated in the log
+    assert [s.n for s in store.logs(task.id)] == [1, 2, 3]
+
+
+def test_a_step_that_fails_while_paused_leaves_the_task_paused(store: TaskStore) -> None:
+    task = store.add("water the plants")
+    steps = ScriptedSteps(RuntimeError("timeout"))
+    steps.during[1] = lambda t: store.pause(t.id)
+    notes = Notes()
+    ended = asyncio.run(TaskRunner(store, steps, notes).run_once())
+    assert ended is not None and (ended.state, ended.steps_done, ended.error) == ("paused", 0, None)
+    assert notes.sent == []
+    assert store.get(task.id).state == "paused"
+
+
+def test_a_broken_notify_does_not_undo_the_task(store: TaskStore) -> None:
+    def broken(text: str, kind: str) -> None:
+        raise OSError("outbox gone")
+
+    store.add("say hello")
+    ended = asyncio.run(TaskRunner(store, ScriptedSteps(StepOutcome("result", "hi", done=True)), broken).run_once())
+    assert ended is not None and ended.state == "done"
+
+
+def test_an_async_notify_is_awaited(store: TaskStore) -> None:
+    sent: list[str] = []
+
+    async def notify(text: str, kind: str) -> None:
+        sent.append(text)
+
+    task = store.add("say hello")
+    asyncio.run(TaskRunner(store, ScriptedSteps(StepOutcome("result", "hi", done=True)), notify).run_once())
+    assert sent == [f"Task {task.id} done: hi"]
+
+
+def test_cancelling_the_runner_mid_step_puts_the_task_back(store: TaskStore) -> None:
+    task = store.add("wait for the rain")
+    started = asyncio.Event()
+
+    async def forever(task: Task, steps: list[Step]) -> StepOutcome:
+        started.set()
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+    async def scenario() -> None:
+        running = asyncio.ensure_future(TaskRunner(store, forever).run_once())
+        await started.wait()
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+
+    asyncio.run(scenario())
+    assert store.get(task.id).state == "pending"
+    assert store.logs(task.id) == []
+
+
+def test_run_forever_works_the_queue_and_wakes_for_new_tasks(store: TaskStore) -> None:
+    notes = Notes()
+
+    async def scenario() -> None:
+        done = StepOutcome("result", "ok", done=True)
+        runner = TaskRunner(store, ScriptedSteps(done, done, done), notes)
+        store.add("one")
+        store.add("two")
+        forever = asyncio.ensure_future(runner.run_forever(poll_s=60))
+        for _ in range(200):
+            if len(notes.sent) == 2:
+                break
+            await asyncio.sleep(0.01)
+        third = store.add("three")
+        runner.wake()  # without it the runner would sleep for poll_s
+        for _ in range(200):
+            if len(notes.sent) == 3:
+                break
+            await asyncio.sleep(0.01)
+        forever.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await forever
+        assert store.get(third.id).state == "done"
+
+    asyncio.run(scenario())
+    assert [text for text, _ in notes.sent] == ["Task 1 done: ok", "Task 2 done: ok", "Task 3 done: ok"]
+
+
+# --- the agent step ------------------------------------------------------------------------------
+
+
+class RecordingAgent:
+    """Stands in for Agent.turn: answers from a list of replies and keeps every call."""
+
+    def __init__(self, db: Database, *replies: ReplyRecord) -> None:
+        self.db = db
+        self.replies = list(replies)
+        self.calls: list[dict[str, Any]] = []
+
+    async def turn(self, text: str, **kwargs: Any) -> ReplyRecord:
+        self.calls.append({"text": text, **kwargs})
+        return self.replies.pop(0)
+
+
+def reply(text: str, actions: list[dict[str, Any]] | None = None) -> ReplyRecord:
+    return ReplyRecord(text=text, route="local", reason="test", actions=actions or [])
+
+
+def test_task_prompt_carries_the_goal_the_steps_and_how_to_finish() -> None:
+    task = Task(7, "water the plants", "running", 0.0, 0.0, 2)
+    steps = [Step(7, 1, 0.0, "thought", "read the soil"), Step(7, 2, 0.0, "action", "x" * 2000)]
+    prompt = task_prompt(task, steps)
+    assert "Goal: water the plants" in prompt
+    assert "1. [thought] read the soil" in prompt
+    assert "2. [action] " + "x" * 600 + "…" in prompt and "x" * 601 not in prompt
+    assert "Do step 3 now" in prompt
+    assert "reply starting with DONE:" in prompt
+    assert "No steps yet." in task_prompt(task, [])
+
+
+def test_agent_step_asks_in_the_task_chat_and_reads_done(db: Database) -> None:
+    action = {"tool": "set_device", "arguments": {"name": "pump"}, "ok": True, "result": "pump: on"}
+    agent = RecordingAgent(
+        db,
+        reply("I will check the soil."),
+        reply("Turned the pump on.", [action]),
+        reply("  done: the plants are watered"),
+    )
+    step = make_agent_step(agent)  # type: ignore[arg-type]
+    task = Task(3, "water the plants", "running", 0.0, 0.0, 0)
+    first = asyncio.run(step(task, []))
+    assert first == StepOutcome("thought", "I will check the soil.")
+    second = asyncio.run(step(task, [Step(3, 1, 0.0, first.kind, first.content)]))
+    assert second.kind == "action" and not second.done
+    assert second.content == "Turned the pump on.\n[set_device({'name': 'pump'}) -> pump: on]"
+    third = asyncio.run(step(task, []))
+    assert third == StepOutcome("result", "the plants are watered", done=True, result="the plants are watered")
+    assert {(c["channel"], c["chat_id"], c["client"]) for c in agent.calls} == {("task", "task-3", "task:3")}
+    assert "1. [thought] I will check the soil." in agent.calls[1]["text"]
+
+
+def test_agent_steps_through_a_real_agent_to_done(config: Config, tmp_path: Path) -> None:
+    """The runner, the default step and a real Agent (a scripted model): the prompt reaches the model."""
+    data = config.resolve_path(config.data_dir)
+    workspace = Workspace(data / "workspace")
+    workspace.ensure(config.agent.name)
+    database = Database(data / "picoagent.db")
+    model = ScriptedModel()
+    model.enqueue("The soil is dry; I would water it.", "DONE: watered the plants")
+    agent = Agent(config, model, database, ToolRegistry(), workspace)
+    store = TaskStore(database)
+    task = store.add("water the plants")
+    notes = Notes()
+    ended = asyncio.run(TaskRunner(store, make_agent_step(agent), notes).run_once())
+    database.close()
+    assert ended is not None and ended.state == "done" and ended.result == "watered the plants"
+    assert notes.sent == [(f"Task {task.id} done: watered the plants", "task")]
+    second_prompt = [m.content for m in model.history[1].messages if m.role == "user"]
+    # One user message: the step log is in the prompt and the chat was reset, so nothing is said twice.
+    assert len(second_prompt) == 1
+    assert "1. [thought] The soil is dry; I would water it." in second_prompt[0]
+
+
+# --- kill -9 mid-step --------------------------------------------------------------------------------
+
+KILL_STEP = 3
+LAST_STEP = 5
+
+# Runs the task; every step execution is appended (O_APPEND) to the executions file before anything
+# else. With ``hang`` = before/during/after, step 3 writes the marker file and sleeps: before its
+# record is written, inside the record's transaction (after the step row, before the counter), or
+# just after the record committed.
+CHILD = r"""
+import asyncio, os, sys, time
+from pathlib import Path
+
+from appliance.memory.db import Database
+from appliance.tasks import StepOutcome, TaskRunner, TaskStore
+
+db_path, executions, marker, hang = sys.argv[1:5]
+KILL_STEP, LAST_STEP = int(sys.argv[5]), int(sys.argv[6])
+armed = False
+
+
+def stall():
+    Path(marker).write_text(str(os.getpid()))
+    time.sleep(120)
+
+
+class Store(TaskStore):
+    def record_step(self, task_id, kind, content, *, result=None):
+        step = super().record_step(task_id, kind, content, result=result)
+        if hang == "after" and step.n == KILL_STEP:
+            stall()
+        return step
+
+
+def trace(sql):
+    if hang == "during" and armed and sql.startswith("UPDATE tasks SET steps_done"):
+        stall()
+
+
+async def step(task, steps):
+    global armed
+    n = len(steps) + 1
+    fd = os.open(executions, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.write(fd, f"{n}\n".encode())
+    os.close(fd)
+    armed = n == KILL_STEP
+    if hang == "before" and n == KILL_STEP:
+        stall()
+    done = n == LAST_STEP
+    return StepOutcome("action", f"did step {n}", done=done, result="all steps done" if done else None)
+
+
+db = Database(Path(db_path))
+db._conn.set_trace_callback(trace)
+store = Store(db)
+print("recovered", store.recover(), flush=True)
+task = asyncio.run(TaskRunner(store, step, max_steps=LAST_STEP + 2).run_once())
+print("ended", task.state if task else None, flush=True)
+db.close()
+"""
+
+
+def run_child(tmp_path: Path, hang: str) -> subprocess.Popen[str]:
+    args = [str(tmp_path / "tasks.db"), str(tmp_path / "executions"), str(tmp_path / "marker"), hang]
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, *args, str(KILL_STEP), str(LAST_STEP)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+def executions(tmp_path: Path) -> Counter[int]:
+    return Counter(int(line) for line in (tmp_path / "executions").read_text().split())
+
+
+@pytest.mark.parametrize("hang", ["before", "during", "after"])
+def test_a_task_killed_mid_step_resumes_at_its_first_unrecorded_step(tmp_path: Path, hang: str) -> None:
+    setup = Database(tmp_path / "tasks.db")
+    task = TaskStore(setup).add("five steps, killed in the third")
+    setup.close()
+
+    first = run_child(tmp_path, hang)
+    marker = tmp_path / "marker"
+    deadline = time.monotonic() + 30
+    while not marker.exists():
+        if first.poll() is not None or time.monotonic() > deadline:
+            first.kill()
+            out, err = first.communicate()
+            pytest.fail(f"the first run never reached step {KILL_STEP}:\n{out}\n{err}")
+        time.sleep(0.01)
+    os.kill(first.pid, signal.SIGKILL)
+    first.communicate(timeout=10)
+    assert first.returncode == -signal.SIGKILL
+
+    # What the crash left: still running, and the step log and counter agree.
+    raw = sqlite3.connect(tmp_path / "tasks.db")
+    state, steps_done = raw.execute("SELECT state, steps_done FROM tasks WHERE id = ?", (task.id,)).fetchone()
+    numbers = [r[0] for r in raw.execute("SELECT n FROM task_steps WHERE task_id = ? ORDER BY n", (task.id,))]
+    raw.close()
+    recorded_before_kill = KILL_STEP if hang == "after" else KILL_STEP - 1
+    assert state == "running"
+    assert steps_done == recorded_before_kill
+    assert numbers == list(range(1, recorded_before_kill + 1))
+
+    marker.unlink()
+    second = run_child(tmp_path, "none")
+    out, err = second.communicate(timeout=60)
+    assert second.returncode == 0, err
+    assert f"recovered [{task.id}]" in out and "ended done" in out
+
+    check = Database(tmp_path / "tasks.db")
+    store = TaskStore(check)
+    done = store.get(task.id)
+    logs = store.logs(task.id)
+    check.close()
+    assert (done.state, done.steps_done, done.result) == ("done", LAST_STEP, "all steps done")
+    assert [s.n for s in logs] == list(range(1, LAST_STEP + 1))  # no gap, no repeat
+    assert [s.content for s in logs] == [f"did step {n}" for n in range(1, LAST_STEP + 1)]  # the full history
+    ran = executions(tmp_path)
+    assert set(ran) == set(range(1, LAST_STEP + 1))
+    for n in range(1, LAST_STEP + 1):
+        # Every recorded step ran exactly once, but the killed one, which ran once more unrecorded.
+        killed_unrecorded = n == KILL_STEP and hang != "after"
+        assert ran[n] == (2 if killed_unrecorded else 1), (n, ran)
