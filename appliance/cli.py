@@ -124,6 +124,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--args", default="{}", metavar="JSON", help="arguments as a JSON object, e.g. '{\"a\": 1}'")
     run.set_defaults(handler=cmd_tools_run)
 
+    tg = sub.add_parser("telegram", parents=[common], help="the Telegram bot: pair a user")
+    gsub = tg.add_subparsers(dest="action", metavar="ACTION", required=True)
+    pair = gsub.add_parser("pair", parents=[common], help="a one-time code: whoever sends it to the bot may talk to it")
+    pair.add_argument(
+        "--ttl", type=float, default=600, metavar="SECONDS", help="how long the code is valid (default 600)"
+    )
+    pair.set_defaults(handler=cmd_telegram_pair)
+
     cron = sub.add_parser("cron", parents=[common], help="scheduled jobs: list them, run one now")
     csub = cron.add_subparsers(dest="action", metavar="ACTION", required=True)
     clist = csub.add_parser("list", parents=[common], help="the jobs with their next and last runs")
@@ -616,6 +624,28 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         failures += check.status == "fail"
     print("all checks passed" if not failures else f"{failures} check(s) failed")
     return 1 if failures else 0
+
+
+# --- telegram ------------------------------------------------------------------------------------
+
+
+def cmd_telegram_pair(args: argparse.Namespace) -> int:
+    """Print a one-time pairing code for the Telegram bot."""
+    from appliance.channels.telegram import create_pairing_code
+    from appliance.memory.db import Database
+    from appliance.runtime import data_dir
+
+    config = load(args)
+    db = Database(data_dir(config) / "picoagent.db")
+    try:
+        code = create_pairing_code(db, ttl_s=args.ttl)
+    finally:
+        db.close()
+    print(f"send this code to the bot within {args.ttl / 60:g} minutes: {code}")
+    print("it works once; whoever sends it can talk to the assistant")
+    if not config.telegram.enabled:
+        print("note: telegram.enabled is false; the bot must be running for the code to work")
+    return 0
 
 
 # --- cron ----------------------------------------------------------------------------------------

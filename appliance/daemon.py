@@ -124,9 +124,11 @@ class Daemon:
         auth.revoke_token(CLI_TOKEN_NAME)
         _write_private(DaemonInfo.token_path(root), auth.add_token(CLI_TOKEN_NAME))
 
-        runner = web.AppRunner(build_app(state), handler_cancellation=True, access_log=None)
+        runner = web.AppRunner(
+            build_app(state), handler_cancellation=True, access_log=None, shutdown_timeout=STOP_GRACE_S
+        )
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port, shutdown_timeout=STOP_GRACE_S)
+        site = web.TCPSite(runner, self.host, self.port)
         try:
             await site.start()
         except OSError as exc:
@@ -178,8 +180,14 @@ class Daemon:
 
         self.outbox = Outbox(runtime.db)
         self.notifier = Notifier(self.outbox, self._owner)
+        self.telegram: Any = None
+        if self.config.telegram.enabled:
+            from appliance.channels.telegram import TelegramChannel
+
+            self.telegram = TelegramChannel(self.config.telegram, runtime, self.outbox)
+            await self.telegram.start()  # never raises for a bad token or no network; see .problem
         if state.events is not None:
-            state.events.subscribe(lambda event: self.notifier.notify(event.message, "event"))
+            state.events.subscribe(self._notify_event)
         self.task_store = TaskStore(runtime.db)
         recovered = self.task_store.recover()  # tasks left running by a crash go back to pending, with their steps
         if recovered:
@@ -227,12 +235,21 @@ class Daemon:
             )
             self._tasks.append(asyncio.ensure_future(self.heartbeat.run()))
 
+    def _notify_event(self, event: Any) -> None:
+        """Tell the owner of thresholds, presses and motion (releases and "still" are only stored)."""
+        if event.kind == "threshold" or event.data.get("event") in ("pressed", "motion"):
+            self.notifier.notify(event.message, "event")
+
     async def _stop_background(self) -> None:
         """Stop what _start_background started that needs more than a cancel."""
+        if getattr(self, "telegram", None) is not None:
+            await self.telegram.stop()  # answers in flight get 10 s; the delivery pass in flight finishes
 
     def _owner(self) -> tuple[str, str] | None:
         """Where proactive messages go: the owner's Telegram chat, when Telegram is on."""
-        return None
+        from appliance.channels.telegram import owner_target
+
+        return owner_target(self.config.telegram, self.state.runtime.db)
 
     async def _drain(self) -> None:
         turns = set(self.state.turns)

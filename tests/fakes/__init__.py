@@ -1,0 +1,1 @@
+"""Fakes for the appliance's boundaries that speak the real protocols (shared by tests)."""

@@ -1,0 +1,507 @@
+"""The Telegram channel: the real python-telegram-bot against a fake Bot API server on 127.0.0.1.
+
+The runtime is the real one (devices on the simulated backend) with a scripted instant model, so
+these tests check the channel (access, streaming, buttons, approvals, pairing, delivery), not answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from appliance.channels.telegram import (
+    MESSAGE_LIMIT,
+    TelegramChannel,
+    create_pairing_code,
+    is_paired,
+    owner_target,
+    split_message,
+)
+from appliance.config import Config, DeviceConfig
+from appliance.llm.base import Generation, GenerationRequest
+from appliance.llm.scripted import ScriptedModel
+from appliance.outbox import Notifier, Outbox
+from appliance.runtime import Runtime
+from tests.fakes.telegram_api import FakeTelegram, utf16_len
+
+TOKEN = "123:TEST"
+OWNER = 111  # in telegram.allow_from; in a private chat the chat id is the user id
+STRANGER = 666
+GROUP = -1001
+
+
+class Clock:
+    """A clock the test moves (outbox retries and flood control are timed by it)."""
+
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class SlowModel(ScriptedModel):
+    """The scripted model writing one word every 40 ms, so that a reply visibly streams."""
+
+    async def generate(self, request: GenerationRequest) -> Generation:
+        words: list[str] = []
+        on_token, request.on_token = request.on_token, words.append
+        generation = await super().generate(request)
+        for word in words:
+            await asyncio.sleep(0.04)
+            if on_token is not None:
+                on_token(word)
+        return generation
+
+
+@dataclass
+class Harness:
+    fake: FakeTelegram
+    runtime: Runtime
+    channel: TelegramChannel
+    outbox: Outbox
+    model: ScriptedModel
+    clock: Clock
+
+    def pin(self, number: int) -> bool:
+        assert self.runtime.devices is not None
+        return bool(self.runtime.devices.backend.pin_factory.pin(number).state)
+
+    async def settle(self) -> None:
+        """Wait until every update was fetched and every answer finished."""
+        await self.fake.wait_for(lambda: self.fake.pending_updates == 0, what="the updates to be fetched")
+        await asyncio.sleep(0.1)  # the gate and handlers of the last update
+        await self.fake.wait_for(lambda: not self.channel.turns_in_flight, what="the answers to finish")
+
+    async def reply_to(self, chat_id: int, count: int = 1) -> list[dict[str, Any]]:
+        """Wait for ``count`` bot messages in a chat, and for the answers to finish."""
+        await self.fake.wait_for(lambda: len(self.fake.bot_messages(chat_id)) >= count, what=f"a reply in {chat_id}")
+        await self.settle()
+        return self.fake.bot_messages(chat_id)
+
+    def new_channel(self) -> TelegramChannel:
+        return TelegramChannel(self.runtime.config.telegram, self.runtime, self.outbox, clock=self.clock)
+
+
+@contextlib.asynccontextmanager
+async def telegram(config: Config, model: ScriptedModel | None = None) -> AsyncIterator[Harness]:
+    """The fake Bot API, the runtime and a started channel pointed at it."""
+    async with FakeTelegram(TOKEN) as fake:
+        tg = config.telegram
+        tg.enabled, tg.token, tg.api_base_url, tg.allow_from = True, TOKEN, fake.base_url, [OWNER]
+        tg.edit_interval_s, tg.poll_timeout_s = 0.2, 2
+        model = model or ScriptedModel()
+        clock = Clock()
+        runtime = Runtime.open(config, model=model)
+        try:
+            outbox = Outbox(runtime.db, clock=clock)
+            harness = Harness(fake, runtime, TelegramChannel(tg, runtime, outbox, clock=clock), outbox, model, clock)
+            await harness.channel.start()
+            try:
+                yield harness
+            finally:
+                await harness.channel.stop()
+        finally:
+            runtime.close()
+
+
+def run(config: Config, scenario: Callable[[Harness], Awaitable[None]], model: ScriptedModel | None = None) -> None:
+    async def main() -> None:
+        async with telegram(config, model) as harness:
+            await scenario(harness)
+
+    asyncio.run(main())
+
+
+def buttons(message: dict[str, Any]) -> dict[str, str]:
+    """An inline keyboard as callback data -> label."""
+    rows = message.get("reply_markup", {}).get("inline_keyboard", [])
+    return {button["callback_data"]: button["text"] for row in rows for button in row}
+
+
+# --- who may talk, and the replies --------------------------------------------------------------------
+
+
+def test_an_allowed_user_switches_a_device_on_the_fast_path(config: Config) -> None:
+    async def scenario(h: Harness) -> None:
+        assert {c["command"] for c in h.fake.commands} >= {"help", "status", "devices", "approve", "reset"}
+        h.fake.push_message(OWNER, OWNER, "turn on the porch light")
+        [reply] = await h.reply_to(OWNER)
+        assert h.pin(17) is True
+        assert "porch_light" in reply["text"] and "intent" in reply["text"]  # the footer names the route
+        assert len(h.fake.calls_of("sendMessage")) == 1 and not h.fake.calls_of("editMessageText")
+        assert h.model.history == []  # no model call
+
+    run(config, scenario)
+
+
+def test_an_ordinary_message_streams_the_models_reply(config: Config) -> None:
+    model = SlowModel()
+    answer = "The Pi is a small computer that runs me, your assistant, entirely at home."
+    model.enqueue(answer)
+
+    async def scenario(h: Harness) -> None:
+        h.fake.push_message(OWNER, OWNER, "what are you?")
+        [reply] = await h.reply_to(OWNER)
+        methods = [c.method for c in h.fake.calls if c.method in ("sendMessage", "editMessageText")]
+        assert methods[0] == "sendMessage" and methods.count("sendMessage") == 1
+        assert methods.count("editMessageText") >= 2  # at least one while streaming, and the final one
+        first = h.fake.calls_of("sendMessage")[0].params["text"]
+        assert answer.startswith(first) and first != answer  # sent while the reply was still growing
+        body, _, footer = reply["text"].rpartition("\n\n")
+        assert body == answer and footer.startswith("local · scripted · ")
+        edits = [c.at for c in h.fake.calls_of("editMessageText")]
+        assert all(b - a >= 0.15 for a, b in itertools.pairwise(edits))  # edit_interval_s is 0.2
+        assert any(c.params["action"] == "typing" for c in h.fake.calls_of("sendChatAction"))
+        assert len(model.history) == 1
+
+    run(config, scenario, model)
+
+
+def test_a_stranger_gets_nothing_and_costs_nothing(config: Config, caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario(h: Harness) -> None:
+        caplog.set_level(logging.WARNING, logger="appliance.channels.telegram")
+        h.fake.push_message(STRANGER, STRANGER, "turn on the porch light")
+        h.fake.push_message(STRANGER, STRANGER, "tell me a secret")
+        h.fake.push_message(STRANGER, STRANGER, "/status")
+        await h.settle()
+        h.fake.push_message(OWNER, OWNER, "hello")
+        await h.reply_to(OWNER)
+        assert h.pin(17) is False
+        assert not [c for c in h.fake.calls if c.params.get("chat_id") == STRANGER]
+        assert len(h.model.history) == 1  # the owner's message only
+        ignored = [r for r in caplog.records if str(STRANGER) in r.getMessage()]
+        assert len(ignored) == 1  # one log line per stranger per minute, not one per message
+
+    run(config, scenario)
+
+
+def test_group_messages_are_answered_only_when_the_bot_is_addressed(config: Config) -> None:
+    async def scenario(h: Harness) -> None:
+        h.fake.push_message(OWNER, GROUP, "what a nice day", chat_type="group")
+        asked = h.fake.push_message(OWNER, GROUP, "@pico_test_bot tell me a joke", chat_type="group")
+        [reply] = await h.reply_to(GROUP)
+        assert [r.messages[-1].content for r in h.model.history] == ["tell me a joke"]  # mention stripped
+        assert reply["reply_to_message"]["message_id"] == asked["message_id"]
+        h.fake.push_message(OWNER, GROUP, "and another one?", chat_type="group", reply_to=reply["message_id"])
+        await h.reply_to(GROUP, 2)
+        assert h.model.history[-1].messages[-1].content == "and another one?"
+        h.fake.push_message(STRANGER, GROUP, "@pico_test_bot open the door", chat_type="group")
+        await h.settle()
+        assert len(h.model.history) == 2
+
+    run(config, scenario)
+
+
+def test_long_replies_are_split_under_the_limit(config: Config) -> None:
+    paragraph = " ".join(["word"] * 300)  # 1499 characters
+    long_reply = "\n\n".join([paragraph] * 6)
+    model = ScriptedModel()
+    model.enqueue(long_reply)
+
+    async def scenario(h: Harness) -> None:
+        h.fake.push_message(OWNER, OWNER, "write a lot")
+        await h.fake.wait_for(lambda: len(h.fake.bot_messages(OWNER)) >= 3)
+        messages = await h.reply_to(OWNER, 3)
+        assert len(messages) == 3 and all(utf16_len(m["text"]) <= MESSAGE_LIMIT for m in messages)
+        joined = "\n\n".join(m["text"] for m in messages)
+        assert joined.startswith(long_reply) and joined.count("word") == 1800
+
+    run(config, scenario, model)
+
+
+def test_split_message_prefers_paragraphs_then_lines_then_spaces() -> None:
+    assert split_message("short") == ["short"]
+    text = "a" * 3000 + "\n\n" + "b" * 3000
+    assert split_message(text) == ["a" * 3000, "b" * 3000]
+    lines = "\n".join(["x" * 99] * 100)  # 9999 characters, no paragraph break
+    pieces = split_message(lines)
+    assert all(len(p) <= MESSAGE_LIMIT and not p.startswith("\n") for p in pieces)
+    assert "\n".join(pieces) == lines
+    assert split_message("y" * 5000) == ["y" * 4096, "y" * 904]  # no boundary at all: a hard cut
+    emoji = "😀" * 3000  # two UTF-16 code units each, as Telegram counts
+    assert [utf16_len(p) for p in split_message(emoji)] == [4096, 1904]
+
+
+# --- commands and buttons -----------------------------------------------------------------------------
+
+
+def test_commands_answer(config: Config) -> None:
+    async def scenario(h: Harness) -> None:
+        async def command(text: str) -> str:
+            before = len(h.fake.bot_messages(OWNER))
+            h.fake.push_message(OWNER, OWNER, text)
+            return str((await h.reply_to(OWNER, before + 1))[-1]["text"])
+
+        assert "/devices" in await command("/help")
+        status = await command("/status")
+        assert "Model scripted" in status and "queue 0" in status and "Devices 5" in status
+        assert await command("/cloud") == "No cloud provider is configured; answering locally."
+        assert h.channel.forced_route == {str(OWNER): "cloud"}
+        assert await command("/local") == "The next message stays on the Pi."
+        await command("hello")
+        assert h.channel.forced_route == {}  # used by that message
+        assert "holds 2 messages" in await command("/memory")
+        assert "not available yet" in await command("/memory")
+        await command("/reset")
+        assert "holds 0 messages" in await command("/memory")
+
+    run(config, scenario)
+
+
+def test_device_buttons_toggle_and_read(config: Config) -> None:
+    async def scenario(h: Harness) -> None:
+        h.fake.push_message(OWNER, OWNER, "/devices")
+        [menu] = await h.reply_to(OWNER)
+        assert buttons(menu)["dev:toggle:fan"] == "fan: off"
+        assert "dev:read:living_room" in buttons(menu)
+
+        h.fake.push_callback(STRANGER, OWNER, menu["message_id"], "dev:toggle:fan")
+        await h.settle()
+        assert h.pin(27) is False
+        assert [a["text"] for a in h.fake.callback_answers.values() if a] == ["not allowed"]
+
+        query = h.fake.push_callback(OWNER, OWNER, menu["message_id"], "dev:toggle:fan")
+        await h.fake.wait_for(lambda: h.fake.callback_answers[query] is not None)
+        await h.settle()
+        assert h.pin(27) is True
+        assert h.fake.callback_answers[query]["text"] == "fan is now on"  # type: ignore[index]
+        menu = h.fake.bot_messages(OWNER)[0]
+        assert buttons(menu)["dev:toggle:fan"] == "fan: on" and "fan is now on" in menu["text"]
+
+        query = h.fake.push_callback(OWNER, OWNER, menu["message_id"], "dev:read:living_room")
+        await h.fake.wait_for(lambda: h.fake.callback_answers[query] is not None)
+        assert "temperature" in h.fake.callback_answers[query]["text"]  # type: ignore[index]
+
+    run(config, scenario)
+
+
+def test_approve_runs_exactly_the_stored_action_once(config: Config) -> None:
+    config.devices["heater"] = DeviceConfig(driver="relay", pin=5, approval="required")
+
+    async def scenario(h: Harness) -> None:
+        devices = h.runtime.devices
+        assert devices is not None
+        switch_on = (await devices.set("heater", "on", requested_by="model")).pending
+        switch_off = (await devices.set("heater", "off", requested_by="model")).pending
+        assert switch_on is not None and switch_off is not None and h.pin(5) is False
+
+        h.fake.push_message(OWNER, OWNER, "/approve")
+        cards = await h.reply_to(OWNER, 2)
+        by_action = {next(iter(buttons(c))).split(":")[2]: c for c in cards}
+        assert set(by_action) == {switch_on.id, switch_off.id}
+        card = by_action[switch_on.id]
+        assert buttons(card) == {f"apr:approve:{switch_on.id}": "Approve", f"apr:deny:{switch_on.id}": "Deny"}
+
+        h.fake.push_callback(OWNER, OWNER, card["message_id"], f"apr:approve:{switch_on.id}")
+        await h.settle()
+        assert h.pin(5) is True
+        decided = devices.approvals.get(switch_on.id)
+        assert decided.status == "approved" and decided.decided_by == f"telegram:{OWNER}"
+        assert devices.approvals.get(switch_off.id).status == "pending"  # only that action ran
+        assert card["text"].startswith("Approved by") and "reply_markup" not in card
+
+        again = h.fake.push_callback(OWNER, OWNER, card["message_id"], f"apr:approve:{switch_on.id}")
+        await h.fake.wait_for(lambda: h.fake.callback_answers[again] is not None)
+        assert "already approved" in h.fake.callback_answers[again]["text"]  # type: ignore[index]
+
+        deny = by_action[switch_off.id]
+        h.fake.push_callback(STRANGER, OWNER, deny["message_id"], f"apr:approve:{switch_off.id}")
+        await h.settle()
+        assert devices.approvals.get(switch_off.id).status == "pending"  # a stranger decides nothing
+        h.fake.push_callback(OWNER, OWNER, deny["message_id"], f"apr:deny:{switch_off.id}")
+        await h.settle()
+        assert devices.approvals.get(switch_off.id).status == "denied" and h.pin(5) is True
+
+    run(config, scenario)
+
+
+# --- pairing ------------------------------------------------------------------------------------------------
+
+
+def test_pairing_works_once_and_only_once(config: Config) -> None:
+    async def scenario(h: Harness) -> None:
+        code = create_pairing_code(h.runtime.db, clock=h.clock)
+        wrong = f"{(int(code) + 1) % 10**6:06d}"
+        h.fake.push_message(222, 222, wrong)
+        await h.settle()
+        assert not is_paired(h.runtime.db, 222) and not h.fake.bot_messages(222)
+
+        h.fake.push_message(222, 222, code)
+        [paired] = await h.reply_to(222)
+        assert paired["text"] == "Paired: you can talk to me now." and is_paired(h.runtime.db, 222)
+
+        h.fake.push_message(333, 333, code)  # the same code again
+        await h.settle()
+        assert not is_paired(h.runtime.db, 333) and not h.fake.bot_messages(333)
+
+        h.fake.push_message(222, 222, "hello")
+        await h.reply_to(222, 2)
+        assert h.model.history[-1].messages[-1].content == "hello"
+        assert owner_target(h.runtime.config.telegram, h.runtime.db) == ("telegram", str(OWNER))
+
+        link_code = create_pairing_code(h.runtime.db, clock=h.clock)
+        h.fake.push_message(777, 777, f"/start {link_code}")  # what a t.me/<bot>?start=<code> link sends
+        [paired] = await h.reply_to(777)
+        assert paired["text"] == "Paired: you can talk to me now." and is_paired(h.runtime.db, 777)
+
+    run(config, scenario)
+
+
+def test_guessing_codes_is_cut_off(config: Config) -> None:
+    async def scenario(h: Harness) -> None:
+        code = create_pairing_code(h.runtime.db, clock=h.clock)
+        guesses = [f"{(int(code) + i) % 10**6:06d}" for i in range(1, 6)]
+        for guess in guesses:
+            h.fake.push_message(444, 444, guess)
+        await h.settle()
+        h.fake.push_message(444, 444, code)  # right, but after five wrong guesses this hour
+        await h.settle()
+        assert not is_paired(h.runtime.db, 444) and not h.fake.bot_messages(444)
+
+    run(config, scenario)
+
+
+def test_an_expired_code_does_nothing(config: Config) -> None:
+    async def scenario(h: Harness) -> None:
+        code = create_pairing_code(h.runtime.db, ttl_s=600, clock=lambda: h.clock.now - 601)
+        h.fake.push_message(555, 555, code)
+        await h.settle()
+        assert not is_paired(h.runtime.db, 555)
+
+    run(config, scenario)
+
+
+# --- proactive delivery ---------------------------------------------------------------------------------------
+
+
+def rows(h: Harness) -> list[tuple[str, str]]:
+    with h.runtime.db._lock:
+        return h.runtime.db._conn.execute("SELECT text, status FROM outbox ORDER BY id").fetchall()
+
+
+async def drain(h: Harness, seconds: int = 60) -> None:
+    """Run a delivery pass every (test) second until nothing is pending."""
+    for _ in range(seconds):
+        await h.channel.deliver_due()
+        if h.outbox.pending_count("telegram") == 0:
+            return
+        h.clock.advance(1)
+    raise AssertionError(f"the outbox did not empty: {rows(h)}")
+
+
+def test_dropped_connections_lose_nothing_and_duplicate_nothing(config: Config) -> None:
+    async def scenario(h: Harness) -> None:
+        h.fake.add_chat(OWNER)  # the owner pressed Start once
+        notifier = Notifier(h.outbox, lambda: owner_target(h.runtime.config.telegram, h.runtime.db))
+        texts = ["The living room is over 28 °C.", "Doorbell: pressed", "Backup finished"]
+        h.fake.fail_next("sendMessage", 2, kind="network")
+        for text in texts:
+            notifier.notify(text, "event")
+        await drain(h)
+        assert h.fake.sent_texts(OWNER) == texts  # each exactly once, in order
+        attempts = [c.params["text"] for c in h.fake.calls_of("sendMessage")]
+        assert attempts == [texts[0], texts[0], *texts]  # nothing overtook the message being retried
+        assert rows(h) == [(t, "sent") for t in texts]
+
+    run(config, scenario)
+
+
+@pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")  # PTB's own RetryAfter()
+def test_flood_control_is_honoured_and_permanent_errors_give_up(config: Config) -> None:
+    async def scenario(h: Harness) -> None:
+        h.fake.add_chat(OWNER)
+        h.fake.fail_next("sendMessage", 1, kind="429", retry_after=30)
+        h.outbox.enqueue("telegram", str(OWNER), "first", "event")
+        await h.channel.deliver_due()
+        h.clock.advance(29)
+        await h.channel.deliver_due()
+        assert len(h.fake.calls_of("sendMessage")) == 1  # not before retry_after
+        h.clock.advance(1.5)
+        await h.channel.deliver_due()
+        assert h.fake.sent_texts(OWNER) == ["first"]
+
+        h.fake.fail_next("sendMessage", 1, kind="500")
+        h.outbox.enqueue("telegram", str(OWNER), "second", "event")
+        h.outbox.enqueue("telegram", "999", "to nobody", "event")  # a chat the bot cannot reach
+        await drain(h)
+        assert h.fake.sent_texts(OWNER) == ["first", "second"]
+        assert rows(h) == [("first", "sent"), ("second", "sent"), ("to nobody", "failed")]
+
+    run(config, scenario)
+
+
+def test_a_restart_resumes_pending_messages(config: Config) -> None:
+    async def scenario(h: Harness) -> None:
+        h.fake.add_chat(OWNER)
+        h.fake.fail_next("sendMessage", 1, kind="network")
+        h.outbox.enqueue("telegram", str(OWNER), "before the restart", "event")
+        await h.channel.deliver_due()
+        await h.channel.stop()
+        h.outbox.enqueue("telegram", str(OWNER), "while stopped", "event")
+        h.clock.advance(10)
+        h.channel = h.new_channel()
+        await h.channel.start()  # nothing else: its own loop delivers
+        await h.fake.wait_for(lambda: len(h.fake.sent_texts(OWNER)) == 2, what="the pending messages")
+        assert h.fake.sent_texts(OWNER) == ["before the restart", "while stopped"]
+
+    run(config, scenario)
+
+
+def test_a_reply_that_cannot_be_delivered_goes_to_the_outbox(config: Config) -> None:
+    async def scenario(h: Harness) -> None:
+        h.fake.fail_next("sendMessage", 1, kind="network")
+        h.fake.push_message(OWNER, OWNER, "are you there?")
+        await h.settle()
+        await drain(h)
+        [(text, status)] = rows(h)
+        assert text.startswith("echo: are you there?\n\nlocal · scripted · ") and status == "sent"
+        assert [m["text"] for m in h.fake.bot_messages(OWNER)] == [text]
+
+    run(config, scenario)
+
+
+def test_the_gate_fails_closed(config: Config) -> None:
+    async def scenario(h: Harness) -> None:
+        async def broken(user_id: int) -> bool:
+            raise RuntimeError("the database is gone")
+
+        h.channel.is_allowed = broken  # type: ignore[method-assign]
+        h.fake.push_message(OWNER, OWNER, "turn on the porch light")
+        await h.settle()
+        assert h.pin(17) is False and not h.fake.bot_messages(OWNER)
+
+    run(config, scenario)
+
+
+def test_a_refused_token_or_an_unreachable_telegram_does_not_stop_the_daemon(config: Config) -> None:
+    async def main() -> None:
+        async with FakeTelegram(TOKEN) as fake:
+            tg = config.telegram
+            tg.enabled, tg.token, tg.api_base_url, tg.allow_from = True, "999:WRONG", fake.base_url, [OWNER]
+            runtime = Runtime.open(config, model=ScriptedModel())
+            try:
+                channel = TelegramChannel(tg, runtime, Outbox(runtime.db))
+                await channel.start()
+                assert channel.problem == "Telegram refused telegram.token"
+                await channel.stop()
+
+                tg.token, tg.api_base_url = TOKEN, "http://127.0.0.1:9/bot"  # nothing listens there
+                channel = TelegramChannel(tg, runtime, Outbox(runtime.db))
+                await channel.start()
+                assert channel.problem is not None and channel.problem.startswith("cannot reach Telegram")
+                await asyncio.wait_for(channel.stop(), 2)  # the retry in the background is cancelled
+            finally:
+                runtime.close()
+
+    asyncio.run(main())
