@@ -169,6 +169,24 @@ class TelegramConfig:
     api_base_url: str = doc("Bot API base URL (a self-hosted Bot API server works)", "https://api.telegram.org/bot")
     edit_interval_s: float = doc("least time between two edits of a streaming reply (Telegram rate-limits)", 1.2)
     poll_timeout_s: int = doc("long-polling timeout for getUpdates", 30)
+    webhook_url: str = doc("public HTTPS URL Telegram posts updates to; empty: long polling", "")
+    webhook_secret: str = doc("secret Telegram sends with each webhook post; keep it in the secrets file", "", secret=True)
+
+
+@dataclass
+class MemoryConfig:
+    """Long-term memory: facts and summaries, recalled by meaning and by keyword."""
+
+    embedding_model: str = doc(
+        "GGUF embedding model (catalog name or path); empty: the chat model's own embeddings", ""
+    )
+    recall_k: int = doc("most memories recalled into a turn's prompt", 5)
+    recall_tokens: int = doc("token budget for recalled memories in a turn's prompt", 300)
+    decay_half_life_days: float = doc("older memories rank lower, halving every N days; 0: no decay", 0.0)
+    extract_after_messages: int = doc("extract facts from a conversation every N new messages; 0: off", 8)
+    quiet_minutes: float = doc("also extract when a conversation has been quiet this long", 10.0)
+    compact_at: float = doc("summarise older turns when history passes this share of the context", 0.75)
+    keep_recent: int = doc("messages kept verbatim when older ones are summarised", 6)
 
 
 @dataclass
@@ -213,6 +231,7 @@ class Config:
     devices: dict[str, DeviceConfig] = doc("named devices wired to the Pi", default_factory=dict)
     events: list[EventRule] = doc("sensor conditions that become events", default_factory=list)
     telegram: TelegramConfig = doc("the Telegram channel", default_factory=TelegramConfig)
+    memory: MemoryConfig = doc("long-term memory", default_factory=MemoryConfig)
     scheduler: SchedulerConfig = doc("cron jobs and the heartbeat", default_factory=SchedulerConfig)
 
     # Not config keys: where this config came from (set by load_config).
@@ -569,6 +588,15 @@ def _check_devices(config: Config, refuse: Callable[[str, str, Any], ConfigError
         if rule.every_s < 1 or rule.cooldown_s < 0:
             raise ConfigError(f"events[{i}]: every_s must be at least 1 and cooldown_s 0 or more")
     _check_schedule(config)
+    if config.telegram.webhook_url and not config.telegram.webhook_url.startswith("https://"):
+        raise ConfigError("telegram.webhook_url: Telegram only posts to https:// URLs")
+    if config.telegram.webhook_url and len(config.telegram.webhook_secret) < 16:
+        raise ConfigError(
+            "telegram.webhook_secret: needed with a webhook, at least 16 characters",
+            fix="put TELEGRAM_WEBHOOK_SECRET=... (letters, digits, _ or -) in the secrets file and refer to it",
+        )
+    if not 0.3 <= config.memory.compact_at <= 0.95:
+        raise ConfigError(f"memory.compact_at: expected a share from 0.3 to 0.95, got {config.memory.compact_at}")
     if config.telegram.enabled and not config.telegram.token:
         raise ConfigError(
             "telegram.token: the bot needs its token",

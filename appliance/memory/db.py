@@ -31,9 +31,14 @@ APPLICATION_ID = 0x50494341  # "PICA"
 
 def _script(db: sqlite3.Connection, sql: str) -> None:
     """Run several statements inside the caller's transaction (executescript would commit first)."""
-    for statement in sql.split(";"):
-        if statement.strip():
-            db.execute(statement)
+    pending = ""
+    for piece in sql.split(";"):
+        pending += piece + ";"
+        # A trigger body holds semicolons of its own: run only what SQLite calls a complete statement.
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                db.execute(pending)
+            pending = ""
 
 
 def _m1_conversations(db: sqlite3.Connection) -> None:
@@ -178,11 +183,47 @@ def _m4_telegram_scheduler_tasks(db: sqlite3.Connection) -> None:
     )
 
 
+def _m5_memories(db: sqlite3.Connection) -> None:
+    # The vec0 table is made by the memory store once it knows the embedding width (it depends on the model).
+    _script(
+        db,
+        """
+        CREATE TABLE memories (
+            id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL CHECK (kind IN ('fact', 'summary')),
+            text TEXT NOT NULL,
+            source TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            importance REAL NOT NULL DEFAULT 0.5,
+            conversation_id INTEGER,
+            embedded_with TEXT
+        );
+        CREATE VIRTUAL TABLE memories_fts USING fts5(text, content='memories', content_rowid='id');
+        CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts (rowid, text) VALUES (new.id, new.text);
+        END;
+        CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts (memories_fts, rowid, text) VALUES ('delete', old.id, old.text);
+        END;
+        CREATE TRIGGER memories_au AFTER UPDATE OF text ON memories BEGIN
+            INSERT INTO memories_fts (memories_fts, rowid, text) VALUES ('delete', old.id, old.text);
+            INSERT INTO memories_fts (rowid, text) VALUES (new.id, new.text);
+        END;
+        CREATE TABLE memory_progress (
+            conversation_id INTEGER PRIMARY KEY,
+            extracted_through INTEGER NOT NULL DEFAULT 0,
+            summarised_through INTEGER NOT NULL DEFAULT 0
+        )
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m1_conversations,
     _m2_web_auth,
     _m3_hardware,
     _m4_telegram_scheduler_tasks,
+    _m5_memories,
 ]
 
 
@@ -236,6 +277,7 @@ class Database:
                 f"{path} was written by a newer picoagent (schema {version}, this one knows {len(MIGRATIONS)})",
                 fix="update picoagent, or roll back with `picoagent update rollback`",
             )
+        _load_vec(conn)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
@@ -343,6 +385,20 @@ class Database:
         """SQLite's quick_check result: "ok" when the file is sound."""
         with self._lock:
             return str(self._conn.execute("PRAGMA quick_check").fetchone()[0])
+
+
+def _load_vec(conn: sqlite3.Connection) -> bool:
+    """Load sqlite-vec into a connection; False (memory search by keyword only) when it cannot be."""
+    try:
+        import sqlite_vec
+
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+    except (ImportError, AttributeError, sqlite3.Error) as exc:
+        log.warning("sqlite-vec is not available (%s): memory search falls back to keywords", exc)
+        return False
+    return True
 
 
 def can_load_extensions() -> bool:
