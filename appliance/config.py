@@ -170,7 +170,9 @@ class TelegramConfig:
     edit_interval_s: float = doc("least time between two edits of a streaming reply (Telegram rate-limits)", 1.2)
     poll_timeout_s: int = doc("long-polling timeout for getUpdates", 30)
     webhook_url: str = doc("public HTTPS URL Telegram posts updates to; empty: long polling", "")
-    webhook_secret: str = doc("secret Telegram sends with each webhook post; keep it in the secrets file", "", secret=True)
+    webhook_secret: str = doc(
+        "secret Telegram sends with each webhook post; keep it in the secrets file", "", secret=True
+    )
 
 
 @dataclass
@@ -590,9 +592,9 @@ def _check_devices(config: Config, refuse: Callable[[str, str, Any], ConfigError
     _check_schedule(config)
     if config.telegram.webhook_url and not config.telegram.webhook_url.startswith("https://"):
         raise ConfigError("telegram.webhook_url: Telegram only posts to https:// URLs")
-    if config.telegram.webhook_url and len(config.telegram.webhook_secret) < 16:
+    if config.telegram.webhook_url and not re.fullmatch(r"[A-Za-z0-9_-]{16,256}", config.telegram.webhook_secret):
         raise ConfigError(
-            "telegram.webhook_secret: needed with a webhook, at least 16 characters",
+            "telegram.webhook_secret: needed with a webhook: 16 to 256 of A-Z, a-z, 0-9, _ and -",
             fix="put TELEGRAM_WEBHOOK_SECRET=... (letters, digits, _ or -) in the secrets file and refer to it",
         )
     if not 0.3 <= config.memory.compact_at <= 0.95:

@@ -185,6 +185,7 @@ class Daemon:
             from appliance.channels.telegram import TelegramChannel
 
             self.telegram = TelegramChannel(self.config.telegram, runtime, self.outbox)
+            state.telegram = self.telegram  # POST /telegram/webhook hands updates to it (webhook mode)
             await self.telegram.start()  # never raises for a bad token or no network; see .problem
         if state.events is not None:
             state.events.subscribe(self._notify_event)

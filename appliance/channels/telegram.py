@@ -1,4 +1,8 @@
-"""The Telegram channel: python-telegram-bot driven inside the daemon's lifecycle (long polling).
+"""The Telegram channel: python-telegram-bot driven inside the daemon's lifecycle.
+
+Updates come by long polling (getUpdates), or, when ``telegram.webhook_url`` is set, Telegram posts them
+to the daemon's own web server (``POST /telegram/webhook``, checked by the secret token header) and this
+channel only queues them; the webhook stays set across restarts, so Telegram keeps updates meanwhile.
 
 Only the users in ``telegram.allow_from`` and those paired with a one-time code (`picoagent telegram
 pair`) are served; anyone else costs nothing: no turn, no model call, no reply. A reply streams into
@@ -14,6 +18,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import hashlib
+import hmac
 import logging
 import re
 import secrets
@@ -77,6 +82,7 @@ STOP_GRACE_S = 10.0
 CODE_ATTEMPTS_PER_HOUR = 5  # per unknown user; a 6-digit code then takes ~20 years to guess
 ALL_CODE_ATTEMPTS_PER_HOUR = 30  # across all unknown users, so many accounts do not help either
 CONNECT_RETRY_S = (5, 15, 30, 60, 120, 300)
+ALLOWED_UPDATES = ["message", "callback_query"]
 
 Route = Literal["local", "cloud"]
 Outcome = Literal["sent", "retry", "failed", "paused"]
@@ -345,8 +351,36 @@ class TelegramChannel:
         """Answers being written now."""
         return len(self._turns)
 
+    @property
+    def uses_webhook(self) -> bool:
+        """Whether Telegram posts updates to our web server (telegram.webhook_url) instead of being polled."""
+        return bool(self.config.webhook_url)
+
+    def webhook_secret_ok(self, sent: str | None) -> bool:
+        """Whether a webhook post carries our secret token (compared in constant time)."""
+        expected = self.config.webhook_secret
+        if not sent or not expected:
+            return False
+        return hmac.compare_digest(sent.encode("utf-8"), expected.encode("utf-8"))
+
+    async def feed_update(self, data: dict[str, Any]) -> bool:
+        """Queue an update Telegram posted to the webhook; False when the bot is not running (so Telegram retries).
+
+        Returns at once: the update is handled in the background, like a polled one (gate first). Raises
+        ValueError for a body that is not an Update.
+        """
+        app = self.app
+        if app is None or not app.running or self._stopping:
+            return False
+        try:
+            update = Update.de_json(data, app.bot)
+        except Exception as exc:  # de_json of an arbitrary object can fail in any way
+            raise ValueError(f"not a Telegram update: {type(exc).__name__}: {exc}") from None
+        await app.update_queue.put(update)
+        return True
+
     async def start(self) -> None:
-        """Connect, register the commands, poll and deliver; an unreachable Telegram is retried in the background."""
+        """Connect, register the commands, poll or set the webhook, deliver; an unreachable Telegram is retried."""
         self._loop = asyncio.get_running_loop()
         self.app = self._build()
         try:
@@ -357,19 +391,24 @@ class TelegramChannel:
                 "telegram: Telegram refused the bot token (telegram.token); the bot is off."
                 " Fix: copy the token from @BotFather into the secrets file and restart"
             )
+        except _WebhookRefused as exc:
+            self.problem = f"Telegram refused the webhook: {exc}"
+            log.error("telegram: Telegram refused telegram.webhook_url (%s); updates will not arrive", exc)
         except TelegramError as exc:
             self.problem = f"cannot reach Telegram: {exc}"
             log.warning("telegram: cannot reach Telegram (%s); retrying in the background", exc)
             self._connecting = asyncio.ensure_future(self._connect_later())
 
     def _build(self) -> Application[Any, Any, Any, Any, Any, Any]:
-        app = (
+        builder = (
             Application.builder()
             .token(self.config.token)
             .base_url(self.config.api_base_url)
             .concurrent_updates(True)  # a long answer must not hold up a button press
-            .build()
         )
+        if self.uses_webhook:
+            builder = builder.updater(None)  # updates come from our web server, never from getUpdates
+        app = builder.build()
         app.add_handler(TypeHandler(Update, self._gate), group=-1)
         for name, callback in (
             ("start", self._cmd_help),
@@ -391,18 +430,35 @@ class TelegramChannel:
         return app
 
     async def _connect(self) -> None:
-        assert self.app is not None and self.app.updater is not None
-        await self.app.initialize()  # getMe: checks the token
-        await self.app.bot.set_my_commands([BotCommand(name, about) for name, about in COMMANDS])
-        await self.app.start()
-        await self.app.updater.start_polling(
-            timeout=self.config.poll_timeout_s,
-            allowed_updates=["message", "callback_query"],
-            error_callback=self._on_polling_error,
-        )
+        app = self.app
+        assert app is not None
+        await app.initialize()  # getMe: checks the token
+        await app.bot.set_my_commands([BotCommand(name, about) for name, about in COMMANDS])
+        if not app.running:  # a retry after a failed setWebhook or getUpdates bootstrap finds it running
+            await app.start()
+        if self.uses_webhook:
+            try:
+                # drop_pending_updates=False: what arrived while the Pi was down is still answered.
+                await app.bot.set_webhook(
+                    url=self.config.webhook_url,
+                    secret_token=self.config.webhook_secret,
+                    allowed_updates=ALLOWED_UPDATES,
+                    drop_pending_updates=False,
+                )
+            except BadRequest as exc:  # a URL or secret Telegram will not take: retrying does not help
+                raise _WebhookRefused(exc.message) from None
+            how = "webhook"
+        else:
+            assert app.updater is not None
+            await app.updater.start_polling(  # deletes any webhook first (getUpdates refuses to run beside one)
+                timeout=self.config.poll_timeout_s,
+                allowed_updates=ALLOWED_UPDATES,
+                error_callback=self._on_polling_error,
+            )
+            how = "polling"
         self.problem = None
         self._delivery = asyncio.ensure_future(self._deliver_forever())
-        log.info("telegram: polling as @%s", self.app.bot.username)
+        log.info("telegram: %s as @%s", how, app.bot.username)
 
     async def _connect_later(self) -> None:
         for attempt in range(10**9):
@@ -414,12 +470,19 @@ class TelegramChannel:
                 log.error("telegram: Telegram refused the bot token (telegram.token); the bot is off")
                 self.problem = "Telegram refused telegram.token"
                 return
+            except _WebhookRefused as exc:
+                log.error("telegram: Telegram refused telegram.webhook_url (%s); updates will not arrive", exc)
+                self.problem = f"Telegram refused the webhook: {exc}"
+                return
             except TelegramError as exc:
                 self.problem = f"cannot reach Telegram: {exc}"
                 log.info("telegram: still cannot reach Telegram: %s", exc)
 
     async def stop(self) -> None:
-        """Stop polling, let answers in flight finish (briefly), finish the delivery pass, disconnect."""
+        """Stop polling, let answers in flight finish (briefly), finish the delivery pass, disconnect.
+
+        A webhook stays set, so Telegram keeps the updates that arrive until the daemon is back.
+        """
         self._stopping = True
         self._wakeup.set()
         if self._connecting is not None:
@@ -830,6 +893,10 @@ class TelegramChannel:
 
 
 DEVICES_HEADER = "Devices: tap a switch to toggle it, a sensor to read it."
+
+
+class _WebhookRefused(Exception):
+    """Telegram answered setWebhook with 400 (bad URL, certificate or secret): a configuration problem."""
 
 
 async def _edit_quietly(query: CallbackQuery, text: str, markup: InlineKeyboardMarkup | None) -> None:

@@ -5,7 +5,9 @@ whose non-string values are JSON), answered ``{"ok": true, "result": ...}`` with
 and Chat objects, or ``{"ok": false, "error_code": ..., "description": ...}`` as Telegram does.
 
 Tests inject updates (:meth:`FakeTelegram.push_message`, :meth:`FakeTelegram.push_callback`), which
-the bot fetches with ``getUpdates`` (long polling; an ``offset`` confirms and drops older updates),
+the bot fetches with ``getUpdates`` (long polling; an ``offset`` confirms and drops older updates), or,
+once the bot called ``setWebhook``, which collect in :attr:`FakeTelegram.webhook_updates` for the test
+to post to the webhook (``getUpdates`` is then refused with 409, as Telegram does),
 and failures for the next calls of a method (:meth:`FakeTelegram.fail_next`): ``network`` drops the
 connection without answering, so the client sees a network error and nothing was delivered.
 Every request is recorded (:attr:`FakeTelegram.calls`) so tests assert on what the bot sent.
@@ -40,7 +42,9 @@ _STRING_PARAMS = {
     "description",
     "short_description",
     "language_code",
+    "secret_token",
 }
+_SECRET_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,256}")
 _MENTION = re.compile(r"@[A-Za-z0-9_]{3,32}")
 
 
@@ -92,6 +96,10 @@ class FakeTelegram:
         self.blocked: set[int] = set()  # chats whose user blocked the bot (403)
         self.callback_answers: dict[str, dict[str, Any] | None] = {}  # query id -> answer (None: not yet)
         self._updates: list[dict[str, Any]] = []
+        self.webhook_url = ""  # set by setWebhook, cleared by deleteWebhook
+        self.webhook_secret = ""
+        self.webhook_allowed_updates: list[str] = []
+        self.webhook_updates: list[dict[str, Any]] = []  # what Telegram would post to the webhook, oldest first
         self._update_ids = itertools.count(1)
         self._message_ids: dict[int, itertools.count[int]] = {}
         self._callback_ids = itertools.count(1)
@@ -203,7 +211,11 @@ class FakeTelegram:
         return {"id": user_id, "is_bot": False, "first_name": f"User{user_id}", "username": f"user{user_id}"}
 
     def _push(self, update: dict[str, Any]) -> None:
-        self._updates.append({"update_id": next(self._update_ids), **update})
+        numbered = {"update_id": next(self._update_ids), **update}
+        if self.webhook_url:
+            self.webhook_updates.append(numbered)
+            return
+        self._updates.append(numbered)
         self._arrived.set()
 
     # --- what tests read ----------------------------------------------------------------------
@@ -309,9 +321,47 @@ class FakeTelegram:
     async def _api_deleteWebhook(self, params: dict[str, Any]) -> bool:
         if params.get("drop_pending_updates"):
             self._updates.clear()
+            self.webhook_updates.clear()
+        self._updates[:0] = self.webhook_updates  # not yet posted: now for getUpdates
+        self.webhook_updates.clear()
+        self.webhook_url = self.webhook_secret = ""
+        self.webhook_allowed_updates = []
         return True
 
+    async def _api_setWebhook(self, params: dict[str, Any]) -> bool:
+        url = params.get("url")
+        if not isinstance(url, str) or not url:
+            return await self._api_deleteWebhook(params)  # an empty URL removes the webhook
+        if not url.startswith("https://"):
+            raise _ApiError(400, "Bad Request: bad webhook: An HTTPS URL must be provided for webhook")
+        secret = params.get("secret_token")
+        if secret is not None and (not isinstance(secret, str) or not _SECRET_TOKEN.fullmatch(secret)):
+            raise _ApiError(400, "Bad Request: secret token contains unallowed characters")
+        if params.get("drop_pending_updates"):
+            self._updates.clear()
+        self.webhook_url, self.webhook_secret = url, secret or ""
+        self.webhook_allowed_updates = list(params.get("allowed_updates") or [])
+        self.webhook_updates.extend(self._updates)  # pending updates go to the webhook from now on
+        self._updates.clear()
+        return True
+
+    async def _api_getWebhookInfo(self, params: dict[str, Any]) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "url": self.webhook_url,
+            "has_custom_certificate": False,
+            "pending_update_count": len(self.webhook_updates) if self.webhook_url else len(self._updates),
+        }
+        if self.webhook_url and self.webhook_allowed_updates:
+            info["allowed_updates"] = self.webhook_allowed_updates
+        return info
+
     async def _api_getUpdates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        if self.webhook_url:
+            raise _ApiError(
+                409,
+                "Conflict: can't use getUpdates method while webhook is active;"
+                " use deleteWebhook to delete the webhook first",
+            )
         offset = int(params.get("offset") or 0)
         if offset > 0:
             # Confirmed: updates before the offset are never returned again.

@@ -11,7 +11,7 @@ from typing import Any
 from aiohttp import WSCloseCode, web
 
 from appliance.channels.web import auth as web_auth
-from appliance.channels.web import chat, cron, devices, openai_api
+from appliance.channels.web import chat, cron, devices, openai_api, telegram_hook
 from appliance.channels.web.openapi import openapi_document
 from appliance.channels.web.state import STATE, WebState
 from appliance.errors import ConfigError, PicoagentError, UsageError
@@ -156,6 +156,7 @@ def build_app(state: WebState) -> web.Application:
             web.get("/api/openapi.json", api_openapi),
             *chat.routes(),
             *openai_api.routes(),
+            *telegram_hook.routes(),
             *web_auth.routes(state.auth, login_limiter=limiter),
             web.static("/static", STATIC),
         ]

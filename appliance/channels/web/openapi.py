@@ -69,6 +69,33 @@ def openapi_document() -> dict[str, Any]:
                     "responses": {"200": _json({"type": "object"}), "503": _json({"type": "object"}, "degraded")},
                 }
             },
+            "/telegram/webhook": {
+                "post": {
+                    "summary": "Telegram posts bot updates here (webhook mode: telegram.webhook_url)",
+                    "security": [],
+                    "parameters": [
+                        {
+                            "name": "X-Telegram-Bot-Api-Secret-Token",
+                            "in": "header",
+                            "required": True,
+                            "description": "telegram.webhook_secret, as given to Telegram in setWebhook",
+                            "schema": {"type": "string"},
+                        }
+                    ],
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": {"type": "object", "description": "an Update"}}},
+                    },
+                    "responses": {
+                        "200": _json({"type": "object"}, "queued; handled in the background"),
+                        "400": BAD_REQUEST,
+                        "403": _json(ERROR, "wrong or missing secret token"),
+                        "404": _json(ERROR, "no webhook is configured"),
+                        "413": _json(ERROR, "the body is too large"),
+                        "503": _json(ERROR, "the Telegram channel is not running; Telegram retries"),
+                    },
+                }
+            },
             "/api/status": {
                 "get": {
                     "summary": "health, model, queue, recent replies, chart series",

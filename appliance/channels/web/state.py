@@ -15,6 +15,7 @@ from appliance.agent.loop import ReplyRecord
 from appliance.metrics import Counter, Gauge, Histogram, Registry
 
 if TYPE_CHECKING:
+    from appliance.channels.telegram import TelegramChannel
     from appliance.channels.web.auth import Auth
     from appliance.hardware.events import EventBus
     from appliance.runtime import Runtime
@@ -75,6 +76,7 @@ class WebState:
     sockets: set[web.WebSocketResponse] = field(default_factory=set)  # open chat streams, closed at stop
     events: EventBus | None = None
     cron: Scheduler | None = None
+    telegram: TelegramChannel | None = None  # set by the daemon; receives POST /telegram/webhook
     readings: dict[str, tuple[float, list[dict[str, Any]]]] = field(default_factory=dict)  # sensor cache
     metrics: ApplianceMetrics = field(init=False)
 
