@@ -196,6 +196,13 @@ class Daemon:
         self.task_runner = TaskRunner(self.task_store, make_agent_step(runtime.agent), self.notifier.notify)
         self._tasks.append(asyncio.ensure_future(self.task_runner.run_forever(poll_s=TASK_POLL_S)))
         self._start_scheduler(runtime, state)
+        if runtime.agent.memory is not None:
+            self._tasks.append(asyncio.ensure_future(runtime.agent.memory.run_sweeps()))
+        memory = runtime.memory
+        if memory is not None and memory.needs_reembed():
+            # A new embedding model: memories are re-embedded in the background; search uses keywords meanwhile.
+            log.warning("memory: re-embedding with %s in the background", memory.model_name)
+            self._tasks.append(asyncio.ensure_future(asyncio.to_thread(memory.reembed)))
 
     def _start_scheduler(self, runtime: Runtime, state: Any) -> None:
         """Cron jobs (config + workspace/cron.yaml) and the heartbeat."""

@@ -18,6 +18,8 @@ from appliance.llm.base import ServedModel
 from appliance.llm.local import LocalModel
 from appliance.llm.scheduler import FairScheduler
 from appliance.memory.db import Database
+from appliance.memory.keeper import MemoryKeeper
+from appliance.memory.store import MemoryStore
 from appliance.tools import builtin
 from appliance.tools.registry import ToolRegistry
 
@@ -77,14 +79,39 @@ def local_model(config: Config) -> LocalModel:
     )
 
 
-def tool_registry(config: Config, devices: DeviceAccess | None = None, raw: RawBusPolicy | None = None) -> ToolRegistry:
-    """The tools the model may call: the built-ins, and the device tools when there are devices."""
+def tool_registry(
+    config: Config,
+    devices: DeviceAccess | None = None,
+    raw: RawBusPolicy | None = None,
+    memory: MemoryStore | None = None,
+) -> ToolRegistry:
+    """The tools the model may call: the built-ins, memory, and the device tools when there are devices."""
     registry = builtin.default_registry()
+    if memory is not None:
+        from appliance.tools import memory as memory_tools
+
+        memory_tools.register(registry, memory)
     if devices is not None:
         from appliance.tools import hardware
 
         hardware.register(registry, devices, raw)
     return registry
+
+
+def memory_store(config: Config, db: Database, model: ServedModel, *, vector_cache: bool = True) -> MemoryStore:
+    """Long-term memory: vectors from the local embedder (keyword-only when there is none)."""
+    from appliance.llm.embeddings import embedder_for
+
+    embedder = embedder_for(config, model, models_dir(config)) if isinstance(model, LocalModel) else None
+    store = MemoryStore(
+        db,
+        embedder.embed if embedder is not None else None,
+        model_name=embedder.name if embedder is not None else "none",
+        dimensions=embedder.dimensions if embedder is not None else 0,
+        vector_cache=vector_cache,
+    )
+    store.embedder = embedder  # type: ignore[attr-defined]  # closed with the runtime
+    return store
 
 
 def device_registry(config: Config, db: Database) -> tuple[DeviceRegistry | None, RawBusPolicy | None]:
@@ -168,6 +195,7 @@ class Runtime:
     agent: Agent
     owns_model: bool = True
     devices: DeviceRegistry | None = None
+    memory: MemoryStore | None = None
 
     @classmethod
     def open(cls, config: Config, *, model: ServedModel | None = None) -> Runtime:
@@ -188,12 +216,23 @@ class Runtime:
         except Exception:
             db.close()
             raise
-        tools = tool_registry(config, devices, raw)
-        agent = Agent(config, scheduler, db, tools, workspace, devices)
-        return cls(config, db, model, scheduler, tools, workspace, agent, owns_model, devices)
+        try:
+            memory = memory_store(config, db, model)
+        except Exception:
+            if devices is not None:
+                devices.close()
+            db.close()
+            raise
+        tools = tool_registry(config, devices, raw, memory)
+        keeper = MemoryKeeper(config.memory, memory, db, scheduler, context_tokens=config.llm.context_tokens)
+        agent = Agent(config, scheduler, db, tools, workspace, devices, keeper)
+        return cls(config, db, model, scheduler, tools, workspace, agent, owns_model, devices, memory)
 
     def close(self) -> None:
         """Stop the model worker (when this runtime made it) and close the database."""
+        embedder = getattr(self.memory, "embedder", None)
+        if embedder is not None:
+            embedder.close()  # before the model: it runs on the model's worker thread
         if self.owns_model:
             self.model.close()
         if self.devices is not None:

@@ -26,6 +26,7 @@ from appliance.config import Config
 from appliance.hardware.devices import DeviceRegistry
 from appliance.llm.base import ChatMessage, ChatModel, Generation, GenerationRequest
 from appliance.memory.db import Database
+from appliance.memory.keeper import MemoryKeeper
 from appliance.tools.registry import ToolRegistry, ToolResult
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,7 @@ class _TurnStats:
     model_s: float = 0.0
     rounds: int = 0
     partial: str = ""  # the reply text streamed so far
+    last_prompt_tokens: int = 0
     client: str = ""
     emit: EventSink | None = None
 
@@ -59,6 +61,7 @@ class Agent:
         tools: ToolRegistry,
         workspace: Workspace,
         devices: DeviceRegistry | None = None,
+        memory: MemoryKeeper | None = None,
     ) -> None:
         self.config = config
         self.model = model
@@ -66,6 +69,7 @@ class Agent:
         self.tools = tools
         self.workspace = workspace
         self.devices = devices
+        self.memory = memory
         self.intents = IntentMatcher(devices.infos()) if devices is not None and devices.devices else None
         self._asked: dict[str, Intent] = {}  # the fast path's open question, per chat
         self.listeners: list[Callable[[ReplyRecord], None]] = []  # told of every finished turn
@@ -94,13 +98,24 @@ class Agent:
             await self.db.call(self.db.add_message, conversation, "user", text)
             record = await run_intent(intent, self.devices, requested_by=stats.client, started=stats.started)
             return await self._finish(record, conversation, f"{channel}:{chat_id}", emit)
-        stored = await self.db.call(self.db.recent_messages, conversation, cfg.history_messages)
+        summary: str | None = None
+        recalled: list[str] = []
+        if self.memory is not None:
+            stored, summary = await self.db.call(self.memory.history, conversation, cfg.history_messages)
+            recalled = await self.memory.recall(text)
+        else:
+            stored = await self.db.call(self.db.recent_messages, conversation, cfg.history_messages)
         await self.db.call(self.db.add_message, conversation, "user", text)
 
         use_tools = tool_choice != "none" and len(self.tools) > 0
         system = context.system_prompt(self.workspace, self.tools if use_tools else None)
+        # The system prompt stays first and unchanged (a warm KV-cache prefix); memory follows it.
+        extra = [ChatMessage("system", f"Summary of the earlier conversation: {summary}")] if summary else []
+        remembered = self.memory.recall_message(recalled) if self.memory is not None else None
         messages = [
             ChatMessage("system", system),
+            *extra,
+            *([remembered] if remembered else []),
             *context.history_messages(stored),
             ChatMessage("user", text),
         ]
@@ -140,6 +155,8 @@ class Agent:
         )
         if not reply:
             record.text = "(no answer)" if final else "(stopped: too many tool rounds without an answer)"
+        if self.memory is not None:
+            self.memory.after_turn(conversation, int(stats.last_prompt_tokens))
         return await self._finish(record, conversation, record.session, emit)
 
     async def _finish(self, record: ReplyRecord, conversation: int, session: str, emit: EventSink) -> ReplyRecord:
@@ -154,6 +171,14 @@ class Agent:
             record.text,
             route=record.route,
             meta={"actions": record.actions, "timings": record.timings, "reason": record.reason, "model": record.model},
+        )
+        t = record.timings
+        await self.db.call(
+            self.db.add_usage,
+            record.route,
+            record.model,
+            int(t.get("prompt_tokens", 0)),
+            int(t.get("completion_tokens", 0)),
         )
         for listener in self.listeners:
             listener(record)
@@ -208,6 +233,7 @@ class Agent:
         generation = await self.model.generate(request)
         stats.rounds += 1
         stats.prompt_tokens += generation.prompt_tokens
+        stats.last_prompt_tokens = generation.prompt_tokens
         stats.completion_tokens += generation.completion_tokens
         stats.cached_tokens += generation.cached_tokens
         stats.model_s += generation.total_s

@@ -311,9 +311,7 @@ def _read_header(path: Path) -> dict[str, Any]:
             fix="fix memory.embedding_model (a catalog name or a .gguf path), or leave it empty to use "
             "the chat model's own embeddings",
         )
-    return gguf.read_metadata(
-        path, {"{arch}.embedding_length", "{arch}.pooling_type", "{arch}.context_length"}
-    )
+    return gguf.read_metadata(path, {"{arch}.embedding_length", "{arch}.pooling_type", "{arch}.context_length"})
 
 
 def _int(value: Any) -> int:

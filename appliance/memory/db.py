@@ -218,12 +218,30 @@ def _m5_memories(db: sqlite3.Connection) -> None:
     )
 
 
+def _m6_usage(db: sqlite3.Connection) -> None:
+    _script(
+        db,
+        """
+        CREATE TABLE usage (
+            day TEXT NOT NULL,
+            route TEXT NOT NULL,
+            model TEXT NOT NULL,
+            turns INTEGER NOT NULL DEFAULT 0,
+            prompt_tokens INTEGER NOT NULL DEFAULT 0,
+            completion_tokens INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (day, route, model)
+        )
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m1_conversations,
     _m2_web_auth,
     _m3_hardware,
     _m4_telegram_scheduler_tasks,
     _m5_memories,
+    _m6_usage,
 ]
 
 
@@ -372,6 +390,28 @@ class Database:
                 (conversation_id, limit),
             ).fetchall()
         return [StoredMessage(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]) if r[5] else {}) for r in reversed(rows)]
+
+    def add_usage(self, route: str, model: str, prompt_tokens: int, completion_tokens: int) -> None:
+        """Count one turn's tokens for today (local time), by route and model."""
+        day = time.strftime("%Y-%m-%d")
+        self._write(
+            "INSERT INTO usage (day, route, model, turns, prompt_tokens, completion_tokens) VALUES (?, ?, ?, 1, ?, ?)"
+            " ON CONFLICT (day, route, model) DO UPDATE SET turns = turns + 1,"
+            " prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
+            " completion_tokens = completion_tokens + excluded.completion_tokens",
+            (day, route, model or "-", prompt_tokens, completion_tokens),
+        )
+
+    def usage(self, days: int = 30) -> list[dict[str, Any]]:
+        """Token use by day, route and model, newest first."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT day, route, model, turns, prompt_tokens, completion_tokens FROM usage"
+                " WHERE day >= date('now', 'localtime', ?) ORDER BY day DESC, route, model",
+                (f"-{days} days",),
+            ).fetchall()
+        keys = ("day", "route", "model", "turns", "prompt_tokens", "completion_tokens")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
 
     def ping(self) -> bool:
         """Whether the database answers a trivial query (the health check)."""

@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from appliance.llm import models
-from tests.bench import daemon, hardware, intent, spine
+from tests.bench import daemon, hardware, intent, memory, spine
 
 
 def main() -> int:
@@ -42,6 +42,8 @@ def main() -> int:
         "ws_concurrency": lambda: daemon.bench_ws_concurrency(50, 5),
         "intent": lambda: intent.bench_intent(200),
         "device_read": lambda: hardware.bench_device_read(300),
+        "memory_search": lambda: memory.bench_memory(),
+        "memory_recall": lambda: memory.bench_recall_overhead(),
     }
     for name, bench in benches.items():
         if args.only and args.only not in name:

@@ -1,0 +1,283 @@
+"""Automatic memory: recall into each turn, facts extracted in the background, long chats compacted.
+
+Nothing here depends on the model deciding to call a "remember" tool. After a conversation grows by
+``memory.extract_after_messages`` (or goes quiet), the local model is asked, under a JSON schema, for
+the durable facts in the new messages, and they are stored. Each turn recalls the memories closest
+to the message (by meaning and by keyword) within a token budget, as a separate message after the
+system prompt, so the system prompt stays a stable prefix for the KV cache. When history passes
+``memory.compact_at`` of the context window, the older turns become a summary (kept and recalled)
+and only the last ``memory.keep_recent`` messages stay verbatim.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+import time
+from typing import Any
+
+from appliance.config import MemoryConfig
+from appliance.errors import PicoagentError
+from appliance.llm.base import ChatMessage, ChatModel, GenerationRequest
+from appliance.memory.db import Database, StoredMessage
+
+log = logging.getLogger(__name__)
+
+CHARS_PER_TOKEN = 4  # a budget, not a count: close enough for English, and cheap
+FACTS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "facts": {"type": "array", "items": {"type": "string", "maxLength": 160}, "maxItems": 5},
+    },
+    "required": ["facts"],
+    "additionalProperties": False,
+}
+SUMMARY_SCHEMA = {
+    "type": "object",
+    "properties": {"summary": {"type": "string", "maxLength": 600}},
+    "required": ["summary"],
+    "additionalProperties": False,
+}
+
+
+class MemoryKeeper:
+    """Recall, extraction and compaction around the agent's turns."""
+
+    def __init__(
+        self,
+        config: MemoryConfig,
+        store: Any,
+        db: Database,
+        model: ChatModel,
+        *,
+        context_tokens: int,
+        clock: Any = time.time,
+    ) -> None:
+        self.config = config
+        self.store = store  # a MemoryStore: add(), search()
+        self.db = db
+        self.model = model  # the local model (through the fair queue): memory never leaves the Pi
+        self.context_tokens = context_tokens
+        self.clock = clock
+        self._busy: set[int] = set()  # conversations being extracted or compacted now
+        self.background: set[asyncio.Task[Any]] = set()
+
+    # --- progress bookkeeping ------------------------------------------------------------------
+
+    def _progress(self, conversation_id: int) -> tuple[int, int]:
+        with self.db._lock:
+            row = self.db._conn.execute(
+                "SELECT extracted_through, summarised_through FROM memory_progress WHERE conversation_id = ?",
+                (conversation_id,),
+            ).fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
+    def _set_progress(
+        self, conversation_id: int, *, extracted: int | None = None, summarised: int | None = None
+    ) -> None:
+        old_extracted, old_summarised = self._progress(conversation_id)
+        self.db._write(
+            "INSERT INTO memory_progress (conversation_id, extracted_through, summarised_through) VALUES (?, ?, ?)"
+            " ON CONFLICT (conversation_id) DO UPDATE SET extracted_through = excluded.extracted_through,"
+            " summarised_through = excluded.summarised_through",
+            (conversation_id, extracted if extracted is not None else old_extracted, summarised or old_summarised),
+        )
+
+    def _messages_after(self, conversation_id: int, after_id: int, limit: int = 200) -> list[StoredMessage]:
+        with self.db._lock:
+            rows = self.db._conn.execute(
+                "SELECT id, role, content, created_at, route, meta FROM messages"
+                " WHERE conversation_id = ? AND id > ? ORDER BY id LIMIT ?",
+                (conversation_id, after_id, limit),
+            ).fetchall()
+        return [StoredMessage(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]) if r[5] else {}) for r in rows]
+
+    # --- recall --------------------------------------------------------------------------------
+
+    async def recall(self, text: str) -> list[str]:
+        """Memories relevant to a message, best first, within the token budget."""
+        try:
+            # Not db.call: searching embeds the query, which must not hold up the database thread.
+            hits = await asyncio.to_thread(self.store.search, text, self.config.recall_k)
+        except PicoagentError as exc:
+            log.warning("recall failed: %s", exc.message)
+            return []
+        budget = self.config.recall_tokens * CHARS_PER_TOKEN
+        chosen: list[str] = []
+        for hit in hits:
+            memory = getattr(hit, "memory", hit)
+            line = memory.text
+            if len(line) > budget:
+                break
+            budget -= len(line)
+            chosen.append(line)
+        return chosen
+
+    @staticmethod
+    def recall_message(memories: list[str]) -> ChatMessage | None:
+        """The recalled memories as one message for the prompt (None when there are none)."""
+        if not memories:
+            return None
+        return ChatMessage("system", "Things you remember:\n" + "\n".join(f"- {m}" for m in memories))
+
+    # --- history with compaction ----------------------------------------------------------------
+
+    def history(self, conversation_id: int, limit: int) -> tuple[list[StoredMessage], str | None]:
+        """Recent messages after the last summary, and that summary's text (None when there is none)."""
+        _, summarised = self._progress(conversation_id)
+        recent = self.db.recent_messages(conversation_id, limit)
+        kept = [m for m in recent if m.id > summarised]
+        summary = None
+        if summarised:
+            with self.db._lock:
+                row = self.db._conn.execute(
+                    "SELECT text FROM memories WHERE kind = 'summary' AND conversation_id = ? ORDER BY id DESC LIMIT 1",
+                    (conversation_id,),
+                ).fetchone()
+            summary = row[0] if row else None
+        return kept, summary
+
+    def needs_compaction(self, prompt_tokens: int) -> bool:
+        """Whether a prompt this long should make older turns into a summary."""
+        return prompt_tokens > self.config.compact_at * self.context_tokens
+
+    # --- background work -----------------------------------------------------------------------
+
+    def after_turn(self, conversation_id: int, prompt_tokens: int) -> None:
+        """Start extraction or compaction in the background when due (the reply is not held up)."""
+        if conversation_id in self._busy:
+            return
+        task = asyncio.ensure_future(self._after_turn(conversation_id, prompt_tokens))
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
+    async def _after_turn(self, conversation_id: int, prompt_tokens: int) -> None:
+        self._busy.add(conversation_id)
+        try:
+            if self.needs_compaction(prompt_tokens):
+                await self.compact(conversation_id)
+            extracted, _ = await self.db.call(self._progress, conversation_id)
+            new = await self.db.call(self._messages_after, conversation_id, extracted)
+            every = self.config.extract_after_messages
+            if every and len(new) >= every:
+                await self.extract(conversation_id)
+        except PicoagentError as exc:
+            log.warning("memory upkeep of conversation %d failed: %s", conversation_id, exc.message)
+        finally:
+            self._busy.discard(conversation_id)
+
+    def _quiet_conversations(self) -> list[int]:
+        """Conversations with messages not yet looked at, whose last message is older than quiet_minutes."""
+        horizon = self.clock() - self.config.quiet_minutes * 60
+        with self.db._lock:
+            rows = self.db._conn.execute(
+                "SELECT m.conversation_id FROM messages m LEFT JOIN memory_progress p"
+                " ON p.conversation_id = m.conversation_id"
+                " GROUP BY m.conversation_id HAVING max(m.id) > coalesce(max(p.extracted_through), 0)"
+                " AND max(m.created_at) < ?",
+                (horizon,),
+            ).fetchall()
+        return [int(r[0]) for r in rows]
+
+    async def sweep(self) -> list[int]:
+        """Extract facts from every conversation that went quiet with messages not yet looked at."""
+        if not self.config.extract_after_messages:
+            return []
+        done = []
+        for conversation_id in await self.db.call(self._quiet_conversations):
+            if conversation_id in self._busy:
+                continue
+            self._busy.add(conversation_id)
+            try:
+                await self.extract(conversation_id)
+                done.append(conversation_id)
+            except PicoagentError as exc:
+                log.warning("memory: conversation %d: %s", conversation_id, exc.message)
+            finally:
+                self._busy.discard(conversation_id)
+        return done
+
+    async def run_sweeps(self, every_s: float = 60.0) -> None:
+        """Sweep for quiet conversations forever."""
+        while True:
+            await asyncio.sleep(every_s)
+            await self.sweep()
+
+    async def extract(self, conversation_id: int) -> list[str]:
+        """Ask the local model for durable facts in the messages not yet looked at; store them."""
+        extracted, _ = await self.db.call(self._progress, conversation_id)
+        new = await self.db.call(self._messages_after, conversation_id, extracted)
+        if not new:
+            return []
+        transcript = "\n".join(f"{m.role}: {m.content[:500]}" for m in new if m.role in ("user", "assistant"))
+        request = GenerationRequest(
+            messages=[
+                ChatMessage(
+                    "system",
+                    "List the durable facts about the user, their home, people and plans in this conversation "
+                    "(names, dates, places, preferences, where things are). Skip greetings and questions. "
+                    'Answer as JSON: {"facts": ["...", ...]}; an empty list when there are none.',
+                ),
+                ChatMessage("user", transcript),
+            ],
+            max_tokens=200,
+            temperature=0.0,
+            json_schema=FACTS_SCHEMA,
+            client="memory",
+        )
+        generation = await self.model.generate(request)
+        try:
+            facts = [str(f).strip() for f in json.loads(generation.text).get("facts", []) if str(f).strip()]
+        except (json.JSONDecodeError, AttributeError):
+            return []  # a cut generation; the next round looks at these messages again
+        source = f"conversation {conversation_id}"
+        for fact in facts:
+            await asyncio.to_thread(
+                functools.partial(self.store.add, fact, kind="fact", source=source, conversation_id=conversation_id)
+            )
+        await self.db.call(lambda: self._set_progress(conversation_id, extracted=new[-1].id))
+        log.info("conversation %d: %d fact(s) remembered", conversation_id, len(facts))
+        return facts
+
+    async def compact(self, conversation_id: int) -> str | None:
+        """Summarise all but the last ``keep_recent`` messages into a summary memory."""
+        _, summarised = await self.db.call(self._progress, conversation_id)
+        messages = await self.db.call(self._messages_after, conversation_id, summarised, 1000)
+        older = messages[: -self.config.keep_recent] if self.config.keep_recent else messages
+        if len(older) < 2:
+            return None
+        _, previous = await self.db.call(self.history, conversation_id, 0)
+        transcript = "\n".join(f"{m.role}: {m.content[:400]}" for m in older)
+        if previous:
+            transcript = f"(earlier summary) {previous}\n{transcript}"
+        request = GenerationRequest(
+            messages=[
+                ChatMessage(
+                    "system",
+                    "Summarise this conversation in a few sentences: what was asked, decided and learned. "
+                    'JSON: {"summary": "..."}',
+                ),
+                ChatMessage("user", transcript[-6000:]),
+            ],
+            max_tokens=220,
+            temperature=0.0,
+            json_schema=SUMMARY_SCHEMA,
+            client="memory",
+        )
+        generation = await self.model.generate(request)
+        try:
+            summary = str(json.loads(generation.text)["summary"]).strip()
+        except (json.JSONDecodeError, KeyError, TypeError):
+            return None
+        if not summary:
+            return None
+        await self.db.call(
+            lambda: self.store.add(
+                summary, kind="summary", source=f"conversation {conversation_id}", conversation_id=conversation_id
+            )
+        )
+        await self.db.call(lambda: self._set_progress(conversation_id, summarised=older[-1].id))
+        log.info("conversation %d: %d message(s) summarised", conversation_id, len(older))
+        return summary

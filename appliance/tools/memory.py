@@ -1,0 +1,33 @@
+"""The model's memory tools. Nothing depends on the model calling them: facts are also extracted on their own."""
+
+from __future__ import annotations
+
+import asyncio
+
+from appliance.memory.store import MemoryStore
+from appliance.tools.registry import ToolRegistry
+
+
+def register(registry: ToolRegistry, store: MemoryStore) -> None:
+    """Register remember and recall."""
+
+    async def remember(fact: str) -> str:
+        """Store a durable fact about the user, their home or their plans.
+
+        Args:
+            fact: one short sentence, e.g. "Anna's birthday is 14 March"
+        """
+        memory = await asyncio.to_thread(store.add, fact, source="model")
+        return f"remembered (memory {memory.id})"
+
+    async def recall(query: str) -> list[str]:
+        """Find remembered facts by meaning or keyword.
+
+        Args:
+            query: what to look for, e.g. "where is the shed key"
+        """
+        hits = await asyncio.to_thread(store.search, query, 5)
+        return [hit.memory.text for hit in hits]
+
+    registry.register(remember)
+    registry.register(recall, read_only=True)

@@ -1,0 +1,97 @@
+"""Automatic memory around the turns: compaction, quiet-time extraction, and the memory CLI across processes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from appliance.config import Config
+from appliance.llm.scripted import ScriptedModel
+from appliance.memory.db import Database
+from appliance.memory.keeper import MemoryKeeper
+from appliance.memory.store import MemoryStore
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 10_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def keeper_with(tmp_path: Path, config: Config, model: ScriptedModel, clock: Clock) -> tuple[MemoryKeeper, Database]:
+    db = Database(tmp_path / "k.db")
+    store = MemoryStore(db, None, model_name="none", dimensions=0)
+    return MemoryKeeper(config.memory, store, db, model, context_tokens=1000, clock=clock), db
+
+
+def test_long_history_is_compacted_into_a_recalled_summary(config: Config, tmp_path: Path) -> None:
+    model = ScriptedModel()
+    model.enqueue(json.dumps({"summary": "We planned Anna's party for 14 March in the garden."}))
+    keeper, db = keeper_with(tmp_path, config, model, Clock())
+    conversation = db.conversation("web", "c")
+    ids = [db.add_message(conversation, "user" if i % 2 == 0 else "assistant", f"message {i} " * 20) for i in range(12)]
+    assert keeper.needs_compaction(800) and not keeper.needs_compaction(700)  # 75 % of 1,000 tokens
+    summary = asyncio.run(keeper.compact(conversation))
+    assert summary == "We planned Anna's party for 14 March in the garden."
+    assert model.history[0].json_schema is not None  # constrained, so it always parses
+    kept, recalled_summary = keeper.history(conversation, 50)
+    assert [m.id for m in kept] == ids[-config.memory.keep_recent :]  # only the last few stay verbatim
+    assert recalled_summary == summary
+    assert keeper.store.search("party", 3)[0].memory.kind == "summary"  # kept, and found again
+    db.close()
+
+
+def test_a_quiet_conversation_is_swept_for_facts_once(config: Config, tmp_path: Path) -> None:
+    model = ScriptedModel()
+    model.enqueue(json.dumps({"facts": ["The user's cat is called Miso."]}))
+    clock = Clock()
+    keeper, db = keeper_with(tmp_path, config, model, clock)
+    conversation = db.conversation("web", "q")
+    db.add_message(conversation, "user", "My cat is called Miso.")
+    assert asyncio.run(keeper.sweep()) == []  # not quiet yet (the message is newer than quiet_minutes)
+    clock.now = 10**10
+    assert asyncio.run(keeper.sweep()) == [conversation]
+    assert [h.memory.text for h in keeper.store.search("cat", 3)] == ["The user's cat is called Miso."]
+    assert asyncio.run(keeper.sweep()) == []  # nothing new: no second model call
+    assert len(model.history) == 1
+    db.close()
+
+
+def cli(*args: str, data: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "PICOAGENT_CONFIG"}
+    return subprocess.run(
+        [sys.executable, "-m", "appliance", "--data-dir", str(data), "memory", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_memory_cli_finds_by_meaning_and_by_keyword_across_processes(tmp_path: Path) -> None:
+    for fact in (
+        "The key to the garden shed is under the flowerpot by the door.",
+        "Anna's birthday is on 14 March.",
+        "The NAS is at 192.168.1.40.",
+    ):
+        added = cli("add", fact, data=tmp_path)
+        assert added.returncode == 0, added.stderr
+    by_meaning = json.loads(cli("search", "where is the shed key", "--json", data=tmp_path).stdout)
+    assert "flowerpot" in by_meaning[0]["text"] and "vector" in by_meaning[0]["matched_by"]
+    by_keyword = json.loads(cli("search", "192.168.1.40", "--json", data=tmp_path).stdout)
+    assert "192.168.1.40" in by_keyword[0]["text"] and "keyword" in by_keyword[0]["matched_by"]
+    exported = cli("export", data=tmp_path)
+    assert exported.returncode == 0
+    assert "flowerpot" in (tmp_path / "workspace" / "MEMORY.md").read_text()
+    forgotten = cli("forget", str(by_keyword[0]["id"]), data=tmp_path)
+    assert forgotten.returncode == 0
+    assert "192.168.1.40" not in cli("search", "192.168.1.40", data=tmp_path).stdout
