@@ -7,6 +7,7 @@ which runs the work on the database's single thread so the event loop never bloc
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import logging
 import sqlite3
@@ -430,10 +431,12 @@ class Database:
 def _load_vec(conn: sqlite3.Connection) -> bool:
     """Load sqlite-vec into a connection; False (memory search by keyword only) when it cannot be."""
     try:
-        import sqlite_vec
-
+        # The extension's own path, without importing the sqlite_vec package (it imports numpy: ~10 MB).
+        spec = importlib.util.find_spec("sqlite_vec")
+        if spec is None or not spec.submodule_search_locations:
+            raise ImportError("the sqlite-vec package is not installed")
         conn.enable_load_extension(True)
-        sqlite_vec.load(conn)
+        conn.load_extension(str(Path(spec.submodule_search_locations[0]) / "vec0"))
         conn.enable_load_extension(False)
     except (ImportError, AttributeError, sqlite3.Error) as exc:
         log.warning("sqlite-vec is not available (%s): memory search falls back to keywords", exc)

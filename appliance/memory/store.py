@@ -34,9 +34,22 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+else:
+
+    class _LazyNumpy:
+        """numpy on first use: an idle daemon that has not searched yet stays small (numpy is ~15 MB)."""
+
+        def __getattr__(self, name: str) -> Any:
+            import numpy
+
+            globals()["np"] = numpy
+            return getattr(numpy, name)
+
+    np = _LazyNumpy()
 
 from appliance.errors import DatabaseError, ModelError, PicoagentError, UsageError
 from appliance.memory.db import Database
@@ -884,10 +897,8 @@ def _popcount(words: np.ndarray, out: np.ndarray) -> np.ndarray:
     """Set bits per uint64 into a uint8 array (numpy 2's bitwise_count; a byte table on older numpy)."""
     if hasattr(np, "bitwise_count"):
         return np.bitwise_count(words, out=out)
-    return np.sum(_BYTE_BITS[words.view(np.uint8)].reshape(len(words), 8), axis=1, dtype=np.uint8, out=out)
-
-
-_BYTE_BITS = np.array([bin(i).count("1") for i in range(256)], np.uint8)
+    byte_bits = np.array([bin(i).count("1") for i in range(256)], np.uint8)
+    return np.sum(byte_bits[words.view(np.uint8)].reshape(len(words), 8), axis=1, dtype=np.uint8, out=out)
 
 
 def _smallest(values: np.ndarray, m: int, top: int) -> np.ndarray:
