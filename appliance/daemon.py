@@ -24,6 +24,7 @@ from typing import Any
 from appliance import __version__
 from appliance.config import Config, load_config
 from appliance.errors import ConfigError, PicoagentError
+from appliance.fileio import write_atomic
 from appliance.runtime import Runtime, data_dir, local_model
 
 log = logging.getLogger(__name__)
@@ -73,11 +74,7 @@ class DaemonInfo:
 
 
 def _write_private(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    write_atomic(path, text, mode=0o600)  # the local CLI token: the picoagent user only
 
 
 class Daemon:

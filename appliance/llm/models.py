@@ -16,7 +16,6 @@ import logging
 import os
 import re
 import shutil
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Protocol, TextIO
 
 from appliance.errors import ChecksumError, DownloadError, ModelError, ModelNotFoundError, UnknownModelError
+from appliance.fileio import fsync_dir, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -196,31 +196,6 @@ def resolve_model(spec: str, models_dir: Path) -> Path:
     )
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp makes it 0600; the service user must read what root wrote
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    # A rename is durable only once its directory is synced (power cuts are common on a Pi).
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def selected_model(models_dir: Path) -> str | None:
     """The model chosen with `picoagent models use`, or None."""
     try:
@@ -243,7 +218,7 @@ def select_model(name_or_path: str, models_dir: Path) -> str:
         value = entry.name
     else:
         value = str(resolve_model(name_or_path, models_dir).resolve())
-    _write_atomic(Path(models_dir) / SELECTED_FILE, value + "\n")
+    write_atomic(Path(models_dir) / SELECTED_FILE, value + "\n")
     log.info("selected model %s", value)
     return value
 
@@ -343,7 +318,7 @@ def _install(entry: CatalogEntry, part: Path, final: Path, digest: Any) -> None:
     with part.open("rb+") as fh:
         os.fsync(fh.fileno())
     os.replace(part, final)
-    _fsync_dir(final.parent)
+    fsync_dir(final.parent)
     log.info("installed model %s at %s", entry.name, final)
 
 

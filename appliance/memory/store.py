@@ -23,10 +23,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 import sqlite3
-import tempfile
 import threading
 import time
 import unicodedata
@@ -52,6 +50,7 @@ else:
     np = _LazyNumpy()
 
 from appliance.errors import DatabaseError, ModelError, PicoagentError, UsageError
+from appliance.fileio import write_atomic
 from appliance.memory.db import Database
 
 log = logging.getLogger(__name__)
@@ -1022,19 +1021,9 @@ def _date(timestamp: float, *, with_time: bool = False) -> str:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    """Write a file whole or not at all: a temporary file beside it, synced, then renamed over it."""
+    """Write a workspace file whole or not at all, with an error for people."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(text)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        write_atomic(path, text)
     except OSError as exc:
         raise PicoagentError(
             f"cannot write {path}: {exc.strerror or exc}", fix="check that the workspace directory is writable"
