@@ -6,17 +6,9 @@ import statistics
 import time
 from collections.abc import Callable
 
-from appliance.agent.intent import DeviceInfo, IntentMatcher
+from appliance.agent.intent import IntentMatcher
 from tests.bench.common import report
-
-DEVICES = (
-    DeviceInfo("porch_light", "switch", "porch", ("porch lamp", "outside light")),
-    DeviceInfo("kitchen_light", "dimmer", "kitchen", ()),
-    DeviceInfo("fan", "switch", "living room", ("ventilator",)),
-    DeviceInfo("living_room", "sensor", "living room", (), ("temperature", "humidity", "pressure")),
-    DeviceInfo("soil", "sensor", "garden", ("soil moisture",), ("level", "voltage")),
-    DeviceInfo("doorbell", "input", "hallway", ()),
-)
+from tests.test_intent import HOME as DEVICES  # the same six devices the phrasing table is written for
 
 PHRASINGS = (
     # commands
