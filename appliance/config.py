@@ -217,6 +217,37 @@ class SchedulerConfig:
 
 
 @dataclass
+class ProviderConfig:
+    """A cloud model the appliance may escalate to."""
+
+    type: Literal["openai", "anthropic"] = doc("openai: any OpenAI-compatible API; anthropic: the Messages API")
+    api_base: str = doc("the API's base URL, e.g. https://api.openai.com/v1 or https://api.anthropic.com")
+    model: str = doc("the model name the API expects")
+    api_key: str = doc("the API key: a ${NAME} reference into the secrets file", "", secret=True)
+    price_in_per_mtok: float = doc("price in USD per million prompt tokens (for the budget)", 0.0)
+    price_out_per_mtok: float = doc("price in USD per million completion tokens", 0.0)
+    timeout_s: float = doc("give up on a request after this long", 60.0)
+
+
+@dataclass
+class RoutingConfig:
+    """When a message may leave the Pi."""
+
+    mode: Literal["local_only", "edge_first", "cloud_first"] = doc(
+        "local_only: never the cloud; edge_first: the cloud when the local answer is not good enough; "
+        "cloud_first: the cloud whenever allowed",
+        "local_only",
+    )
+    cloud_provider: str = doc("the name of the provider (under providers:) to escalate to", "")
+    min_confidence: float = doc("escalate when the local answer's mean token probability is below this", 0.55)
+    local_only_channels: list[str] = doc(
+        "channels whose messages never leave the Pi (terminal, web, ...)", default_factory=list
+    )
+    daily_budget_usd: float = doc("most spent on the cloud per day; 0: no cloud", 1.0)
+    monthly_budget_usd: float = doc("most spent on the cloud per month; 0: no cloud", 10.0)
+
+
+@dataclass
 class Config:
     """The whole configuration tree."""
 
@@ -234,6 +265,8 @@ class Config:
     events: list[EventRule] = doc("sensor conditions that become events", default_factory=list)
     telegram: TelegramConfig = doc("the Telegram channel", default_factory=TelegramConfig)
     memory: MemoryConfig = doc("long-term memory", default_factory=MemoryConfig)
+    providers: dict[str, ProviderConfig] = doc("cloud models, by name", default_factory=dict)
+    routing: RoutingConfig = doc("when a message may leave the Pi", default_factory=RoutingConfig)
     scheduler: SchedulerConfig = doc("cron jobs and the heartbeat", default_factory=SchedulerConfig)
 
     # Not config keys: where this config came from (set by load_config).
@@ -597,6 +630,18 @@ def _check_devices(config: Config, refuse: Callable[[str, str, Any], ConfigError
             "telegram.webhook_secret: needed with a webhook: 16 to 256 of A-Z, a-z, 0-9, _ and -",
             fix="put TELEGRAM_WEBHOOK_SECRET=... (letters, digits, _ or -) in the secrets file and refer to it",
         )
+    routing = config.routing
+    if routing.mode != "local_only" and routing.cloud_provider not in config.providers:
+        known = ", ".join(config.providers) or "none is configured"
+        raise ConfigError(
+            f"routing.cloud_provider: {routing.cloud_provider!r} is not under providers: ({known})",
+            fix="name a provider from providers:, or set routing.mode: local_only",
+        )
+    if not 0.0 <= routing.min_confidence <= 1.0:
+        raise ConfigError(f"routing.min_confidence: expected a probability from 0 to 1, got {routing.min_confidence}")
+    for name, provider in config.providers.items():
+        if not provider.api_base.startswith(("https://", "http://")):
+            raise ConfigError(f"providers.{name}.api_base: expected an http(s) URL")
     if not 0.3 <= config.memory.compact_at <= 0.95:
         raise ConfigError(f"memory.compact_at: expected a share from 0.3 to 0.95, got {config.memory.compact_at}")
     if config.telegram.enabled and not config.telegram.token:
