@@ -219,7 +219,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 print("error: --json goes with -m TEXT", file=sys.stderr)
                 return 2
             return chat.interactive()
-        record = asyncio.run(chat.ask(args.message, stream=not args.json))
+        record = asyncio.run(chat.ask_once(args.message, stream=not args.json))
         if args.json:
             _print_json(record.as_dict())
         else:

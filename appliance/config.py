@@ -243,6 +243,10 @@ class RoutingConfig:
     local_only_channels: list[str] = doc(
         "channels whose messages never leave the Pi (terminal, web, ...)", default_factory=list
     )
+    cloud_tools: list[str] = doc(
+        "tools the local model cannot drive reliably: when it calls one, the cloud answers instead",
+        default_factory=list,
+    )
     daily_budget_usd: float = doc("most spent on the cloud per day; 0: no cloud", 1.0)
     monthly_budget_usd: float = doc("most spent on the cloud per month; 0: no cloud", 10.0)
 

@@ -164,6 +164,7 @@ class Daemon:
         await self._stop_background()
         await self._drain()
         await runner.cleanup()
+        await runtime.close_cloud()
         await asyncio.to_thread(runtime.close)
         for path in (DaemonInfo.path(root), DaemonInfo.token_path(root)):
             path.unlink(missing_ok=True)
@@ -314,8 +315,16 @@ class Daemon:
             log.error("SIGHUP: keeping the running model: %s", exc.for_people())
             return
         # Apply in place: the agent and handlers hold this same object.
-        for name in ("agent", "llm", "log_level", "secrets_file"):
+        routing_changed = (new.providers, new.routing) != (old.providers, old.routing)
+        for name in ("agent", "llm", "log_level", "secrets_file", "providers", "routing"):
             setattr(old, name, getattr(new, name))
+        if routing_changed:
+            from appliance.agent.escalation import CloudRoute
+
+            previous_cloud = runtime.cloud
+            runtime.cloud = runtime.agent.cloud = CloudRoute(old, runtime.db)
+            if previous_cloud is not None:
+                self._tasks.append(asyncio.ensure_future(previous_cloud.close()))
         logging.getLogger().setLevel(old.log_level.upper())
         self.config_loaded_at = time.time()
         log.warning("SIGHUP: config reloaded from %s", old.source)

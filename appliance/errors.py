@@ -41,6 +41,10 @@ class ModelError(PicoagentError, RuntimeError):
     """The local model cannot be loaded or run."""
 
 
+class ContextOverflow(ModelError):
+    """The prompt does not fit the model's context window."""
+
+
 class ModelNotFoundError(ModelError, FileNotFoundError):
     """The model file is not where the configuration says."""
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from appliance.agent.context import Workspace
+from appliance.agent.escalation import CloudRoute
 from appliance.agent.loop import Agent
 from appliance.config import Config
 from appliance.llm.base import ServedModel
@@ -196,6 +197,7 @@ class Runtime:
     owns_model: bool = True
     devices: DeviceRegistry | None = None
     memory: MemoryStore | None = None
+    cloud: CloudRoute | None = None  # where messages escalate to (its provider is None when there is none)
 
     @classmethod
     def open(cls, config: Config, *, model: ServedModel | None = None) -> Runtime:
@@ -225,8 +227,14 @@ class Runtime:
             raise
         tools = tool_registry(config, devices, raw, memory)
         keeper = MemoryKeeper(config.memory, memory, db, scheduler, context_tokens=config.llm.context_tokens)
-        agent = Agent(config, scheduler, db, tools, workspace, devices, keeper)
-        return cls(config, db, model, scheduler, tools, workspace, agent, owns_model, devices, memory)
+        cloud = CloudRoute(config, db)
+        agent = Agent(config, scheduler, db, tools, workspace, devices, keeper, cloud)
+        return cls(config, db, model, scheduler, tools, workspace, agent, owns_model, devices, memory, cloud)
+
+    async def close_cloud(self) -> None:
+        """Close the cloud provider's HTTP session (on the event loop that used it)."""
+        if self.cloud is not None:
+            await self.cloud.close()
 
     def close(self) -> None:
         """Stop the model worker (when this runtime made it) and close the database."""

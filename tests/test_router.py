@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from appliance.agent.router import LocalOutcome, RoutingContext, after_local, before_local, collapsed
+from appliance.agent.router import LocalOutcome, RoutingContext, after_local, before_local, collapsed, local_route
 
 EDGE = RoutingContext(mode="edge_first", provider="openai")
 
@@ -24,6 +24,8 @@ EDGE = RoutingContext(mode="edge_first", provider="openai")
 def test_escalates_for_each_reason_when_allowed(outcome: LocalOutcome, reason: str) -> None:
     decision = after_local(EDGE, outcome, 0.55)
     assert decision.route == "cloud" and reason in decision.reason and decision.wanted_cloud
+    assert decision.why in ("low_confidence", "local_failed", "too_long", "tool_needed", "collapsed")
+    assert decision.blocked == ""
 
 
 def test_a_confident_local_answer_stands() -> None:
@@ -50,12 +52,21 @@ def test_a_confident_local_answer_stands() -> None:
 def test_never_escalates_when_not_allowed_and_says_why(context: RoutingContext, why: str) -> None:
     decision = after_local(context, LocalOutcome(mean_prob=0.1), 0.55)
     assert decision.route == "local" and decision.wanted_cloud
-    assert why in decision.reason and "answered locally" in decision.reason
+    assert decision.why == "low_confidence" and decision.blocked  # a code for `routing stats`
+    assert why in decision.reason
+    # A fallback when the cloud is an option but not now; plain local when it is off altogether.
+    off = decision.blocked in ("local_only", "no_provider", "user_local")
+    assert local_route(decision) == ("local" if off else "local_fallback")
+    assert ("answered locally" in decision.reason) == (not off)
 
 
 def test_the_user_and_cloud_first_send_it_straight_to_the_cloud() -> None:
-    forced = RoutingContext(mode="local_only", provider="openai", forced="cloud")
+    forced = RoutingContext(mode="edge_first", provider="openai", forced="cloud")
     assert before_local(forced).route == "cloud" and "/cloud" in before_local(forced).reason
+    assert before_local(forced).why == "user_cloud"
+    # The owner's local_only is absolute: /cloud cannot override it.
+    owner_says_no = before_local(RoutingContext(mode="local_only", provider="openai", forced="cloud"))
+    assert owner_says_no.route == "local" and owner_says_no.blocked == "local_only" and owner_says_no.wanted_cloud
     assert before_local(RoutingContext(mode="cloud_first", provider="openai")).route == "cloud"
     blocked = RoutingContext(mode="edge_first", provider="openai", forced="cloud", network_up=False)
     assert before_local(blocked).route == "local" and "network is down" in before_local(blocked).reason

@@ -5,6 +5,14 @@ speed; the moment its reply opens with ``<tool_call>`` the free generation is st
 generated again under a grammar built from the tools' JSON schemas, so it always parses and always
 names a real tool with well-typed arguments. A tool's failure is a result the model reads; the turn
 goes on for at most ``agent.max_rounds`` model calls.
+
+Routing (:mod:`appliance.agent.router` decides, :mod:`appliance.agent.escalation` gathers and runs the
+cloud): the local model answers first unless the user asked for the cloud (``/cloud ...``) or the mode
+is cloud_first. While the local answer streams, its token probabilities are watched and the attempt is
+stopped as soon as its confidence collapses; a finished local answer that is unsure, a local failure, a
+prompt too long for the local context, or a call of a tool listed in ``routing.cloud_tools`` escalates
+when the cloud is allowed. A ``reroute`` event tells channels to replace the text streamed so far. When
+the cloud fails, the local answer stands (route ``local_fallback``), and the record says why.
 """
 
 from __future__ import annotations
@@ -12,19 +20,32 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from appliance.agent import context
 from appliance.agent.context import TOOL_CALL_END, TOOL_CALL_START, Workspace
+from appliance.agent.escalation import CloudRoute, CloudUse, Forced
 from appliance.agent.intent import Intent, IntentMatcher
 from appliance.agent.intents_run import run_intent
 from appliance.agent.record import ReplyRecord
+from appliance.agent.router import (
+    Decision,
+    LocalOutcome,
+    RoutingContext,
+    after_local,
+    before_local,
+    collapsed,
+    local_route,
+)
 from appliance.config import Config
+from appliance.errors import ContextOverflow, ModelError
 from appliance.hardware.devices import DeviceRegistry
 from appliance.llm.base import ChatMessage, ChatModel, Generation, GenerationRequest
+from appliance.llm.cloud import CloudError, CloudGeneration
 from appliance.memory.db import Database
 from appliance.memory.keeper import MemoryKeeper
 from appliance.tools.registry import ToolRegistry, ToolResult
@@ -33,6 +54,28 @@ log = logging.getLogger(__name__)
 
 ToolChoice = Literal["auto", "required", "none"]
 EventSink = Callable[[str, dict[str, Any]], None]
+_FORCED = re.compile(r"/(cloud|local)(?:@\w+)?(?:\s+|$)", re.IGNORECASE)
+
+
+def split_forced(text: str) -> tuple[Forced, str]:
+    """A message's own route request: ``/cloud what is ...`` -> ("cloud", "what is ...")."""
+    stripped = text.lstrip()
+    match = _FORCED.match(stripped)
+    if match is None:
+        return None, text
+    return ("cloud" if match.group(1).lower() == "cloud" else "local"), stripped[match.end() :]
+
+
+def _with_suffix(decision: Decision, suffix: str) -> Decision:
+    return replace(decision, reason=decision.reason + suffix)
+
+
+class _ToolNeedsCloud(Exception):
+    """The local model called a tool it cannot drive reliably (routing.cloud_tools)."""
+
+    def __init__(self, tool: str) -> None:
+        super().__init__(tool)
+        self.tool = tool
 
 
 @dataclass
@@ -48,6 +91,21 @@ class _TurnStats:
     last_prompt_tokens: int = 0
     client: str = ""
     emit: EventSink | None = None
+    watch: bool = False  # stop the local answer when its confidence collapses, and escalate cloud_tools
+    error: ModelError | None = None  # why the last local attempt failed
+    cloud_error: str = ""  # why the cloud could not answer
+    confidence: dict[str, float] = field(default_factory=dict)  # the local answer's
+
+    def emit_(self, kind: str, data: dict[str, Any]) -> None:
+        """Pass an event on, keeping the streamed text (for a stopped turn) and the time of the first."""
+        if kind == "text":
+            if not self.first_text_at and data["delta"].strip():
+                self.first_text_at = time.perf_counter()
+            self.partial += data["delta"]
+        elif kind == "reroute":
+            self.partial = ""
+        if self.emit is not None:
+            self.emit(kind, data)
 
 
 class Agent:
@@ -62,8 +120,10 @@ class Agent:
         workspace: Workspace,
         devices: DeviceRegistry | None = None,
         memory: MemoryKeeper | None = None,
+        cloud: CloudRoute | None = None,
     ) -> None:
         self.config = config
+        self.cloud = cloud
         self.model = model
         self.db = db
         self.tools = tools
@@ -83,21 +143,28 @@ class Agent:
         tool_choice: ToolChoice = "auto",
         on_event: EventSink | None = None,
         client: str | None = None,
+        force: Forced = None,
     ) -> ReplyRecord:
         """Answer one message; the user's message is stored before the model runs.
 
-        ``client`` names who asked, for fair sharing of the model (default: the chat).
+        ``client`` names who asked, for fair sharing of the model (default: the chat). ``force`` is a
+        route the user asked for (a message starting with ``/cloud`` or ``/local`` asks for itself).
         """
         cfg = self.config.agent
-        stats = _TurnStats(started=time.perf_counter(), client=client or f"{channel}:{chat_id}")
+        asked, text = split_forced(text)
+        force = asked or force
+        session = f"{channel}:{chat_id}"
+        stats = _TurnStats(started=time.perf_counter(), client=client or session)
         emit = on_event or (lambda kind, data: None)
         stats.emit = emit
         conversation = await self.db.call(self.db.conversation, channel, chat_id)
-        intent = self._intent(text, f"{channel}:{chat_id}")
+        intent = self._intent(text, session) if force != "cloud" else None
         if intent is not None and self.devices is not None:
             await self.db.call(self.db.add_message, conversation, "user", text)
             record = await run_intent(intent, self.devices, requested_by=stats.client, started=stats.started)
-            return await self._finish(record, conversation, f"{channel}:{chat_id}", emit)
+            record.why = "intent"
+            return await self._finish(record, conversation, session, emit, CloudUse())
+        context_ = await self._routing_context(channel, chat_id, force)
         summary: str | None = None
         recalled: list[str] = []
         if self.memory is not None:
@@ -108,59 +175,194 @@ class Agent:
         await self.db.call(self.db.add_message, conversation, "user", text)
 
         use_tools = tool_choice != "none" and len(self.tools) > 0
-        system = context.system_prompt(self.workspace, self.tools if use_tools else None)
         # The system prompt stays first and unchanged (a warm KV-cache prefix); memory follows it.
         extra = [ChatMessage("system", f"Summary of the earlier conversation: {summary}")] if summary else []
         remembered = self.memory.recall_message(recalled) if self.memory is not None else None
-        messages = [
-            ChatMessage("system", system),
+        conversation_messages = [
             *extra,
             *([remembered] if remembered else []),
             *context.history_messages(stored),
             ChatMessage("user", text),
         ]
+        local_system = context.system_prompt(self.workspace, self.tools if use_tools else None)
+        messages = [ChatMessage("system", local_system), *conversation_messages]
         actions: list[ToolResult] = []
+        use = CloudUse()
+        route = "local"
         try:
-            final = await self._rounds(messages, tool_choice if use_tools else "none", actions, stats, emit)
+            final, decision, route = await self._answer(
+                messages, conversation_messages, context_, tool_choice if use_tools else "none", actions, use, stats
+            )
         except asyncio.CancelledError:
             # Stopped by its caller (Ctrl-C, a closed connection): keep what was said, marked as stopped.
             partial = stats.partial.strip() + " [stopped]"
-            meta = {"actions": [a.as_dict() for a in actions], "cancelled": True}
+            meta = {"actions": [a.as_dict() for a in actions + use.actions], "cancelled": True}
             await asyncio.shield(
-                self.db.call(self.db.add_message, conversation, "assistant", partial.strip(), route="local", meta=meta)
+                self.db.call(self.db.add_message, conversation, "assistant", partial.strip(), route=route, meta=meta)
             )
             raise
         reply = final.text.strip() if final else ""
 
         total = time.perf_counter() - stats.started
+        cloud_answered = isinstance(final, CloudGeneration)
         record = ReplyRecord(
             text=reply,
-            route="local",
-            reason="edge-first: the local model answered (no cloud provider is configured)",
-            actions=[a.as_dict() for a in actions],
+            route=route,
+            reason=decision.reason,
+            actions=[a.as_dict() for a in actions + use.actions],
             timings={
                 "ttft_s": round((stats.first_text_at or time.perf_counter()) - stats.started, 4),
                 "decode_tps": round(final.decode_tps, 2) if final else 0.0,
                 "total_s": round(total, 4),
                 "model_s": round(stats.model_s, 4),
-                "prompt_tokens": stats.prompt_tokens,
-                "completion_tokens": stats.completion_tokens,
+                "cloud_s": round(use.seconds, 4),
+                "prompt_tokens": stats.prompt_tokens + use.prompt_tokens,
+                "completion_tokens": stats.completion_tokens + use.completion_tokens,
                 "cached_tokens": stats.cached_tokens,
                 "rounds": stats.rounds,
+                "cost_usd": round(use.cost_usd, 6),
             },
-            model=self.model.name,
-            session=f"{channel}:{chat_id}",
+            model=self.cloud.model_name() if cloud_answered and self.cloud is not None else self.model.name,
+            session=session,
             finish_reason=final.finish_reason if final else "max_rounds",
-            confidence=final.confidence() if final else {},
+            confidence=stats.confidence,
+            why=decision.why,
+            blocked=decision.blocked,
         )
         if not reply:
             record.text = "(no answer)" if final else "(stopped: too many tool rounds without an answer)"
-        if self.memory is not None:
+        if self.memory is not None and stats.last_prompt_tokens:
             self.memory.after_turn(conversation, int(stats.last_prompt_tokens))
-        return await self._finish(record, conversation, record.session, emit)
+        return await self._finish(record, conversation, session, emit, use, local_tokens=stats)
 
-    async def _finish(self, record: ReplyRecord, conversation: int, session: str, emit: EventSink) -> ReplyRecord:
-        """Store the reply, tell the listeners and the caller."""
+    async def route_preview(self, channel: str, chat_id: str, force: Forced = None) -> RoutingContext:
+        """What routing would see for a message of this chat now (for /cloud's answer)."""
+        return await self._routing_context(channel, chat_id, force)
+
+    async def _routing_context(self, channel: str, chat_id: str, force: Forced) -> RoutingContext:
+        if self.cloud is None:
+            return RoutingContext(mode="local_only", provider=None, forced=force)
+        return await self.cloud.context(channel, chat_id, force)
+
+    async def _answer(
+        self,
+        messages: list[ChatMessage],
+        conversation: list[ChatMessage],
+        ctx: RoutingContext,
+        tool_choice: ToolChoice,
+        actions: list[ToolResult],
+        use: CloudUse,
+        stats: _TurnStats,
+    ) -> tuple[Generation | None, Decision, str]:
+        """The answer, the decision that stands and the route: local first or the cloud, and the fallbacks."""
+        decision = before_local(ctx)
+        if decision.route == "cloud":
+            cloud, decision = await self._try_cloud(conversation, tool_choice, decision, use, stats)
+            if cloud is not None:
+                return cloud, decision, "cloud"
+            return await self._local_or_raise(messages, tool_choice, actions, stats), decision, "local_fallback"
+        if decision.wanted_cloud:  # /cloud, but the cloud may not be used now
+            final = await self._local_or_raise(messages, tool_choice, actions, stats)
+            return final, _with_suffix(decision, ": answered locally"), local_route(decision)
+        allowed = ctx.cloud_blocked() is None and ctx.mode == "edge_first"
+        final, outcome = await self._local(messages, tool_choice, actions, stats, watch=allowed)
+        decision = after_local(ctx, outcome, self.config.routing.min_confidence)
+        if decision.route == "local":
+            if final is None and stats.error is not None:
+                raise stats.error  # no answer, and the cloud may not give one
+            return final, decision, local_route(decision)
+        stats.emit_("reroute", {"route": "cloud", "reason": decision.reason})
+        cloud, decision = await self._try_cloud(conversation, tool_choice, decision, use, stats)
+        if cloud is not None:
+            return cloud, decision, "cloud"
+        if stats.error is not None:  # the local model failed too: its error, with the cloud's in the message
+            message = f"{stats.error.message}; the cloud could not answer either ({stats.cloud_error})"
+            raise type(stats.error)(message, fix=stats.error.fix) from None
+        if final is None or outcome.aborted_early:
+            final = await self._local_or_raise(messages, tool_choice, actions, stats)  # this time to the end
+        return final, decision, "local_fallback"
+
+    async def _local_or_raise(
+        self, messages: list[ChatMessage], tool_choice: ToolChoice, actions: list[ToolResult], stats: _TurnStats
+    ) -> Generation | None:
+        """The local answer, unwatched (no early abort, no escalation); its failure is the turn's."""
+        final, _ = await self._local(messages, tool_choice, actions, stats, watch=False)
+        if final is None and stats.error is not None:
+            raise stats.error
+        return final
+
+    async def _try_cloud(
+        self,
+        conversation: list[ChatMessage],
+        tool_choice: ToolChoice,
+        decision: Decision,
+        use: CloudUse,
+        stats: _TurnStats,
+    ) -> tuple[CloudGeneration | None, Decision]:
+        """The cloud's answer, or None and the decision rewritten as a fallback when the cloud failed."""
+        assert self.cloud is not None
+        stats.partial = ""
+        tools = self.tools if tool_choice != "none" and len(self.tools) > 0 else None
+        messages = [ChatMessage("system", context.system_prompt(self.workspace, None)), *conversation]
+        try:
+            cloud = await self.cloud.answer(messages, tools, emit=stats.emit_, client=stats.client, use=use)
+        except CloudError as exc:
+            log.warning("cloud failed, answering locally: %s", exc.message)
+            stats.cloud_error = exc.message
+            stats.emit_("reroute", {"route": "local", "reason": f"{self.cloud.name} failed"})
+            stats.partial = ""
+            failed = Decision(
+                "local",
+                f"{decision.reason}, but {self.cloud.name} failed ({exc.message}): answered locally",
+                decision.why,
+                True,
+                "cloud_failed",
+            )
+            return None, failed
+        return cloud, decision
+
+    async def _local(
+        self,
+        messages: list[ChatMessage],
+        tool_choice: ToolChoice,
+        actions: list[ToolResult],
+        stats: _TurnStats,
+        *,
+        watch: bool,
+    ) -> tuple[Generation | None, LocalOutcome]:
+        """The local model's answer and how it went (its failures become the outcome, not errors)."""
+        stats.watch = watch
+        stats.partial = ""
+        stats.error = None
+        try:
+            final = await self._rounds(list(messages), tool_choice, actions, stats, stats.emit_)
+        except _ToolNeedsCloud as need:
+            return None, LocalOutcome(tool_needed=need.tool)
+        except ContextOverflow as exc:
+            stats.error = exc
+            return None, LocalOutcome(prompt_fits=False)
+        except ModelError as exc:
+            stats.error = exc
+            return None, LocalOutcome(failed=exc.message)
+        if final is None:
+            return None, LocalOutcome()  # every round was a tool call: no answer to judge, but nothing failed
+        stats.confidence = final.confidence()
+        if final.finish_reason == "timeout":
+            return final, LocalOutcome(mean_prob=stats.confidence["mean_prob"], failed="timed out")
+        return final, LocalOutcome(
+            mean_prob=stats.confidence["mean_prob"], aborted_early=final.finish_reason == "aborted"
+        )
+
+    async def _finish(
+        self,
+        record: ReplyRecord,
+        conversation: int,
+        session: str,
+        emit: EventSink,
+        use: CloudUse,
+        local_tokens: _TurnStats | None = None,
+    ) -> ReplyRecord:
+        """Store the reply and what it used, count the route, tell the listeners and the caller."""
         record.session = session
         if record.route == "intent":
             emit("text", {"delta": record.text})
@@ -172,18 +374,29 @@ class Agent:
             route=record.route,
             meta={"actions": record.actions, "timings": record.timings, "reason": record.reason, "model": record.model},
         )
-        t = record.timings
-        await self.db.call(
-            self.db.add_usage,
-            record.route,
-            record.model,
-            int(t.get("prompt_tokens", 0)),
-            int(t.get("completion_tokens", 0)),
-        )
+        await self.db.call(self._ledger, record, use, local_tokens)
         for listener in self.listeners:
             listener(record)
         emit("done", record.as_dict())
         return record
+
+    def _ledger(self, record: ReplyRecord, use: CloudUse, local: _TurnStats | None) -> None:
+        """Count the turn's tokens and cost by provider, and its routing decision (on the database thread)."""
+        if local is None or local.rounds:
+            prompt, completion = (local.prompt_tokens, local.completion_tokens) if local is not None else (0, 0)
+            model = self.model.name if local is not None else "-"
+            self.db.add_usage(record.route, model, prompt, completion)
+        if self.cloud is not None and (use.prompt_tokens or use.completion_tokens or use.seconds):
+            model = self.cloud.provider.model if self.cloud.provider is not None else "-"
+            self.db.add_usage(
+                record.route,
+                model,
+                use.prompt_tokens,
+                use.completion_tokens,
+                provider=self.cloud.name,
+                cost_usd=use.cost_usd,
+            )
+        self.db.add_route(record.route, record.why, record.blocked)
 
     def _intent(self, text: str, session: str) -> Intent | None:
         """The fast-path intent of a message: an answer to our last question, or a command of its own."""
@@ -264,12 +477,12 @@ class Agent:
                 if TOOL_CALL_START.startswith(head):
                     return
                 decided, piece = True, pending
-            if not stats.first_text_at and piece.strip():
-                stats.first_text_at = time.perf_counter()
-            stats.partial += piece
             emit("text", {"delta": piece})
 
         request.on_token = on_token
+        if stats.watch:
+            threshold = self.config.routing.min_confidence
+            request.should_stop = lambda logprobs: collapsed(logprobs, threshold)
         generation = await self._run(request, stats)
         if is_call:
             return generation, True
@@ -292,7 +505,10 @@ class Agent:
             # Only a cut generation (length, timeout) can leave the grammar's JSON unfinished.
             call = {"name": "(unfinished)", "arguments": {}}
             log.warning("tool call did not finish (%s): %r", generation.finish_reason, generation.text[:200])
-        return {"name": call.get("name", ""), "arguments": call.get("arguments", {})}
+        name = call.get("name", "")
+        if stats.watch and name in self.config.routing.cloud_tools:
+            raise _ToolNeedsCloud(name)
+        return {"name": name, "arguments": call.get("arguments", {})}
 
     def _request(self, messages: list[ChatMessage]) -> GenerationRequest:
         cfg = self.config.agent

@@ -18,7 +18,9 @@ class ReplyRecord:
     model: str = ""
     session: str = ""
     finish_reason: str = ""
-    confidence: dict[str, float] = field(default_factory=dict)
+    confidence: dict[str, float] = field(default_factory=dict)  # the local answer's, when the local model ran
+    why: str = ""  # the routing decision's code (see appliance.agent.router.Decision)
+    blocked: str = ""  # why the cloud was not used although it was wanted ("" when it was not wanted)
 
     def as_dict(self) -> dict[str, Any]:
         """The record as JSON-ready data."""

@@ -32,24 +32,24 @@ class RoutingContext:
     circuit_open: bool = False
     budget_left_usd: float = math.inf
 
-    def cloud_blocked(self) -> str | None:
-        """Why the cloud may not be used for this message (None when it may)."""
+    def cloud_blocked(self) -> tuple[str, str] | None:
+        """Why the cloud may not be used for this message, as (code, words); None when it may."""
         if self.forced == "local":
-            return "you asked for the local model (/local)"
-        if self.mode == "local_only" and self.forced != "cloud":
-            return "routing.mode is local_only"
+            return "user_local", "you asked for the local model (/local)"
+        if self.mode == "local_only":
+            return "local_only", "routing.mode is local_only"
         if self.provider is None:
-            return "no cloud provider is configured"
+            return "no_provider", "no cloud provider is configured"
         if self.channel_local_only:
-            return "this channel is local-only"
+            return "channel_private", "this channel is local-only"
         if self.conversation_local_only:
-            return "this conversation is local-only"
+            return "conversation_private", "this conversation is local-only (/private)"
         if not self.network_up:
-            return "the network is down"
+            return "offline", "the network is down"
         if self.circuit_open:
-            return f"{self.provider} failed repeatedly and is paused"
+            return "circuit_open", f"{self.provider} failed repeatedly and is paused"
         if self.budget_left_usd <= 0:
-            return "the cloud budget is used up"
+            return "budget", "the cloud budget is used up"
         return None
 
 
@@ -66,11 +66,28 @@ class LocalOutcome:
 
 @dataclass(frozen=True)
 class Decision:
-    """Where a message goes, and why."""
+    """Where a message goes, and why: in words for people, as codes for the statistics.
+
+    ``why`` is what decided (``confident``, ``low_confidence``, ``collapsed``, ``too_long``, ``local_failed``,
+    ``tool_needed``, ``user_cloud``, ``cloud_first``, ``edge_first``); ``blocked`` is why the cloud was not used
+    although it was wanted (a :meth:`RoutingContext.cloud_blocked` code, or ``cloud_failed``), else "".
+    """
 
     route: Route
     reason: str
+    why: str
     wanted_cloud: bool = False  # the cloud was needed (when route is local, the reply is a fallback)
+    blocked: str = ""
+
+
+# The cloud is not an option at all for these (the owner's mode, no provider, the user's own /local): a
+# local answer is then just "local", though the statistics still count that it would have escalated.
+CLOUD_OFF = frozenset({"local_only", "no_provider", "user_local"})
+
+
+def local_route(decision: Decision) -> Literal["local", "local_fallback"]:
+    """The route a local answer gets: ``local_fallback`` when the cloud was wanted and is an option, but not now."""
+    return "local_fallback" if decision.wanted_cloud and decision.blocked not in CLOUD_OFF else "local"
 
 
 def before_local(ctx: RoutingContext) -> Decision:
@@ -78,11 +95,13 @@ def before_local(ctx: RoutingContext) -> Decision:
     blocked = ctx.cloud_blocked()
     if ctx.forced == "cloud":
         if blocked is None:
-            return Decision("cloud", "you asked for the cloud (/cloud)", True)
-        return Decision("local", f"you asked for the cloud, but {blocked}", True)
+            return Decision("cloud", "you asked for the cloud (/cloud)", "user_cloud", True)
+        return Decision("local", f"you asked for the cloud, but {blocked[1]}", "user_cloud", True, blocked[0])
     if ctx.mode == "cloud_first" and blocked is None:
-        return Decision("cloud", "routing.mode is cloud_first", True)
-    return Decision("local", "edge-first: the local model answers first" if blocked is None else f"local: {blocked}")
+        return Decision("cloud", "routing.mode is cloud_first", "cloud_first", True)
+    if blocked is None:
+        return Decision("local", "edge-first: the local model answers first", "edge_first")
+    return Decision("local", f"local: {blocked[1]}", "edge_first", blocked=blocked[0])
 
 
 def after_local(ctx: RoutingContext, outcome: LocalOutcome, min_confidence: float) -> Decision:
@@ -90,24 +109,27 @@ def after_local(ctx: RoutingContext, outcome: LocalOutcome, min_confidence: floa
     need = _need(outcome, min_confidence)
     if need is None:
         confidence = f"{outcome.mean_prob:.2f}" if outcome.mean_prob is not None else "n/a"
-        return Decision("local", f"the local model answered with confidence {confidence}")
+        return Decision("local", f"the local model answered with confidence {confidence}", "confident")
+    why, words = need
     blocked = ctx.cloud_blocked()
     if blocked is None:
-        return Decision("cloud", need, True)
-    return Decision("local", f"{need}, but {blocked}: answered locally", True)
+        return Decision("cloud", words, why, True)
+    if blocked[0] in CLOUD_OFF:
+        return Decision("local", f"{words} ({blocked[1]})", why, True, blocked[0])
+    return Decision("local", f"{words}, but {blocked[1]}: answered locally", why, True, blocked[0])
 
 
-def _need(outcome: LocalOutcome, min_confidence: float) -> str | None:
+def _need(outcome: LocalOutcome, min_confidence: float) -> tuple[str, str] | None:
     if outcome.failed is not None:
-        return f"the local model failed ({outcome.failed})"
+        return "local_failed", f"the local model failed ({outcome.failed})"
     if not outcome.prompt_fits:
-        return "the prompt does not fit the local context"
+        return "too_long", "the prompt does not fit the local context"
     if outcome.tool_needed is not None:
-        return f"{outcome.tool_needed} needs a stronger model"
+        return "tool_needed", f"{outcome.tool_needed} needs a stronger model"
     if outcome.aborted_early:
-        return "the local answer's confidence collapsed mid-way"
+        return "collapsed", "the local answer's confidence collapsed mid-way"
     if outcome.mean_prob is not None and outcome.mean_prob < min_confidence:
-        return f"the local answer's confidence {outcome.mean_prob:.2f} is below {min_confidence:.2f}"
+        return "low_confidence", f"the local answer's confidence {outcome.mean_prob:.2f} is below {min_confidence:.2f}"
     return None
 
 

@@ -93,7 +93,8 @@ HELP = """I am the assistant on your Raspberry Pi. Write to me and I answer with
 /status – the Pi's health, the model and its queue
 /devices – switch and read the devices with buttons
 /approve – device writes waiting for your approval
-/local, /cloud – where the next message is answered
+/cloud, /local – answer the next message (or /cloud TEXT) with the cloud model, or on the Pi
+/private on|off – keep this chat on the Pi always, or route it as configured
 /reset – forget this conversation and start a new one
 /memory – what this conversation holds"""
 COMMANDS = [
@@ -103,6 +104,7 @@ COMMANDS = [
     ("approve", "device writes waiting for approval"),
     ("local", "answer the next message on the Pi"),
     ("cloud", "answer the next message with a cloud model"),
+    ("private", "on: this chat never leaves the Pi; off: as configured"),
     ("reset", "start a new conversation"),
     ("memory", "what this conversation holds"),
 ]
@@ -218,7 +220,10 @@ def split_message(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
 def footer(record: ReplyRecord) -> str:
     """The line under a reply: which path answered, which model, how long it took."""
     parts = [record.route, record.model, f"{record.timings.get('total_s', 0.0):.1f} s"]
-    return " · ".join(p for p in parts if p)
+    line = " · ".join(p for p in parts if p)
+    if record.route in ("cloud", "local_fallback"):
+        line += f"\n({record.reason})"  # say why it left the Pi, or why it did not although it should have
+    return line
 
 
 def _retry_after_s(exc: RetryAfter) -> float:
@@ -252,6 +257,10 @@ class ReplyStream:
         """The agent's event sink: collects the streamed text."""
         if kind == "text":
             self.text += data["delta"]
+            self._changed.set()
+        elif kind == "reroute":  # what was streamed is replaced by the other model's answer
+            where = "asking the cloud" if data["route"] == "cloud" else "answering on the Pi"
+            self.text = f"({data['reason']}: {where}…)\n\n"
             self._changed.set()
 
     async def run(self) -> None:
@@ -418,6 +427,7 @@ class TelegramChannel:
             ("approve", self._cmd_approve),
             ("local", self._cmd_local),
             ("cloud", self._cmd_cloud),
+            ("private", self._cmd_private),
             ("reset", self._cmd_reset),
             ("memory", self._cmd_memory),
         ):
@@ -584,19 +594,23 @@ class TelegramChannel:
         if not text:
             return
         route = self.forced_route.pop(str(chat.id), None)
-        if route is not None:
-            log.debug("telegram: chat %s asked for the %s route (routing is not wired yet)", chat.id, route)
+        await self._turn(chat.id, user.id, text, reply_to=message.message_id if in_group else None, force=route)
+
+    async def _turn(self, chat_id: int, user_id: int, text: str, *, reply_to: int | None, force: Route | None) -> None:
+        """One turn per chat at a time, known to the shutdown (which lets it finish)."""
         task = asyncio.current_task()
         if task is not None:
             self._turns.add(task)
         try:
-            async with self._chat_locks.setdefault(chat.id, asyncio.Lock()):  # one turn per chat at a time
-                await self.answer(chat.id, user.id, text, reply_to=message.message_id if in_group else None)
+            async with self._chat_locks.setdefault(chat_id, asyncio.Lock()):
+                await self.answer(chat_id, user_id, text, reply_to=reply_to, force=force)
         finally:
             if task is not None:
                 self._turns.discard(task)
 
-    async def answer(self, chat_id: int, user_id: int, text: str, *, reply_to: int | None = None) -> ReplyRecord | None:
+    async def answer(
+        self, chat_id: int, user_id: int, text: str, *, reply_to: int | None = None, force: Route | None = None
+    ) -> ReplyRecord | None:
         """Run a turn and stream its reply into the chat; what cannot be delivered goes to the outbox."""
         stream = ReplyStream(self.bot, chat_id, self.config.edit_interval_s, reply_to)
         pusher = asyncio.ensure_future(stream.run())
@@ -604,7 +618,12 @@ class TelegramChannel:
         record: ReplyRecord | None = None
         try:
             record = await self.runtime.agent.turn(
-                text, channel=CHANNEL, chat_id=str(chat_id), client=f"telegram:{user_id}", on_event=stream.on_event
+                text,
+                channel=CHANNEL,
+                chat_id=str(chat_id),
+                client=f"telegram:{user_id}",
+                on_event=stream.on_event,
+                force=force,
             )
             final = f"{record.text}\n\n{footer(record)}"
         except PicoagentError as exc:
@@ -664,14 +683,44 @@ class TelegramChannel:
         return "\n".join(lines)
 
     async def _cmd_local(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        if update.effective_chat is not None and update.effective_message is not None:
-            self.forced_route[str(update.effective_chat.id)] = "local"
-            await update.effective_message.reply_text("The next message stays on the Pi.")
+        await self._forced(update, context, "local")
 
     async def _cmd_cloud(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        if update.effective_chat is not None and update.effective_message is not None:
-            self.forced_route[str(update.effective_chat.id)] = "cloud"
-            await update.effective_message.reply_text("No cloud provider is configured; answering locally.")
+        await self._forced(update, context, "cloud")
+
+    async def _forced(self, update: Update, context: ContextTypes.DEFAULT_TYPE, route: Route) -> None:
+        """/cloud TEXT answers TEXT on that route; a bare /cloud applies to the next message."""
+        chat, message, user = update.effective_chat, update.effective_message, update.effective_user
+        if chat is None or message is None or user is None:
+            return
+        text = " ".join(context.args or [])
+        if text:
+            await self._turn(chat.id, user.id, text, reply_to=None, force=route)
+            return
+        self.forced_route[str(chat.id)] = route
+        if route == "local":
+            await message.reply_text("The next message stays on the Pi.")
+            return
+        ctx = await self.runtime.agent.route_preview(CHANNEL, str(chat.id), "cloud")
+        blocked = ctx.cloud_blocked()
+        if blocked is None:
+            await message.reply_text(f"The next message goes to {ctx.provider}.")
+        else:
+            await message.reply_text(f"The next message is answered on the Pi: {blocked[1]}.")
+
+    async def _cmd_private(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        chat, message = update.effective_chat, update.effective_message
+        if chat is None or message is None:
+            return
+        words = [w.lower() for w in context.args or []]
+        if words and words[0] in ("on", "off"):
+            await self.db.call(self.db.set_private, CHANNEL, str(chat.id), words[0] == "on")
+        private = await self.db.call(self.db.is_private, CHANNEL, str(chat.id))
+        await message.reply_text(
+            "This chat stays on the Pi: its messages never go to a cloud model. /private off undoes it."
+            if private
+            else "This chat is routed as configured (the cloud only when allowed). /private on keeps it on the Pi."
+        )
 
     async def _cmd_reset(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if update.effective_chat is not None and update.effective_message is not None:

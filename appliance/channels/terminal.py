@@ -12,9 +12,11 @@ from appliance.agent.loop import ReplyRecord
 from appliance.runtime import Runtime
 
 HELP = """Commands:
-  /help    this help
-  /reset   forget this conversation (it stays in the database) and start a new one
-  /quit    leave (Ctrl-D works too)
+  /help           this help
+  /cloud TEXT     ask the cloud model (when routing allows it); /local TEXT keeps the message on the Pi
+  /private on|off this chat never leaves the Pi (on), or routes as configured again (off)
+  /reset          forget this conversation (it stays in the database) and start a new one
+  /quit           leave (Ctrl-D works too)
 Ctrl-C while a reply is streaming stops it."""
 
 
@@ -40,6 +42,9 @@ class TerminalChat:
         elif kind == "tool_result":
             shown = data["result"] if data["ok"] else f"error: {data['error']}"
             self.out.write(self._dim(f"[-> {str(shown)[:200]}]") + "\n")
+        elif kind == "reroute":
+            where = "asking the cloud" if data["route"] == "cloud" else "answering on the Pi"
+            self.out.write("\n" + self._dim(f"[{data['reason']}: {where}]") + "\n")
         self.out.flush()
 
     def footer(self, record: ReplyRecord) -> str:
@@ -48,6 +53,7 @@ class TerminalChat:
         return self._dim(
             f"[{record.route} · {record.model} · {t['decode_tps']:.1f} tok/s · "
             f"first token {t['ttft_s']:.2f} s · {t['total_s']:.2f} s]"
+            + (f"\n[{record.reason}]" if record.route in ("cloud", "local_fallback") else "")
         )
 
     async def ask(self, text: str, *, stream: bool = True) -> ReplyRecord:
@@ -56,6 +62,21 @@ class TerminalChat:
             text, channel="terminal", chat_id=self.session, on_event=self._on_event if stream else None
         )
 
+    async def ask_once(self, text: str, *, stream: bool = True) -> ReplyRecord:
+        """One turn, then close the cloud connection (``chat -m``: the event loop ends with it)."""
+        try:
+            return await self.ask(text, stream=stream)
+        finally:
+            await self.runtime.close_cloud()
+
+    async def private(self, words: list[str]) -> str:
+        """/private on|off: keep this chat on the Pi, or not; without a word, say which it is."""
+        db = self.runtime.db
+        if words and words[0].lower() in ("on", "off"):
+            await db.call(db.set_private, "terminal", self.session, words[0].lower() == "on")
+        private = await db.call(db.is_private, "terminal", self.session)
+        return "(this chat stays on the Pi)" if private else "(this chat routes as configured: routing.mode)"
+
     def interactive(self, read: Any = input) -> int:
         """The chat loop; returns the exit status."""
         with contextlib.suppress(ImportError):
@@ -63,35 +84,40 @@ class TerminalChat:
         name, session = self.runtime.model.name, self.session
         self.out.write(f"picoagent · local model {name} · session {session} · /help for commands\n")
         with asyncio.Runner() as runner:
-            while True:
-                try:
-                    line = read("you> ")
-                except EOFError:
-                    self.out.write("\n")
-                    return 0
-                except KeyboardInterrupt:
-                    self.out.write("\n(Ctrl-D or /quit to leave)\n")
-                    continue
-                text = line.strip()
-                if not text:
-                    continue
-                if text.startswith("/"):
-                    command = text.split()[0].lower()
-                    if command in ("/quit", "/exit"):
+            try:
+                while True:
+                    try:
+                        line = read("you> ")
+                    except EOFError:
+                        self.out.write("\n")
                         return 0
-                    if command == "/help":
-                        self.out.write(HELP + "\n")
-                    elif command == "/reset":
-                        runner.run(self.runtime.agent.reset("terminal", self.session))
-                        self.out.write("(conversation reset)\n")
-                    else:
-                        self.out.write(f"unknown command {command}; /help lists them\n")
-                    continue
-                self.out.write(f"{self.runtime.config.agent.name}> ")
-                self.out.flush()
-                try:
-                    record = runner.run(self.ask(text))
-                except KeyboardInterrupt:
-                    self.out.write(self._dim("\n[stopped]") + "\n")
-                    continue
-                self.out.write("\n" + self.footer(record) + "\n")
+                    except KeyboardInterrupt:
+                        self.out.write("\n(Ctrl-D or /quit to leave)\n")
+                        continue
+                    text = line.strip()
+                    if not text:
+                        continue
+                    if text.startswith("/") and text.split()[0].lower() not in ("/cloud", "/local"):
+                        command = text.split()[0].lower()
+                        if command in ("/quit", "/exit"):
+                            return 0
+                        if command == "/help":
+                            self.out.write(HELP + "\n")
+                        elif command == "/reset":
+                            runner.run(self.runtime.agent.reset("terminal", self.session))
+                            self.out.write("(conversation reset)\n")
+                        elif command == "/private":
+                            self.out.write(runner.run(self.private(text.split()[1:])) + "\n")
+                        else:
+                            self.out.write(f"unknown command {command}; /help lists them\n")
+                        continue
+                    self.out.write(f"{self.runtime.config.agent.name}> ")
+                    self.out.flush()
+                    try:
+                        record = runner.run(self.ask(text))
+                    except KeyboardInterrupt:
+                        self.out.write(self._dim("\n[stopped]") + "\n")
+                        continue
+                    self.out.write("\n" + self.footer(record) + "\n")
+            finally:
+                runner.run(self.runtime.close_cloud())

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 Role = Literal["system", "user", "assistant", "tool"]
-FinishReason = Literal["stop", "length", "cancelled", "timeout"]
+# aborted: the request's should_stop said the answer was going nowhere (routing's early abort)
+FinishReason = Literal["stop", "length", "cancelled", "timeout", "aborted"]
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,10 @@ class ChatMessage:
 
     role: Role
     content: str
+    # Native tool calling (cloud providers): the assistant's calls ``{id, name, arguments}`` (arguments a
+    # dict), and on a ``tool`` message the id of the call it answers. The local model reads tool calls as text.
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    tool_call_id: str = ""
 
     def as_dict(self) -> dict[str, str]:
         """The OpenAI-style mapping chat templates expect."""
@@ -42,6 +47,9 @@ class GenerationRequest:
     cancel: threading.Event = field(default_factory=threading.Event)
     client: str = ""  # who asked: the model is shared fairly between clients
     on_queue: Callable[[int], None] | None = None  # told the queue position while waiting (0 = next)
+    # Asked after every token with the log-probabilities so far (on the worker thread): True stops the
+    # generation with finish_reason "aborted". Routing uses it to give up on an answer whose confidence collapsed.
+    should_stop: Callable[[Sequence[float]], bool] | None = None
 
 
 @dataclass

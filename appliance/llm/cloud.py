@@ -6,8 +6,10 @@ dead endpoint costs nothing after a few failures. Tools are passed as OpenAI fun
 (``{name, description, parameters}``) to :meth:`CloudProvider.generate`; the calls the model makes come
 back on :attr:`CloudGeneration.tool_calls` as ``{id, name, arguments}`` with the arguments JSON-parsed.
 
-Known simplifications: ``tool`` messages are sent as user messages (ChatMessage has no tool-call id), and
-``prefix``, ``repeat_penalty`` and (for Anthropic) ``json_schema`` are not sent.
+Tool calls travel natively both ways: an assistant :class:`ChatMessage` with ``tool_calls`` and the ``tool``
+messages answering them (by ``tool_call_id``) become OpenAI's ``tool_calls`` / ``role: tool`` messages or
+Anthropic's ``tool_use`` / ``tool_result`` blocks. A tool message without an id (the local model's text
+convention) goes as user text. Not sent: ``prefix``, ``repeat_penalty`` and (for Anthropic) ``json_schema``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any, ClassVar
 
 import aiohttp
 
+from appliance.config import ProviderConfig
 from appliance.errors import Cancelled, ModelError
 from appliance.llm.base import ChatMessage, FinishReason, Generation, GenerationRequest
 
@@ -388,11 +391,48 @@ class CloudProvider:
         return value
 
 
-def _as_user(message: ChatMessage) -> dict[str, str]:
-    # ChatMessage carries no tool-call id, so tool results travel as user text both APIs accept.
+def _openai_message(message: ChatMessage) -> dict[str, Any]:
     if message.role == "tool":
+        if message.tool_call_id:
+            return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
         return {"role": "user", "content": f"Tool result:\n{message.content}"}
+    if message.tool_calls:
+        calls = [
+            {
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": call["name"], "arguments": json.dumps(call["arguments"], ensure_ascii=False)},
+            }
+            for call in message.tool_calls
+        ]
+        return {"role": "assistant", "content": message.content or None, "tool_calls": calls}
     return message.as_dict()
+
+
+def _anthropic_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+    """Messages as Anthropic takes them: tool use and results as content blocks, tool results in user turns."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        if message.role == "tool" and message.tool_call_id:
+            block = {"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content}
+            if out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list):
+                out[-1]["content"].append(block)  # the results of one turn's calls share one user message
+            else:
+                out.append({"role": "user", "content": [block]})
+        elif message.role == "tool":
+            out.append({"role": "user", "content": f"Tool result:\n{message.content}"})
+        elif message.tool_calls:
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
+            blocks += [
+                {"type": "tool_use", "id": call["id"], "name": call["name"], "input": call["arguments"]}
+                for call in message.tool_calls
+            ]
+            out.append({"role": "assistant", "content": blocks})
+        else:
+            out.append(message.as_dict())
+    return out
 
 
 class OpenAIProvider(CloudProvider):
@@ -411,7 +451,7 @@ class OpenAIProvider(CloudProvider):
     def _body(self, request: GenerationRequest, tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [_as_user(m) for m in request.messages],
+            "messages": [_openai_message(m) for m in request.messages],
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
             "stream": self.stream,
@@ -483,7 +523,7 @@ class AnthropicProvider(CloudProvider):
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [_as_user(m) for m in request.messages if m.role != "system"],
+            "messages": _anthropic_messages(request.messages),
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
             "stream": self.stream,
@@ -545,3 +585,14 @@ class AnthropicProvider(CloudProvider):
         usage = body.get("usage") or {}
         reply.prompt_tokens = int(usage.get("input_tokens") or 0)
         reply.completion_tokens = int(usage.get("output_tokens") or 0)
+
+
+def make_provider(name: str, config: ProviderConfig) -> CloudProvider:
+    """The provider ``providers.<name>`` describes (no connection is made until the first request)."""
+    kind = OpenAIProvider if config.type == "openai" else AnthropicProvider
+    return kind(name, api_base=config.api_base, api_key=config.api_key, model=config.model, timeout_s=config.timeout_s)
+
+
+def cost_usd(config: ProviderConfig, prompt_tokens: int, completion_tokens: int) -> float:
+    """What a request cost by the provider's price table (USD per million tokens)."""
+    return (prompt_tokens * config.price_in_per_mtok + completion_tokens * config.price_out_per_mtok) / 1e6

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from appliance.errors import Cancelled, ModelError, ModelNotFoundError, ModelTooLargeError
+from appliance.errors import Cancelled, ContextOverflow, ModelError, ModelNotFoundError, ModelTooLargeError
 from appliance.llm import gguf, threads
 from appliance.llm.base import ChatMessage, FinishReason, Generation, GenerationRequest
 
@@ -283,7 +283,7 @@ class LocalModel:
         prompt = self._tokenize(self.render(request.messages, request.prefix))
         budget = self.context_tokens - len(prompt)
         if budget < 1:
-            raise ModelError(
+            raise ContextOverflow(
                 f"the prompt takes {len(prompt)} tokens, more than the {self.context_tokens}-token context",
                 fix="shorten the message, lower agent.history_messages or raise llm.context_tokens",
             )
@@ -338,6 +338,9 @@ class LocalModel:
             if stopped:
                 break
             if len(logprobs) >= max_tokens:
+                break
+            if request.should_stop is not None and request.should_stop(logprobs):
+                finish = "aborted"
                 break
             if request.cancel.is_set():
                 finish = "cancelled"

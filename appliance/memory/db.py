@@ -236,6 +236,45 @@ def _m6_usage(db: sqlite3.Connection) -> None:
     )
 
 
+def _m7_routing(db: sqlite3.Connection) -> None:
+    # Usage gains the provider ("local" for the Pi's model) and the cost; routing decisions are counted by
+    # their codes; private chats (per channel and chat, surviving /reset) never leave the Pi.
+    _script(
+        db,
+        """
+        ALTER TABLE usage RENAME TO usage_m6;
+        CREATE TABLE usage (
+            day TEXT NOT NULL,
+            route TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            model TEXT NOT NULL,
+            turns INTEGER NOT NULL DEFAULT 0,
+            prompt_tokens INTEGER NOT NULL DEFAULT 0,
+            completion_tokens INTEGER NOT NULL DEFAULT 0,
+            cost_usd REAL NOT NULL DEFAULT 0,
+            PRIMARY KEY (day, route, provider, model)
+        );
+        INSERT INTO usage (day, route, provider, model, turns, prompt_tokens, completion_tokens)
+            SELECT day, route, 'local', model, turns, prompt_tokens, completion_tokens FROM usage_m6;
+        DROP TABLE usage_m6;
+        CREATE TABLE routing_log (
+            day TEXT NOT NULL,
+            route TEXT NOT NULL,
+            why TEXT NOT NULL,
+            blocked TEXT NOT NULL,
+            turns INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (day, route, why, blocked)
+        );
+        CREATE TABLE private_chats (
+            channel TEXT NOT NULL,
+            chat_id TEXT NOT NULL,
+            since REAL NOT NULL,
+            PRIMARY KEY (channel, chat_id)
+        );
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m1_conversations,
     _m2_web_auth,
@@ -243,6 +282,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m4_telegram_scheduler_tasks,
     _m5_memories,
     _m6_usage,
+    _m7_routing,
 ]
 
 
@@ -392,27 +432,83 @@ class Database:
             ).fetchall()
         return [StoredMessage(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]) if r[5] else {}) for r in reversed(rows)]
 
-    def add_usage(self, route: str, model: str, prompt_tokens: int, completion_tokens: int) -> None:
-        """Count one turn's tokens for today (local time), by route and model."""
+    def add_usage(
+        self,
+        route: str,
+        model: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        *,
+        provider: str = "local",
+        cost_usd: float = 0.0,
+    ) -> None:
+        """Count one turn's use of one model for today (local time), by route, provider and model."""
         day = time.strftime("%Y-%m-%d")
         self._write(
-            "INSERT INTO usage (day, route, model, turns, prompt_tokens, completion_tokens) VALUES (?, ?, ?, 1, ?, ?)"
-            " ON CONFLICT (day, route, model) DO UPDATE SET turns = turns + 1,"
+            "INSERT INTO usage (day, route, provider, model, turns, prompt_tokens, completion_tokens, cost_usd)"
+            " VALUES (?, ?, ?, ?, 1, ?, ?, ?)"
+            " ON CONFLICT (day, route, provider, model) DO UPDATE SET turns = turns + 1,"
             " prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
-            " completion_tokens = completion_tokens + excluded.completion_tokens",
-            (day, route, model or "-", prompt_tokens, completion_tokens),
+            " completion_tokens = completion_tokens + excluded.completion_tokens,"
+            " cost_usd = cost_usd + excluded.cost_usd",
+            (day, route, provider, model or "-", prompt_tokens, completion_tokens, cost_usd),
         )
 
     def usage(self, days: int = 30) -> list[dict[str, Any]]:
-        """Token use by day, route and model, newest first."""
+        """Use by day, route, provider and model, newest first."""
+        keys = ("day", "route", "provider", "model", "turns", "prompt_tokens", "completion_tokens", "cost_usd")
         with self._lock:
             rows = self._conn.execute(
-                "SELECT day, route, model, turns, prompt_tokens, completion_tokens FROM usage"
-                " WHERE day >= date('now', 'localtime', ?) ORDER BY day DESC, route, model",
-                (f"-{days} days",),
+                f"SELECT {', '.join(keys)} FROM usage"
+                " WHERE day >= date('now', 'localtime', ?) ORDER BY day DESC, provider, route, model",
+                (f"-{days - 1} days",),
             ).fetchall()
-        keys = ("day", "route", "model", "turns", "prompt_tokens", "completion_tokens")
         return [dict(zip(keys, row, strict=True)) for row in rows]
+
+    def spent_usd(self) -> tuple[float, float]:
+        """What the cloud cost today and this month (local time)."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT coalesce(sum(CASE WHEN day = date('now', 'localtime') THEN cost_usd END), 0),"
+                " coalesce(sum(cost_usd), 0) FROM usage WHERE day >= date('now', 'localtime', 'start of month')"
+            ).fetchone()
+        return float(row[0]), float(row[1])
+
+    def add_route(self, route: str, why: str, blocked: str) -> None:
+        """Count one routing decision for today."""
+        self._write(
+            "INSERT INTO routing_log (day, route, why, blocked, turns) VALUES (?, ?, ?, ?, 1)"
+            " ON CONFLICT (day, route, why, blocked) DO UPDATE SET turns = turns + 1",
+            (time.strftime("%Y-%m-%d"), route, why, blocked),
+        )
+
+    def routes(self, days: int = 30) -> list[dict[str, Any]]:
+        """Routing decisions of the last ``days`` days, summed by route, why and blocked; most frequent first."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT route, why, blocked, sum(turns) FROM routing_log WHERE day >= date('now', 'localtime', ?)"
+                " GROUP BY route, why, blocked ORDER BY sum(turns) DESC, route, why",
+                (f"-{days - 1} days",),
+            ).fetchall()
+        return [{"route": r, "why": w, "blocked": b, "turns": int(n)} for r, w, b, n in rows]
+
+    def set_private(self, channel: str, chat_id: str, private: bool) -> None:
+        """Mark a chat local-only (its messages never leave the Pi), or lift that."""
+        if private:
+            self._write(
+                "INSERT OR IGNORE INTO private_chats (channel, chat_id, since) VALUES (?, ?, ?)",
+                (channel, chat_id, time.time()),
+            )
+        else:
+            self._write("DELETE FROM private_chats WHERE channel = ? AND chat_id = ?", (channel, chat_id))
+
+    def is_private(self, channel: str, chat_id: str) -> bool:
+        """Whether a chat is local-only."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT 1 FROM private_chats WHERE channel = ? AND chat_id = ?", (channel, chat_id)
+            ).fetchone()
+        return row is not None
 
     def ping(self) -> bool:
         """Whether the database answers a trivial query (the health check)."""

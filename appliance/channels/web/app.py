@@ -100,6 +100,7 @@ async def api_status(request: web.Request) -> web.Response:
     health = (await asyncio.to_thread(read_health, state.runtime.db.path.parent)).as_dict()
     status = state.status(health)
     status["devices"] = await devices.device_states(state.runtime.devices, state.readings)
+    status["routing"] = await state.runtime.db.call(state.routing_status)
     if state.events is not None:
         status["events"] = [e.as_dict() for e in await asyncio.to_thread(state.events.recent, 10)]
     return web.json_response(status)

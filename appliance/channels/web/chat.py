@@ -57,9 +57,15 @@ async def api_chat(request: web.Request) -> web.Response:
     from appliance.channels.web.app import read_json
 
     state = request.app[STATE]
-    text, session = check_message(await read_json(request), "api")
+    body = await read_json(request)
+    text, session = check_message(body, "api")
+    route = body.get("route")
+    if route not in (None, "local", "cloud"):
+        raise _error(400, '"route" must be "local" or "cloud" (or absent: routing.mode decides)')
     task = asyncio.ensure_future(
-        state.runtime.agent.turn(text, channel="api", chat_id=session, client=f"api:{_principal(request)}:{session}")
+        state.runtime.agent.turn(
+            text, channel="api", chat_id=session, client=f"api:{_principal(request)}:{session}", force=route
+        )
     )
     state.turns.add(task)
     task.add_done_callback(state.turns.discard)

@@ -33,6 +33,8 @@ def openapi_document() -> dict[str, Any]:
             "session": {"type": "string"},
             "finish_reason": {"type": "string"},
             "confidence": {"type": "object"},
+            "why": {"type": "string", "description": "the routing decision's code"},
+            "blocked": {"type": "string", "description": "why the cloud was not used although it was wanted"},
         },
     }
     chat_message = {
@@ -115,6 +117,11 @@ def openapi_document() -> dict[str, Any]:
                                     "properties": {
                                         "message": {"type": "string", "minLength": 1, "maxLength": 8000},
                                         "session": session,
+                                        "route": {
+                                            "type": "string",
+                                            "enum": ["local", "cloud"],
+                                            "description": "ask for a route (the cloud only when routing allows it)",
+                                        },
                                     },
                                 }
                             }

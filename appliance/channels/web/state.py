@@ -32,6 +32,14 @@ class ApplianceMetrics:
         self.registry = Registry()
         add = self.registry.add
         self.turns = add(Counter("picoagent_turns_total", "Turns answered, by route", ["route"]))
+        self.routes = add(
+            Counter(
+                "picoagent_route_decisions_total",
+                "Routing decisions: the route, what decided it, and why the cloud was not used when wanted",
+                ["route", "why", "blocked"],
+            )
+        )
+        self.cost = add(Counter("picoagent_cloud_cost_usd_total", "What the cloud cost, by the price table", []))
         self.tokens = add(Counter("picoagent_tokens_total", "Model tokens, by kind", ["kind"]))
         self.latency = add(
             Histogram(
@@ -55,6 +63,9 @@ class ApplianceMetrics:
         """Count one finished turn."""
         t = record.timings
         self.turns.inc(1, record.route)
+        self.routes.inc(1, record.route, record.why or "-", record.blocked or "-")
+        if t.get("cost_usd"):
+            self.cost.inc(t["cost_usd"])
         self.tokens.inc(t.get("prompt_tokens", 0), "prompt")
         self.tokens.inc(t.get("completion_tokens", 0), "completion")
         self.latency.observe(t.get("ttft_s", 0.0), "ttft")
@@ -112,6 +123,21 @@ class WebState:
         if record.timings.get("decode_tps"):
             self.decode_tps.append((now, float(record.timings["decode_tps"])))
         self.prune(now)
+
+    def routing_status(self) -> dict[str, Any]:
+        """Routing for the status page: the mode, the provider, today's decisions and spending (database thread)."""
+        config = self.runtime.config
+        db = self.runtime.db
+        today, month = db.spent_usd()
+        return {
+            "mode": config.routing.mode,
+            "provider": config.routing.cloud_provider if config.routing.mode != "local_only" else "",
+            "today": db.routes(1),
+            "spent_today_usd": round(today, 4),
+            "spent_month_usd": round(month, 4),
+            "daily_budget_usd": config.routing.daily_budget_usd,
+            "monthly_budget_usd": config.routing.monthly_budget_usd,
+        }
 
     def add_temperature(self, value: float | None, now: float | None = None) -> None:
         """Keep one temperature sample for the chart."""

@@ -139,6 +139,8 @@
       record.model,
       t.decode_tps ? `${Number(t.decode_tps).toFixed(1)} tok/s` : null,
       t.total_s !== undefined ? `${Number(t.total_s).toFixed(1)} s` : null,
+      // Why it left the Pi, or why it did not although the local answer was unsure.
+      record.route === "cloud" || record.route === "local_fallback" ? record.reason : null,
     ];
   }
 
@@ -173,7 +175,7 @@
         const meta = m.meta || {};
         for (const action of meta.actions || []) addToolResult(reply, action);
         setState(reply, "");
-        setMeta(reply, m.route, recordParts({ model: meta.model, timings: meta.timings }), m.at);
+        setMeta(reply, m.route, recordParts({ model: meta.model, timings: meta.timings, route: m.route, reason: meta.reason }), m.at);
       }
     }
     scrollDown(true);
@@ -259,6 +261,14 @@
           reply.streamed += event.delta || "";
           reply.text.textContent = reply.streamed.replace(/^\s+/, "");
           setState(reply, "");
+        }
+        break;
+      case "reroute":
+        // The other model answers instead: what was streamed so far is replaced, and the reason shown.
+        if (reply) {
+          reply.streamed = "";
+          reply.text.textContent = "";
+          setState(reply, `${event.reason} · ${event.route === "cloud" ? "asking the cloud…" : "answering on the Pi…"}`, true);
         }
         break;
       case "done":

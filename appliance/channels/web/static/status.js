@@ -133,6 +133,26 @@
     setText("m-queue", m.queue_depth ?? "–", m.queue_depth > 2 ? "warn" : null);
   }
 
+  function renderRouting(status) {
+    const r = status.routing || {};
+    const rows = r.today || [];
+    const count = (pred) => rows.filter(pred).reduce((n, row) => n + row.turns, 0);
+    setText("r-mode", r.provider ? `${r.mode} · escalates to ${r.provider}` : `${r.mode || "–"} · no cloud provider`);
+    setText("r-local", count((row) => row.route !== "cloud"));
+    setText("r-cloud", count((row) => row.route === "cloud"));
+    setText("r-spent", r.spent_today_usd === undefined ? "–" : `$${Number(r.spent_today_usd).toFixed(2)}`);
+    $("r-reasons").replaceChildren(
+      ...rows.map((row) => {
+        const item = el("li", "route-row");
+        item.append(
+          el("span", "badge route route-" + String(row.route).replace(/[^a-z_]/g, ""), row.route),
+          document.createTextNode(` ${row.why}${row.blocked ? ` (not sent: ${row.blocked})` : ""} · ${row.turns}`),
+        );
+        return item;
+      }),
+    );
+  }
+
   function renderRecent(status) {
     const list = $("replies");
     const recent = status.recent || [];
@@ -287,6 +307,7 @@
     renderSystem(status);
     renderModel(status);
     renderCharts(status);
+    renderRouting(status);
     renderRecent(status);
     renderDevices(status);
     renderEvents(status);
