@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -253,3 +254,35 @@ def test_data_written_by_one_process_is_read_by_another(tmp_path: Path) -> None:
     assert [m.content for m in db.recent_messages(cid, 10)] == ["from the parent", "from the child"]
     assert db.integrity() == "ok"
     db.close()
+
+
+def test_usage_counted_before_routing_existed_survives_the_routing_migration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "picoagent.db"
+    index = [m.__name__ for m in MIGRATIONS].index("_m7_routing")
+    monkeypatch.setattr(db_module, "MIGRATIONS", MIGRATIONS[:index])
+    old = Database(path)
+    old._write(
+        "INSERT INTO usage (day, route, model, turns, prompt_tokens, completion_tokens) VALUES (?, ?, ?, ?, ?, ?)",
+        (time.strftime("%Y-%m-%d"), "local", "smollm2-135m", 3, 900, 60),
+    )
+    old.close()
+    monkeypatch.setattr(db_module, "MIGRATIONS", MIGRATIONS)
+    db = Database(path)
+    try:
+        row = db.usage(1)[0]
+        assert row == {
+            "day": time.strftime("%Y-%m-%d"),
+            "route": "local",
+            "provider": "local",
+            "model": "smollm2-135m",
+            "turns": 3,
+            "prompt_tokens": 900,
+            "completion_tokens": 60,
+            "cost_usd": 0.0,
+        }
+        db.add_usage("local", "smollm2-135m", 100, 10)  # the same row goes on counting
+        assert db.usage(1)[0]["turns"] == 4 and db.spent_usd() == (0.0, 0.0)
+    finally:
+        db.close()

@@ -254,12 +254,17 @@ def test_commands_answer(config: Config) -> None:
         assert "/devices" in await command("/help")
         status = await command("/status")
         assert "Model scripted" in status and "queue 0" in status and "Devices 5" in status
-        assert await command("/cloud") == "No cloud provider is configured; answering locally."
+        assert await command("/cloud") == "The next message is answered on the Pi: routing.mode is local_only."
         assert h.channel.forced_route == {str(OWNER): "cloud"}
         assert await command("/local") == "The next message stays on the Pi."
         await command("hello")
         assert h.channel.forced_route == {}  # used by that message
-        assert "holds 2 messages" in await command("/memory")
+        assert "stays on the Pi" in await command("/private on")
+        assert await h.runtime.db.call(h.runtime.db.is_private, "telegram", str(OWNER))
+        assert "routed as configured" in await command("/private off")
+        answer = await command("/cloud what is up")  # with text: answered at once, on the Pi (local_only)
+        assert "what is up" in answer and "routing.mode is local_only" in answer  # the footer says why
+        assert "holds 4 messages" in await command("/memory")
         assert "not available yet" in await command("/memory")
         await command("/reset")
         assert "holds 0 messages" in await command("/memory")

@@ -166,6 +166,10 @@ class FakeCloud:
             return self._error(400, "invalid_request_error", "anthropic-version: header is required")
         if not isinstance(body, dict) or not body.get("messages"):
             return self._error(400, "invalid_request_error", "messages: field required")
+        problem = self._tool_protocol_error(body["messages"])
+        if problem:
+            record.outcome = "400"
+            return self._error(400, "invalid_request_error", problem)
         reply = self.replies.popleft() if self.replies else FakeReply(f"echo: {body['messages'][-1]['content']}")
         pieces = _pieces(reply.text)
         max_tokens = int(body.get("max_tokens") or 4096)
@@ -191,6 +195,30 @@ class FakeCloud:
                 await asyncio.sleep(self.chunk_delay_s)
         await resp.write_eof()
         return resp
+
+    def _tool_protocol_error(self, messages: list[dict[str, Any]]) -> str:
+        """What the real APIs refuse about tool messages: a result must answer a call of the turn before."""
+        open_ids: set[str] = set()
+        for i, message in enumerate(messages):
+            role, content = message.get("role"), message.get("content")
+            if self.flavour == "openai":
+                if role == "tool":
+                    if message.get("tool_call_id") not in open_ids:
+                        return (
+                            f"messages[{i}]: messages with role 'tool' must be a response to a preceding message"
+                            " with 'tool_calls'"
+                        )
+                    continue
+                open_ids = {call["id"] for call in message.get("tool_calls") or []} if role == "assistant" else set()
+            else:
+                if role == "system":
+                    return f"messages[{i}]: unexpected role 'system' (use the top-level system parameter)"
+                blocks = content if isinstance(content, list) else []
+                for block in blocks:
+                    if block.get("type") == "tool_result" and block.get("tool_use_id") not in open_ids:
+                        return f"messages[{i}]: tool_result block(s) provided without a corresponding tool_use block"
+                open_ids = {b["id"] for b in blocks if b.get("type") == "tool_use"} if role == "assistant" else set()
+        return ""
 
     # --- OpenAI ----------------------------------------------------------------------------------
 

@@ -1,0 +1,125 @@
+"""`picoagent providers | usage | routing stats`, run as subprocesses against a prepared data folder."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from appliance.memory.db import Database
+from tests.fakes.cloud_api import FakeCloud
+from tests.test_cli import config_file, picoagent
+
+KEY = "sk-test-secret-key-123"
+
+
+@pytest.fixture
+def fake_cloud() -> Iterator[FakeCloud]:
+    """A fake OpenAI API served from a thread, so a subprocess can reach it."""
+    fake = FakeCloud("openai", api_key=KEY)
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+
+    def serve() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(fake.start())
+        ready.set()
+        loop.run_forever()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    yield fake
+    asyncio.run_coroutine_threadsafe(fake.close(), loop).result(10)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(10)
+
+
+def routed_config(folder: Path, api_base: str) -> Path:
+    (folder).mkdir(parents=True, exist_ok=True)
+    (folder / "secrets.env").write_text(f"FAKE_KEY={KEY}\n")
+    provider = (
+        "providers:\n  fake:\n    type: openai\n"
+        f"    api_base: {api_base}\n    model: fake-model\n    api_key: ${{FAKE_KEY}}\n"
+        "    price_in_per_mtok: 0.15\n    price_out_per_mtok: 0.6\n"
+    )
+    return config_file(
+        folder,
+        replace={
+            "providers: {}\n": provider,
+            "  mode: local_only\n": "  mode: edge_first\n",
+            '  cloud_provider: ""\n': "  cloud_provider: fake\n",
+        },
+    )
+
+
+def test_providers_lists_what_is_configured_and_never_the_key(tmp_path: Path, fake_cloud: FakeCloud) -> None:
+    config = routed_config(tmp_path / "etc", fake_cloud.api_base)
+    out = picoagent("providers", "--check", "--config", config, "--data-dir", tmp_path / "data", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "edge_first to fake" in out.stdout and "key set" in out.stdout and "<- escalates here" in out.stdout
+    assert "check: ok" in out.stdout
+    assert KEY not in out.stdout + out.stderr
+    assert len(fake_cloud.requests) == 1 and fake_cloud.requests[0].body["max_tokens"] == 1
+    data = json.loads(picoagent("providers", "--json", "--config", config, cwd=tmp_path).stdout)
+    assert data["mode"] == "edge_first" and data["providers"][0]["api_key"] == "set"
+    assert data["providers"][0]["escalates_to"] is True
+
+
+def test_providers_check_says_why_a_provider_fails(tmp_path: Path, fake_cloud: FakeCloud) -> None:
+    fake_cloud.fail_next("500", 10)
+    config = routed_config(tmp_path / "etc", fake_cloud.api_base)
+    out = picoagent("providers", "--check", "--config", config, "--data-dir", tmp_path / "data", cwd=tmp_path)
+    assert out.returncode == 0 and "check: failed: fake:" in out.stdout and "Internal server error" in out.stdout
+
+
+def test_providers_on_the_default_config_says_nothing_leaves_the_pi(tmp_path: Path) -> None:
+    out = picoagent("providers", "--data-dir", tmp_path / "data", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "local_only" in out.stdout and "no providers" in out.stdout
+
+
+def test_usage_and_routing_stats_sum_the_ledger(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    db = Database(data / "picoagent.db")
+    db.add_usage("local", "smollm2-135m", 300, 20)
+    db.add_usage("cloud", "smollm2-135m", 300, 9)
+    db.add_usage("cloud", "fake-model", 280, 40, provider="fake", cost_usd=0.0012)
+    db.add_usage("cloud", "fake-model", 120, 10, provider="fake", cost_usd=0.0004)
+    for route, why, blocked in [
+        ("local", "confident", ""),
+        ("local", "confident", ""),
+        ("cloud", "low_confidence", ""),
+        ("cloud", "collapsed", ""),
+        ("local_fallback", "low_confidence", "budget"),
+    ]:
+        db.add_route(route, why, blocked)
+    db.close()
+
+    usage = picoagent("usage", "--data-dir", data, cwd=tmp_path)
+    assert usage.returncode == 0, usage.stderr
+    fake_row = next(line for line in usage.stdout.splitlines() if " fake " in line)
+    assert "fake-model" in fake_row and "2" in fake_row.split() and "$0.0016" in fake_row
+    assert "cloud spent: $0.0016 today" in usage.stdout
+    rows = json.loads(picoagent("usage", "--json", "--data-dir", data, cwd=tmp_path).stdout)
+    assert rows["budget"]["spent_today_usd"] == pytest.approx(0.0016)
+    assert {r["provider"] for r in rows["usage"]} == {"local", "fake"}
+
+    stats = picoagent("routing", "stats", "--data-dir", data, cwd=tmp_path)
+    assert stats.returncode == 0, stats.stderr
+    assert "5 turns" in stats.stdout
+    assert any(line.split()[:3] == ["local", "2", "40.0%"] for line in stats.stdout.splitlines())
+    assert "kept on the Pi: budget" in stats.stdout and "collapsed" in stats.stdout
+    summary = json.loads(picoagent("routing", "stats", "--json", "--data-dir", data, cwd=tmp_path).stdout)
+    assert summary["by_route"] == {"local": 2, "cloud": 2, "local_fallback": 1}
+
+
+def test_usage_on_a_fresh_appliance(tmp_path: Path) -> None:
+    out = picoagent("usage", "--data-dir", tmp_path / "data", cwd=tmp_path)
+    assert out.returncode == 0 and "no use in the last 30 days" in out.stdout
+    stats = picoagent("routing", "stats", "--data-dir", tmp_path / "data", cwd=tmp_path)
+    assert stats.returncode == 0 and "no turns" in stats.stdout
