@@ -11,7 +11,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Arguments for `make chat`, e.g. make chat ARGS='-m "hello"'
 ARGS ?=
 
-.PHONY: install run chat test lint bench clean system-packages test-packages apt-install check-python
+.PHONY: install run chat test lint bench calibrate clean system-packages test-packages apt-install check-python
 
 install: $(VENV)/.installed $(VENV)/.model
 
@@ -67,6 +67,10 @@ lint: install
 
 bench: install
 	$(BIN)/python tests/bench/run.py $(ARGS)
+
+# Re-choose routing.min_confidence for the current model (writes tests/eval/REPORT.md; ~5 minutes).
+calibrate: install
+	$(BIN)/python tests/eval/calibrate.py
 
 clean:
 	rm -rf $(VENV) .data build *.egg-info .pytest_cache .mypy_cache .ruff_cache

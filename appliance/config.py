@@ -239,7 +239,9 @@ class RoutingConfig:
         "local_only",
     )
     cloud_provider: str = doc("the name of the provider (under providers:) to escalate to", "")
-    min_confidence: float = doc("escalate when the local answer's mean token probability is below this", 0.55)
+    min_confidence: float = doc(
+        "escalate when the local answer's mean token probability is below this (tests/eval/REPORT.md)", 0.65
+    )
     local_only_channels: list[str] = doc(
         "channels whose messages never leave the Pi (terminal, web, ...)", default_factory=list
     )

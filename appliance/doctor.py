@@ -8,9 +8,12 @@ import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from appliance.errors import PicoagentError
+
+if TYPE_CHECKING:
+    from appliance.config import Config
 
 Status = Literal["ok", "warn", "fail"]
 
@@ -61,6 +64,37 @@ def run_checks(config_file: str | None = None, data_dir: str | None = None) -> I
 
     yield from _check_sqlite(root)
     yield from _check_model(config)
+    yield from _check_routing(config)
+
+
+def _check_routing(config: Config) -> Iterator[Check]:
+    """Where messages may go: the mode, and for a cloud provider its key and a route to the internet."""
+    routing = config.routing
+    if routing.mode == "local_only":
+        yield Check("routing", "ok", "local_only: no message leaves the Pi")
+        return
+    from urllib.parse import urlsplit
+
+    from appliance.agent.escalation import has_default_route, is_local_host
+
+    provider = config.providers[routing.cloud_provider]  # the config check made sure it exists
+    host = urlsplit(provider.api_base).hostname or ""
+    if not provider.api_key and not is_local_host(host):
+        yield Check(
+            "routing",
+            "warn",
+            f"{routing.mode} to {routing.cloud_provider}, but providers.{routing.cloud_provider}.api_key is empty",
+            "put the key in the secrets file and reference it: api_key: ${NAME}",
+        )
+    elif not is_local_host(host) and not has_default_route():
+        yield Check(
+            "routing",
+            "warn",
+            f"{routing.mode} to {routing.cloud_provider}, but there is no route to the internet: answers stay local",
+            "check the network (ip route); `picoagent providers --check` tries the provider",
+        )
+    else:
+        yield Check("routing", "ok", f"{routing.mode} to {routing.cloud_provider} ({provider.model} at {host})")
 
 
 def _check_sqlite(root: Path) -> Iterator[Check]:

@@ -366,3 +366,14 @@ def test_the_default_route_is_read_from_proc(tmp_path: Path) -> None:
     assert not has_default_route(tmp_path)  # a LAN route only
     (tmp_path / "route").write_text(header + "eth0\t00000000\t0100A8C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\n")
     assert has_default_route(tmp_path)
+
+
+def test_a_rate_limited_cloud_is_retried_after_retry_after(config: Config, local_model: LocalModel) -> None:
+    async def body(r: Routed) -> None:
+        r.fake.fail_next("429", 1, retry_after=0)
+        r.fake.enqueue("Answered on the second try.")
+        record, _ = await r.ask("/cloud Hello?")
+        assert record.route == "cloud" and record.text == "Answered on the second try."
+        assert [req.outcome for req in r.fake.requests] == ["429", "ok"]
+
+    scenario("anthropic", config, local_model, body)

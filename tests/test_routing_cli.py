@@ -123,3 +123,13 @@ def test_usage_on_a_fresh_appliance(tmp_path: Path) -> None:
     assert out.returncode == 0 and "no use in the last 30 days" in out.stdout
     stats = picoagent("routing", "stats", "--data-dir", tmp_path / "data", cwd=tmp_path)
     assert stats.returncode == 0 and "no turns" in stats.stdout
+
+
+def test_doctor_checks_the_route_to_the_cloud(tmp_path: Path) -> None:
+    config = routed_config(tmp_path / "etc", "https://api.example.com/v1")
+    (tmp_path / "etc" / "secrets.env").write_text("FAKE_KEY=\n")  # the key is missing
+    out = picoagent("doctor", "--config", config, "--data-dir", tmp_path / "data", cwd=tmp_path)
+    line = next(line for line in out.stdout.splitlines() if "routing" in line)
+    assert "api_key is empty" in line and "warn" in line.lower(), out.stdout
+    default = picoagent("doctor", "--data-dir", tmp_path / "data2", cwd=tmp_path)
+    assert any("routing" in line and "local_only" in line for line in default.stdout.splitlines())

@@ -105,8 +105,12 @@ def test_api_chat_returns_the_reply_record(app: web.Application) -> None:
         metrics = await (await client.get("/metrics")).text()
         assert 'picoagent_turns_total{route="local"} 1' in metrics
         assert "picoagent_model_latency_seconds_bucket" in metrics and "picoagent_queue_depth" in metrics
+        assert f'picoagent_route_decisions_total{{route="local",why="{record["why"]}",blocked=' in metrics
         status = await (await client.get("/api/status", headers=bearer(token))).json()
         assert status["recent"][0]["route"] == "local" and status["model"]["loaded"] is True
+        routing = status["routing"]
+        assert routing["mode"] == "local_only" and routing["today"][0]["route"] == "local"
+        assert routing["today"][0]["turns"] == 1 and routing["spent_today_usd"] == 0
 
     run(app, scenario)
 
@@ -121,6 +125,7 @@ def test_api_chat_returns_the_reply_record(app: web.Application) -> None:
         ('{"message": 5}', "non-empty string"),
         (json.dumps({"message": "x" * 9000}), "too long"),
         ('{"message": "hi", "session": "../../etc"}', "session"),
+        ('{"message": "hi", "route": "moon"}', '"route" must be'),
     ],
 )
 def test_bad_chat_requests_get_clear_400s(app: web.Application, body: str, error: str) -> None:

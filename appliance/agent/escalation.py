@@ -29,7 +29,7 @@ EventSink = Callable[[str, dict[str, Any]], None]
 Forced = Literal["local", "cloud"] | None
 
 
-def _is_local_host(host: str) -> bool:
+def is_local_host(host: str) -> bool:
     """Whether a host is this machine or the LAN (reachable without a default route)."""
     if host in ("localhost", "") or host.endswith((".local", ".lan", ".home.arpa")):
         return True
@@ -95,7 +95,7 @@ class CloudRoute:
         self.provider = provider
         self._route_exists = route_exists
         host = urlsplit(self.provider.api_base).hostname or "" if self.provider is not None else ""
-        self._needs_route = not _is_local_host(host)
+        self._needs_route = not is_local_host(host)
         self._private_channels = set(config.routing.local_only_channels)
 
     @property

@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from appliance.llm import models
-from tests.bench import daemon, hardware, intent, memory, spine
+from tests.bench import daemon, hardware, intent, memory, routing, spine
 
 
 def main() -> int:
@@ -44,6 +44,8 @@ def main() -> int:
         "device_read": lambda: hardware.bench_device_read(300),
         "memory_search": lambda: memory.bench_memory(),
         "memory_recall": lambda: memory.bench_recall_overhead(),
+        "routing_decision": lambda: routing.bench_decision_overhead(300 if args.quick else 1000),
+        "early_abort": lambda: routing.bench_early_abort(path, 6, 1 if args.quick else 2),
     }
     for name, bench in benches.items():
         if args.only and args.only not in name:
