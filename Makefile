@@ -5,8 +5,8 @@ PYTHON ?= /usr/bin/python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 APT_PACKAGES := python3-venv python3-dev build-essential cmake bubblewrap sqlite3
-# Only for `make test`: the browser test drives Debian's Chromium.
-TEST_APT_PACKAGES := chromium
+# Only for `make test`: the browser test drives Debian's Chromium; the unit test runs systemd-analyze.
+TEST_APT_PACKAGES := chromium systemd
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Arguments for `make chat`, e.g. make chat ARGS='-m "hello"'
 ARGS ?=
