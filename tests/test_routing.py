@@ -20,6 +20,7 @@ from appliance.agent.escalation import CloudRoute, has_default_route
 from appliance.agent.loop import Agent, split_forced
 from appliance.agent.record import ReplyRecord
 from appliance.config import Config, ProviderConfig
+from appliance.errors import UsageError
 from appliance.llm.base import ChatMessage, GenerationRequest
 from appliance.llm.cloud import AnthropicProvider, CloudProvider, OpenAIProvider
 from appliance.llm.local import LocalModel
@@ -222,6 +223,15 @@ def test_cloud_first_mode_asks_the_cloud_and_slash_local_keeps_a_message_home(
     scenario("anthropic", config, local_model, body)
 
 
+def test_a_bare_slash_cloud_asks_for_the_message(config: Config, local_model: LocalModel) -> None:
+    async def body(r: Routed) -> None:
+        with pytest.raises(UsageError, match="needs the message after it"):
+            await r.ask("/cloud   ")
+        assert r.fake.requests == []
+
+    scenario("openai", config, local_model, body)
+
+
 def test_split_forced_reads_the_route_a_message_asks_for() -> None:
     assert split_forced("/cloud what is x") == ("cloud", "what is x")
     assert split_forced("  /LOCAL@picobot hi") == ("local", "hi")
@@ -327,7 +337,6 @@ def test_local_only_chats_channels_and_mode_never_reach_the_cloud(config: Config
         forced, _ = await r.ask("/cloud My locker code is 4512.", chat_id="secret")
         assert forced.route == "local_fallback" and forced.blocked == "conversation_private"
         r.agent.config.routing.local_only_channels.append("web")
-        r.cloud._private_channels.add("web")
         on_web, _ = await r.ask("My bank PIN is 1234.", channel="web")
         assert on_web.route == "local_fallback" and on_web.blocked == "channel_private"
         r.agent.config.routing.mode = "local_only"

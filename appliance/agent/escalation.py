@@ -96,7 +96,6 @@ class CloudRoute:
         self._route_exists = route_exists
         host = urlsplit(self.provider.api_base).hostname or "" if self.provider is not None else ""
         self._needs_route = not is_local_host(host)
-        self._private_channels = set(config.routing.local_only_channels)
 
     @property
     def name(self) -> str:
@@ -124,7 +123,7 @@ class CloudRoute:
             mode=self.routing.mode,
             provider=self.provider.name,
             forced=forced,
-            channel_local_only=channel in self._private_channels,
+            channel_local_only=channel in self.routing.local_only_channels,
             conversation_local_only=self.db.is_private(channel, chat_id),
             network_up=self.network_up(),
             circuit_open=self.provider.breaker.is_open,

@@ -42,7 +42,7 @@ from appliance.agent.router import (
     local_route,
 )
 from appliance.config import Config
-from appliance.errors import ContextOverflow, ModelError
+from appliance.errors import ContextOverflow, ModelError, UsageError
 from appliance.hardware.devices import DeviceRegistry
 from appliance.llm.base import ChatMessage, ChatModel, Generation, GenerationRequest
 from appliance.llm.cloud import CloudError, CloudGeneration
@@ -152,6 +152,8 @@ class Agent:
         """
         cfg = self.config.agent
         asked, text = split_forced(text)
+        if asked is not None and not text.strip():
+            raise UsageError(f"/{asked} needs the message after it", fix=f"e.g. /{asked} what is a qubit?")
         force = asked or force
         session = f"{channel}:{chat_id}"
         stats = _TurnStats(started=time.perf_counter(), client=client or session)
