@@ -43,7 +43,7 @@ class Outbox:
     def enqueue(self, channel: str, chat_id: str, text: str, kind: str) -> int:
         """Store a message for delivery (durable when this returns)."""
         now = self.clock()
-        return self.db._write(
+        return self.db.write(
             "INSERT INTO outbox (channel, chat_id, text, kind, created_at, next_attempt_at, status)"
             " VALUES (?, ?, ?, ?, ?, ?, 'pending')",
             (channel, chat_id, text, kind, now, now),
@@ -51,33 +51,27 @@ class Outbox:
 
     def due(self, channel: str, limit: int = 20) -> list[OutMessage]:
         """Pending messages whose time has come, oldest first."""
-        with self.db._lock:
-            rows = self.db._conn.execute(
-                "SELECT id, channel, chat_id, text, kind, attempts FROM outbox"
-                " WHERE channel = ? AND status = 'pending' AND next_attempt_at <= ? ORDER BY id LIMIT ?",
-                (channel, self.clock(), limit),
-            ).fetchall()
+        rows = self.db.rows(
+            "SELECT id, channel, chat_id, text, kind, attempts FROM outbox"
+            " WHERE channel = ? AND status = 'pending' AND next_attempt_at <= ? ORDER BY id LIMIT ?",
+            (channel, self.clock(), limit),
+        )
         return [OutMessage(*row) for row in rows]
 
     def pending_count(self, channel: str) -> int:
         """Messages not yet accepted."""
-        with self.db._lock:
-            row = self.db._conn.execute(
-                "SELECT count(*) FROM outbox WHERE channel = ? AND status = 'pending'", (channel,)
-            ).fetchone()
-        return int(row[0])
+        return int(self.db.value("SELECT count(*) FROM outbox WHERE channel = ? AND status = 'pending'", (channel,)))
 
     def next_due_in(self, channel: str) -> float | None:
         """Seconds until the next pending message is due (None when nothing is pending)."""
-        with self.db._lock:
-            row = self.db._conn.execute(
-                "SELECT min(next_attempt_at) FROM outbox WHERE channel = ? AND status = 'pending'", (channel,)
-            ).fetchone()
-        return None if row[0] is None else max(0.0, float(row[0]) - self.clock())
+        due = self.db.value(
+            "SELECT min(next_attempt_at) FROM outbox WHERE channel = ? AND status = 'pending'", (channel,)
+        )
+        return None if due is None else max(0.0, float(due) - self.clock())
 
     def mark_sent(self, message_id: int, remote_id: str | None = None) -> None:
         """The remote side accepted it."""
-        self.db._write(
+        self.db.write(
             "UPDATE outbox SET status = 'sent', sent_at = ?, remote_id = ?, attempts = attempts + 1 WHERE id = ?",
             (self.clock(), remote_id, message_id),
         )
@@ -86,21 +80,21 @@ class Outbox:
         """It failed; try again later (the server's Retry-After when it gave one, else backoff)."""
         attempts = message.attempts + 1
         if attempts >= MAX_ATTEMPTS:
-            self.db._write(
+            self.db.write(
                 "UPDATE outbox SET status = 'failed', attempts = ?, last_error = ? WHERE id = ?",
                 (attempts, error, message.id),
             )
             log.error("giving up on outbound message %d after %d attempts: %s", message.id, attempts, error)
             return
         delay = retry_after_s if retry_after_s is not None else BACKOFF_S[min(attempts - 1, len(BACKOFF_S) - 1)]
-        self.db._write(
+        self.db.write(
             "UPDATE outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE id = ?",
             (attempts, self.clock() + delay, error, message.id),
         )
 
     def mark_failed(self, message_id: int, error: str) -> None:
         """It can never be delivered (the chat is gone, the bot was blocked)."""
-        self.db._write("UPDATE outbox SET status = 'failed', last_error = ? WHERE id = ?", (error, message_id))
+        self.db.write("UPDATE outbox SET status = 'failed', last_error = ? WHERE id = ?", (error, message_id))
 
 
 class Notifier:

@@ -465,8 +465,7 @@ class Scheduler:
         self._running: set[str] = set()
         self._started = False
         # One small read at construction: `cron list` needs it even when nothing runs.
-        with db._lock:
-            rows = db._conn.execute("SELECT job_id, last_run_at, last_result, last_ok FROM schedule_runs").fetchall()
+        rows = db.rows("SELECT job_id, last_run_at, last_result, last_ok FROM schedule_runs")
         self._last = {r[0]: LastRun(r[1], r[2], None if r[3] is None else bool(r[3])) for r in rows}
 
     def _next(self, schedule: Schedule, ts: float) -> float | None:
@@ -610,7 +609,7 @@ class Scheduler:
         return JobRun(job.id, started, ok, result, reason)
 
     def _record(self, job_id: str, at: float, result: str, ok: bool) -> None:
-        self.db._write(
+        self.db.write(
             "INSERT INTO schedule_runs (job_id, last_run_at, last_result, last_ok) VALUES (?, ?, ?, ?)"
             " ON CONFLICT (job_id) DO UPDATE SET last_run_at = excluded.last_run_at,"
             " last_result = excluded.last_result, last_ok = excluded.last_ok",

@@ -19,11 +19,11 @@ import inspect
 import logging
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
-from appliance.errors import DatabaseError, PicoagentError, UsageError
+from appliance.errors import PicoagentError, UsageError
 from appliance.memory.db import Database
 
 if TYPE_CHECKING:
@@ -111,40 +111,12 @@ def _is(state: str) -> str:
     return "has failed" if state == "error" else f"is {state}"
 
 
-def _database_error(db: Database, exc: sqlite3.Error) -> DatabaseError:
-    if "full" in str(exc):
-        return DatabaseError(
-            f"the disk holding {db.path} is full; nothing was written",
-            fix="free some space (picoagent memory prune, old models) and try again",
-        )
-    return DatabaseError(f"database write failed: {exc}")
-
-
 class TaskStore:
     """The tasks and task_steps tables; every change is one transaction, safe across processes."""
 
     def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
         self.db = db
         self.clock = clock
-
-    @contextlib.contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE … COMMIT: takes the write lock first, so a read-then-write is never stale."""
-        with self.db._lock:
-            conn = self.db._conn
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise _database_error(self.db, exc) from None
-            try:
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException as exc:
-                if conn.in_transaction:  # SQLite may have rolled back already (a full disk does)
-                    conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.Error):
-                    raise _database_error(self.db, exc) from None
-                raise
 
     @staticmethod
     def _row(conn: sqlite3.Connection, task_id: int) -> Task:
@@ -159,7 +131,7 @@ class TaskStore:
         if not goal:
             raise UsageError("a task needs a goal, e.g. 'water the plants when the soil is dry, then tell me'")
         now = self.clock()
-        with self._transaction() as conn:
+        with self.db.transaction() as conn:
             cur = conn.execute(
                 "INSERT INTO tasks (goal, state, created_at, updated_at) VALUES (?, 'pending', ?, ?)", (goal, now, now)
             )
@@ -169,23 +141,22 @@ class TaskStore:
 
     def get(self, task_id: int) -> Task:
         """One task by id (UnknownTaskError when there is none)."""
-        with self.db._lock:
-            return self._row(self.db._conn, task_id)
+        with self.db.reading() as conn:
+            return self._row(conn, task_id)
 
     def list(self, state: str | None = None) -> builtins.list[Task]:
         """The tasks, oldest first; only those in ``state`` when given."""
         if state is not None and state not in STATES:
             raise UsageError(f"no task state {state!r}; the states are {', '.join(STATES)}")
         where, params = ("WHERE state = ?", (state,)) if state is not None else ("", ())
-        with self.db._lock:
-            rows = self.db._conn.execute(f"SELECT {_TASK_COLUMNS} FROM tasks {where} ORDER BY id", params).fetchall()
+        rows = self.db.rows(f"SELECT {_TASK_COLUMNS} FROM tasks {where} ORDER BY id", params)
         return [Task(*row) for row in rows]
 
     def logs(self, task_id: int) -> builtins.list[Step]:
         """A task's steps in order (UnknownTaskError when there is no such task)."""
-        with self.db._lock:
-            self._row(self.db._conn, task_id)
-            rows = self.db._conn.execute(
+        with self.db.reading() as conn:
+            self._row(conn, task_id)
+            rows = conn.execute(
                 "SELECT task_id, n, at, kind, content FROM task_steps WHERE task_id = ? ORDER BY n", (task_id,)
             ).fetchall()
         return [Step(*row) for row in rows]
@@ -193,7 +164,7 @@ class TaskStore:
     def _move(self, task_id: int, to: TaskState, allowed: tuple[str, ...], refusal: str, **sets: str | None) -> Task:
         """Move a task to ``to`` if its state is in ``allowed``, else refuse with ``refusal``."""
         assignments = "".join(f", {column} = ?" for column in sets)
-        with self._transaction() as conn:
+        with self.db.transaction() as conn:
             task = self._row(conn, task_id)
             if task.state == to and to in ("paused", "pending"):
                 fix = f"`picoagent tasks resume {task_id}` when it should go on" if to == "paused" else _LIST_FIX
@@ -226,7 +197,7 @@ class TaskStore:
 
     def claim_next(self) -> Task | None:
         """Move the oldest pending task to running and return it; None when nothing is pending."""
-        with self._transaction() as conn:
+        with self.db.transaction() as conn:
             row = conn.execute("SELECT id FROM tasks WHERE state = 'pending' ORDER BY id LIMIT 1").fetchone()
             if row is None:
                 return None
@@ -241,7 +212,7 @@ class TaskStore:
         Call it only where the one runner starts (the daemon, or `picoagent tasks run` with no daemon):
         a task running in another live process would otherwise be run twice.
         """
-        with self._transaction() as conn:
+        with self.db.transaction() as conn:
             ids = [r[0] for r in conn.execute("SELECT id FROM tasks WHERE state = 'running' ORDER BY id")]
             conn.execute("UPDATE tasks SET state = 'pending', updated_at = ? WHERE state = 'running'", (self.clock(),))
         for task_id in ids:
@@ -250,7 +221,7 @@ class TaskStore:
 
     def _requeue(self, task_id: int) -> None:
         """A runner stopped mid-step (cancelled): back to pending, like recover() for one task."""
-        with self._transaction() as conn:
+        with self.db.transaction() as conn:
             conn.execute(
                 "UPDATE tasks SET state = 'pending', updated_at = ? WHERE id = ? AND state = 'running'",
                 (self.clock(), task_id),
@@ -266,7 +237,7 @@ class TaskStore:
         if not kind.strip():
             raise UsageError("a step needs a kind, e.g. thought, action, observation or result")
         now = self.clock()
-        with self._transaction() as conn:
+        with self.db.transaction() as conn:
             task = self._row(conn, task_id)
             if task.state not in ("running", "paused"):
                 raise TaskError(

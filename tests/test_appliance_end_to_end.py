@@ -33,7 +33,7 @@ def test_a_doorbell_press_reaches_the_owner_on_telegram(config: Config) -> None:
             pin.drive_high()
             while not any("doorbell: pressed" in t for t in fake.sent_texts(OWNER)) and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)
-            rows = daemon.state.runtime.db._conn.execute("SELECT * FROM outbox").fetchall()
+            rows = daemon.state.runtime.db.rows("SELECT * FROM outbox")
             assert any("doorbell: pressed" in t for t in fake.sent_texts(OWNER)), (rows, [c.method for c in fake.calls])
             # The owner answers from the phone; the intent path switches the porch light.
             fake.push_message(OWNER, OWNER, "turn on the porch light")

@@ -263,7 +263,7 @@ def test_usage_counted_before_routing_existed_survives_the_routing_migration(
     index = [m.__name__ for m in MIGRATIONS].index("_m7_routing")
     monkeypatch.setattr(db_module, "MIGRATIONS", MIGRATIONS[:index])
     old = Database(path)
-    old._write(
+    old.write(
         "INSERT INTO usage (day, route, model, turns, prompt_tokens, completion_tokens) VALUES (?, ?, ?, ?, ?, ?)",
         (time.strftime("%Y-%m-%d"), "local", "smollm2-135m", 3, 900, 60),
     )

@@ -81,8 +81,7 @@ def test_acknowledged_writes_survive_kill_9(tmp_path: Path) -> None:
 
 
 def _all(store: MemoryStore) -> list:  # type: ignore[type-arg]
-    with store._db._lock:
-        rows = store._db._conn.execute("SELECT id FROM memories").fetchall()
+    rows = store._db.rows("SELECT id FROM memories")
     return [store.get(r[0]) for r in rows]
 
 
@@ -90,14 +89,14 @@ def test_a_full_disk_fails_the_write_clearly_and_corrupts_nothing(tmp_path: Path
     db = Database(tmp_path / "full.db")
     conversation = db.conversation("test", "full")
     db.add_message(conversation, "user", "before the disk filled up")
-    pages = db._conn.execute("PRAGMA page_count").fetchone()[0]
-    db._conn.execute(f"PRAGMA max_page_count = {pages}")  # the file may not grow: as on a full disk
+    pages = db.value("PRAGMA page_count")
+    db.write(f"PRAGMA max_page_count = {pages}")  # the file may not grow: as on a full disk
     with pytest.raises(DatabaseError) as err:
         for i in range(2000):
             db.add_message(conversation, "user", "x" * 2000 + str(i))
     assert "full" in str(err.value) and "nothing was written" in str(err.value)
     assert err.value.fix
-    db._conn.execute("PRAGMA max_page_count = 1073741823")
+    db.write("PRAGMA max_page_count = 1073741823")
     assert db.integrity() == "ok"
     assert db.recent_messages(conversation, 1)[0].content.startswith(("before", "x"))
     db.close()
@@ -147,8 +146,7 @@ def test_memory_is_recalled_into_the_turn_and_facts_are_extracted(config: Config
         assert record.text
         # Extraction ran in the background under the facts schema, and its progress was recorded.
         assert any("durable facts" in (msgs[0] if msgs else "") for msgs in seen)
-        with runtime.db._lock:
-            row = runtime.db._conn.execute("SELECT extracted_through FROM memory_progress").fetchone()
+        row = runtime.db.row("SELECT extracted_through FROM memory_progress")
         assert row is not None and row[0] > 0
     finally:
         runtime.close()

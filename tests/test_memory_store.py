@@ -157,8 +157,7 @@ def test_forget_removes_the_memory_and_its_vectors(store: MemoryStore, db: Datab
     assert store.forget(gone.id) is False
     assert store.count() == 1
     assert [h.memory.id for h in store.search("car keys drawer")] == [keep.id]
-    with db._lock:
-        assert db._conn.execute("SELECT count(*) FROM memory_vec WHERE rowid = ?", (gone.id,)).fetchone() == (0,)
+    assert db.value("SELECT count(*) FROM memory_vec WHERE rowid = ?", (gone.id,)) == 0
     # The text can be remembered again once forgotten (SQLite may give it the same id again).
     again = store.add("The car keys are in the drawer", source="t")
     assert store.count() == 2 and store.search("car keys drawer")[0].memory == again

@@ -82,9 +82,8 @@ def in_state(store: TaskStore, state: str) -> Task:
 
 def counter_agrees(db: Database, task_id: int) -> None:
     """The task's counter, its step count and its highest step number are one number; steps are 1..N."""
-    with db._lock:
-        steps_done = db._conn.execute("SELECT steps_done FROM tasks WHERE id = ?", (task_id,)).fetchone()[0]
-        numbers = [r[0] for r in db._conn.execute("SELECT n FROM task_steps WHERE task_id = ? ORDER BY n", (task_id,))]
+    steps_done = db.value("SELECT steps_done FROM tasks WHERE id = ?", (task_id,))
+    numbers = [r[0] for r in db.rows("SELECT n FROM task_steps WHERE task_id = ? ORDER BY n", (task_id,))]
     assert numbers == list(range(1, steps_done + 1))
 
 
@@ -257,18 +256,17 @@ def test_a_failed_step_write_leaves_neither_the_step_nor_the_counter(store: Task
     """The step row is inserted before the counter moves; when moving it fails, the row goes too."""
     task = in_state(store, "running")
     store.record_step(task.id, "thought", "one")
-    with db._lock:
-        db._conn.execute(
-            "CREATE TEMP TRIGGER counter_breaks BEFORE UPDATE OF steps_done ON tasks"
-            " BEGIN SELECT RAISE(ABORT, 'the disk is on fire'); END"
-        )
+    db.write(
+        "CREATE TEMP TRIGGER counter_breaks BEFORE UPDATE OF steps_done ON tasks"
+        " BEGIN SELECT RAISE(ABORT, 'the disk is on fire'); END"
+    )
     with pytest.raises(DatabaseError, match="database write failed: the disk is on fire"):
         store.record_step(task.id, "action", "two")
     assert [s.n for s in store.logs(task.id)] == [1]
     counter_agrees(db, task.id)
-    with db._lock:
-        db._conn.execute("DROP TRIGGER counter_breaks")
-        assert not db._conn.in_transaction
+    db.write("DROP TRIGGER counter_breaks")
+    with db.reading() as conn:
+        assert not conn.in_transaction
     assert store.record_step(task.id, "action", "two").n == 2
     counter_agrees(db, task.id)
 
@@ -662,7 +660,8 @@ async def step(task, steps):
 
 
 db = Database(Path(db_path))
-db._conn.set_trace_callback(trace)
+with db.reading() as conn:
+    conn.set_trace_callback(trace)
 store = Store(db)
 print("recovered", store.recover(), flush=True)
 task = asyncio.run(TaskRunner(store, step, max_steps=LAST_STEP + 2).run_once())

@@ -399,8 +399,7 @@ def test_an_expired_code_does_nothing(config: Config) -> None:
 
 
 def rows(h: Harness) -> list[tuple[str, str]]:
-    with h.runtime.db._lock:
-        return h.runtime.db._conn.execute("SELECT text, status FROM outbox ORDER BY id").fetchall()
+    return h.runtime.db.rows("SELECT text, status FROM outbox ORDER BY id")
 
 
 async def drain(h: Harness, seconds: int = 60) -> None:

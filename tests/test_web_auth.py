@@ -157,7 +157,7 @@ async def post_login(
 
 
 def test_the_password_is_stored_as_salted_scrypt(auth: Auth, db: Database) -> None:
-    stored = db._conn.execute("SELECT value FROM settings WHERE key = 'web.password'").fetchone()[0]
+    stored = db.value("SELECT value FROM settings WHERE key = 'web.password'")
     scheme, n, r, p, salt, digest = stored.split("$")
     assert (scheme, n, r, p) == ("scrypt", str(2**14), "8", "1")
     assert len(base64.b64decode(salt)) == 16
@@ -169,7 +169,7 @@ def test_the_password_is_stored_as_salted_scrypt(auth: Auth, db: Database) -> No
     assert not auth.check_password(PASSWORD + "!")
     assert not auth.check_password("")
     auth.set_password(PASSWORD)
-    again = db._conn.execute("SELECT value FROM settings WHERE key = 'web.password'").fetchone()[0]
+    again = db.value("SELECT value FROM settings WHERE key = 'web.password'")
     assert again != stored  # a fresh salt every time
 
 
@@ -465,7 +465,7 @@ def test_an_expired_session_is_refused_and_deleted(db: Database) -> None:
             assert (await client.get("/api/thing", headers=session_cookie(session_id))).status == 401
             resp = await client.get("/", headers=session_cookie(session_id), allow_redirects=False)
             assert resp.status == 302
-        assert db._conn.execute("SELECT count(*) FROM web_sessions").fetchone()[0] == 0
+        assert db.value("SELECT count(*) FROM web_sessions") == 0
 
     run(scenario())
 

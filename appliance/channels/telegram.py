@@ -22,7 +22,6 @@ import hmac
 import logging
 import re
 import secrets
-import sqlite3
 import time
 import warnings
 from collections.abc import Callable
@@ -62,7 +61,7 @@ from telegram.warnings import PTBDeprecationWarning
 
 from appliance.agent.record import ReplyRecord
 from appliance.config import TelegramConfig
-from appliance.errors import DatabaseError, PicoagentError
+from appliance.errors import PicoagentError
 from appliance.health import read_health
 from appliance.memory.db import Database
 from appliance.outbox import Outbox, OutMessage
@@ -121,14 +120,14 @@ def _code_hash(code: str) -> str:
 def create_pairing_code(db: Database, ttl_s: float = 600, *, clock: Callable[[], float] = time.time) -> str:
     """A one-time 6-digit code: whoever sends it to the bot is paired (the code is stored only hashed)."""
     now = clock()
-    with db._lock:
-        db._write("DELETE FROM telegram_pairing WHERE used_by IS NULL AND expires_at <= ?", (now,))
+    with db.transaction() as conn:
+        conn.execute("DELETE FROM telegram_pairing WHERE used_by IS NULL AND expires_at <= ?", (now,))
         while True:  # used codes stay (who paired, when); never hand out a code whose hash is taken
             code = f"{secrets.randbelow(10**6):06d}"
-            taken = db._conn.execute("SELECT 1 FROM telegram_pairing WHERE code_hash = ?", (_code_hash(code),))
+            taken = conn.execute("SELECT 1 FROM telegram_pairing WHERE code_hash = ?", (_code_hash(code),))
             if taken.fetchone() is None:
                 break
-        db._write(
+        conn.execute(
             "INSERT INTO telegram_pairing (code_hash, created_at, expires_at) VALUES (?, ?, ?)",
             (_code_hash(code), now, now + ttl_s),
         )
@@ -140,37 +139,29 @@ def redeem_pairing_code(
 ) -> bool:
     """Pair a user with a valid, unused, unexpired code; False (and nothing changed) otherwise."""
     now = clock()
-    with db._lock:
-        try:
-            db._conn.execute("BEGIN IMMEDIATE")
-            used = db._conn.execute(
-                "UPDATE telegram_pairing SET used_by = ?, used_at = ?"
-                " WHERE code_hash = ? AND used_by IS NULL AND expires_at > ?",
-                (user_id, now, _code_hash(code), now),
-            ).rowcount
-            if used == 1:
-                db._conn.execute(
-                    "INSERT OR IGNORE INTO telegram_users (user_id, name, paired_at) VALUES (?, ?, ?)",
-                    (user_id, name, now),
-                )
-            db._conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            db._conn.execute("ROLLBACK")
-            raise DatabaseError(f"pairing Telegram user {user_id} failed: {exc}") from None
+    with db.transaction() as conn:
+        used = conn.execute(
+            "UPDATE telegram_pairing SET used_by = ?, used_at = ?"
+            " WHERE code_hash = ? AND used_by IS NULL AND expires_at > ?",
+            (user_id, now, _code_hash(code), now),
+        ).rowcount
+        if used == 1:
+            conn.execute(
+                "INSERT OR IGNORE INTO telegram_users (user_id, name, paired_at) VALUES (?, ?, ?)",
+                (user_id, name, now),
+            )
     return used == 1
 
 
 def paired_users(db: Database) -> list[int]:
     """Users added by pairing, first paired first."""
-    with db._lock:
-        rows = db._conn.execute("SELECT user_id FROM telegram_users ORDER BY paired_at, user_id").fetchall()
+    rows = db.rows("SELECT user_id FROM telegram_users ORDER BY paired_at, user_id")
     return [int(r[0]) for r in rows]
 
 
 def is_paired(db: Database, user_id: int) -> bool:
     """Whether a user was added by pairing."""
-    with db._lock:
-        return db._conn.execute("SELECT 1 FROM telegram_users WHERE user_id = ?", (user_id,)).fetchone() is not None
+    return db.value("SELECT 1 FROM telegram_users WHERE user_id = ?", (user_id,)) == 1
 
 
 def owner_target(config: TelegramConfig, db: Database) -> tuple[str, str] | None:
@@ -938,7 +929,7 @@ class TelegramChannel:
         """After some pieces of a long message went out, keep only the rest, so a retry repeats nothing."""
         if first_unsent:
             rest = "\n\n".join(pieces[first_unsent:])
-            await self.db.call(self.db._write, "UPDATE outbox SET text = ? WHERE id = ?", (rest, message.id))
+            await self.db.call(self.db.write, "UPDATE outbox SET text = ? WHERE id = ?", (rest, message.id))
 
 
 DEVICES_HEADER = "Devices: tap a switch to toggle it, a sensor to read it."
@@ -967,10 +958,7 @@ def _button(query: CallbackQuery) -> tuple[str, str, str]:
 
 def _pending_by_chat(db: Database) -> dict[str, list[int]]:
     """Every pending Telegram message id per chat, oldest first (what keeps delivery in order)."""
-    with db._lock:
-        rows = db._conn.execute(
-            "SELECT id, chat_id FROM outbox WHERE channel = ? AND status = 'pending' ORDER BY id", (CHANNEL,)
-        ).fetchall()
+    rows = db.rows("SELECT id, chat_id FROM outbox WHERE channel = ? AND status = 'pending' ORDER BY id", (CHANNEL,))
     queues: dict[str, list[int]] = {}
     for message_id, chat_id in rows:
         queues.setdefault(chat_id, []).append(int(message_id))
@@ -979,13 +967,12 @@ def _pending_by_chat(db: Database) -> dict[str, list[int]]:
 
 def _conversation_size(db: Database, chat_id: str) -> int:
     """Messages in a chat's open conversation."""
-    with db._lock:
-        row = db._conn.execute(
-            "SELECT count(*) FROM messages JOIN conversations c ON c.id = messages.conversation_id"
-            " WHERE c.channel = ? AND c.chat_id = ? AND c.closed_at IS NULL",
-            (CHANNEL, chat_id),
-        ).fetchone()
-    return int(row[0])
+    count = db.value(
+        "SELECT count(*) FROM messages JOIN conversations c ON c.id = messages.conversation_id"
+        " WHERE c.channel = ? AND c.chat_id = ? AND c.closed_at IS NULL",
+        (CHANNEL, chat_id),
+    )
+    return int(count)
 
 
 def _duration(seconds: float) -> str:

@@ -63,7 +63,7 @@ class ApprovalStore:
         now = self.clock()
         # Short ids are typed by people; 8 base32 characters are plenty for a handful of pending actions.
         action_id = "a-" + secrets.token_hex(4)
-        self.db._write(
+        self.db.write(
             "INSERT INTO approvals (id, device, value, requested_by, created_at, expires_at, status)"
             " VALUES (?, ?, ?, ?, ?, ?, 'pending')",
             (action_id, device, json.dumps(value), requested_by, now, now + self.timeout_s),
@@ -71,19 +71,18 @@ class ApprovalStore:
         return self.get(action_id)
 
     def _expire(self) -> None:
-        self.db._write(
+        self.db.write(
             "UPDATE approvals SET status = 'expired' WHERE status = 'pending' AND expires_at <= ?", (self.clock(),)
         )
 
     def get(self, action_id: str) -> PendingAction:
         """One action by id (ApprovalError when unknown)."""
         self._expire()
-        with self.db._lock:
-            row = self.db._conn.execute(
-                "SELECT id, device, value, requested_by, created_at, expires_at, status, decided_by, decided_at, result"
-                " FROM approvals WHERE id = ?",
-                (action_id,),
-            ).fetchone()
+        row = self.db.row(
+            "SELECT id, device, value, requested_by, created_at, expires_at, status, decided_by, decided_at, result"
+            " FROM approvals WHERE id = ?",
+            (action_id,),
+        )
         if row is None:
             raise ApprovalError(f"no approval {action_id!r}", fix="picoagent approvals list shows the pending ones")
         return PendingAction(row[0], row[1], json.loads(row[2]), *row[3:])
@@ -91,11 +90,7 @@ class ApprovalStore:
     def pending(self) -> list[PendingAction]:
         """Actions waiting for a person, oldest first."""
         self._expire()
-        with self.db._lock:
-            ids = [
-                r[0]
-                for r in self.db._conn.execute("SELECT id FROM approvals WHERE status = 'pending' ORDER BY created_at")
-            ]
+        ids = [r[0] for r in self.db.rows("SELECT id FROM approvals WHERE status = 'pending' ORDER BY created_at")]
         return [self.get(i) for i in ids]
 
     def decide(self, action_id: str, approve: bool, decided_by: str) -> PendingAction:
@@ -106,7 +101,7 @@ class ApprovalStore:
         if action.status != "pending":
             raise ApprovalError(f"approval {action_id} was already {action.status}")
         status: Status = "approved" if approve else "denied"
-        self.db._write(
+        self.db.write(
             "UPDATE approvals SET status = ?, decided_by = ?, decided_at = ? WHERE id = ? AND status = 'pending'",
             (status, decided_by, self.clock(), action_id),
         )
@@ -115,6 +110,6 @@ class ApprovalStore:
     def record_result(self, action_id: str, result: str, *, failed: bool = False) -> None:
         """What happened when an approved action ran."""
         if failed:
-            self.db._write("UPDATE approvals SET status = 'failed', result = ? WHERE id = ?", (result, action_id))
+            self.db.write("UPDATE approvals SET status = 'failed', result = ? WHERE id = ?", (result, action_id))
         else:
-            self.db._write("UPDATE approvals SET result = ? WHERE id = ?", (result, action_id))
+            self.db.write("UPDATE approvals SET result = ? WHERE id = ?", (result, action_id))

@@ -63,7 +63,7 @@ class EventBus:
         """Store and deliver an event; safe from any thread."""
         log.warning("event: %s", event.message)
         try:
-            self.db._write(
+            self.db.write(
                 "INSERT INTO events (at, kind, device, message, data) VALUES (?, ?, ?, ?, ?)",
                 (event.at, event.kind, event.device, event.message, json.dumps(event.data)),
             )
@@ -77,10 +77,7 @@ class EventBus:
 
     def recent(self, limit: int = 20) -> list[Event]:
         """The latest events, newest first."""
-        with self.db._lock:
-            rows = self.db._conn.execute(
-                "SELECT kind, device, message, data, at FROM events ORDER BY at DESC LIMIT ?", (limit,)
-            ).fetchall()
+        rows = self.db.rows("SELECT kind, device, message, data, at FROM events ORDER BY at DESC LIMIT ?", (limit,))
         return [Event(kind, device, message, json.loads(data or "{}"), at) for kind, device, message, data, at in rows]
 
     def input_listener(self, device: str, event: str) -> None:

@@ -13,8 +13,9 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -368,18 +369,77 @@ class Database:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite")
         return await asyncio.get_running_loop().run_in_executor(self._executor, partial(fn, *args, **kwargs))
 
-    def _write(self, sql: str, params: tuple[Any, ...]) -> int:
+    # --- the one way in: every module reads and writes through these -----------------------------
+
+    def write_error(self, exc: sqlite3.Error) -> DatabaseError:
+        """A failed write as people read it: a full disk said plainly, anything else as SQLite put it."""
+        if "full" in str(exc):
+            return DatabaseError(
+                f"the disk holding {self.path} is full; nothing was written",
+                fix="free some space (picoagent memory prune, old models) and try again",
+            )
+        return DatabaseError(f"database write failed: {exc}")
+
+    def write(self, sql: str, params: tuple[Any, ...] = ()) -> int:
+        """Run one statement that changes something; returns the new row id (when it inserted one)."""
         with self._lock:
             try:
                 cur = self._conn.execute(sql, params)
             except sqlite3.Error as exc:
-                if "full" in str(exc):
-                    raise DatabaseError(
-                        f"the disk holding {self.path} is full; nothing was written",
-                        fix="free some space (picoagent memory prune, old models) and try again",
-                    ) from None
-                raise DatabaseError(f"database write failed: {exc}") from None
+                raise self.write_error(exc) from None
             return int(cur.lastrowid or 0)
+
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """The connection under the lock, for reads that belong together; SQLite errors become DatabaseError."""
+        with self._lock:
+            try:
+                yield self._conn
+            except sqlite3.Error as exc:
+                raise DatabaseError(f"database read failed: {exc}") from None
+
+    def rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Every row a query returns."""
+        with self.reading() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def row(self, sql: str, params: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
+        """The first row a query returns (None when there is none)."""
+        with self.reading() as conn:
+            found: tuple[Any, ...] | None = conn.execute(sql, params).fetchone()
+            return found
+
+    def value(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        """The first column of the first row (None when there is no row): counts, sums, one setting."""
+        found = self.row(sql, params)
+        return None if found is None else found[0]
+
+    @contextmanager
+    def transaction(self, on_rollback: Callable[[], None] | None = None) -> Iterator[sqlite3.Connection]:
+        """One write transaction, taken at once (BEGIN IMMEDIATE) so reads inside it stay true until it commits.
+
+        Inside a transaction already open on this connection it is a savepoint. The block's end commits; any
+        exception rolls back (``on_rollback`` is told first) and SQLite's errors become DatabaseError.
+        """
+        with self._lock:
+            conn = self._conn
+            nested = conn.in_transaction
+            try:
+                conn.execute("SAVEPOINT nested" if nested else "BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                    conn.execute("RELEASE nested" if nested else "COMMIT")
+                except BaseException:
+                    if on_rollback is not None:
+                        on_rollback()
+                    if nested:
+                        conn.execute("ROLLBACK TO nested")
+                        conn.execute("RELEASE nested")
+                    elif conn.in_transaction:  # SQLite may have rolled back already (a full disk does)
+                        conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise self.write_error(exc) from None
 
     # --- conversations ------------------------------------------------------------------------
 
@@ -393,14 +453,14 @@ class Database:
             ).fetchone()
             if row:
                 return int(row[0])
-            return self._write(
+            return self.write(
                 "INSERT INTO conversations (channel, chat_id, created_at) VALUES (?, ?, ?)",
                 (channel, chat_id, time.time()),
             )
 
     def reset(self, channel: str, chat_id: str) -> None:
         """Close the open conversation of a chat; the next message starts a new one."""
-        self._write(
+        self.write(
             "UPDATE conversations SET closed_at = ? WHERE channel = ? AND chat_id = ? AND closed_at IS NULL",
             (time.time(), channel, chat_id),
         )
@@ -415,7 +475,7 @@ class Database:
         meta: dict[str, Any] | None = None,
     ) -> int:
         """Append a message; it is durable when this returns."""
-        return self._write(
+        return self.write(
             "INSERT INTO messages (conversation_id, role, content, created_at, route, meta) VALUES (?, ?, ?, ?, ?, ?)",
             (conversation_id, role, content, time.time(), route, json.dumps(meta) if meta else None),
         )
@@ -424,12 +484,11 @@ class Database:
         """The last ``limit`` messages of a conversation, oldest first."""
         if limit <= 0:
             return []
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT id, role, content, created_at, route, meta FROM messages"
-                " WHERE conversation_id = ? ORDER BY id DESC LIMIT ?",
-                (conversation_id, limit),
-            ).fetchall()
+        rows = self.rows(
+            "SELECT id, role, content, created_at, route, meta FROM messages"
+            " WHERE conversation_id = ? ORDER BY id DESC LIMIT ?",
+            (conversation_id, limit),
+        )
         return [StoredMessage(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]) if r[5] else {}) for r in reversed(rows)]
 
     def add_usage(
@@ -444,7 +503,7 @@ class Database:
     ) -> None:
         """Count one turn's use of one model for today (local time), by route, provider and model."""
         day = time.strftime("%Y-%m-%d")
-        self._write(
+        self.write(
             "INSERT INTO usage (day, route, provider, model, turns, prompt_tokens, completion_tokens, cost_usd)"
             " VALUES (?, ?, ?, ?, 1, ?, ?, ?)"
             " ON CONFLICT (day, route, provider, model) DO UPDATE SET turns = turns + 1,"
@@ -457,26 +516,24 @@ class Database:
     def usage(self, days: int = 30) -> list[dict[str, Any]]:
         """Use by day, route, provider and model, newest first."""
         keys = ("day", "route", "provider", "model", "turns", "prompt_tokens", "completion_tokens", "cost_usd")
-        with self._lock:
-            rows = self._conn.execute(
-                f"SELECT {', '.join(keys)} FROM usage"
-                " WHERE day >= date('now', 'localtime', ?) ORDER BY day DESC, provider, route, model",
-                (f"-{days - 1} days",),
-            ).fetchall()
+        rows = self.rows(
+            f"SELECT {', '.join(keys)} FROM usage"
+            " WHERE day >= date('now', 'localtime', ?) ORDER BY day DESC, provider, route, model",
+            (f"-{days - 1} days",),
+        )
         return [dict(zip(keys, row, strict=True)) for row in rows]
 
     def spent_usd(self) -> tuple[float, float]:
         """What the cloud cost today and this month (local time)."""
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT coalesce(sum(CASE WHEN day = date('now', 'localtime') THEN cost_usd END), 0),"
-                " coalesce(sum(cost_usd), 0) FROM usage WHERE day >= date('now', 'localtime', 'start of month')"
-            ).fetchone()
-        return float(row[0]), float(row[1])
+        row = self.row(  # an aggregate: always one row
+            "SELECT coalesce(sum(CASE WHEN day = date('now', 'localtime') THEN cost_usd END), 0),"
+            " coalesce(sum(cost_usd), 0) FROM usage WHERE day >= date('now', 'localtime', 'start of month')"
+        )
+        return (float(row[0]), float(row[1])) if row else (0.0, 0.0)
 
     def add_route(self, route: str, why: str, blocked: str) -> None:
         """Count one routing decision for today."""
-        self._write(
+        self.write(
             "INSERT INTO routing_log (day, route, why, blocked, turns) VALUES (?, ?, ?, ?, 1)"
             " ON CONFLICT (day, route, why, blocked) DO UPDATE SET turns = turns + 1",
             (time.strftime("%Y-%m-%d"), route, why, blocked),
@@ -484,31 +541,26 @@ class Database:
 
     def routes(self, days: int = 30) -> list[dict[str, Any]]:
         """Routing decisions of the last ``days`` days, summed by route, why and blocked; most frequent first."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT route, why, blocked, sum(turns) FROM routing_log WHERE day >= date('now', 'localtime', ?)"
-                " GROUP BY route, why, blocked ORDER BY sum(turns) DESC, route, why",
-                (f"-{days - 1} days",),
-            ).fetchall()
+        rows = self.rows(
+            "SELECT route, why, blocked, sum(turns) FROM routing_log WHERE day >= date('now', 'localtime', ?)"
+            " GROUP BY route, why, blocked ORDER BY sum(turns) DESC, route, why",
+            (f"-{days - 1} days",),
+        )
         return [{"route": r, "why": w, "blocked": b, "turns": int(n)} for r, w, b, n in rows]
 
     def set_private(self, channel: str, chat_id: str, private: bool) -> None:
         """Mark a chat local-only (its messages never leave the Pi), or lift that."""
         if private:
-            self._write(
+            self.write(
                 "INSERT OR IGNORE INTO private_chats (channel, chat_id, since) VALUES (?, ?, ?)",
                 (channel, chat_id, time.time()),
             )
         else:
-            self._write("DELETE FROM private_chats WHERE channel = ? AND chat_id = ?", (channel, chat_id))
+            self.write("DELETE FROM private_chats WHERE channel = ? AND chat_id = ?", (channel, chat_id))
 
     def is_private(self, channel: str, chat_id: str) -> bool:
         """Whether a chat is local-only."""
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT 1 FROM private_chats WHERE channel = ? AND chat_id = ?", (channel, chat_id)
-            ).fetchone()
-        return row is not None
+        return self.value("SELECT 1 FROM private_chats WHERE channel = ? AND chat_id = ?", (channel, chat_id)) == 1
 
     def ping(self) -> bool:
         """Whether the database answers a trivial query (the health check)."""
@@ -520,8 +572,7 @@ class Database:
 
     def integrity(self) -> str:
         """SQLite's quick_check result: "ok" when the file is sound."""
-        with self._lock:
-            return str(self._conn.execute("PRAGMA quick_check").fetchone()[0])
+        return str(self.value("PRAGMA quick_check"))
 
 
 def _load_vec(conn: sqlite3.Connection) -> bool:

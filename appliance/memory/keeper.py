@@ -67,18 +67,17 @@ class MemoryKeeper:
     # --- progress bookkeeping ------------------------------------------------------------------
 
     def _progress(self, conversation_id: int) -> tuple[int, int]:
-        with self.db._lock:
-            row = self.db._conn.execute(
-                "SELECT extracted_through, summarised_through FROM memory_progress WHERE conversation_id = ?",
-                (conversation_id,),
-            ).fetchone()
+        row = self.db.row(
+            "SELECT extracted_through, summarised_through FROM memory_progress WHERE conversation_id = ?",
+            (conversation_id,),
+        )
         return (int(row[0]), int(row[1])) if row else (0, 0)
 
     def _set_progress(
         self, conversation_id: int, *, extracted: int | None = None, summarised: int | None = None
     ) -> None:
         old_extracted, old_summarised = self._progress(conversation_id)
-        self.db._write(
+        self.db.write(
             "INSERT INTO memory_progress (conversation_id, extracted_through, summarised_through) VALUES (?, ?, ?)"
             " ON CONFLICT (conversation_id) DO UPDATE SET extracted_through = excluded.extracted_through,"
             " summarised_through = excluded.summarised_through",
@@ -86,12 +85,11 @@ class MemoryKeeper:
         )
 
     def _messages_after(self, conversation_id: int, after_id: int, limit: int = 200) -> list[StoredMessage]:
-        with self.db._lock:
-            rows = self.db._conn.execute(
-                "SELECT id, role, content, created_at, route, meta FROM messages"
-                " WHERE conversation_id = ? AND id > ? ORDER BY id LIMIT ?",
-                (conversation_id, after_id, limit),
-            ).fetchall()
+        rows = self.db.rows(
+            "SELECT id, role, content, created_at, route, meta FROM messages"
+            " WHERE conversation_id = ? AND id > ? ORDER BY id LIMIT ?",
+            (conversation_id, after_id, limit),
+        )
         return [StoredMessage(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]) if r[5] else {}) for r in rows]
 
     # --- recall --------------------------------------------------------------------------------
@@ -131,11 +129,10 @@ class MemoryKeeper:
         kept = [m for m in recent if m.id > summarised]
         summary = None
         if summarised:
-            with self.db._lock:
-                row = self.db._conn.execute(
-                    "SELECT text FROM memories WHERE kind = 'summary' AND conversation_id = ? ORDER BY id DESC LIMIT 1",
-                    (conversation_id,),
-                ).fetchone()
+            row = self.db.row(
+                "SELECT text FROM memories WHERE kind = 'summary' AND conversation_id = ? ORDER BY id DESC LIMIT 1",
+                (conversation_id,),
+            )
             summary = row[0] if row else None
         return kept, summary
 
@@ -171,14 +168,13 @@ class MemoryKeeper:
     def _quiet_conversations(self) -> list[int]:
         """Conversations with messages not yet looked at, whose last message is older than quiet_minutes."""
         horizon = self.clock() - self.config.quiet_minutes * 60
-        with self.db._lock:
-            rows = self.db._conn.execute(
-                "SELECT m.conversation_id FROM messages m LEFT JOIN memory_progress p"
-                " ON p.conversation_id = m.conversation_id"
-                " GROUP BY m.conversation_id HAVING max(m.id) > coalesce(max(p.extracted_through), 0)"
-                " AND max(m.created_at) < ?",
-                (horizon,),
-            ).fetchall()
+        rows = self.db.rows(
+            "SELECT m.conversation_id FROM messages m LEFT JOIN memory_progress p"
+            " ON p.conversation_id = m.conversation_id"
+            " GROUP BY m.conversation_id HAVING max(m.id) > coalesce(max(p.extracted_through), 0)"
+            " AND max(m.created_at) < ?",
+            (horizon,),
+        )
         return [int(r[0]) for r in rows]
 
     async def sweep(self) -> list[int]:

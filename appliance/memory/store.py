@@ -20,6 +20,7 @@ until :meth:`MemoryStore.reembed` has rebuilt them.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -28,8 +29,7 @@ import sqlite3
 import threading
 import time
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -49,7 +49,7 @@ else:
 
     np = _LazyNumpy()
 
-from appliance.errors import DatabaseError, ModelError, PicoagentError, UsageError
+from appliance.errors import ModelError, PicoagentError, UsageError
 from appliance.fileio import write_atomic
 from appliance.memory.db import Database
 
@@ -180,8 +180,8 @@ class MemoryStore:
         with self._transaction() as conn:
             self._vec = _has_vec(conn)
             self._ensure_schema(conn)
-        with self._reading():
-            self._sync()
+        with self._db.reading() as conn:
+            self._sync(conn)
 
     # --- schema and state ---------------------------------------------------------------------
 
@@ -210,9 +210,8 @@ class MemoryStore:
         if _meta(conn, "model") is None:
             _set_meta(conn, model=self.model_name, dimensions=self.dimensions, vectors="ready")
 
-    def _sync(self) -> None:
+    def _sync(self, conn: sqlite3.Connection) -> None:
         """Catch up with writes by others (another process, another store): state, then the vector index."""
-        conn = self._db._conn
         generation = int(_meta(conn, "generation") or 0)
         if generation == self._generation:
             return
@@ -258,9 +257,8 @@ class MemoryStore:
             index.add(np.array(found, np.int64), np.zeros(len(found), np.uint8), np.stack(vectors))
         index.set_kinds(ids, kinds)
 
-    def _load_index(self) -> _VectorIndex:
+    def _load_index(self, conn: sqlite3.Connection) -> _VectorIndex:
         """Read every current vector into a new in-process index (one scan of memory_vec)."""
-        conn = self._db._conn
         started = time.perf_counter()
         kinds = dict(conn.execute("SELECT id, kind FROM memories WHERE embedded_with = ?", (self.key,)).fetchall())
         index = _VectorIndex(self.dimensions, capacity=len(kinds) + 1024)
@@ -286,8 +284,8 @@ class MemoryStore:
 
     def status(self) -> MemoryStatus:
         """Counts and the state of the vectors (the daemon re-embeds in the background when needed)."""
-        with self._reading() as conn:
-            self._sync()
+        with self._db.reading() as conn:
+            self._sync(conn)
             total = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
             pending = conn.execute(
                 "SELECT count(*) FROM memories WHERE embedded_with IS NULL OR embedded_with != ?", (self.key,)
@@ -337,8 +335,8 @@ class MemoryStore:
 
     def _add_batch(self, items: list[NewMemory]) -> list[Memory]:
         keys = [_key(item.kind, item.text) for item in items]
-        with self._reading() as conn:
-            self._sync()
+        with self._db.reading() as conn:
+            self._sync(conn)
             known = self._known(conn, keys)
             embedding = self._state in ("ready", "reembedding")
         # Embed outside the lock (it is slow), and only texts not already stored (nor twice in this batch).
@@ -444,7 +442,7 @@ class MemoryStore:
             raise UsageError(f"memory prune: {older_than_days} days is not an age", fix="give 0 or more days")
         _check_kinds(kinds)
         cutoff = self.clock() - older_than_days * _DAY
-        with self._reading() as conn:
+        with self._db.reading() as conn:
             ids = [
                 r[0]
                 for r in conn.execute(
@@ -507,7 +505,7 @@ class MemoryStore:
             # Otherwise only memories without a vector (stored while the model failed): searches go on meanwhile.
         done = last_id = 0
         while True:
-            with self._reading() as conn:
+            with self._db.reading() as conn:
                 rows = conn.execute(
                     "SELECT id, text FROM memories WHERE id > ? AND (embedded_with IS NULL OR embedded_with != ?)"
                     " ORDER BY id LIMIT ?",
@@ -535,8 +533,8 @@ class MemoryStore:
             last_id = rows[-1][0]
         with self._transaction() as conn:
             _set_meta(conn, vectors="ready")
-        with self._reading():
-            self._sync()
+        with self._db.reading() as conn:
+            self._sync(conn)
         log.info("memory: %d memories re-embedded with %s", done, self.model_name)
         return done
 
@@ -544,7 +542,7 @@ class MemoryStore:
 
     def count(self, kinds: Sequence[str] | None = None) -> int:
         """How many memories there are (of these kinds)."""
-        with self._reading() as conn:
+        with self._db.reading() as conn:
             if kinds is None:
                 return int(conn.execute("SELECT count(*) FROM memories").fetchone()[0])
             _check_kinds(kinds)
@@ -553,7 +551,7 @@ class MemoryStore:
 
     def get(self, memory_id: int) -> Memory | None:
         """One memory by id."""
-        with self._reading() as conn:
+        with self._db.reading() as conn:
             return self._fetch(conn, [memory_id]).get(memory_id)
 
     def search(
@@ -578,8 +576,8 @@ class MemoryStore:
                 query_vector = self._embed_texts([query])[0]  # outside the lock
             except PicoagentError as exc:
                 note = f"the query could not be embedded ({exc.message}): keyword search only"
-        with self._reading() as conn:
-            self._sync()
+        with self._db.reading() as conn:
+            self._sync(conn)
             vector_hits: list[tuple[int, float]] = []
             used_vectors = self._state == "ready" and query_vector is not None
             if self._state != "ready":
@@ -624,10 +622,10 @@ class MemoryStore:
 
     def preload(self) -> None:
         """Read the vectors into this process now (else the first search does: ~0.1 s per 10,000 memories)."""
-        with self._reading():
-            self._sync()
+        with self._db.reading() as conn:
+            self._sync(conn)
             if self._state == "ready" and self.vector_cache and self._index is None:
-                self._index = self._load_index()
+                self._index = self._load_index(conn)
 
     def _nearest(
         self, conn: sqlite3.Connection, query: np.ndarray, depth: int, kinds: Sequence[str] | None
@@ -636,7 +634,7 @@ class MemoryStore:
         if not self.vector_cache:
             return self._nearest_sql(conn, query, depth, candidates, kinds)
         if self._index is None:
-            self._index = self._load_index()
+            self._index = self._load_index(conn)
         codes = None if kinds is None else [_KIND_CODES[kind] for kind in kinds]
         exact = self._index.size < self.EXACT_SEARCH_BELOW
         return self._index.nearest(query, depth, 0 if exact else candidates, codes)
@@ -717,7 +715,7 @@ class MemoryStore:
 
     def export_markdown(self, workspace: Path) -> tuple[Path, Path]:
         """Write MEMORY.md (facts, newest first) and HISTORY.md (summaries, oldest first) into a workspace."""
-        with self._reading() as conn:
+        with self._db.reading() as conn:
             facts = conn.execute(
                 f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE kind = 'fact' ORDER BY created_at DESC, id DESC"
             ).fetchall()
@@ -738,41 +736,12 @@ class MemoryStore:
 
     # --- plumbing -----------------------------------------------------------------------------
 
-    @contextmanager
-    def _reading(self) -> Iterator[sqlite3.Connection]:
-        """The connection, under the database lock; SQLite errors become DatabaseError."""
-        with self._db._lock:
-            try:
-                yield self._db._conn
-            except sqlite3.Error as exc:
-                raise DatabaseError(f"memory: database read failed: {exc}") from None
+    def _transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """One write transaction; when it rolls back, what the index took in is resynchronised."""
+        return self._db.transaction(on_rollback=self._forget_generation)
 
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, taken at once (BEGIN IMMEDIATE), so reads inside it stay true until it commits."""
-        with self._db._lock:
-            conn = self._db._conn
-            nested = conn.in_transaction  # inside someone's transaction on the shared connection: a savepoint
-            try:
-                conn.execute("SAVEPOINT memory_store" if nested else "BEGIN IMMEDIATE")
-                try:
-                    yield conn
-                    conn.execute("RELEASE memory_store" if nested else "COMMIT")
-                except BaseException:
-                    self._generation = -1  # what the index took in may not have been committed: resync
-                    if nested:
-                        conn.execute("ROLLBACK TO memory_store")
-                        conn.execute("RELEASE memory_store")
-                    elif conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-            except sqlite3.Error as exc:
-                if "full" in str(exc):
-                    raise DatabaseError(
-                        f"the disk holding {self._db.path} is full; the memory was not stored",
-                        fix="free some space (picoagent memory prune, old models) and try again",
-                    ) from None
-                raise DatabaseError(f"memory: database write failed: {exc}") from None
+    def _forget_generation(self) -> None:
+        self._generation = -1  # what the index took in may not have been committed: resync at the next read
 
 
 class _VectorIndex:

@@ -125,9 +125,9 @@ def bench_memory(n: int = 100_000, dims: int = 384, queries: int = 200) -> None:
             recalls.append(len(set(truth.tolist()) & set(hits.vector_ids[:10])) / 10)
 
         # The parts of a hybrid search, timed alone (through the store's own legs).
-        conn = db._conn
-        vector_leg = [_ms(store._nearest, conn, q, 20, None) for q in corpus.query_vectors]
-        keyword_leg = [_ms(store._keyword, conn, t, 20, None) for t in corpus.queries]
+        with db.reading() as conn:
+            vector_leg = [_ms(store._nearest, conn, q, 20, None) for q in corpus.query_vectors]
+            keyword_leg = [_ms(store._keyword, conn, t, 20, None) for t in corpus.queries]
 
         # Slow baselines and alternatives: fewer queries.
         few = list(zip(corpus.queries, corpus.query_vectors, exact_top, strict=True))[: min(queries, 30)]

@@ -49,7 +49,7 @@ def bench_decision_overhead(n: int) -> None:
         config = _routed_config(tmp, "https://api.example.com/v1")  # a remote host: the network check runs
         db = Database(Path(tmp) / "picoagent.db")
         for day in range(40):  # a ledger with history, as after a month of use
-            db._write(
+            db.write(
                 "INSERT INTO usage (day, route, provider, model, turns, prompt_tokens, completion_tokens, cost_usd)"
                 " VALUES (date('now', ?), 'cloud', 'cloud', 'm', 5, 900, 300, 0.01)",
                 (f"-{day} days",),

@@ -143,15 +143,11 @@ class Auth:
         # Wall-clock time: expiry instants are stored and must mean the same after a restart.
         self.clock = clock
 
-    def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        with self.db._lock:
-            return self.db._conn.execute(sql, params).fetchall()
-
     # --- password --------------------------------------------------------------------------------
 
     def has_password(self) -> bool:
         """Whether the owner's web password has been set."""
-        return bool(self._query("SELECT 1 FROM settings WHERE key = ?", (PASSWORD_SETTING,)))
+        return bool(self.db.rows("SELECT 1 FROM settings WHERE key = ?", (PASSWORD_SETTING,)))
 
     def set_password(self, password: str) -> None:
         """Set the owner's web password; every browser session ends with the old one."""
@@ -162,11 +158,11 @@ class Auth:
             )
         encoded = hash_password(password)
         first = not self.has_password()
-        with self.db._lock:
+        with self.db.transaction() as conn:
             # Whoever knew the old password may hold a session: a new password is the way to evict them.
-            # Sessions go first, so a failed write never leaves them alive beside a new password.
-            self.db._write("DELETE FROM web_sessions", ())
-            self.db._write(
+            # One transaction: a failed write never leaves old sessions alive beside a new password.
+            conn.execute("DELETE FROM web_sessions")
+            conn.execute(
                 "INSERT INTO settings (key, value) VALUES (?, ?)"
                 " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (PASSWORD_SETTING, encoded),
@@ -175,7 +171,7 @@ class Auth:
 
     def check_password(self, password: str) -> bool:
         """Whether ``password`` is the owner's web password (False when none is set)."""
-        rows = self._query("SELECT value FROM settings WHERE key = ?", (PASSWORD_SETTING,))
+        rows = self.db.rows("SELECT value FROM settings WHERE key = ?", (PASSWORD_SETTING,))
         return bool(rows) and verify_password(password, str(rows[0][0]))
 
     @staticmethod
@@ -189,10 +185,10 @@ class Auth:
         """Start a login session: ``(session_id, csrf_token)``; only the id's sha256 is stored."""
         session_id, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         now = self.clock()
-        with self.db._lock:
+        with self.db.transaction() as conn:
             # Sweep here rather than on a timer: logins are rare, and the table stays small.
-            self.db._write("DELETE FROM web_sessions WHERE expires_at <= ?", (now,))
-            self.db._write(
+            conn.execute("DELETE FROM web_sessions WHERE expires_at <= ?", (now,))
+            conn.execute(
                 "INSERT INTO web_sessions (id_hash, csrf, created_at, expires_at) VALUES (?, ?, ?, ?)",
                 (_sha256(session_id), csrf, now, now + self.session_ttl_s),
             )
@@ -203,18 +199,18 @@ class Auth:
         if not session_id:
             return None
         id_hash = _sha256(session_id)
-        rows = self._query("SELECT csrf, expires_at FROM web_sessions WHERE id_hash = ?", (id_hash,))
+        rows = self.db.rows("SELECT csrf, expires_at FROM web_sessions WHERE id_hash = ?", (id_hash,))
         if not rows:
             return None
         csrf, expires_at = rows[0]
         if expires_at <= self.clock():
-            self.db._write("DELETE FROM web_sessions WHERE id_hash = ?", (id_hash,))
+            self.db.write("DELETE FROM web_sessions WHERE id_hash = ?", (id_hash,))
             return None
         return Session(csrf=str(csrf), expires_at=float(expires_at))
 
     def end_session(self, session_id: str) -> None:
         """End a session (logout); unknown ids are ignored."""
-        self.db._write("DELETE FROM web_sessions WHERE id_hash = ?", (_sha256(session_id),))
+        self.db.write("DELETE FROM web_sessions WHERE id_hash = ?", (_sha256(session_id),))
 
     # --- API tokens ------------------------------------------------------------------------------
 
@@ -224,13 +220,13 @@ class Auth:
         if not name:
             raise UsageError("an API token needs a name", fix="name it after what will use it, e.g. `home-assistant`")
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        with self.db._lock:
-            if self._query("SELECT 1 FROM api_tokens WHERE name = ?", (name,)):
+        with self.db.transaction() as conn:
+            if conn.execute("SELECT 1 FROM api_tokens WHERE name = ?", (name,)).fetchone():
                 raise UsageError(
                     f"an API token named {name!r} already exists",
                     fix="choose another name, or revoke the old token first",
                 )
-            self.db._write(
+            conn.execute(
                 "INSERT INTO api_tokens (name, token_hash, created_at) VALUES (?, ?, ?)",
                 (name, _sha256(token), self.clock()),
             )
@@ -239,15 +235,14 @@ class Auth:
 
     def list_tokens(self) -> list[TokenInfo]:
         """Every API token's name and dates, oldest first (never the token)."""
-        rows = self._query("SELECT name, created_at, last_used_at FROM api_tokens ORDER BY id")
+        rows = self.db.rows("SELECT name, created_at, last_used_at FROM api_tokens ORDER BY id")
         return [TokenInfo(str(r[0]), float(r[1]), None if r[2] is None else float(r[2])) for r in rows]
 
     def revoke_token(self, name: str) -> bool:
         """Delete the API token called ``name``; False when there is none."""
-        with self.db._lock:
-            if not self._query("SELECT 1 FROM api_tokens WHERE name = ?", (name,)):
+        with self.db.transaction() as conn:
+            if conn.execute("DELETE FROM api_tokens WHERE name = ?", (name,)).rowcount == 0:
                 return False
-            self.db._write("DELETE FROM api_tokens WHERE name = ?", (name,))
         log.info("API token %s revoked", name)
         return True
 
@@ -256,7 +251,7 @@ class Auth:
         if not token:
             return None
         token_hash = _sha256(token)
-        rows = self._query(
+        rows = self.db.rows(
             "SELECT id, name, created_at, last_used_at FROM api_tokens WHERE token_hash = ?", (token_hash,)
         )
         if not rows:
@@ -264,7 +259,7 @@ class Auth:
         row_id, name, created_at, last_used_at = rows[0]
         now = self.clock()
         if last_used_at is None or now - last_used_at >= TOKEN_TOUCH_INTERVAL_S:
-            self.db._write("UPDATE api_tokens SET last_used_at = ? WHERE id = ?", (now, row_id))
+            self.db.write("UPDATE api_tokens SET last_used_at = ? WHERE id = ?", (now, row_id))
             last_used_at = now
         return TokenInfo(str(name), float(created_at), float(last_used_at))
 
