@@ -11,6 +11,7 @@ import pytest
 from appliance.config import CHECKOUT_CONFIG, Config, load_config
 from appliance.llm import models
 from appliance.llm.local import LocalModel
+from appliance.memory.db import Database
 
 
 @pytest.fixture(autouse=True)
@@ -40,3 +41,11 @@ def local_model(model_path: Path) -> Iterator[LocalModel]:
 def config(tmp_path: Path) -> Config:
     """The checkout's config with its data dir in tmp_path."""
     return load_config(CHECKOUT_CONFIG, data_dir=tmp_path / "data", environ=dict(os.environ))
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    """A fresh appliance database in tmp_path."""
+    database = Database(tmp_path / "picoagent.db")
+    yield database
+    database.close()

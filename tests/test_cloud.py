@@ -42,24 +42,26 @@ def ask(text: str = "Hello?", **kwargs: Any) -> GenerationRequest:
     return GenerationRequest([ChatMessage("system", "Be brief."), ChatMessage("user", text)], **kwargs)
 
 
-def run(flavour: Flavour, scenario: Callable[[FakeCloud], Awaitable[None]]) -> None:
-    """Run a scenario against a fresh fake server."""
+def run(flavour: Flavour, scenario: Callable[[FakeCloud, CloudProvider], Awaitable[None]], **options: Any) -> None:
+    """Run a scenario against a fresh fake server, with a provider pointed at it (closed however it ends)."""
 
     async def main() -> None:
         async with FakeCloud(flavour) as fake:
-            await scenario(fake)
+            provider = provider_for(fake, **options)
+            try:
+                await scenario(fake, provider)
+            finally:
+                await provider.close()
 
     asyncio.run(main())
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_streams_text_and_reports_usage(flavour: Flavour) -> None:
-    async def scenario(fake: FakeCloud) -> None:
+    async def scenario(fake: FakeCloud, provider: CloudProvider) -> None:
         fake.enqueue("The sky is blue today.")
-        provider = provider_for(fake)
         pieces: list[str] = []
         gen = await provider.generate(ask(on_token=pieces.append, stop=["\n"]))
-        await provider.close()
         assert gen.text == "The sky is blue today."
         assert pieces == ["The", " sky", " is", " blue", " today."]
         assert gen.finish_reason == "stop"
@@ -87,11 +89,9 @@ def test_streams_text_and_reports_usage(flavour: Flavour) -> None:
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_max_tokens_maps_to_length(flavour: Flavour) -> None:
-    async def scenario(fake: FakeCloud) -> None:
+    async def scenario(fake: FakeCloud, provider: CloudProvider) -> None:
         fake.enqueue("one two three four five")
-        provider = provider_for(fake)
         gen = await provider.generate(ask(max_tokens=2))
-        await provider.close()
         assert (gen.text, gen.finish_reason) == ("one two", "length")
 
     run(flavour, scenario)
@@ -100,12 +100,10 @@ def test_max_tokens_maps_to_length(flavour: Flavour) -> None:
 @pytest.mark.parametrize("stream", [True, False])
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_tools_are_sent_in_the_vendors_shape_and_calls_come_back_parsed(flavour: Flavour, stream: bool) -> None:
-    async def scenario(fake: FakeCloud) -> None:
+    async def scenario(fake: FakeCloud, provider: CloudProvider) -> None:
         arguments = {"city": "Zürich", "units": {"temp": "C"}}
         fake.enqueue("Let me check.", tool_calls=[{"name": "get_weather", "arguments": arguments}])
-        provider = provider_for(fake, stream=stream)
         gen = await provider.generate(ask("Weather in Zürich?"), tools=[WEATHER])
-        await provider.close()
         assert gen.text == "Let me check."
         assert gen.finish_reason == "stop"
         assert [(c["name"], c["arguments"]) for c in gen.tool_calls] == [("get_weather", arguments)]
@@ -118,18 +116,16 @@ def test_tools_are_sent_in_the_vendors_shape_and_calls_come_back_parsed(flavour:
                 {"name": "get_weather", "description": WEATHER["description"], "input_schema": WEATHER["parameters"]}
             ]
 
-    run(flavour, scenario)
+    run(flavour, scenario, stream=stream)
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_429_is_retried_after_the_time_the_server_asks(flavour: Flavour) -> None:
-    async def scenario(fake: FakeCloud) -> None:
+    async def scenario(fake: FakeCloud, provider: CloudProvider) -> None:
         fake.fail_next("429", retry_after=0.5)
         fake.enqueue("Finally.")
-        provider = provider_for(fake)
         started = time.monotonic()
         gen = await provider.generate(ask())
-        await provider.close()
         assert gen.text == "Finally."
         assert [r.outcome for r in fake.requests] == ["429", "ok"]
         assert fake.requests[1].at - fake.requests[0].at >= 0.45
@@ -140,11 +136,9 @@ def test_429_is_retried_after_the_time_the_server_asks(flavour: Flavour) -> None
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_connection_drops_are_retried(flavour: Flavour) -> None:
-    async def scenario(fake: FakeCloud) -> None:
+    async def scenario(fake: FakeCloud, provider: CloudProvider) -> None:
         fake.fail_next("drop")
-        provider = provider_for(fake)
         gen = await provider.generate(ask("ping"))
-        await provider.close()
         assert gen.text == "echo: ping"
         assert [r.outcome for r in fake.requests] == ["drop", "ok"]
 
@@ -153,41 +147,35 @@ def test_connection_drops_are_retried(flavour: Flavour) -> None:
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_500_until_retries_run_out_is_unavailable(flavour: Flavour) -> None:
-    async def scenario(fake: FakeCloud) -> None:
+    async def scenario(fake: FakeCloud, provider: CloudProvider) -> None:
         fake.fail_next("500", n=10)
-        provider = provider_for(fake, max_retries=2)
         with pytest.raises(CloudUnavailable) as caught:
             await provider.generate(ask())
-        await provider.close()
         assert "HTTP 500" in caught.value.message and "3 attempts" in caught.value.message
         assert caught.value.fix
         assert len(fake.requests) == 3
 
-    run(flavour, scenario)
+    run(flavour, scenario, max_retries=2)
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_a_hanging_server_is_unavailable_within_the_timeout(flavour: Flavour) -> None:
-    async def scenario(fake: FakeCloud) -> None:
+    async def scenario(fake: FakeCloud, provider: CloudProvider) -> None:
         fake.fail_next("hang", n=5)
-        provider = provider_for(fake, timeout_s=0.5)
         started = time.monotonic()
         with pytest.raises(CloudUnavailable, match=r"within 0.5 s"):
             await provider.generate(ask())
         assert time.monotonic() - started < 1.5
-        await provider.close()
 
-    run(flavour, scenario)
+    run(flavour, scenario, timeout_s=0.5)
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_a_body_that_does_not_parse_is_malformed(flavour: Flavour) -> None:
-    async def scenario(fake: FakeCloud) -> None:
+    async def scenario(fake: FakeCloud, provider: CloudProvider) -> None:
         fake.fail_next("malformed")
-        provider = provider_for(fake)
         with pytest.raises(CloudMalformed, match="not JSON"):
             await provider.generate(ask())
-        await provider.close()
         assert len(fake.requests) == 1  # a broken body is not retried
 
     run(flavour, scenario)
@@ -195,26 +183,25 @@ def test_a_body_that_does_not_parse_is_malformed(flavour: Flavour) -> None:
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_a_wrong_key_is_refused_with_a_fix_and_the_key_is_never_shown(flavour: Flavour) -> None:
-    async def scenario(fake: FakeCloud) -> None:
-        wrong = "sk-wrong-key-that-must-stay-secret"
-        provider = provider_for(fake, api_key=wrong)
+    wrong = "sk-wrong-key-that-must-stay-secret"
+
+    async def scenario(fake: FakeCloud, provider: CloudProvider) -> None:
         with pytest.raises(CloudRefused) as caught:
             await provider.generate(ask())
-        await provider.close()
         error = caught.value
         assert "HTTP 401" in error.message
         assert error.fix is not None and "API key" in error.fix
         assert wrong not in error.for_people() and wrong not in repr(provider)
         assert len(fake.requests) == 1  # a refusal is not retried
 
-    run(flavour, scenario)
+    run(flavour, scenario, api_key=wrong)
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_the_breaker_opens_fails_fast_and_closes_after_the_cool_down(flavour: Flavour) -> None:
-    async def scenario(fake: FakeCloud) -> None:
-        now = [1000.0]
-        provider = provider_for(fake, max_retries=0, breaker_threshold=2, breaker_cooldown_s=30, clock=lambda: now[0])
+    now = [1000.0]
+
+    async def scenario(fake: FakeCloud, provider: CloudProvider) -> None:
         fake.fail_next("500", n=3)
         for _ in range(2):
             with pytest.raises(CloudUnavailable, match="HTTP 500"):
@@ -230,14 +217,13 @@ def test_the_breaker_opens_fails_fast_and_closes_after_the_cool_down(flavour: Fl
         now[0] += 31
         gen = await provider.generate(ask("back?"))
         assert gen.text == "echo: back?" and not provider.breaker.is_open
-        await provider.close()
 
-    run(flavour, scenario)
+    run(flavour, scenario, max_retries=0, breaker_threshold=2, breaker_cooldown_s=30, clock=lambda: now[0])
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_cancel_stops_the_stream_and_keeps_the_partial_text(flavour: Flavour) -> None:
-    async def scenario(fake: FakeCloud) -> None:
+    async def scenario(fake: FakeCloud, provider: CloudProvider) -> None:
         fake.enqueue(" ".join(f"w{i}" for i in range(100)))
         fake.chunk_delay_s = 0.02
         cancel = threading.Event()
@@ -248,38 +234,33 @@ def test_cancel_stops_the_stream_and_keeps_the_partial_text(flavour: Flavour) ->
             if len(pieces) == 3:
                 cancel.set()
 
-        provider = provider_for(fake)
         started = time.monotonic()
         gen = await provider.generate(ask(on_token=on_token, cancel=cancel))
         assert gen.finish_reason == "cancelled"
         assert gen.text == "w0 w1 w2" and len(pieces) == 3  # nothing reaches on_token after the cancel
         assert time.monotonic() - started < 1  # the whole stream would take 2 s
-        await provider.close()
 
     run(flavour, scenario)
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_cancel_during_a_hang_returns_at_once(flavour: Flavour) -> None:
-    async def scenario(fake: FakeCloud) -> None:
+    async def scenario(fake: FakeCloud, provider: CloudProvider) -> None:
         fake.fail_next("hang")
         request = ask()
         asyncio.get_running_loop().call_later(0.2, request.cancel.set)
-        provider = provider_for(fake, timeout_s=10)
         started = time.monotonic()
         gen = await provider.generate(request)
         assert gen.finish_reason == "cancelled" and gen.text == ""
         assert time.monotonic() - started < 1
-        await provider.close()
 
-    run(flavour, scenario)
+    run(flavour, scenario, timeout_s=10)
 
 
 def test_cancelled_before_it_started_sends_nothing() -> None:
-    async def scenario(fake: FakeCloud) -> None:
+    async def scenario(fake: FakeCloud, provider: CloudProvider) -> None:
         request = ask()
         request.cancel.set()
-        provider = provider_for(fake)
         with pytest.raises(Cancelled):
             await provider.generate(request)
         assert fake.requests == []

@@ -168,25 +168,21 @@ def test_first_start_generates_a_password_and_passwd_changes_it(tmp_path: Path) 
         assert "first start: the web password is " in daemon.text()
     finally:
         assert daemon.stop() == 0
-    changed = subprocess.run(
-        [sys.executable, "-m", "appliance", "--data-dir", str(daemon.data), "passwd", "--stdin"],
-        input="a much better password\n",
-        cwd=ROOT,
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+
+    def passwd(password: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "appliance", "--data-dir", str(daemon.data), "passwd", "--stdin"],
+            input=password + "\n",
+            cwd=ROOT,
+            env=env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    changed = passwd("a much better password")
     assert changed.returncode == 0 and "web password set" in changed.stdout
-    short = subprocess.run(
-        [sys.executable, "-m", "appliance", "--data-dir", str(daemon.data), "passwd", "--stdin"],
-        input="short\n",
-        cwd=ROOT,
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    short = passwd("short")
     assert short.returncode == 2 and "error:" in short.stderr and "Traceback" not in short.stderr
 
 

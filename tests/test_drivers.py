@@ -44,19 +44,11 @@ from appliance.hardware.sim import (
     compensate_pressure_double,
     compensate_temperature_double,
 )
+from tests.fakes.clock import ManualClock
 
 
-class FakeClock:
-    """Time that passes only when the code under test sleeps: chips read it, drivers sleep on it."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
+class FakeClock(ManualClock):
+    start = 1000.0
 
 
 # --- BME280: compensation against the datasheet ----------------------------------------------------------

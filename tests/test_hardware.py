@@ -23,16 +23,13 @@ from appliance.hardware.events import EventBus, ThresholdWatcher
 from appliance.hardware.policy import RawBusPolicy
 from appliance.memory.db import Database
 from appliance.runtime import tool_registry
+from tests.fakes.clock import ManualClock
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
+class Clock(ManualClock):
+    start = 1_000.0
 
 
 @pytest.fixture

@@ -14,16 +14,13 @@ from appliance.llm.scripted import ScriptedModel
 from appliance.memory.db import Database
 from appliance.memory.keeper import MemoryKeeper
 from appliance.memory.store import MemoryStore
+from tests.fakes.clock import ManualClock
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 10_000.0
-
-    def __call__(self) -> float:
-        return self.now
+class Clock(ManualClock):
+    start = 10_000.0
 
 
 def keeper_with(tmp_path: Path, config: Config, model: ScriptedModel, clock: Clock) -> tuple[MemoryKeeper, Database]:

@@ -13,7 +13,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import ClassVar
@@ -26,6 +25,7 @@ from hypothesis import strategies as st
 from appliance.errors import UsageError
 from appliance.memory.db import Database
 from appliance.memory.store import MemoryStore, NewMemory
+from tests.fakes.clock import ManualClock
 
 ROOT = Path(__file__).resolve().parent.parent
 DAY = 86_400.0
@@ -79,21 +79,8 @@ def _direction(word: str, dimensions: int, seed: str) -> np.ndarray:
     return np.random.default_rng(int.from_bytes(digest, "little")).standard_normal(dimensions)
 
 
-class Clock:
-    """A clock the test moves."""
-
-    def __init__(self, now: float = 1_700_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database(tmp_path / "picoagent.db")
-    yield database
-    database.close()
+class Clock(ManualClock):
+    start = 1_700_000_000.0
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import sqlite3
-from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from appliance.scheduler import (
     parse_schedule,
     resolve_zone,
 )
+from tests.fakes.clock import ManualClock
 
 BRUSSELS = ZoneInfo("Europe/Brussels")
 
@@ -265,17 +265,8 @@ def test_weekdays_months_and_rare_days() -> None:
 # --- the scheduler on a fake clock ---------------------------------------------------------------
 
 
-class FakeClock:
-    """Wall-clock time that moves only when a test says so."""
-
-    def __init__(self, start: datetime) -> None:
-        self.now = start.timestamp()
-
-    def __call__(self) -> float:
-        return self.now
-
-    def set(self, when: datetime) -> None:
-        self.now = when.timestamp()
+class FakeClock(ManualClock):
+    """Wall-clock time that moves only when a test says so (built from a datetime)."""
 
 
 class FakeJobs:
@@ -294,13 +285,6 @@ class FakeJobs:
 
     def count(self, job_id: str) -> int:
         return sum(1 for name, _ in self.calls if name == job_id)
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database(tmp_path / "picoagent.db")
-    yield database
-    database.close()
 
 
 def make(

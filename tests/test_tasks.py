@@ -11,7 +11,6 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,26 +35,16 @@ from appliance.tasks import (
     task_prompt,
 )
 from appliance.tools.registry import ToolRegistry
+from tests.fakes.clock import ManualClock
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-class FakeClock:
-    """A clock that moves only when told."""
+class FakeClock(ManualClock):
+    """A clock that moves one second per reading."""
 
     def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        self.now += 1.0
-        return self.now
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database(tmp_path / "picoagent.db")
-    yield database
-    database.close()
+        super().__init__(step=1.0)
 
 
 @pytest.fixture

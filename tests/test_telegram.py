@@ -34,6 +34,7 @@ from appliance.llm.base import Generation, GenerationRequest
 from appliance.llm.scripted import ScriptedModel
 from appliance.outbox import Notifier, Outbox
 from appliance.runtime import Runtime
+from tests.fakes.clock import ManualClock
 from tests.fakes.telegram_api import FakeTelegram, utf16_len
 
 TOKEN = "123:TEST"
@@ -44,17 +45,8 @@ WEBHOOK_URL = "https://pi.example.net/telegram/webhook"
 WEBHOOK_SECRET = "s3cret-token_0123456789"
 
 
-class Clock:
-    """A clock the test moves (outbox retries and flood control are timed by it)."""
-
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
+class Clock(ManualClock):
+    start = 1_800_000_000.0
 
 
 class SlowModel(ScriptedModel):

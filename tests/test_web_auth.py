@@ -37,6 +37,7 @@ from appliance.channels.web.auth import (
 )
 from appliance.errors import UsageError
 from appliance.memory.db import Database
+from tests.fakes.clock import ManualClock
 
 PASSWORD = "correct horse battery"
 
@@ -45,14 +46,8 @@ def run(coro: Coroutine[Any, Any, None]) -> None:
     asyncio.run(coro)
 
 
-class Clock:
-    """A clock tests move by hand."""
-
-    def __init__(self, now: float = 1_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
+class Clock(ManualClock):
+    start = 1_000_000.0
 
 
 @pytest.fixture

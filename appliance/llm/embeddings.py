@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from appliance.errors import ModelError, ModelFormatError, ModelNotFoundError
 from appliance.llm import gguf
-from appliance.llm.local import LocalModel, check_model_file, threads_policy
+from appliance.llm.local import LocalModel, check_model_file, open_llama, threads_policy
 
 if TYPE_CHECKING:
     from appliance.config import Config
@@ -154,29 +154,22 @@ class LocalEmbedder:
             return
         started = time.perf_counter()
         check_model_file(self.path, self.context_tokens, self.context_tokens, self.memory_margin_mb)
-        import llama_cpp
-
         decode, batch = self._threads.choose()
-        try:
-            # n_batch = n_ubatch = the context: llama.cpp must see each text in one piece to pool it
-            # (non-causal models cannot split a sequence across micro-batches at all).
-            llm = llama_cpp.Llama(
-                model_path=str(self.path),
-                embedding=True,
-                n_ctx=self.context_tokens,
-                n_batch=self.context_tokens,
-                n_ubatch=self.context_tokens,
-                n_threads=decode,
-                n_threads_batch=batch,
-                pooling_type=self.pooling,
-                verbose=False,
-            )
-        except (ValueError, RuntimeError) as exc:
-            raise ModelError(
-                f"llama.cpp could not load {self.path} for embeddings ({exc})",
-                fix="the file is damaged or of an architecture this llama.cpp does not know: pull it again, "
-                "or set memory.embedding_model to another model (empty: the chat model's own embeddings)",
-            ) from None
+        # n_batch = n_ubatch = the context: llama.cpp must see each text in one piece to pool it
+        # (non-causal models cannot split a sequence across micro-batches at all).
+        llm = open_llama(
+            self.path,
+            purpose=" for embeddings",
+            fix="the file is damaged or of an architecture this llama.cpp does not know: pull it again, "
+            "or set memory.embedding_model to another model (empty: the chat model's own embeddings)",
+            embedding=True,
+            n_ctx=self.context_tokens,
+            n_batch=self.context_tokens,
+            n_ubatch=self.context_tokens,
+            n_threads=decode,
+            n_threads_batch=batch,
+            pooling_type=self.pooling,
+        )
         self._llm = llm
         self._threads_used = (decode, batch)
         self.load_s = time.perf_counter() - started

@@ -42,6 +42,16 @@ def available_memory_bytes() -> int | None:
     return None
 
 
+def open_llama(path: Path, *, fix: str, purpose: str = "", **params: Any) -> Any:
+    """A quiet llama_cpp.Llama on this file; llama.cpp's refusal becomes a ModelError carrying ``fix``."""
+    from llama_cpp import Llama
+
+    try:
+        return Llama(model_path=str(path), verbose=False, **params)
+    except (ValueError, RuntimeError) as exc:
+        raise ModelError(f"llama.cpp could not load {path}{purpose} ({exc})", fix=fix) from None
+
+
 def check_model_file(path: Path, context_tokens: int, batch_size: int, margin_mb: int) -> int:
     """Refuse a missing file, a non-GGUF file or a model too large for free memory; return bytes needed."""
     if not path.exists():
@@ -173,25 +183,19 @@ class LocalModel:
             return
         started = time.perf_counter()
         check_model_file(self.path, self.context_tokens, self.batch_size, self.memory_margin_mb)
-        from llama_cpp import Llama, llama_chat_format
+        from llama_cpp import llama_chat_format
 
         decode, batch = self._threads.choose()
-        try:
-            llm = Llama(
-                model_path=str(self.path),
-                n_ctx=self.context_tokens,
-                n_batch=self.batch_size,
-                n_threads=decode,
-                n_threads_batch=batch,
-                seed=self.seed,
-                verbose=False,
-            )
-        except (ValueError, RuntimeError) as exc:
-            raise ModelError(
-                f"llama.cpp could not load {self.path} ({exc})",
-                fix="the file is damaged, truncated, or of an architecture this llama.cpp does not know: "
-                "pull it again (picoagent models pull NAME) or pick another model",
-            ) from None
+        llm = open_llama(
+            self.path,
+            fix="the file is damaged, truncated, or of an architecture this llama.cpp does not know: "
+            "pull it again (picoagent models pull NAME) or pick another model",
+            n_ctx=self.context_tokens,
+            n_batch=self.batch_size,
+            n_threads=decode,
+            n_threads_batch=batch,
+            seed=self.seed,
+        )
         template = llm.metadata.get("tokenizer.chat_template")
         eos_id, bos_id = llm.token_eos(), llm.token_bos()
         eos = llm._model.token_get_text(eos_id) if eos_id != -1 else ""

@@ -208,26 +208,17 @@ class MemoryKeeper:
         if not new:
             return []
         transcript = "\n".join(f"{m.role}: {m.content[:500]}" for m in new if m.role in ("user", "assistant"))
-        request = GenerationRequest(
-            messages=[
-                ChatMessage(
-                    "system",
-                    "List the durable facts about the user, their home, people and plans in this conversation "
-                    "(names, dates, places, preferences, where things are). Skip greetings and questions. "
-                    'Answer as JSON: {"facts": ["...", ...]}; an empty list when there are none.',
-                ),
-                ChatMessage("user", transcript),
-            ],
+        answer = await self._ask_json(
+            "List the durable facts about the user, their home, people and plans in this conversation "
+            "(names, dates, places, preferences, where things are). Skip greetings and questions. "
+            'Answer as JSON: {"facts": ["...", ...]}; an empty list when there are none.',
+            transcript,
+            FACTS_SCHEMA,
             max_tokens=200,
-            temperature=0.0,
-            json_schema=FACTS_SCHEMA,
-            client="memory",
         )
-        generation = await self.model.generate(request)
-        try:
-            facts = [str(f).strip() for f in json.loads(generation.text).get("facts", []) if str(f).strip()]
-        except (json.JSONDecodeError, AttributeError):
+        if answer is None or not isinstance(answer.get("facts"), list):
             return []  # a cut generation; the next round looks at these messages again
+        facts = [str(f).strip() for f in answer["facts"] if str(f).strip()]
         source = f"conversation {conversation_id}"
         for fact in facts:
             await asyncio.to_thread(
@@ -236,6 +227,24 @@ class MemoryKeeper:
         await self.db.call(lambda: self._set_progress(conversation_id, extracted=new[-1].id))
         log.info("conversation %d: %d fact(s) remembered", conversation_id, len(facts))
         return facts
+
+    async def _ask_json(
+        self, instruction: str, text: str, schema: dict[str, Any], *, max_tokens: int
+    ) -> dict[str, Any] | None:
+        """The local model's answer under a JSON schema, greedy; None when it was cut before the JSON closed."""
+        request = GenerationRequest(
+            messages=[ChatMessage("system", instruction), ChatMessage("user", text)],
+            max_tokens=max_tokens,
+            temperature=0.0,
+            json_schema=schema,
+            client="memory",
+        )
+        generation = await self.model.generate(request)
+        try:
+            answer = json.loads(generation.text)
+        except json.JSONDecodeError:
+            return None
+        return answer if isinstance(answer, dict) else None
 
     async def compact(self, conversation_id: int) -> str | None:
         """Summarise all but the last ``keep_recent`` messages into a summary memory."""
@@ -248,25 +257,14 @@ class MemoryKeeper:
         transcript = "\n".join(f"{m.role}: {m.content[:400]}" for m in older)
         if previous:
             transcript = f"(earlier summary) {previous}\n{transcript}"
-        request = GenerationRequest(
-            messages=[
-                ChatMessage(
-                    "system",
-                    "Summarise this conversation in a few sentences: what was asked, decided and learned. "
-                    'JSON: {"summary": "..."}',
-                ),
-                ChatMessage("user", transcript[-6000:]),
-            ],
+        answer = await self._ask_json(
+            "Summarise this conversation in a few sentences: what was asked, decided and learned. "
+            'JSON: {"summary": "..."}',
+            transcript[-6000:],
+            SUMMARY_SCHEMA,
             max_tokens=220,
-            temperature=0.0,
-            json_schema=SUMMARY_SCHEMA,
-            client="memory",
         )
-        generation = await self.model.generate(request)
-        try:
-            summary = str(json.loads(generation.text)["summary"]).strip()
-        except (json.JSONDecodeError, KeyError, TypeError):
-            return None
+        summary = str(answer.get("summary") or "").strip() if answer is not None else ""
         if not summary:
             return None
         await self.db.call(

@@ -17,6 +17,11 @@ DEVICE = {"name": "name", "in": "path", "required": True, "schema": {"type": "st
 BAD_REQUEST = _json(ERROR, "the request is malformed; the error says how")
 
 
+def _object_get(summary: str) -> dict[str, Any]:
+    """A GET that answers a JSON object and needs authentication."""
+    return {"get": {"summary": summary, "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED}}}
+
+
 def openapi_document() -> dict[str, Any]:
     """The API description."""
     session = {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,64}$"}
@@ -98,12 +103,7 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
-            "/api/status": {
-                "get": {
-                    "summary": "health, model, queue, recent replies, chart series",
-                    "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
-                }
-            },
+            "/api/status": _object_get("health, model, queue, recent replies, chart series"),
             "/api/chat": {
                 "post": {
                     "summary": "answer one message; returns the reply record",
@@ -160,12 +160,7 @@ def openapi_document() -> dict[str, Any]:
                     "responses": {"200": _json({"type": "object"}), "400": BAD_REQUEST, "401": UNAUTHORIZED},
                 }
             },
-            "/api/devices": {
-                "get": {
-                    "summary": "named devices with their readings",
-                    "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
-                }
-            },
+            "/api/devices": _object_get("named devices with their readings"),
             "/api/devices/{name}": {
                 "get": {
                     "summary": "read a device now",
@@ -202,12 +197,7 @@ def openapi_document() -> dict[str, Any]:
                     },
                 },
             },
-            "/api/approvals": {
-                "get": {
-                    "summary": "device writes waiting for a person",
-                    "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
-                }
-            },
+            "/api/approvals": _object_get("device writes waiting for a person"),
             "/api/approvals/{id}/{decision}": {
                 "post": {
                     "summary": "approve (and run) or deny a pending write",
@@ -228,12 +218,7 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
-            "/api/cron": {
-                "get": {
-                    "summary": "scheduled jobs with their next and last runs",
-                    "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
-                }
-            },
+            "/api/cron": _object_get("scheduled jobs with their next and last runs"),
             "/api/cron/{id}/run": {
                 "post": {
                     "summary": "run a scheduled job now",
@@ -246,30 +231,10 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
-            "/api/events": {
-                "get": {
-                    "summary": "the latest hardware events",
-                    "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
-                }
-            },
-            "/api/openapi.json": {
-                "get": {
-                    "summary": "this document",
-                    "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
-                }
-            },
-            "/api/session": {
-                "get": {
-                    "summary": "who is logged in, and the CSRF token for form posts",
-                    "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
-                }
-            },
-            "/v1/models": {
-                "get": {
-                    "summary": "OpenAI-compatible model list",
-                    "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
-                }
-            },
+            "/api/events": _object_get("the latest hardware events"),
+            "/api/openapi.json": _object_get("this document"),
+            "/api/session": _object_get("who is logged in, and the CSRF token for form posts"),
+            "/v1/models": _object_get("OpenAI-compatible model list"),
             "/v1/chat/completions": {
                 "post": {
                     "summary": "OpenAI-compatible chat completions served by the local model",
