@@ -24,11 +24,11 @@ needs_packaged_model = pytest.mark.skipif(
 )
 
 
-def picoagent(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+def picoagent(*args: str | Path, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """Run the command with no config from the environment; cwd is a tmp folder."""
     env = {k: v for k, v in os.environ.items() if k not in ("PICOAGENT_CONFIG", "PICOAGENT_MODEL_MIRROR")}
     return subprocess.run(
-        [*COMMAND, *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False
+        [*COMMAND, *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
 
 

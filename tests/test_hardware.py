@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from appliance.hardware.policy import RawBusPolicy
 from appliance.memory.db import Database
 from appliance.runtime import tool_registry
 from tests.fakes.clock import ManualClock
+from tests.test_cli import picoagent
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -300,15 +300,7 @@ def test_thresholds_fire_when_they_turn_true_and_respect_the_cooldown(registry: 
 
 
 def cli(*args: str, data: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "PICOAGENT_CONFIG"}
-    return subprocess.run(
-        [sys.executable, "-m", "appliance", "--data-dir", str(data), *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return picoagent("--data-dir", data, *args, cwd=data, timeout=120)
 
 
 def test_devices_cli_without_a_daemon(tmp_path: Path) -> None:

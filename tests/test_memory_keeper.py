@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 from appliance.config import Config
@@ -15,6 +13,7 @@ from appliance.memory.db import Database
 from appliance.memory.keeper import MemoryKeeper
 from appliance.memory.store import MemoryStore
 from tests.fakes.clock import ManualClock
+from tests.test_cli import picoagent
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,15 +62,7 @@ def test_a_quiet_conversation_is_swept_for_facts_once(config: Config, tmp_path: 
 
 
 def cli(*args: str, data: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "PICOAGENT_CONFIG"}
-    return subprocess.run(
-        [sys.executable, "-m", "appliance", "--data-dir", str(data), "memory", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return picoagent("--data-dir", data, "memory", *args, cwd=data, timeout=120)
 
 
 def test_memory_cli_finds_by_meaning_and_by_keyword_across_processes(tmp_path: Path) -> None:
