@@ -21,7 +21,7 @@ from appliance.config import Config, ProviderConfig
 from appliance.llm.base import ChatMessage, GenerationRequest
 from appliance.llm.cloud import CloudGeneration, CloudProvider, cost_usd, make_provider
 from appliance.memory.db import Database
-from appliance.tools.registry import ToolRegistry, ToolResult
+from appliance.tools.registry import ToolRegistry, ToolResult, ToolTurn
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +144,7 @@ class CloudRoute:
         emit: EventSink,
         client: str,
         use: CloudUse,
+        turn: ToolTurn | None = None,
     ) -> CloudGeneration:
         """The cloud's answer, running the tools it calls (natively) for at most ``agent.max_rounds`` calls.
 
@@ -173,7 +174,9 @@ class CloudRoute:
                 messages.append(ChatMessage("assistant", generation.text, tool_calls=tuple(generation.tool_calls)))
                 for call in generation.tool_calls:
                     emit("tool_call", {"tool": call["name"], "arguments": call["arguments"]})
-                    result = await tools.execute(call["name"], call["arguments"], timeout_s=cfg.tool_timeout_s)
+                    result = await tools.execute(
+                        call["name"], call["arguments"], timeout_s=cfg.tool_timeout_s, turn=turn
+                    )
                     use.actions.append(result)
                     emit("tool_result", result.as_dict())
                     messages.append(ChatMessage("tool", result.for_model(), tool_call_id=call["id"]))

@@ -48,7 +48,8 @@ from appliance.llm.base import ChatMessage, ChatModel, Generation, GenerationReq
 from appliance.llm.cloud import CloudError, CloudGeneration
 from appliance.memory.db import Database
 from appliance.memory.keeper import MemoryKeeper
-from appliance.tools.registry import ToolRegistry, ToolResult
+from appliance.plugins import TurnStart
+from appliance.tools.registry import ToolRegistry, ToolResult, ToolTurn
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,7 @@ class _TurnStats:
     error: ModelError | None = None  # why the last local attempt failed
     cloud_error: str = ""  # why the cloud could not answer
     confidence: dict[str, float] = field(default_factory=dict)  # the local answer's
+    tools: ToolTurn | None = None  # the turn's tool budget, shared by the local and the cloud rounds
 
     def emit_(self, kind: str, data: dict[str, Any]) -> None:
         """Pass an event on, keeping the streamed text (for a stopped turn) and the time of the first."""
@@ -156,7 +158,8 @@ class Agent:
             raise UsageError(f"/{asked} needs the message after it", fix=f"e.g. /{asked} what is a qubit?")
         force = asked or force
         session = f"{channel}:{chat_id}"
-        stats = _TurnStats(started=time.perf_counter(), client=client or session)
+        stats = _TurnStats(started=time.perf_counter(), client=client or session, tools=self.tools.turn())
+        await self.tools.hooks.turn_start(TurnStart(text, channel, chat_id))
         emit = on_event or (lambda kind, data: None)
         stats.emit = emit
         conversation = await self.db.call(self.db.conversation, channel, chat_id)
@@ -307,7 +310,9 @@ class Agent:
         tools = self.tools if tool_choice != "none" and len(self.tools) > 0 else None
         messages = [ChatMessage("system", context.system_prompt(self.workspace, None)), *conversation]
         try:
-            cloud = await self.cloud.answer(messages, tools, emit=stats.emit_, client=stats.client, use=use)
+            cloud = await self.cloud.answer(
+                messages, tools, emit=stats.emit_, client=stats.client, use=use, turn=stats.tools
+            )
         except CloudError as exc:
             log.warning("cloud failed, answering locally: %s", exc.message)
             stats.cloud_error = exc.message
@@ -377,6 +382,7 @@ class Agent:
             meta={"actions": record.actions, "timings": record.timings, "reason": record.reason, "model": record.model},
         )
         await self.db.call(self._ledger, record, use, local_tokens)
+        await self.tools.hooks.turn_end(record)
         for listener in self.listeners:
             listener(record)
         emit("done", record.as_dict())
@@ -430,7 +436,7 @@ class Agent:
             call = await self._tool_call(messages, stats, emit)
             emit("tool_call", {"tool": call["name"], "arguments": call["arguments"]})
             result = await self.tools.execute(
-                call["name"], call["arguments"], timeout_s=self.config.agent.tool_timeout_s
+                call["name"], call["arguments"], timeout_s=self.config.agent.tool_timeout_s, turn=stats.tools
             )
             actions.append(result)
             emit("tool_result", result.as_dict())

@@ -1,7 +1,9 @@
 """The tool registry: a tool is a plain typed function; its JSON schema comes from the signature.
 
-``ToolRegistry.execute`` never raises for a tool's own failure: bad arguments, an exception or a
-timeout all become a :class:`ToolResult` with ``ok=False`` that the model can read and act on.
+``ToolRegistry.execute`` never raises for a tool's own failure: bad arguments, an exception, a
+timeout or a spent turn budget all become a :class:`ToolResult` with ``ok=False`` that the model can read
+and act on. Every result passes the plugin hooks, is cut to ``max_output_chars`` and has the secrets
+file's values redacted before anyone sees it; read-only tools' results are reused for ``cache_s``.
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Union, get_args, get_origin
 
 from appliance.errors import PicoagentError, ToolError, UnknownToolError
+from appliance.plugins import Hooks
 
 log = logging.getLogger(__name__)
 
 MAX_OUTPUT_CHARS = 4000
+REDACTED = "[redacted]"
+MIN_SECRET_CHARS = 4  # shorter values ("1", "on") would redact ordinary words
 
 _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
@@ -38,6 +43,7 @@ class Tool:
     parameters: dict[str, Any]
     function: Callable[..., Any]
     read_only: bool = False
+    cacheable: bool = False  # read-only and the same arguments give the same answer for a while
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI-style function description of this tool."""
@@ -54,6 +60,7 @@ class ToolResult:
     output: str
     duration_s: float = 0.0
     error: str | None = None
+    cached: bool = False  # reused from an identical read-only call moments ago
 
     def for_model(self) -> str:
         """The text the model reads as the tool's answer."""
@@ -68,6 +75,7 @@ class ToolResult:
             "result": self.output if self.ok else None,
             "error": self.error,
             "duration_s": round(self.duration_s, 4),
+            **({"cached": True} if self.cached else {}),
         }
 
 
@@ -108,7 +116,9 @@ def _param_docs(docstring: str) -> dict[str, str]:
     return docs
 
 
-def tool_from_function(fn: Callable[..., Any], *, name: str | None = None, read_only: bool = False) -> Tool:
+def tool_from_function(
+    fn: Callable[..., Any], *, name: str | None = None, read_only: bool = False, cacheable: bool = False
+) -> Tool:
     """Describe a typed function as a tool (first docstring line = description)."""
     tool_name = name or fn.__name__
     docstring = inspect.getdoc(fn) or ""
@@ -136,7 +146,7 @@ def tool_from_function(fn: Callable[..., Any], *, name: str | None = None, read_
         "required": required,
         "additionalProperties": False,
     }
-    return Tool(tool_name, description, parameters, fn, read_only)
+    return Tool(tool_name, description, parameters, fn, read_only or cacheable, cacheable)
 
 
 def _check_value(schema: dict[str, Any], value: Any, where: str) -> str | None:
@@ -213,24 +223,66 @@ def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> asyncio
 
 
 @dataclass
+class ToolTurn:
+    """One turn's use of the tools: how many calls it may still make."""
+
+    limit: int
+    used: int = 0
+
+
+class Redactor:
+    """Replaces the secrets file's values in text with [redacted]."""
+
+    def __init__(self, secrets: typing.Iterable[str] = ()) -> None:
+        values = sorted({v for v in secrets if len(v) >= MIN_SECRET_CHARS}, key=len, reverse=True)
+        self._pattern = re.compile("|".join(re.escape(v) for v in values)) if values else None
+
+    def __call__(self, text: str) -> str:
+        return self._pattern.sub(REDACTED, text) if self._pattern is not None and text else text
+
+
+@dataclass
 class ToolRegistry:
-    """The tools the model may call, by name."""
+    """The tools the model may call, by name, and what every call passes through."""
 
     tools: dict[str, Tool] = field(default_factory=dict)
+    hooks: Hooks = field(default_factory=Hooks)
+    redact: Redactor = field(default_factory=Redactor)
+    max_output_chars: int = MAX_OUTPUT_CHARS
+    cache_s: float = 0.0
+    per_turn: int = 8
+    clock: Callable[[], float] = time.monotonic
+    _cache: dict[tuple[str, str], tuple[float, ToolResult]] = field(default_factory=dict, repr=False)
 
     def register(
-        self, fn: Callable[..., Any] | None = None, *, name: str | None = None, read_only: bool = False
+        self,
+        fn: Callable[..., Any] | None = None,
+        *,
+        name: str | None = None,
+        read_only: bool = False,
+        cacheable: bool = False,
     ) -> Any:
-        """Register a typed function as a tool; usable as ``@registry.register`` or called directly."""
+        """Register a typed function as a tool; usable as ``@registry.register`` or called directly.
+
+        ``cacheable``: its result may be reused for ``cache_s`` (read_file, not current_time).
+        """
 
         def add(func: Callable[..., Any]) -> Callable[..., Any]:
-            tool = tool_from_function(func, name=name, read_only=read_only)
-            if tool.name in self.tools:
-                raise ValueError(f"a tool named {tool.name} is registered already")
-            self.tools[tool.name] = tool
+            self.add(tool_from_function(func, name=name, read_only=read_only, cacheable=cacheable))
             return func
 
         return add(fn) if fn is not None else add
+
+    def add(self, tool: Tool) -> None:
+        """Register a tool described already (MCP tools come with their own schema)."""
+        if tool.name in self.tools:
+            raise ValueError(f"a tool named {tool.name} is registered already")
+        self.tools[tool.name] = tool
+
+    def remove(self, name: str) -> None:
+        """Forget a tool (an MCP server that went away)."""
+        self.tools.pop(name, None)
+        self._cache = {k: v for k, v in self._cache.items() if k[0] != name}
 
     def get(self, name: str) -> Tool:
         """The tool with this name, or UnknownToolError listing the known ones."""
@@ -247,8 +299,21 @@ class ToolRegistry:
     def __len__(self) -> int:
         return len(self.tools)
 
-    async def execute(self, name: str, arguments: Any, *, timeout_s: float = 30.0) -> ToolResult:
-        """Run a tool; every failure (unknown, bad arguments, exception, timeout) is a result."""
+    def turn(self) -> ToolTurn:
+        """A fresh budget for one turn."""
+        return ToolTurn(self.per_turn)
+
+    async def execute(
+        self, name: str, arguments: Any, *, timeout_s: float = 30.0, turn: ToolTurn | None = None
+    ) -> ToolResult:
+        """Run a tool; every failure (unknown, bad arguments, exception, timeout, budget) is a result."""
+        result = await self._execute(name, arguments, timeout_s, turn)
+        result = await self.hooks.tool_result(result)
+        result.output = self.redact(result.output)
+        result.error = self.redact(result.error) if result.error else result.error
+        return result
+
+    async def _execute(self, name: str, arguments: Any, timeout_s: float, turn: ToolTurn | None) -> ToolResult:
         args = arguments if isinstance(arguments, dict) else {}
         started = time.perf_counter()
 
@@ -256,12 +321,24 @@ class ToolRegistry:
             log.info("tool %s failed: %s", name, error)
             return ToolResult(name, args, False, "", time.perf_counter() - started, error)
 
+        if turn is not None:
+            if turn.used >= turn.limit:
+                return failed(f"this turn's tool budget ({turn.limit} calls) is spent: answer with what you have")
+            turn.used += 1
         tool = self.tools.get(name)
         if tool is None:
             return failed(f"no tool named {name!r}; known tools: {', '.join(sorted(self.tools)) or 'none'}")
         problem = check_arguments(tool, arguments)
         if problem:
             return failed(problem)
+        key = (name, json.dumps(args, sort_keys=True, default=str))
+        if not tool.read_only:
+            self._cache.clear()  # a write (a file, a relay, a shell command) may change any answer
+        elif tool.cacheable and self.cache_s > 0:
+            hit = self._cache.get(key)
+            if hit is not None and hit[0] > self.clock():
+                cached = hit[1]
+                return ToolResult(name, args, True, cached.output, time.perf_counter() - started, cached=True)
         try:
             if inspect.iscoroutinefunction(tool.function):
                 value = await asyncio.wait_for(tool.function(**args), timeout_s)
@@ -277,6 +354,11 @@ class ToolRegistry:
             log.warning("tool %s raised %s", name, exc, exc_info=True)
             return failed(f"{type(exc).__name__}: {exc}")
         output = value if isinstance(value, str) else json.dumps(value, default=str)
-        if len(output) > MAX_OUTPUT_CHARS:
-            output = output[:MAX_OUTPUT_CHARS] + f"\n[output truncated: {len(output)} characters in all]"
-        return ToolResult(name, args, True, output, time.perf_counter() - started)
+        if len(output) > self.max_output_chars:
+            output = output[: self.max_output_chars] + f"\n[output truncated: {len(output)} characters in all]"
+        result = ToolResult(name, args, True, output, time.perf_counter() - started)
+        if tool.cacheable and self.cache_s > 0:
+            now = self.clock()
+            self._cache = {k: v for k, v in self._cache.items() if v[0] > now}  # stays small: entries expire
+            self._cache[key] = (now + self.cache_s, result)
+        return result

@@ -1,0 +1,107 @@
+"""Plugin hooks: a small registry of callbacks run at fixed points of a turn.
+
+A plugin is a Python module with ``register(hooks: Hooks) -> None``; it adds callbacks by hook name:
+
+- ``on_turn_start(event: TurnStart)``: a message is about to be answered;
+- ``on_tool_result(result: ToolResult)``: a tool returned; return a ToolResult to replace it (or None);
+- ``on_turn_end(record: ReplyRecord)``: the reply is final.
+
+Callbacks may be plain or ``async`` functions. A failing callback is logged and skipped: a plugin's bug
+never ends a turn. Secrets are redacted from tool output after every hook ran, so a plugin cannot
+hand one to the model.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from appliance.errors import ConfigError
+
+if TYPE_CHECKING:
+    from appliance.agent.record import ReplyRecord
+    from appliance.tools.registry import ToolResult
+
+log = logging.getLogger(__name__)
+
+HOOK_NAMES = ("on_turn_start", "on_tool_result", "on_turn_end")
+
+
+@dataclass(frozen=True)
+class TurnStart:
+    """A message about to be answered."""
+
+    text: str
+    channel: str
+    chat_id: str
+
+
+@dataclass
+class Hooks:
+    """Callbacks by hook name, run in the order they were registered."""
+
+    callbacks: dict[str, list[Callable[..., Any]]] = field(default_factory=lambda: {n: [] for n in HOOK_NAMES})
+
+    def register(self, hook: str, callback: Callable[..., Any]) -> None:
+        """Add a callback to a hook (one of HOOK_NAMES)."""
+        if hook not in self.callbacks:
+            raise ValueError(f"no hook named {hook!r}; hooks: {', '.join(HOOK_NAMES)}")
+        self.callbacks[hook].append(callback)
+
+    def __len__(self) -> int:
+        return sum(len(c) for c in self.callbacks.values())
+
+    async def _call(self, hook: str, callback: Callable[..., Any], argument: Any) -> Any:
+        try:
+            value = callback(argument)
+            if inspect.isawaitable(value):
+                value = await value
+            return value
+        except Exception:
+            log.warning("plugin hook %s (%s) failed", hook, getattr(callback, "__qualname__", callback), exc_info=True)
+            return None
+
+    async def turn_start(self, event: TurnStart) -> None:
+        """Run the on_turn_start callbacks."""
+        for callback in self.callbacks["on_turn_start"]:
+            await self._call("on_turn_start", callback, event)
+
+    async def tool_result(self, result: ToolResult) -> ToolResult:
+        """Run the on_tool_result callbacks; each may replace the result."""
+        from appliance.tools.registry import ToolResult
+
+        for callback in self.callbacks["on_tool_result"]:
+            replaced = await self._call("on_tool_result", callback, result)
+            if isinstance(replaced, ToolResult):
+                result = replaced
+        return result
+
+    async def turn_end(self, record: ReplyRecord) -> None:
+        """Run the on_turn_end callbacks."""
+        for callback in self.callbacks["on_turn_end"]:
+            await self._call("on_turn_end", callback, record)
+
+
+def load_plugins(hooks: Hooks, modules: list[str]) -> None:
+    """Import each plugin module and let it register its callbacks (config errors name the module)."""
+    for index, name in enumerate(modules):
+        where = f"tools.plugins[{index}]"
+        try:
+            module = importlib.import_module(name)
+        except Exception as exc:  # ImportError, or the module's own error at import
+            raise ConfigError(
+                f"{where}: cannot import plugin {name!r}: {type(exc).__name__}: {exc}",
+                fix="install the module in the appliance's venv, or remove it from tools.plugins",
+            ) from None
+        register = getattr(module, "register", None)
+        if not callable(register):
+            raise ConfigError(f"{where}: plugin {name!r} has no register(hooks) function")
+        try:
+            register(hooks)
+        except Exception as exc:
+            raise ConfigError(f"{where}: plugin {name!r} failed to register: {type(exc).__name__}: {exc}") from None
+        log.info("loaded plugin %s", name)
