@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from appliance.llm import models
-from tests.bench import daemon, hardware, intent, memory, routing, spine
+from tests.bench import daemon, hardware, intent, memory, routing, sandbox, spine
 
 
 def main() -> int:
@@ -46,6 +46,7 @@ def main() -> int:
         "memory_recall": lambda: memory.bench_recall_overhead(),
         "routing_decision": lambda: routing.bench_decision_overhead(300 if args.quick else 1000),
         "early_abort": lambda: routing.bench_early_abort(path, 6, 1 if args.quick else 2),
+        "shell_sandbox": lambda: sandbox.bench_shell_overhead(20 if args.quick else 60),
     }
     for name, bench in benches.items():
         if args.only and args.only not in name:

@@ -1,0 +1,189 @@
+"""The shell tool's two ways into bubblewrap (here, or the picoagent-sandbox service), and its refusals."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from appliance.config import ShellConfig
+from appliance.doctor import _check_sandbox
+from appliance.tools import sandbox, shell
+from appliance.tools.registry import ToolRegistry
+from tests.test_config import write
+
+needs_bwrap = pytest.mark.skipif(sandbox.check() is not None, reason=f"bubblewrap cannot run here: {sandbox.check()}")
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_shell(registry: ToolRegistry, command: str, timeout_s: float = 10.0) -> str:
+    result = asyncio.run(registry.execute("shell", {"command": command}, timeout_s=timeout_s))
+    return result.output if result.ok else f"ERROR: {result.error}"
+
+
+@pytest.fixture
+def unprobed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Forget the cached probe, before and after (the real one is cached for the other tests)."""
+    saved = dict(sandbox._probed)
+    sandbox._probed.clear()
+    yield
+    sandbox._probed.clear()
+    sandbox._probed.update(saved)
+
+
+def test_without_bubblewrap_the_shell_refuses_and_doctor_says_how_to_fix_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unprobed: None
+) -> None:
+    monkeypatch.setattr(sandbox, "bwrap_path", lambda: None)
+    registry = ToolRegistry()
+    config = ShellConfig(sandbox_socket="")
+    shell.register(registry, config, tmp_path, 5.0)
+    said = run_shell(registry, f"touch {tmp_path}/ran")
+    assert said.startswith("ERROR: the shell is disabled: bubblewrap is not installed")
+    assert "apt-get install bubblewrap" in said
+    assert not (tmp_path / "ran").exists()  # never run bare
+    loaded = _config(tmp_path, "")
+    [check] = list(_check_sandbox(loaded))
+    assert check.status == "fail" and "bubblewrap is not installed" in check.detail and "apt-get" in (check.fix or "")
+
+
+def test_as_root_without_a_pids_cgroup_the_shell_refuses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unprobed: None
+) -> None:
+    monkeypatch.setattr(sandbox.os, "getuid", lambda: 0)
+    monkeypatch.setattr(sandbox, "_own_cgroup", lambda controller: None)
+    problem = sandbox.check()
+    assert problem is not None and "RLIMIT_NPROC" in problem.reason and "fork bomb" in problem.reason
+    with pytest.raises(sandbox.SandboxUnavailable):
+        sandbox.run(f"touch {tmp_path}/ran", tmp_path, sandbox.Limits(timeout_s=2))
+    assert not (tmp_path / "ran").exists()
+
+
+def test_when_namespaces_are_refused_the_reason_points_at_the_sandbox_service(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unprobed: None
+) -> None:
+    fake = tmp_path / "bwrap"  # what bwrap says under a unit with RestrictNamespaces=yes
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(sandbox, "bwrap_path", lambda: str(fake))
+    problem = sandbox.check()
+    assert problem is not None and "No permissions to create new namespace" in problem.reason
+    assert "sandbox_socket" in problem.fix and "user.max_user_namespaces" in problem.fix
+
+
+def test_a_configured_socket_that_is_missing_is_reported(tmp_path: Path) -> None:
+    config = ShellConfig(sandbox_socket=str(tmp_path / "none.sock"))
+    problem = shell.unavailable(config)
+    assert problem is not None and "does not exist" in problem.reason and "picoagent-sandbox.socket" in problem.fix
+    registry = ToolRegistry()
+    shell.register(registry, config, tmp_path, 5.0)
+    assert "is not reachable" in run_shell(registry, "true")
+
+
+def _config(tmp_path: Path, sandbox_socket: str) -> object:
+    from appliance.config import load_config
+
+    path = write(tmp_path, f"tools:\n  shell:\n    sandbox_socket: '{sandbox_socket}'\n")
+    return load_config(path)
+
+
+def _serve(listener: socket.socket, workspace: Path) -> None:
+    """What systemd's Accept=yes does: each connection becomes stdin and stdout of a new service process."""
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            return
+        with conn:
+            subprocess.Popen(
+                [sys.executable, "-m", "appliance.tools.sandbox_service", "--workspace", str(workspace)],
+                stdin=conn.fileno(),
+                stdout=conn.fileno(),
+                cwd=REPO,
+            )
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    path = str(tmp_path / "sandbox.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(4)
+    threading.Thread(target=_serve, args=(listener, workspace), daemon=True).start()
+    yield path, workspace
+    listener.close()
+
+
+@needs_bwrap
+def test_commands_run_through_the_sandbox_service(service: tuple[str, Path], tmp_path: Path) -> None:
+    path, workspace = service
+    registry = ToolRegistry()
+    shell.register(registry, ShellConfig(sandbox_socket=path), tmp_path / "elsewhere", 5.0)
+    said = run_shell(registry, "echo hi > made.txt; cat made.txt; ls /dev; exit 4")
+    assert said.startswith("[exit code 4]") and "hi" in said and "sda" not in said
+    assert (workspace / "made.txt").read_text() == "hi\n"  # the service's workspace, never the caller's
+    assert not (tmp_path / "elsewhere").exists()
+    stopped = run_shell(registry, "sleep 30")
+    assert stopped.startswith("[stopped: still running after 4 s")
+    loaded = _config(tmp_path, path)
+    [check] = list(_check_sandbox(loaded))
+    assert check.status == "ok" and "picoagent-sandbox service" in check.detail
+
+
+@needs_bwrap
+def test_closing_the_connection_stops_the_command(service: tuple[str, Path]) -> None:
+    path, _ = service
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(path)
+    limits = sandbox.Limits(timeout_s=60)
+    marker = f"sleep {4000 + os.getpid() % 1000}"
+    conn.sendall(json.dumps({"command": f"{marker} & {marker}", "limits": limits.as_dict()}).encode() + b"\n")
+    assert _wait(lambda: _running(marker), True), "the command never started"
+    conn.close()
+    assert _wait(lambda: _running(marker), False), "the command outlived its caller"
+
+
+@needs_bwrap
+def test_the_service_refuses_a_bad_request(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "appliance.tools.sandbox_service", "--workspace", str(tmp_path)],
+        input=b'{"command": "true", "limits": {"timeout_s": 1, "workspace": "/"}}\n',
+        capture_output=True,
+        cwd=REPO,
+        timeout=30,
+        check=False,
+    )
+    answer = json.loads(done.stdout)
+    assert done.returncode == 1 and answer["error"].startswith("bad request")
+
+
+def _running(marker: str) -> bool:
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes().replace(b"\0", b" ").strip() == marker.encode():
+                    return True
+            except OSError:
+                continue
+    return False
+
+
+def _wait(probe: object, wanted: bool, timeout_s: float = 5.0) -> bool:
+    assert callable(probe)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if probe() == wanted:
+            return True
+        time.sleep(0.05)
+    return False

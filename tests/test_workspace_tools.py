@@ -1,0 +1,127 @@
+"""File tools on the workspace, and what every tool call passes through: budget, cache, cut, redaction."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from appliance.tools import workspace
+from appliance.tools.registry import Redactor, ToolRegistry, ToolResult, ToolTurn
+
+SECRET = "sk-live-0123456789abcdef"
+
+
+@pytest.fixture
+def scene(tmp_path: Path) -> tuple[ToolRegistry, Path, Path]:
+    root = tmp_path / "workspace"
+    root.mkdir()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("CANARY\n")
+    registry = ToolRegistry(redact=Redactor({SECRET, "on"}), cache_s=30.0, clock=lambda: clock[0])
+    workspace.register(registry, root)
+    return registry, root, outside
+
+
+clock = [0.0]
+
+
+def call(registry: ToolRegistry, name: str, turn: ToolTurn | None = None, **arguments: object) -> ToolResult:
+    return asyncio.run(registry.execute(name, arguments, timeout_s=5, turn=turn))
+
+
+def test_write_read_edit_and_list(scene: tuple[ToolRegistry, Path, Path]) -> None:
+    registry, root, _ = scene
+    assert call(registry, "write_file", path="notes/todo.md", content="buy milk\nbuy eggs\n").ok
+    assert (root / "notes" / "todo.md").read_text() == "buy milk\nbuy eggs\n"
+    assert call(registry, "read_file", path="notes/todo.md").output == "buy milk\nbuy eggs\n"
+    assert call(registry, "read_file", path="/workspace/notes/todo.md").ok  # as the shell sees it
+    edited = call(registry, "edit_file", path="notes/todo.md", old="milk", new="bread")
+    assert edited.ok and (root / "notes" / "todo.md").read_text() == "buy bread\nbuy eggs\n"
+    twice = call(registry, "edit_file", path="notes/todo.md", old="buy", new="get")
+    assert not twice.ok and "occurs 2 times" in (twice.error or "")
+    missing = call(registry, "edit_file", path="notes/todo.md", old="cheese", new="x")
+    assert not missing.ok and "does not occur" in (missing.error or "")
+    listing = call(registry, "list_dir", path=".").output
+    assert "notes/" in listing.splitlines()
+    assert call(registry, "list_dir", path="notes").output == "todo.md  19 bytes"
+    assert not call(registry, "read_file", path="nope.txt").ok
+    assert [p.name for p in (root / "notes").iterdir()] == ["todo.md"]  # no temporary file left
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["../outside.txt", "notes/../../outside.txt", "{outside}", "/etc/passwd", "/workspace/../outside.txt", "link"],
+)
+def test_paths_that_leave_the_workspace_are_refused(scene: tuple[ToolRegistry, Path, Path], path: str) -> None:
+    registry, root, outside = scene
+    (root / "link").symlink_to(outside)
+    path = path.replace("{outside}", str(outside))
+    for name, arguments in (
+        ("read_file", {"path": path}),
+        ("write_file", {"path": path, "content": "pwned"}),
+        ("edit_file", {"path": path, "old": "CANARY", "new": "pwned"}),
+        ("list_dir", {"path": path}),
+    ):
+        result = call(registry, name, **arguments)
+        assert not result.ok and "outside the workspace" in (result.error or ""), (name, result)
+    assert outside.read_text() == "CANARY\n"
+
+
+def test_a_link_to_a_folder_outside_cannot_be_written_through(scene: tuple[ToolRegistry, Path, Path]) -> None:
+    registry, root, outside = scene
+    (root / "out").symlink_to(outside.parent)
+    result = call(registry, "write_file", path="out/new.txt", content="x")
+    assert not result.ok and "outside the workspace" in (result.error or "")
+    assert not (outside.parent / "new.txt").exists()
+    (root / "inside").symlink_to(root / "notes")  # a link that stays inside is fine
+    assert call(registry, "write_file", path="inside/a.txt", content="x").ok
+
+
+def test_binary_and_special_files(scene: tuple[ToolRegistry, Path, Path]) -> None:
+    registry, root, _ = scene
+    (root / "blob.bin").write_bytes(b"\x00\x01\x02")
+    assert "binary" in (call(registry, "read_file", path="blob.bin").error or "")
+    os.mkfifo(root / "pipe")
+    assert "not a regular file" in (call(registry, "read_file", path="pipe").error or "")  # never blocks
+    assert "is a folder" in (call(registry, "write_file", path=".", content="x").error or "")
+
+
+def test_the_turn_budget_refuses_further_calls(scene: tuple[ToolRegistry, Path, Path]) -> None:
+    registry, _, _ = scene
+    turn = ToolTurn(limit=2)
+    assert call(registry, "list_dir", turn, path=".").ok
+    assert call(registry, "write_file", turn, path="a", content="1").ok
+    third = call(registry, "list_dir", turn, path=".")
+    assert not third.ok and "tool budget (2 calls) is spent" in (third.error or "")
+    assert turn.used == 2
+
+
+def test_read_only_results_are_cached_until_something_writes(scene: tuple[ToolRegistry, Path, Path]) -> None:
+    registry, root, _ = scene
+    clock[0] = 0.0
+    (root / "a.txt").write_text("one")
+    assert call(registry, "read_file", path="a.txt").output == "one"
+    (root / "a.txt").write_text("two")  # changed behind the tools' back: the cache answers for 30 s
+    again = call(registry, "read_file", path="a.txt")
+    assert again.output == "one" and again.cached and again.as_dict()["cached"] is True
+    clock[0] = 31.0
+    assert call(registry, "read_file", path="a.txt").output == "two"
+    assert call(registry, "write_file", path="a.txt", content="three").ok  # a write empties the cache
+    assert call(registry, "read_file", path="a.txt").output == "three"
+
+
+def test_output_is_cut_with_a_note_and_secrets_are_redacted(scene: tuple[ToolRegistry, Path, Path]) -> None:
+    registry, root, _ = scene
+    registry.max_output_chars = 100
+    (root / "long.txt").write_text("x" * 500)
+    long = call(registry, "read_file", path="long.txt").output
+    assert long.startswith("x" * 100) and long.endswith("[output truncated: 500 characters in all]")
+    (root / "env.txt").write_text(f"KEY={SECRET}\nlights are on\n")
+    shown = call(registry, "read_file", path="env.txt").output
+    assert SECRET not in shown and "KEY=[redacted]" in shown
+    assert "lights are on" in shown  # secrets shorter than 4 characters are not redacted
+    failing = call(registry, "edit_file", path="env.txt", old=f"{SECRET}!", new="x")
+    assert SECRET not in (failing.error or "") and SECRET not in failing.output
