@@ -1,0 +1,403 @@
+"""The web_fetch tool: a web page as text, without ever reaching the Pi's own network.
+
+The guard against server-side request forgery sits where the connection is made: the aiohttp
+connector resolves host names through :class:`GuardedResolver`, which refuses a name when any of its
+addresses is loopback, private, link-local, metadata or otherwise not public, and hands the
+connector exactly the addresses it checked (numeric, so nothing is looked up again). A name that
+resolves to a public address for the check and to 127.0.0.1 for the connection (DNS rebinding) has
+no second lookup to exploit. Literal IP addresses in URLs never reach a resolver, so
+:func:`check_url` checks them itself; redirects are followed by hand, each new URL checked again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import ipaddress
+import logging
+import re
+import socket
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+from yarl import URL
+
+from appliance.config import WebFetchConfig
+from appliance.errors import ConfigError, ToolError
+from appliance.tools.html_text import html_to_text
+from appliance.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+# (family, type, proto, canonname, sockaddr), as socket.getaddrinfo gives them.
+AddrInfo = tuple[Any, Any, int, str, tuple[Any, ...]]
+Lookup = Callable[[str, int, int], Awaitable[Sequence[AddrInfo]]]
+
+USER_AGENT = "picoagent-web-fetch/0.1"
+_ACCEPT = "text/html,application/xhtml+xml,text/plain;q=0.9,application/json;q=0.9,*/*;q=0.1"
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_CHUNK = 64 * 1024
+
+# Cloud metadata services hand out credentials; never reachable unless listed address by address.
+_METADATA_ADDRESSES = frozenset(
+    ipaddress.ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254", "100.100.100.200")
+)
+_METADATA_NAMES = frozenset(
+    {"metadata", "metadata.google.internal", "metadata.goog", "instance-data", "instance-data.ec2.internal"}
+)
+_CGNAT = ipaddress.ip_network("100.64.0.0/10")
+_PRIVATE = tuple(ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7"))
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# 127.1, 2130706433, 0x7f.0.0.1: legacy forms the C library reads as addresses; refused rather than guessed.
+_NUMERIC_HOST = re.compile(r"(?:0x[0-9a-f]*|\d+)(?:\.(?:0x[0-9a-f]*|\d+))*", re.IGNORECASE)
+
+_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+_TEXT_TYPES = frozenset(
+    {
+        "application/json",
+        "application/xml",
+        "application/javascript",
+        "application/x-javascript",
+        "application/ecmascript",
+        "application/yaml",
+        "application/x-yaml",
+        "application/toml",
+        "application/x-ndjson",
+        "application/csv",
+    }
+)
+
+
+# --- the address policy --------------------------------------------------------------------------
+
+
+def allowed_networks(entries: Sequence[str]) -> list[IPNetwork]:
+    """tools.web_fetch.allow_private as networks (a bare address is a network of one)."""
+    networks: list[IPNetwork] = []
+    for i, entry in enumerate(entries):
+        try:
+            networks.append(ipaddress.ip_network(entry.strip(), strict=False))
+        except ValueError:
+            raise ConfigError(
+                f"tools.web_fetch.allow_private[{i}]: expected an IP address or network, got {entry!r}"
+            ) from None
+    return networks
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address a 6to4, Teredo or NAT64 address leads to."""
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip.teredo is not None:
+        return ip.teredo[1]
+    if ip in _NAT64:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
+
+
+def refused_address(ip: IPAddress, allow: Sequence[IPNetwork] = ()) -> str | None:
+    """Why a fetch must not connect to ``ip``, or None when it may.
+
+    Only public internet addresses are reachable, plus the networks in ``allow`` (the owner's
+    tools.web_fetch.allow_private). A metadata address stays refused unless listed on its own, so
+    allowing 169.254.0.0/16 for a device does not open the cloud's credentials service.
+    """
+    if isinstance(ip, ipaddress.IPv6Address):
+        ip = ipaddress.IPv6Address(int(ip))  # drop a %zone: it does not change what the address is
+        if ip.ipv4_mapped is not None:  # ::ffff:127.0.0.1 is 127.0.0.1 to the kernel
+            ip = ip.ipv4_mapped
+    if ip in _METADATA_ADDRESSES:
+        if any(net.num_addresses == 1 and ip in net for net in allow):
+            return None
+        return "a cloud metadata address"
+    if ip.is_unspecified:
+        return "the unspecified address (this machine)"
+    if ip.is_multicast:
+        return "a multicast address"
+    if any(ip.version == net.version and ip in net for net in allow):
+        return None
+    if ip.is_loopback:
+        return "a loopback address (this machine)"
+    if ip.is_link_local:
+        return "a link-local address"
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = _embedded_ipv4(ip)
+        if embedded is not None:
+            reason = refused_address(embedded, allow)
+            return f"an address leading to {embedded}, {reason}" if reason else None
+    if ip in _CGNAT:
+        return "a carrier-grade NAT address (a provider's private network)"
+    if any(ip.version == net.version and ip in net for net in _PRIVATE):
+        return "a private network address"
+    if ip.is_reserved:
+        return "a reserved address"
+    if ip.is_private or not ip.is_global:  # documentation, benchmarking, 192.0.0.0/24 and the like
+        return "not a public internet address"
+    return None
+
+
+def _refusal(host: str, ip: IPAddress | None, reason: str) -> ToolError:
+    where = host if ip is None or host == str(ip) else f"{host} ({ip})"
+    return ToolError(
+        f"refused to fetch from {where}: {reason}; web_fetch only reaches public internet addresses "
+        "(the owner can open a private one in tools.web_fetch.allow_private)"
+    )
+
+
+def check_url(url: str, allow: Sequence[IPNetwork] = ()) -> URL:
+    """The URL to fetch, or ToolError: http(s) only, a host, no credentials, no refused literal address."""
+    text = url.strip()
+    if len(text) > 4096:
+        raise ToolError("the URL is too long (at most 4096 characters)")
+    try:
+        parsed = URL(text)
+    except (ValueError, TypeError):
+        raise ToolError(f"not a valid URL: {text[:200]!r}") from None
+    scheme = parsed.scheme.lower()
+    if not scheme:
+        raise ToolError(f"{text[:200]!r} is not a full URL: write it with its scheme, e.g. https://{text[:100]}")
+    if scheme not in ("http", "https"):
+        raise ToolError(f"only http:// and https:// URLs can be fetched, not {scheme}:")
+    if parsed.user is not None or parsed.password is not None:
+        raise ToolError("URLs with a user name or password in them are refused")
+    host = (parsed.host or "").rstrip(".").lower()
+    if not host:
+        raise ToolError(f"{text[:200]!r} has no host name")
+    if host in _METADATA_NAMES:
+        raise _refusal(host, None, "a cloud metadata service")
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        if _NUMERIC_HOST.fullmatch(host):
+            raise _refusal(host, None, "not an IP address written the usual way") from None
+    else:
+        reason = refused_address(ip, allow)
+        if reason:
+            raise _refusal(host, ip, reason)
+    return parsed.with_fragment(None)
+
+
+async def _system_lookup(host: str, port: int, family: int) -> Sequence[AddrInfo]:
+    loop = asyncio.get_running_loop()
+    return await loop.getaddrinfo(host, port, family=family, type=socket.SOCK_STREAM)  # on a thread
+
+
+class GuardedResolver(AbstractResolver):
+    """Resolves a host for the connector, refusing it when any of its addresses is refused.
+
+    The connector connects to the numeric addresses returned here, so the addresses checked are the
+    addresses used. ``lookup`` replaces getaddrinfo (tests point made-up names at local servers).
+    """
+
+    def __init__(self, allow: Sequence[IPNetwork] = (), lookup: Lookup | None = None) -> None:
+        self.allow = list(allow)
+        self.lookup = lookup or _system_lookup
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        """The checked addresses of ``host``, or ToolError naming the refused one."""
+        name = host.rstrip(".").lower()
+        if name in _METADATA_NAMES:
+            raise _refusal(name, None, "a cloud metadata service")
+        try:
+            infos = await self.lookup(host, port, family)
+        except socket.gaierror as exc:
+            raise ToolError(f"cannot find the host {host}: {exc.strerror or exc}") from None
+        results: list[ResolveResult] = []
+        for info_family, _, proto, _, sockaddr in infos:
+            address = str(sockaddr[0])
+            if info_family == socket.AF_INET6 and len(sockaddr) > 3 and sockaddr[3]:
+                address = f"{address.split('%')[0]}%{sockaddr[3]}"
+            ip = ipaddress.ip_address(address)
+            reason = refused_address(ip, self.allow)
+            if reason:
+                raise _refusal(name, ip, reason)
+            results.append(
+                ResolveResult(
+                    hostname=host,
+                    host=address,
+                    port=int(sockaddr[1]),
+                    family=int(info_family),
+                    proto=proto,
+                    flags=socket.AI_NUMERICHOST | socket.AI_NUMERICSERV,
+                )
+            )
+        if not results:
+            raise ToolError(f"cannot find the host {host}: it has no address")
+        return results
+
+    async def close(self) -> None:
+        """Nothing to release."""
+
+
+# --- HTML to text --------------------------------------------------------------------------------
+
+
+# --- fetching ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Page:
+    """A fetched page, as text."""
+
+    url: str
+    status: int
+    reason: str
+    content_type: str
+    title: str
+    text: str
+    truncated: bool
+    redirects: int
+
+    def for_model(self, start: int = 0) -> str:
+        """A header line (URL, status, type, size, cuts), the title, then the text from ``start``."""
+        facts = [f"{self.status} {self.reason}".strip(), self.content_type or "no content type"]
+        if self.redirects:
+            facts.append(f"after {self.redirects} redirect{'s' if self.redirects > 1 else ''}")
+        if self.truncated:
+            facts.append("only the start of the page was read (it is larger than web_fetch reads)")
+        facts.append(f"{len(self.text)} characters of text")
+        if start:
+            if start >= len(self.text):
+                raise ToolError(f"start={start} is past the end: the page has {len(self.text)} characters of text")
+            facts.append(f"from character {start}")
+        lines = [f"{self.url} — {', '.join(facts)}"]
+        if self.title:
+            lines.append(f"Title: {self.title}")
+        body = self.text[start:] if self.text else "(the page has no text; it may need JavaScript to show any)"
+        return "\n".join(lines) + "\n\n" + body
+
+
+def _kind(content_type: str, head: bytes) -> str:
+    """html, text or binary, from the content type (or the first bytes when there is none)."""
+    if not content_type:
+        if b"\x00" in head[:1024]:
+            return "binary"
+        return "html" if re.search(rb"<(!doctype html|html|head|body)\b", head[:1024], re.IGNORECASE) else "text"
+    if content_type in _HTML_TYPES:
+        return "html"
+    if content_type.startswith("text/") or content_type in _TEXT_TYPES:
+        return "text"
+    if content_type.endswith(("+json", "+xml")):
+        return "text"
+    return "binary"
+
+
+def _charset(declared: str | None, body: bytes, kind: str) -> str:
+    """The header's charset, else an HTML <meta charset>, else UTF-8; only codecs Python knows."""
+    candidates = [declared]
+    if kind == "html":
+        match = re.search(rb"""<meta[^>]+charset=["']?([A-Za-z0-9_.:-]+)""", body[:4096], re.IGNORECASE)
+        if match:
+            candidates.append(match.group(1).decode("ascii"))
+    for name in candidates:
+        if name:
+            try:
+                return codecs.lookup(name).name
+            except LookupError:
+                continue
+    return "utf-8"
+
+
+def _size(n: int) -> str:
+    return f"{n / 1_000_000:.1f} MB" if n >= 1_000_000 else f"{n / 1000:.0f} kB" if n >= 1000 else f"{n} bytes"
+
+
+async def _read(response: aiohttp.ClientResponse, config: WebFetchConfig, redirects: int) -> Page:
+    url = str(response.url)
+    reason = response.reason or ""
+    if not 200 <= response.status < 300:
+        raise ToolError(f"{url} answered {response.status} {reason}".strip())
+    declared = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
+    if declared and _kind(declared, b"") == "binary":
+        length = response.content_length
+        size = f", {_size(length)}" if length is not None else ""
+        raise ToolError(f"{url} is {declared}{size}, not text: web_fetch reads HTML, plain text, JSON and XML")
+    body = bytearray()
+    truncated = False
+    async for chunk in response.content.iter_chunked(_CHUNK):
+        body += chunk
+        if len(body) > config.max_bytes:
+            del body[config.max_bytes :]
+            truncated = True
+            break
+    kind = _kind(declared, bytes(body[:1024]))
+    if kind == "binary":
+        raise ToolError(f"{url} is binary data ({_size(len(body))}), not text")
+    decoded = bytes(body).decode(_charset(response.charset, bytes(body), kind), errors="replace")
+    title, text = "", decoded.replace("\r\n", "\n").strip()
+    if kind == "html":  # a 2 MB page takes a while to parse on a Pi: not on the event loop
+        title, text = await asyncio.to_thread(html_to_text, decoded, base_url=url)
+    log.debug("fetched %s: %s, %d bytes", url, declared, len(body))
+    return Page(url, response.status, reason, declared, title, text, truncated, redirects)
+
+
+async def _follow(target: URL, config: WebFetchConfig, allow: Sequence[IPNetwork], lookup: Lookup | None) -> Page:
+    connector = aiohttp.TCPConnector(resolver=GuardedResolver(allow, lookup), use_dns_cache=False)
+    headers = {"User-Agent": USER_AGENT, "Accept": _ACCEPT}
+    # trust_env=False: a proxy from the environment would do its own lookups, past the guard.
+    async with aiohttp.ClientSession(connector=connector, headers=headers, trust_env=False) as session:
+        current, previous = target, None
+        for redirects in range(config.max_redirects + 1):
+            try:
+                async with session.get(current, allow_redirects=False) as response:
+                    location = response.headers.get("Location")
+                    if response.status not in _REDIRECTS or not location:
+                        return await _read(response, config, redirects)
+            except ToolError as exc:  # refused by the resolver, or a bad answer: say which redirect led there
+                if previous is None:
+                    raise
+                raise ToolError(f"{exc.message} (reached by a redirect from {previous})") from None
+            try:
+                following = current.join(URL(location))
+            except (ValueError, TypeError):
+                raise ToolError(f"{current} redirected to an invalid URL: {location[:200]!r}") from None
+            try:
+                current, previous = check_url(str(following), allow), current
+            except ToolError as exc:
+                raise ToolError(f"{current} redirected to {str(following)[:200]}: {exc.message}") from None
+        raise ToolError(f"{target} redirected more than {config.max_redirects} times (the last to {current})")
+
+
+async def fetch_page(url: str, config: WebFetchConfig, *, lookup: Lookup | None = None) -> Page:
+    """Fetch ``url`` within the config's limits and address policy; every failure is a ToolError."""
+    allow = allowed_networks(config.allow_private)
+    target = check_url(url, allow)
+    try:
+        async with asyncio.timeout(config.timeout_s):
+            return await _follow(target, config, allow, lookup)
+    except TimeoutError:
+        raise ToolError(f"{target} did not answer within {config.timeout_s:g} s") from None
+    except aiohttp.ClientConnectorCertificateError as exc:
+        raise ToolError(f"{exc.host} has no valid TLS certificate: {exc.certificate_error}") from None
+    except aiohttp.ClientConnectorError as exc:
+        raise ToolError(f"cannot connect to {exc.host}:{exc.port}: {exc.os_error.strerror or exc}") from None
+    except aiohttp.ClientError as exc:
+        raise ToolError(f"fetching {target} failed: {str(exc) or type(exc).__name__}") from None
+
+
+def register(registry: ToolRegistry, config: WebFetchConfig) -> None:
+    """Register web_fetch (read-only) when tools.web_fetch.enabled is on."""
+    if not config.enabled:
+        return
+    allowed_networks(config.allow_private)  # a bad entry fails now, not at the first fetch
+
+    async def web_fetch(url: str, start: int = 0) -> str:
+        """Fetch a web page (http or https) and read it as text: title, headings, paragraphs and links.
+
+        Args:
+            url: the full address, e.g. https://example.com/page
+            start: the character of the page's text to begin at, to read on where an earlier answer was cut
+        """
+        if start < 0:
+            raise ToolError("start must be 0 or more")
+        page = await fetch_page(url, config)
+        return page.for_model(start)
+
+    registry.register(web_fetch, cacheable=True)
