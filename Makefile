@@ -11,7 +11,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Arguments for `make chat`, e.g. make chat ARGS='-m "hello"'
 ARGS ?=
 
-.PHONY: install run chat test lint bench calibrate clean system-packages test-packages apt-install check-python
+.PHONY: install install-service run chat test lint bench calibrate clean system-packages test-packages apt-install check-python
 
 install: $(VENV)/.installed $(VENV)/.model
 
@@ -53,6 +53,11 @@ $(VENV)/.model: | $(VENV)/bin/python
 # The appliance: web page and API on http://localhost:8080 (the first start prints the web password).
 run: install
 	$(BIN)/picoagent serve $(ARGS)
+
+# On a Pi (Debian, systemd): the picoagent user, /opt/picoagent/releases/<version>, /etc/picoagent, and the
+# hardened picoagent.service with its picoagent-sandbox.socket (see systemd/install-service.sh).
+install-service:
+	$(SUDO) sh systemd/install-service.sh
 
 chat: install
 	$(BIN)/picoagent chat $(ARGS)

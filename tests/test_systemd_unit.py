@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -43,3 +45,81 @@ def test_the_unit_keeps_what_the_appliance_needs() -> None:
     # PrivateDevices would hide the GPIO/I2C/SPI nodes and PrivateUsers would drop the groups.
     assert "PrivateDevices" not in settings and "PrivateUsers" not in settings
     assert settings["Restart"] == "on-failure" and settings["NoNewPrivileges"] == "yes"
+
+
+SANDBOX_SOCKET = UNIT.parent / "picoagent-sandbox.socket"
+SANDBOX_SERVICE = UNIT.parent / "picoagent-sandbox@.service"
+
+
+def settings_of(path: Path) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if "=" in line and not line.startswith("#"):
+            key, value = line.split("=", 1)
+            found.setdefault(key, []).append(value)
+    return found
+
+
+def test_the_sandbox_service_has_namespaces_but_no_network_devices_or_secrets() -> None:
+    from appliance.tools.shell import SERVICE_SOCKET
+
+    socket_unit = settings_of(SANDBOX_SOCKET)
+    assert socket_unit["ListenStream"] == [SERVICE_SOCKET]  # where the shell tool looks ("auto")
+    assert socket_unit["Accept"] == ["yes"] and socket_unit["SocketMode"] == ["0600"]
+    assert socket_unit["SocketUser"] == ["picoagent"]
+    service = settings_of(SANDBOX_SERVICE)
+    assert service["User"] == ["picoagent"] and service["PrivateNetwork"] == ["yes"]
+    assert service["RestrictAddressFamilies"] == ["AF_UNIX"] and service["PrivateDevices"] == ["yes"]
+    assert service["StandardInput"] == ["socket"] and service["StandardOutput"] == ["socket"]
+    assert "-/etc/picoagent" in service["InaccessiblePaths"][0].split()
+    assert service["BindPaths"] == ["/var/lib/picoagent/workspace"]
+    assert service["TemporaryFileSystem"] == ["/var/lib:ro"]
+    assert "appliance.tools.sandbox_service" in service["ExecStart"][0]
+    # bwrap mounts a new /proc: these would cover parts of ours and make the kernel refuse it.
+    for setting in ("ProtectKernelTunables", "ProtectKernelLogs", "ProtectProc", "ProcSubset"):
+        assert setting not in service
+    # The daemon's unit keeps refusing namespaces: only this one-command, network-less unit has them.
+    assert settings_of(UNIT)["RestrictNamespaces"] == ["yes"]
+
+
+def test_the_sandbox_units_verify_and_their_exposure_is_printed(tmp_path: Path) -> None:
+    out = analyze("security", "--offline=yes", str(SANDBOX_SERVICE))
+    match = re.search(r"Overall exposure level for picoagent-sandbox@\S*: (\d+(?:\.\d+)?)", out.stdout)
+    assert match, out.stdout + out.stderr
+    print(f"systemd-analyze security picoagent-sandbox@.service: exposure level {match.group(1)}")
+    assert float(match.group(1)) <= 2.5, out.stdout
+    # verify resolves ExecStart=: point the units at this checkout's interpreter instead of /opt.
+    python = Path(sys.executable)
+    for unit in (SANDBOX_SOCKET, SANDBOX_SERVICE, UNIT):
+        text = unit.read_text(encoding="utf-8").replace("/opt/picoagent/current/.venv/bin/python", str(python))
+        text = text.replace("/opt/picoagent/current/.venv/bin/picoagent", str(python.parent / "picoagent"))
+        (tmp_path / unit.name).write_text(text, encoding="utf-8")
+    verify = analyze("verify", *(str(tmp_path / u.name) for u in (SANDBOX_SOCKET, UNIT)))
+    problems = [line for line in (verify.stdout + verify.stderr).splitlines() if "picoagent" in line]
+    assert verify.returncode == 0 and not problems, verify.stdout + verify.stderr
+
+
+def test_install_service_lays_out_a_release_the_units_and_a_config(tmp_path: Path) -> None:
+    script = UNIT.parent / "install-service.sh"
+    done = subprocess.run(
+        ["sh", str(script)], env={**os.environ, "ROOT": str(tmp_path)}, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    current = tmp_path / "opt" / "picoagent" / "current"
+    assert current.is_symlink() and os.readlink(current).startswith("releases/")
+    assert (current / "appliance" / "__main__.py").is_file() and (current / "pyproject.toml").is_file()
+    assert not (current / ".data").exists()  # tracked files only: no state, no venv, no secrets
+    units = tmp_path / "etc" / "systemd" / "system"
+    assert sorted(p.name for p in units.iterdir()) == [
+        "picoagent-sandbox.socket",
+        "picoagent-sandbox@.service",
+        "picoagent.service",
+    ]
+    from appliance.config import load_config
+
+    config = load_config(tmp_path / "etc" / "picoagent" / "picoagent.yaml")
+    assert config.data_dir == "/var/lib/picoagent" and config.devices == {}
+    assert config.tools.shell.sandbox_socket == "auto"
+    assert (tmp_path / "etc" / "picoagent" / "secrets.env").stat().st_mode & 0o777 == 0o600
+    again = subprocess.run(["sh", str(script)], env={**os.environ, "ROOT": str(tmp_path)}, capture_output=True)
+    assert again.returncode == 0  # re-running keeps the owner's config and moves the link atomically

