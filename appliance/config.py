@@ -12,6 +12,7 @@ exists, else ``config/picoagent.yaml`` of the checkout.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 import re
 import types
@@ -254,6 +255,62 @@ class RoutingConfig:
 
 
 @dataclass
+class ShellConfig:
+    """The shell tool: commands run in a bubblewrap sandbox, never outside one."""
+
+    enabled: bool = doc("offer the shell tool (refused with a reason when bubblewrap cannot run here)", True)
+    sandbox_socket: str = doc(
+        "Unix socket of the picoagent-sandbox service; auto: its standard socket when it exists, else run "
+        "bubblewrap in this process; empty: always in this process",
+        "auto",
+    )
+    memory_mb: int = doc("address space one sandboxed process may use, in MiB", 512)
+    cpu_s: int = doc("CPU seconds one sandboxed process may use", 20)
+    max_file_mb: int = doc("largest file a command may write, in MiB", 64)
+    max_processes: int = doc("most processes a command may run at once", 64)
+    max_output_kb: int = doc("output read from a command before it is stopped, in KiB", 256)
+
+
+@dataclass
+class WebFetchConfig:
+    """The web_fetch tool: pages as text, never the Pi's own network."""
+
+    enabled: bool = doc("offer web_fetch", True)
+    max_bytes: int = doc("largest response read, in bytes", 2_000_000)
+    timeout_s: float = doc("give up on a fetch after this long (redirects included)", 15.0)
+    max_redirects: int = doc("most redirects followed (each one checked again)", 5)
+    allow_private: list[str] = doc(
+        "private addresses or networks web_fetch may still reach, e.g. 192.168.1.20 or 10.0.0.0/24",
+        default_factory=list,
+    )
+
+
+@dataclass
+class McpServerConfig:
+    """An MCP server the assistant uses, started over stdio."""
+
+    command: list[str] = doc("the program and its arguments, e.g. [npx, -y, @modelcontextprotocol/server-time]")
+    env: dict[str, str] = doc(
+        "extra environment for it (${NAME} references into the secrets file)", default_factory=dict, secret=True
+    )
+    enabled: bool = doc("start it", True)
+    timeout_s: float = doc("give up on a call or on starting it after this long", 30.0)
+
+
+@dataclass
+class ToolsConfig:
+    """What the model's tools may do, and how much of it in one turn."""
+
+    per_turn: int = doc("most tool calls in one turn; further calls are refused with a note", 8)
+    max_output_chars: int = doc("a tool's output is cut here (with a note saying so)", 4000)
+    cache_s: float = doc("a read-only tool's result is reused for this long with the same arguments; 0: off", 30.0)
+    shell: ShellConfig = doc("the sandboxed shell", default_factory=ShellConfig)
+    web_fetch: WebFetchConfig = doc("fetching web pages", default_factory=WebFetchConfig)
+    mcp: dict[str, McpServerConfig] = doc("MCP servers whose tools the model may use, by name", default_factory=dict)
+    plugins: list[str] = doc("Python modules loaded as plugins (each has register(hooks))", default_factory=list)
+
+
+@dataclass
 class Config:
     """The whole configuration tree."""
 
@@ -274,9 +331,12 @@ class Config:
     providers: dict[str, ProviderConfig] = doc("cloud models, by name", default_factory=dict)
     routing: RoutingConfig = doc("when a message may leave the Pi", default_factory=RoutingConfig)
     scheduler: SchedulerConfig = doc("cron jobs and the heartbeat", default_factory=SchedulerConfig)
+    tools: ToolsConfig = doc("the model's tools: sandbox, web, MCP servers, plugins", default_factory=ToolsConfig)
 
     # Not config keys: where this config came from (set by load_config).
     source: Path | None = field(default=None, metadata={"internal": True})
+    # The secrets file's values, redacted from every tool output.
+    secret_values: frozenset[str] = field(default=frozenset(), metadata={"internal": True})
 
     @property
     def base_dir(self) -> Path:
@@ -365,11 +425,13 @@ def load_config(
     secrets_path = Path(os.path.expanduser(str(secrets_value)))
     if not secrets_path.is_absolute():
         secrets_path = source.parent / secrets_path
-    lookup = {**read_secrets(secrets_path), **env}
+    secrets = read_secrets(secrets_path)
+    lookup = {**secrets, **env}
 
     referenced: set[str] = set()
     config = _build(Config, raw, "", lookup, referenced)
     config.source = source.resolve()
+    config.secret_values = frozenset(secrets.values())
     if data_dir is not None:
         config.data_dir = str(Path(data_dir).resolve())
     _check(config, referenced)
@@ -550,12 +612,30 @@ def _check(config: Config, referenced: set[str]) -> None:
         ("web.port", 1, 65_535, "a TCP port from 1 to 65535"),
         ("web.session_days", 0.001, 3650, "a positive number of days"),
         ("web.login_attempts_per_minute", 1, 10_000, "a positive whole number"),
+        ("tools.per_turn", 1, 1000, "a whole number from 1 to 1000"),
+        ("tools.max_output_chars", 100, 10_000_000, "at least 100 characters"),
+        ("tools.cache_s", 0, 86_400, "0 or more seconds"),
+        ("tools.shell.memory_mb", 16, 1_048_576, "at least 16 MiB"),
+        ("tools.shell.cpu_s", 1, 86_400, "a positive number of seconds"),
+        ("tools.shell.max_file_mb", 1, 1_048_576, "at least 1 MiB"),
+        ("tools.shell.max_processes", 1, 100_000, "a positive whole number"),
+        ("tools.shell.max_output_kb", 1, 1_048_576, "at least 1 KiB"),
+        ("tools.web_fetch.max_bytes", 1024, 1_073_741_824, "at least 1024 bytes"),
+        ("tools.web_fetch.timeout_s", 0.001, 3600, "a positive number of seconds"),
+        ("tools.web_fetch.max_redirects", 0, 50, "a whole number from 0 to 50"),
     ]
     for path, low, high, expected in rules:
-        section, key = path.split(".")
-        value = getattr(getattr(config, section), key)
+        value: Any = config
+        for key in path.split("."):
+            value = getattr(value, key)
         if not low <= value <= high:
             raise refuse(path, expected, value)
+    for i, entry in enumerate(config.tools.web_fetch.allow_private):
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            where = f"tools.web_fetch.allow_private[{i}]"
+            raise refuse(where, "an IP address or network, e.g. 192.168.1.20 or 10.0.0.0/24", entry) from None
     _check_devices(config, refuse)
     for path in ("llm.threads", "llm.batch_threads"):
         threads = getattr(config.llm, path.split(".")[1])

@@ -4,7 +4,9 @@ Start: runtime (database, model worker, agent), web auth, the aiohttp site; then
 systemd, watchdog pings, a status line, and the model loading in the background. SIGTERM/SIGINT:
 stop taking requests, let turns in flight finish (briefly), cancel the rest, close the model and
 the database, exit 0. SIGHUP: re-read the config; an invalid one is refused, with the reason
-logged, and the running config stays.
+logged, and the running config stays. SIGHUP also re-reads the workspace's skills and retries the MCP
+servers that are down. MCP servers start in the background once the site is up: a slow or broken one
+never holds up or stops the daemon.
 """
 
 from __future__ import annotations
@@ -152,6 +154,7 @@ class Daemon:
             self._tasks.append(asyncio.ensure_future(self._preload()))
         if watcher is not None:
             self._tasks.append(asyncio.ensure_future(watcher.run()))
+        self._tasks.append(asyncio.ensure_future(runtime.start_mcp()))
         await self._start_background(runtime, state)
 
         await self.stopping.wait()
@@ -164,6 +167,7 @@ class Daemon:
         await self._stop_background()
         await self._drain()
         await runner.cleanup()
+        await runtime.stop_mcp()
         await runtime.close_cloud()
         await asyncio.to_thread(runtime.close)
         for path in (DaemonInfo.path(root), DaemonInfo.token_path(root)):
@@ -289,8 +293,11 @@ class Daemon:
             await asyncio.sleep(TEMPERATURE_EVERY_S)
 
     def reload(self) -> None:
-        """SIGHUP: apply a new config, or keep the running one and say why."""
+        """SIGHUP: apply a new config, or keep the running one and say why; re-read skills; retry MCP."""
         runtime = self.state.runtime
+        self._reload_skills(runtime)
+        if runtime.mcp is not None and runtime.mcp.problems:
+            self._tasks.append(asyncio.ensure_future(runtime.start_mcp()))
         try:
             new = load_config(self.config.source, data_dir=self.data_dir_override)
         except PicoagentError as exc:
@@ -329,6 +336,15 @@ class Daemon:
         self.config_loaded_at = time.time()
         log.warning("SIGHUP: config reloaded from %s", old.source)
         sd_notify("STATUS=config reloaded")
+
+    def _reload_skills(self, runtime: Runtime) -> None:
+        """Re-read workspace/skills: the next turn's prompt lists the new set, load_skill reads it."""
+        from appliance.agent import skills
+
+        catalog = runtime.workspace.reload_skills()
+        skills.sync_tool(runtime.tools, runtime.workspace)
+        problems = f"; {len(catalog.problems)} problem(s), see `picoagent skills list`" if catalog.problems else ""
+        log.warning("SIGHUP: %d skill(s) loaded%s", len(catalog), problems)
 
 
 def _bound_port(site: Any) -> int:

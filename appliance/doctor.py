@@ -65,6 +65,74 @@ def run_checks(config_file: str | None = None, data_dir: str | None = None) -> I
     yield from _check_sqlite(root)
     yield from _check_model(config)
     yield from _check_routing(config)
+    yield from _check_skills(root)
+    yield from _check_mcp(config, root)
+    yield from _check_sandbox(config)
+
+
+def _check_skills(root: Path) -> Iterator[Check]:
+    """The workspace's skills: how many, and the SKILL.md files that cannot be used (no line when none)."""
+    from appliance.agent.skills import SKILLS_DIR, SkillCatalog
+
+    catalog = SkillCatalog.load(root / "workspace" / SKILLS_DIR)
+    if catalog.problems:
+        yield Check(
+            "skills",
+            "warn",
+            f"{len(catalog)} skill(s); " + "; ".join(catalog.problems),
+            "fix the SKILL.md files named (front matter: name, description, requires), then SIGHUP the daemon",
+        )
+    elif len(catalog):
+        yield Check("skills", "ok", f"{len(catalog)} skill(s): {', '.join(catalog.skills)}")
+
+
+def _check_mcp(config: Config, root: Path) -> Iterator[Check]:
+    """Start each enabled MCP server, list its tools, stop it (no line when none is configured)."""
+    import asyncio
+
+    from appliance.mcp.client import McpError, McpServer
+    from appliance.runtime import mcp_clients
+    from appliance.tools.registry import ToolRegistry
+
+    clients = mcp_clients(config, ToolRegistry(), root / "workspace")
+    if clients is None:
+        return
+
+    async def probe(server: McpServer) -> Check:
+        try:
+            await server.start()
+        except McpError as exc:
+            fix = exc.fix or f"run tools.mcp.{server.name}.command by hand to see why, or set enabled: false"
+            return Check(f"mcp {server.name}", "fail", exc.message, fix)
+        finally:
+            await server.stop()
+        info = server.server_info
+        about = f"{info.get('name', '?')} {info.get('version', '')}".strip()
+        return Check(f"mcp {server.name}", "ok", f"{about}: {len(server.tools)} tool(s), MCP {server.protocol_version}")
+
+    async def probe_all() -> list[Check]:
+        return list(await asyncio.gather(*(probe(server) for server in clients.servers.values())))
+
+    yield from asyncio.run(probe_all())
+
+
+def _check_sandbox(config: Config) -> Iterator[Check]:
+    """Whether the shell tool can run commands: bubblewrap here, or the picoagent-sandbox service."""
+    from appliance.tools import sandbox, shell
+
+    cfg = config.tools.shell
+    if not cfg.enabled:
+        yield Check("sandbox", "ok", "the shell tool is off (tools.shell.enabled: false)")
+        return
+    problem = shell.unavailable(cfg)
+    if problem is not None:
+        yield Check("sandbox", "fail", f"the shell tool is disabled: {problem.reason}", problem.fix)
+        return
+    path = shell.service_socket(cfg)
+    if path:
+        yield Check("sandbox", "ok", f"commands run in bubblewrap through the picoagent-sandbox service ({path})")
+        return
+    yield Check("sandbox", "ok", f"commands run in bubblewrap ({sandbox.bwrap_path()})")
 
 
 def _check_routing(config: Config) -> Iterator[Check]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from appliance.agent import skills
 from appliance.agent.context import Workspace
 from appliance.agent.escalation import CloudRoute
 from appliance.agent.loop import Agent
@@ -21,13 +22,15 @@ from appliance.llm.scheduler import FairScheduler
 from appliance.memory.db import Database
 from appliance.memory.keeper import MemoryKeeper
 from appliance.memory.store import MemoryStore
-from appliance.tools import builtin
+from appliance.tools import builtin, shell, web_fetch
+from appliance.tools import workspace as workspace_tools
 from appliance.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from appliance.hardware.devices import DeviceAccess, DeviceRegistry, SetResult
     from appliance.hardware.drivers.base import Reading
     from appliance.hardware.policy import RawBusPolicy
+    from appliance.mcp.client import McpClients
 
 log = logging.getLogger(__name__)
 
@@ -80,14 +83,38 @@ def local_model(config: Config) -> LocalModel:
     )
 
 
+def base_registry(config: Config) -> ToolRegistry:
+    """The built-in and workspace tools, with the config's limits, redaction and plugins."""
+    from appliance.plugins import load_plugins
+    from appliance.tools.registry import Redactor
+
+    tools = config.tools
+    registry = ToolRegistry(
+        redact=Redactor(config.secret_values),
+        max_output_chars=tools.max_output_chars,
+        cache_s=tools.cache_s,
+        per_turn=tools.per_turn,
+    )
+    builtin.register(registry)
+    workspace_root = data_dir(config) / "workspace"
+    workspace_tools.register(registry, workspace_root)
+    shell.register(registry, tools.shell, workspace_root, config.agent.tool_timeout_s)
+    web_fetch.register(registry, tools.web_fetch)
+    load_plugins(registry.hooks, tools.plugins)
+    return registry
+
+
 def tool_registry(
     config: Config,
     devices: DeviceAccess | None = None,
     raw: RawBusPolicy | None = None,
     memory: MemoryStore | None = None,
+    workspace: Workspace | None = None,
 ) -> ToolRegistry:
-    """The tools the model may call: the built-ins, memory, and the device tools when there are devices."""
-    registry = builtin.default_registry()
+    """The tools the model may call: the built-ins, memory, skills, and the device tools when there are devices."""
+    registry = base_registry(config)
+    if workspace is not None:
+        skills.sync_tool(registry, workspace)
     if memory is not None:
         from appliance.tools import memory as memory_tools
 
@@ -172,10 +199,20 @@ class LazyDevices:
             self._devices.close()
 
 
+def mcp_clients(config: Config, registry: ToolRegistry, cwd: Path | None = None) -> McpClients | None:
+    """The enabled tools.mcp servers, not started yet, adding their tools to ``registry`` (None: none)."""
+    if not any(server.enabled for server in config.tools.mcp.values()):
+        return None
+    from appliance.mcp.client import McpClients
+
+    return McpClients.from_config(config, registry, cwd=cwd)
+
+
 def cli_tool_registry(config: Config, db: Database) -> tuple[ToolRegistry, LazyDevices]:
     """The tools as the `tools` command sees them; devices open only when a device tool runs."""
     lazy = LazyDevices(config, db)
-    registry = builtin.default_registry()
+    registry = base_registry(config)
+    skills.sync_tool(registry, Workspace(data_dir(config) / "workspace"))
     if config.devices or config.hardware.raw_access.enabled:
         from appliance.tools import hardware
 
@@ -198,6 +235,7 @@ class Runtime:
     devices: DeviceRegistry | None = None
     memory: MemoryStore | None = None
     cloud: CloudRoute | None = None  # where messages escalate to (its provider is None when there is none)
+    mcp: McpClients | None = None  # the tools.mcp servers (started by whoever runs turns: start_mcp)
 
     @classmethod
     def open(cls, config: Config, *, model: ServedModel | None = None) -> Runtime:
@@ -225,11 +263,22 @@ class Runtime:
                 devices.close()
             db.close()
             raise
-        tools = tool_registry(config, devices, raw, memory)
+        tools = tool_registry(config, devices, raw, memory, workspace)
         keeper = MemoryKeeper(config.memory, memory, db, scheduler, context_tokens=config.llm.context_tokens)
         cloud = CloudRoute(config, db)
         agent = Agent(config, scheduler, db, tools, workspace, devices, keeper, cloud)
-        return cls(config, db, model, scheduler, tools, workspace, agent, owns_model, devices, memory, cloud)
+        mcp = mcp_clients(config, tools, workspace.root)
+        return cls(config, db, model, scheduler, tools, workspace, agent, owns_model, devices, memory, cloud, mcp)
+
+    async def start_mcp(self) -> None:
+        """Start the MCP servers (each failure is logged and kept in ``mcp.problems``, never raised)."""
+        if self.mcp is not None:
+            await self.mcp.start()
+
+    async def stop_mcp(self) -> None:
+        """Stop the MCP servers (on the event loop that started them)."""
+        if self.mcp is not None:
+            await self.mcp.stop()
 
     async def close_cloud(self) -> None:
         """Close the cloud provider's HTTP session (on the event loop that used it)."""

@@ -368,7 +368,7 @@ def test_an_http_client_that_goes_away_stops_its_generation(config: Config, loca
             async with aiohttp.ClientSession() as http:
                 with pytest.raises(asyncio.TimeoutError):
                     async with http.post(
-                        server.make_url(path), json=body, headers=headers, timeout=aiohttp.ClientTimeout(total=0.8)
+                        server.make_url(path), json=body, headers=headers, timeout=aiohttp.ClientTimeout(total=2.0)
                     ) as response:
                         await response.read()
             for _ in range(100):

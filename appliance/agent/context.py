@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from appliance.agent.skills import SKILLS_DIR, SkillCatalog
 from appliance.llm.base import ChatMessage
 from appliance.memory.db import StoredMessage
 from appliance.tools.registry import Tool, ToolRegistry, ToolResult
@@ -28,9 +29,22 @@ _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 
 @dataclass
 class Workspace:
-    """The assistant's folder of editable files (SOUL.md, USER.md) in the data dir."""
+    """The assistant's folder of editable files (SOUL.md, USER.md, skills/) in the data dir."""
 
     root: Path
+    _skills: SkillCatalog | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def skills(self) -> SkillCatalog:
+        """The skills in ``skills/``, read once and kept until :meth:`reload_skills`."""
+        if self._skills is None:
+            self._skills = SkillCatalog.load(self.root / SKILLS_DIR)
+        return self._skills
+
+    def reload_skills(self) -> SkillCatalog:
+        """Read ``skills/`` again (SIGHUP); the next turn's prompt lists the new set."""
+        self._skills = None
+        return self.skills
 
     def ensure(self, assistant_name: str) -> list[Path]:
         """Create the workspace and its files on first run; return the files created."""
@@ -102,8 +116,9 @@ def tools_prompt(tools: list[Tool]) -> str:
 
 
 def system_prompt(workspace: Workspace, tools: ToolRegistry | None) -> str:
-    """SOUL.md, USER.md and (when there are tools) the tool protocol, in a fixed order."""
+    """SOUL.md, USER.md, the skills catalog and (when there are tools) the tool protocol, in a fixed order."""
     parts = [workspace.read(name) for name in WORKSPACE_FILES]
+    parts.append(workspace.skills.prompt())  # before the tools: the same with or without them
     if tools is not None and len(tools):
         parts.append(tools_prompt(list(tools)))
     return "\n\n".join(p for p in parts if p)

@@ -65,8 +65,10 @@ class TerminalChat:
     async def ask_once(self, text: str, *, stream: bool = True) -> ReplyRecord:
         """One turn, then close the cloud connection (``chat -m``: the event loop ends with it)."""
         try:
+            await self.runtime.start_mcp()  # MCP servers live as long as this event loop
             return await self.ask(text, stream=stream)
         finally:
+            await self.runtime.stop_mcp()
             await self.runtime.close_cloud()
 
     async def private(self, words: list[str]) -> str:
@@ -85,6 +87,7 @@ class TerminalChat:
         self.out.write(f"picoagent · local model {name} · session {session} · /help for commands\n")
         with asyncio.Runner() as runner:
             try:
+                runner.run(self.runtime.start_mcp())
                 while True:
                     try:
                         line = read("you> ")
@@ -120,4 +123,5 @@ class TerminalChat:
                         continue
                     self.out.write("\n" + self.footer(record) + "\n")
             finally:
+                runner.run(self.runtime.stop_mcp())
                 runner.run(self.runtime.close_cloud())

@@ -1,0 +1,1 @@
+"""The Model Context Protocol, both ways: use MCP servers' tools (client), offer ours (server)."""
