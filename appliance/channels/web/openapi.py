@@ -17,6 +17,11 @@ DEVICE = {"name": "name", "in": "path", "required": True, "schema": {"type": "st
 BAD_REQUEST = _json(ERROR, "the request is malformed; the error says how")
 
 
+def _body(schema: dict[str, Any], *, required: bool = True) -> dict[str, Any]:
+    """A JSON request body."""
+    return {"required": required, "content": {"application/json": {"schema": schema}}}
+
+
 def _object_get(summary: str) -> dict[str, Any]:
     """A GET that answers a JSON object and needs authentication."""
     return {"get": {"summary": summary, "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED}}}
@@ -89,10 +94,7 @@ def openapi_document() -> dict[str, Any]:
                             "schema": {"type": "string"},
                         }
                     ],
-                    "requestBody": {
-                        "required": True,
-                        "content": {"application/json": {"schema": {"type": "object", "description": "an Update"}}},
-                    },
+                    "requestBody": _body({"type": "object", "description": "an Update"}),
                     "responses": {
                         "200": _json({"type": "object"}, "queued; handled in the background"),
                         "400": BAD_REQUEST,
@@ -107,26 +109,21 @@ def openapi_document() -> dict[str, Any]:
             "/api/chat": {
                 "post": {
                     "summary": "answer one message; returns the reply record",
-                    "requestBody": {
-                        "required": True,
-                        "content": {
-                            "application/json": {
-                                "schema": {
-                                    "type": "object",
-                                    "required": ["message"],
-                                    "properties": {
-                                        "message": {"type": "string", "minLength": 1, "maxLength": 8000},
-                                        "session": session,
-                                        "route": {
-                                            "type": "string",
-                                            "enum": ["local", "cloud"],
-                                            "description": "ask for a route (the cloud only when routing allows it)",
-                                        },
-                                    },
-                                }
-                            }
-                        },
-                    },
+                    "requestBody": _body(
+                        {
+                            "type": "object",
+                            "required": ["message"],
+                            "properties": {
+                                "message": {"type": "string", "minLength": 1, "maxLength": 8000},
+                                "session": session,
+                                "route": {
+                                    "type": "string",
+                                    "enum": ["local", "cloud"],
+                                    "description": "ask for a route (the cloud only when routing allows it)",
+                                },
+                            },
+                        }
+                    ),
                     "responses": {
                         "200": _json({"$ref": "#/components/schemas/ReplyRecord"}),
                         "400": BAD_REQUEST,
@@ -152,11 +149,7 @@ def openapi_document() -> dict[str, Any]:
             "/api/reset": {
                 "post": {
                     "summary": "start a new conversation for a web session",
-                    "requestBody": {
-                        "content": {
-                            "application/json": {"schema": {"type": "object", "properties": {"session": session}}}
-                        }
-                    },
+                    "requestBody": _body({"type": "object", "properties": {"session": session}}, required=False),
                     "responses": {"200": _json({"type": "object"}), "400": BAD_REQUEST, "401": UNAUTHORIZED},
                 }
             },
@@ -174,18 +167,13 @@ def openapi_document() -> dict[str, Any]:
                 "post": {
                     "summary": "set a device (202 when it waits for a person's approval)",
                     "parameters": [DEVICE],
-                    "requestBody": {
-                        "required": True,
-                        "content": {
-                            "application/json": {
-                                "schema": {
-                                    "type": "object",
-                                    "required": ["value"],
-                                    "properties": {"value": {"anyOf": [{"type": "string"}, {"type": "boolean"}]}},
-                                }
-                            }
-                        },
-                    },
+                    "requestBody": _body(
+                        {
+                            "type": "object",
+                            "required": ["value"],
+                            "properties": {"value": {"anyOf": [{"type": "string"}, {"type": "boolean"}]}},
+                        }
+                    ),
                     "responses": {
                         "200": _json({"type": "object"}),
                         "202": _json({"type": "object"}, "waiting for approval"),
@@ -238,25 +226,20 @@ def openapi_document() -> dict[str, Any]:
             "/v1/chat/completions": {
                 "post": {
                     "summary": "OpenAI-compatible chat completions served by the local model",
-                    "requestBody": {
-                        "required": True,
-                        "content": {
-                            "application/json": {
-                                "schema": {
-                                    "type": "object",
-                                    "required": ["messages"],
-                                    "properties": {
-                                        "model": {"type": "string"},
-                                        "messages": {"type": "array", "minItems": 1, "items": chat_message},
-                                        "max_tokens": {"type": "integer", "minimum": 1, "maximum": 4096},
-                                        "temperature": {"type": "number", "minimum": 0, "maximum": 2},
-                                        "stream": {"type": "boolean"},
-                                        "seed": {"type": "integer"},
-                                    },
-                                }
-                            }
-                        },
-                    },
+                    "requestBody": _body(
+                        {
+                            "type": "object",
+                            "required": ["messages"],
+                            "properties": {
+                                "model": {"type": "string"},
+                                "messages": {"type": "array", "minItems": 1, "items": chat_message},
+                                "max_tokens": {"type": "integer", "minimum": 1, "maximum": 4096},
+                                "temperature": {"type": "number", "minimum": 0, "maximum": 2},
+                                "stream": {"type": "boolean"},
+                                "seed": {"type": "integer"},
+                            },
+                        }
+                    ),
                     "responses": {"200": _json({"type": "object"}), "400": BAD_REQUEST, "401": UNAUTHORIZED},
                 }
             },
