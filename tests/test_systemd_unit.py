@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -99,6 +100,22 @@ def test_the_sandbox_units_verify_and_their_exposure_is_printed(tmp_path: Path) 
     assert verify.returncode == 0 and not problems, verify.stdout + verify.stderr
 
 
+UPDATE_BOOT = UNIT.parent / "picoagent-update-boot.service"
+
+
+def test_the_boot_rollback_unit_runs_before_the_service_and_verifies(tmp_path: Path) -> None:
+    settings = settings_of(UPDATE_BOOT)
+    assert settings["Before"] == ["picoagent.service"] and settings["Type"] == ["oneshot"]
+    assert settings["ExecStart"] == ["/usr/bin/python3 -m appliance.update boot"]  # Debian's python, not the venv
+    out = analyze("security", "--offline=yes", str(UPDATE_BOOT))
+    match = re.search(r"Overall exposure level for picoagent-update-boot\.service: (\d+(?:\.\d+)?)", out.stdout)
+    assert match and float(match.group(1)) <= 2.0, out.stdout
+    unit = tmp_path / UPDATE_BOOT.name
+    unit.write_text(UPDATE_BOOT.read_text().replace("/usr/bin/python3", os.path.realpath("/usr/bin/python3")))
+    verify = analyze("verify", str(unit))
+    assert verify.returncode == 0 and "picoagent" not in verify.stdout + verify.stderr, verify.stdout + verify.stderr
+
+
 def test_install_service_lays_out_a_release_the_units_and_a_config(tmp_path: Path) -> None:
     script = UNIT.parent / "install-service.sh"
     done = subprocess.run(
@@ -113,8 +130,12 @@ def test_install_service_lays_out_a_release_the_units_and_a_config(tmp_path: Pat
     assert sorted(p.name for p in units.iterdir()) == [
         "picoagent-sandbox.socket",
         "picoagent-sandbox@.service",
+        "picoagent-update-boot.service",
         "picoagent.service",
     ]
+    release = current.resolve()
+    info = json.loads((release / ".release.json").read_text())
+    assert info["version"] == release.name and re.fullmatch(r"\d+\.\d+\.\d+\.\d+", info["version"])
     from appliance.config import load_config
 
     config = load_config(tmp_path / "etc" / "picoagent" / "picoagent.yaml")

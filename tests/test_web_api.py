@@ -14,6 +14,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from appliance import __version__
 from appliance.channels.web.app import build_app
 from appliance.channels.web.auth import Auth
 from appliance.channels.web.openapi import openapi_document
@@ -90,6 +91,8 @@ def test_every_non_public_route_needs_auth(app: web.Application) -> None:
         assert checked >= 12
         for path in PUBLIC:
             assert (await client.get(path, allow_redirects=False)).status == 200, path
+        # The OTA updater tells the new release from the old one by the version /healthz reports.
+        assert await (await client.get("/healthz")).json() == {"status": "ok", "version": __version__}
 
     run(app, scenario)
 
@@ -108,6 +111,7 @@ def test_api_chat_returns_the_reply_record(app: web.Application) -> None:
         assert f'picoagent_route_decisions_total{{route="local",why="{record["why"]}",blocked=' in metrics
         status = await (await client.get("/api/status", headers=bearer(token))).json()
         assert status["recent"][0]["route"] == "local" and status["model"]["loaded"] is True
+        assert status["update"] is None  # a checkout, not a release under /opt/picoagent/releases
         routing = status["routing"]
         assert routing["mode"] == "local_only" and routing["today"][0]["route"] == "local"
         assert routing["today"][0]["turns"] == 1 and routing["spent_today_usd"] == 0

@@ -10,6 +10,7 @@ from typing import Any
 
 from aiohttp import WSCloseCode, web
 
+from appliance import __version__
 from appliance.channels.web import auth as web_auth
 from appliance.channels.web import chat, cron, devices, openai_api, telegram_hook
 from appliance.channels.web.openapi import openapi_document
@@ -81,11 +82,15 @@ def bad_request(message: str) -> web.HTTPBadRequest:
 
 
 async def healthz(request: web.Request) -> web.Response:
-    """Liveness for systemd's watchdog and the OTA health check: the loop and the database answer."""
+    """Liveness for systemd's watchdog and the OTA health check: the loop and the database answer.
+
+    The version lets the updater tell the new release's answer from the old one's.
+    """
     state = request.app[STATE]
     db = state.runtime.db
     ok = await db.call(db.ping)
-    return web.json_response({"status": "ok" if ok else "degraded"}, status=200 if ok else 503)
+    body = {"status": "ok" if ok else "degraded", "version": __version__}
+    return web.json_response(body, status=200 if ok else 503)
 
 
 async def metrics(request: web.Request) -> web.Response:

@@ -214,12 +214,20 @@ class Auth:
 
     # --- API tokens ------------------------------------------------------------------------------
 
-    def add_token(self, name: str) -> str:
-        """Create an API token called ``name`` and return it; it is shown this once and stored hashed."""
+    def add_token(self, name: str, token: str | None = None) -> str:
+        """Create an API token called ``name`` and return it; it is shown this once and stored hashed.
+
+        ``token`` adopts a value made elsewhere (the image's setup file): ``pat_`` and 20+ more characters.
+        """
         name = name.strip()
         if not name:
             raise UsageError("an API token needs a name", fix="name it after what will use it, e.g. `home-assistant`")
-        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        if token is not None and (not token.startswith(TOKEN_PREFIX) or len(token) < len(TOKEN_PREFIX) + 20):
+            raise UsageError(
+                f"an API token must start with {TOKEN_PREFIX} and have at least 20 more characters",
+                fix="make one with: python3 -c 'import secrets; print(\"pat_\" + secrets.token_urlsafe(32))'",
+            )
+        token = token or TOKEN_PREFIX + secrets.token_urlsafe(32)
         with self.db.transaction() as conn:
             if conn.execute("SELECT 1 FROM api_tokens WHERE name = ?", (name,)).fetchone():
                 raise UsageError(

@@ -13,6 +13,7 @@ from aiohttp import web
 from appliance import __version__
 from appliance.agent.loop import ReplyRecord
 from appliance.metrics import Counter, Gauge, Histogram, Registry
+from appliance.update import running_status
 
 if TYPE_CHECKING:
     from appliance.channels.telegram import TelegramChannel
@@ -181,7 +182,7 @@ class WebState:
             },
             "devices": [],
             "events": [],
-            "update": None,
+            "update": running_status(),
         }
 
 

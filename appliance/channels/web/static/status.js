@@ -119,6 +119,23 @@
     uptime.textContent = duration(h.uptime_s);
     uptime.append(el("span", "sub", `daemon ${duration(status.uptime_s)}`));
     setText("s-version", status.version || "–");
+    renderUpdate(status.update);
+  }
+
+  // The OTA journal: the last result ("ok", "rolled back", ...), when, and the release to go back to.
+  function renderUpdate(update) {
+    const cell = $("s-update");
+    const last = update && update.last;
+    if (!last) {
+      cell.textContent = update ? "none yet" : "not installed as a release";
+      cell.className = "";
+      return;
+    }
+    cell.textContent = `${last.result}: ${last.version}`;
+    cell.className = last.result === "ok" ? "" : "tone-bad";
+    const when = new Date(last.at).toLocaleString();
+    const back = update.previous ? ` · previous ${update.previous}` : "";
+    cell.append(el("span", "sub", `${when}${back}${last.result === "ok" ? "" : " · " + (last.detail || "")}`));
   }
 
   function renderModel(status) {

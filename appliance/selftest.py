@@ -1,0 +1,76 @@
+"""`picoagent selftest`: can this installation run? The OTA updater runs it in a new release before switching.
+
+It checks what a broken build or a bad wheel would break, without the side effects of starting the
+daemon: every module imports, the config loads, sqlite-vec loads, llama.cpp's library loads, and the
+configured model file is a GGUF file that fits the context.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sqlite3
+import sys
+
+import appliance
+from appliance.errors import PicoagentError
+
+
+def _modules() -> list[str]:
+    names = []
+    for info in pkgutil.walk_packages(appliance.__path__, prefix="appliance."):
+        if info.name.endswith("__main__"):
+            continue
+        names.append(info.name)
+    return names
+
+
+def run_selftest(config_file: str | None = None) -> int:
+    """Print one line per check; exit 0 only when all pass."""
+    failures = 0
+
+    def report(name: str, error: str | None) -> None:
+        nonlocal failures
+        failures += error is not None
+        print(f"[{'FAIL' if error else 'ok  '}] {name}{': ' + error if error else ''}")
+
+    broken = []
+    for name in _modules():
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # any import failure is the finding
+            broken.append(f"{name} ({type(exc).__name__}: {exc})")
+    report(f"{len(_modules())} modules import", "; ".join(broken) or None)
+
+    try:
+        import llama_cpp
+
+        report(f"llama.cpp library {llama_cpp.__version__}", None)
+    except Exception as exc:  # a wrong-architecture .so raises OSError, a missing one ImportError
+        report("llama.cpp library", f"{type(exc).__name__}: {exc}")
+
+    try:
+        import sqlite_vec
+
+        conn = sqlite3.connect(":memory:")
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        report(f"sqlite-vec {conn.execute('select vec_version()').fetchone()[0]}", None)
+        conn.close()
+    except (ImportError, sqlite3.Error, AttributeError) as exc:
+        report("sqlite-vec", str(exc))
+
+    from appliance import runtime
+    from appliance.config import load_config
+    from appliance.llm import gguf
+
+    try:
+        config = load_config(config_file)
+        report(f"config {config.source}", None)
+        path = runtime.model_path(config)
+        gguf.estimate_memory_bytes(path, config.llm.context_tokens, config.llm.batch_size)
+        report(f"model {path.name}", None)
+    except PicoagentError as exc:
+        report("config and model", exc.for_people())
+    print("self-test passed" if not failures else f"self-test FAILED ({failures})", file=sys.stderr)
+    return 0 if not failures else 1

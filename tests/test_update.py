@@ -1,0 +1,355 @@
+"""OTA on a device root in a temporary directory: signed bundles, refusals, health, rollback, SIGKILL.
+
+The updater runs as a real process (`python -m appliance.update apply --root ...`), the "service" is a
+real HTTP server restarted by a real command, and kills are real SIGKILLs at each named step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tarfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from appliance.bundle import MANIFEST, BundleError, Manifest, parse_version, read_manifest
+from appliance.update import RELEASE_FILE, STEPS, Layout, Updater, release_info
+from firmware_tools import release as host
+from tests.fakes import ota_release
+
+ARCH = os.uname().machine
+INSTALL = ("/bin/sh", "install.sh")
+SELFTEST = ("/bin/sh", "selftest.sh")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Device:
+    """A device root, its service port and the commands that drive its updater."""
+
+    def __init__(self, root: Path, tools: Path, key: Path) -> None:
+        self.root, self.tools, self.key = root, tools, key
+        self.port = free_port()
+        self.restart = ota_release.write_restart(tools)
+        self.layout = Layout(root)
+        (root / "etc/picoagent").mkdir(parents=True)
+        (root / "etc/picoagent/ota.pub").write_bytes(key.with_suffix(".pub").read_bytes())
+
+    def bundle(self, version: str, *markers: str, arch: str = ARCH, min_version: str = "0", key: Path | None = None):
+        tree = ota_release.make_tree(self.tools / f"tree-{version}-{'-'.join(markers)}-{arch}", *markers)
+        out = self.tools / f"{version}-{'-'.join(markers)}-{arch}.bundle"
+        return host.build_bundle(
+            out,
+            key or self.key,
+            arch=arch,
+            tree=tree,
+            version_text=version,
+            min_version=min_version,
+            install=INSTALL,
+            selftest=SELFTEST,
+        )
+
+    def updater_argv(self, action: str, *args: str, timeout: float = 15) -> list[str]:
+        argv = [sys.executable, "-m", "appliance.update", action, "--root", str(self.root)]
+        if action in ("apply", "rollback"):
+            argv += ["--restart-command", f"{sys.executable} {self.restart} {self.root} {self.port}"]
+            argv += ["--health-url", f"http://127.0.0.1:{self.port}/healthz", "--health-timeout", str(timeout)]
+        return [*argv, *args]
+
+    def run(self, action: str, *args: str, kill_at: str | None = None, timeout: float = 15):
+        env = dict(os.environ)
+        env.pop("PICOAGENT_UPDATE_KILL_AT", None)
+        if kill_at:
+            env["PICOAGENT_UPDATE_KILL_AT"] = kill_at
+        return subprocess.run(
+            self.updater_argv(action, *args, timeout=timeout), capture_output=True, text=True, env=env
+        )
+
+    def apply(self, bundle: Path, *args: str, **kw):
+        return self.run("apply", str(bundle), *args, **kw)
+
+    def healthz(self) -> dict:
+        """The service's /healthz (it may still be starting: a few seconds' grace)."""
+        for _ in range(100):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=5) as resp:
+                    return json.loads(resp.read())
+            except ConnectionRefusedError:
+                time.sleep(0.05)
+            except urllib.error.URLError as exc:
+                if not isinstance(exc.reason, ConnectionRefusedError):
+                    raise
+                time.sleep(0.05)
+        raise AssertionError("the service does not answer")
+
+    def current(self) -> str | None:
+        info = release_info(self.layout.current.resolve())
+        return info["version"] if info else None
+
+    def journal(self) -> dict:
+        return json.loads(self.layout.journal.read_text())
+
+    def snapshot(self) -> dict[str, str]:
+        """Every path under the root with its content hash or link target (the lock file aside)."""
+        state = {}
+        for path in sorted(self.root.rglob("*")):
+            rel = str(path.relative_to(self.root))
+            if path.name == ".update.lock" or rel.startswith("run/"):
+                continue
+            if path.is_symlink():
+                state[rel] = "-> " + os.readlink(path)
+            elif path.is_file():
+                state[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+            else:
+                state[rel] = "dir"
+        return state
+
+    def assert_current_complete(self) -> str:
+        """`current` names a complete release whose files match its signed manifest; no half releases."""
+        updater = Updater(self.root, restart=None, say=lambda _: None)
+        version = updater.current_version()
+        assert version is not None, f"current is not a complete release: {os.readlink(self.layout.current)}"
+        assert updater.verify_current() == []
+        for child in self.layout.releases.iterdir():
+            assert release_info(child) is not None, f"an incomplete release was left: {child.name}"
+        return version
+
+
+@pytest.fixture(scope="module")
+def signing(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    keys = tmp_path_factory.mktemp("keys")
+    private, _ = host.keygen(keys)
+    other, _ = host.keygen(keys / "other")
+    return private, other
+
+
+@pytest.fixture
+def device(tmp_path: Path, signing: tuple[Path, Path]):
+    """A device that has run release 1.0 (installed by the updater onto an empty root)."""
+    tools = tmp_path / "laptop"
+    tools.mkdir()
+    dev = Device(tmp_path / "root", tools, signing[0])
+    first = dev.apply(dev.bundle("1.0"))
+    assert first.returncode == 0, first.stderr
+    assert dev.current() == "1.0"
+    yield dev
+    ota_release.stop_service(dev.root)
+
+
+def test_a_good_bundle_switches_and_reports_healthy(device: Device) -> None:
+    result = device.apply(device.bundle("1.1"))
+    assert result.returncode == 0, result.stderr
+    assert "1.1 is running and healthy" in result.stdout
+    assert device.current() == "1.1"
+    assert device.healthz() == {"status": "ok", "version": "1.1"}
+    journal = device.journal()
+    assert journal["last"]["result"] == "ok" and journal["previous"] == "1.0" and journal["pending"] is None
+    assert (device.layout.releases / "1.1/.venv/installed").exists()  # the install step ran in the release
+    check = json.loads(device.run("check", "--json", "--verify").stdout)
+    assert check["version"] == "1.1" and check["releases"] == ["1.0", "1.1"] and check["modified_files"] == []
+    assert os.readlink(device.layout.current) == "releases/1.1"  # relative: the root can move
+
+
+def test_an_unhealthy_release_is_rolled_back_by_itself(device: Device) -> None:
+    result = device.apply(device.bundle("1.1", "UNHEALTHY"), timeout=3)
+    assert result.returncode == 1
+    assert "1.1 was not healthy" in result.stderr and "rolled back to 1.0, which is healthy again" in result.stderr
+    assert device.current() == "1.0"
+    assert device.healthz()["version"] == "1.0"
+    assert device.journal()["last"]["result"] == "rolled back"
+    assert not (device.layout.releases / "1.1").exists()
+    assert "rolled back: 1.1" in device.run("check").stdout
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("tampered", "does not match its sha256"),
+        ("truncated", "truncated"),
+        ("wrong key", "signature does not match"),
+        ("unsigned manifest edit", "signature does not match"),
+        ("downgrade", "not newer than the running 1.0"),
+        ("same version", "not newer than the running 1.0"),
+        ("foreign arch", "built for"),
+        ("too old to update", "needs at least version 1.5"),
+        ("self-test fails", "self-test failed"),
+        ("install fails", "install failed"),
+    ],
+)
+def test_bad_bundles_are_refused_with_nothing_changed(
+    device: Device, signing: tuple[Path, Path], case: str, message: str
+) -> None:
+    bundle = {
+        "tampered": lambda: _rewrite_member(device.bundle("1.1"), "release/app/data.bin", flip=True),
+        "truncated": lambda: _truncate(device.bundle("1.1")),
+        "wrong key": lambda: device.bundle("1.1", key=signing[1]),
+        "unsigned manifest edit": lambda: _rewrite_member(device.bundle("1.1"), MANIFEST, version="9.9"),
+        "downgrade": lambda: device.bundle("0.9"),
+        "same version": lambda: device.bundle("1.0"),
+        "foreign arch": lambda: device.bundle("1.1", arch="riscv64" if ARCH != "riscv64" else "aarch64"),
+        "too old to update": lambda: device.bundle("2.0", min_version="1.5"),
+        "self-test fails": lambda: device.bundle("1.1", "FAIL_SELFTEST"),
+        "install fails": lambda: device.bundle("1.1", "FAIL_INSTALL"),
+    }[case]()
+    before = device.snapshot()
+    result = device.apply(bundle)
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert device.snapshot() == before
+    assert device.healthz()["version"] == "1.0"
+
+
+def test_force_allows_a_downgrade(device: Device) -> None:
+    result = device.apply(device.bundle("0.9"), "--force")
+    assert result.returncode == 0, result.stderr
+    assert device.current() == "0.9" and device.healthz()["version"] == "0.9"
+
+
+@pytest.mark.parametrize("step", STEPS)
+@pytest.mark.parametrize("then", ["run again", "reboot"])
+def test_a_killed_update_always_leaves_a_complete_verified_release(device: Device, step: str, then: str) -> None:
+    bundle = device.bundle("1.1")
+    killed = device.apply(bundle, kill_at=step)
+    assert killed.returncode == -9, killed.stderr  # it really died by SIGKILL at that step
+    confirmed = step == "confirmed"  # the journal says 1.1 is healthy: it stays
+    if then == "run again":
+        again = device.apply(bundle)
+        if confirmed:
+            assert again.returncode == 1 and "not newer than the running 1.1" in again.stderr
+        else:
+            assert again.returncode == 0, again.stderr
+        assert device.assert_current_complete() == "1.1"
+        assert device.healthz()["version"] == "1.1"
+    else:
+        ota_release.stop_service(device.root)  # the power goes; at boot the rollback unit runs first
+        boot = device.run("boot")
+        assert boot.returncode == 0, boot.stderr
+        # A switch that never confirmed its health does not survive a reboot.
+        expected = "1.1" if confirmed else "1.0"
+        assert device.assert_current_complete() == expected
+        ota_release.start_service(device.restart, device.root, device.port)
+        assert device.healthz()["version"] == expected
+        assert device.journal().get("pending") is None
+
+
+def test_the_last_two_releases_are_kept_and_rollback_goes_back_one(device: Device) -> None:
+    for version in ("1.1", "1.2", "1.3"):
+        assert device.apply(device.bundle(version)).returncode == 0
+    assert sorted(p.name for p in device.layout.releases.iterdir()) == ["1.2", "1.3"]
+    back = device.run("rollback")
+    assert back.returncode == 0, back.stderr
+    assert "now running 1.2" in back.stdout
+    assert device.current() == "1.2" and device.healthz()["version"] == "1.2"
+    assert device.journal()["last"]["result"] == "rolled back by hand"
+
+
+def test_a_second_updater_waits_its_turn(device: Device) -> None:
+    import fcntl
+
+    fd = os.open(device.layout.lock, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        result = device.apply(device.bundle("1.1"))
+    finally:
+        os.close(fd)
+    assert result.returncode == 1 and "another update is running" in result.stderr
+    assert device.current() == "1.0"
+
+
+def test_a_device_without_the_public_key_refuses(device: Device) -> None:
+    (device.root / "etc/picoagent/ota.pub").unlink()
+    result = device.apply(device.bundle("1.1"))
+    assert result.returncode == 1 and "no OTA public key" in result.stderr
+
+
+def test_verify_on_the_laptop(device: Device, signing: tuple[Path, Path]) -> None:
+    good = device.bundle("1.1")
+    pub = signing[0].with_suffix(".pub")
+    ok = subprocess.run(
+        [sys.executable, "-m", "firmware_tools", "verify", str(good), "--pub", str(pub)], capture_output=True, text=True
+    )
+    assert ok.returncode == 0 and "all hashes match" in ok.stdout
+    bad = _rewrite_member(device.bundle("1.2"), "release/serve.py", flip=True)
+    refused = subprocess.run(
+        [sys.executable, "-m", "firmware_tools", "verify", str(bad), "--pub", str(pub)], capture_output=True, text=True
+    )
+    assert refused.returncode == 1 and "serve.py does not match its sha256" in refused.stderr
+
+
+def test_a_bundle_of_the_checkout_carries_its_tracked_files_and_wheels(tmp_path: Path, signing) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    (wheels / "example-1.0-py3-none-any.whl").write_bytes(b"PK\x05\x06" + bytes(18))
+    path = host.build_bundle(tmp_path, signing[0], arch="aarch64", wheels=wheels, allow_dirty=True)
+    manifest = read_manifest(path, [_public(signing[0])])
+    names = {f.path for f in manifest.files}
+    assert {"appliance/update.py", "firmware_tools/install-release.sh", "wheels/example-1.0-py3-none-any.whl"} <= names
+    assert manifest.arch == "aarch64" and manifest.version == host.version() and len(manifest.commit) == 40
+    assert manifest.install == host.INSTALL and manifest.selftest == host.SELFTEST
+
+
+def test_versions_order_numerically_and_refuse_words() -> None:
+    assert parse_version("0.1.0.10") > parse_version("0.1.0.9")
+    assert parse_version("1.0") == parse_version("1.0.0")
+    with pytest.raises(BundleError):
+        parse_version("1.0-beta")
+
+
+def test_a_manifest_may_not_escape_the_release(tmp_path: Path) -> None:
+    raw = json.loads(Manifest("1.0", "0", ARCH, ()).to_json())
+    raw["files"] = {"../../etc/passwd": {"size": 1, "sha256": "0" * 64, "mode": 420}}
+    with pytest.raises(BundleError, match="unsafe path"):
+        Manifest.from_json(json.dumps(raw).encode())
+
+
+# --- helpers --------------------------------------------------------------------------------------
+
+
+def _public(private: Path):
+    from appliance.bundle import load_public_keys
+
+    return load_public_keys([private.with_suffix(".pub")])[0]
+
+
+def _rewrite_member(bundle: Path, name: str, *, flip: bool = False, version: str | None = None) -> Path:
+    """A copy of ``bundle`` with one member changed and the signature left as it was."""
+    out = bundle.with_name(bundle.stem + "-changed.bundle")
+    with tarfile.open(bundle) as src, tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as dst:
+        for member in src:
+            data = src.extractfile(member).read()  # type: ignore[union-attr]
+            if member.name == name and flip:
+                data = bytes([data[0] ^ 1]) + data[1:]
+            if member.name == name and version:
+                data = data.replace(b'"version": "1.1"', f'"version": "{version}"'.encode())
+            member.size = len(data)
+            import io
+
+            dst.addfile(member, io.BytesIO(data))
+    return out
+
+
+def _truncate(bundle: Path) -> Path:
+    out = bundle.with_name(bundle.stem + "-truncated.bundle")
+    data = bundle.read_bytes()
+    out.write_bytes(data[: len(data) * 2 // 3])
+    return out
+
+
+def test_release_file_is_what_marks_a_release_complete(tmp_path: Path) -> None:
+    (tmp_path / "r").mkdir()
+    assert release_info(tmp_path / "r") is None
+    (tmp_path / "r" / RELEASE_FILE).write_text('{"version": "1.0"}')
+    assert release_info(tmp_path / "r") == {"version": "1.0"}
