@@ -121,7 +121,15 @@ class Updater:
         self.step_timeout_s = step_timeout_s
         # systemd's READY is checked when this is the real root and systemd runs it.
         self.systemd = systemd if systemd is not None else (str(root) == "/" and Path("/run/systemd/system").is_dir())
-        self.say = say
+        self._say = say
+
+    def say(self, text: str) -> None:
+        """Progress for the person (over SSH); a closed connection must not stop an update halfway."""
+        try:
+            self._say(text)
+            sys.stdout.flush()
+        except OSError:
+            pass
 
     # --- the journal ------------------------------------------------------------------------------
 
@@ -224,8 +232,8 @@ class Updater:
         self.say(f"rolled back to {previous}: {reason}")
         if restart:
             self._restart()
-        if failed != previous:
-            shutil.rmtree(self.layout.releases / failed, ignore_errors=True)
+        if failed != previous and not pending.get("by_hand"):
+            shutil.rmtree(self.layout.releases / failed, ignore_errors=True)  # a bad update; not a good old one
 
     @staticmethod
     def _result(result: str, version: str, detail: str = "", *, now: str | None = None) -> dict[str, Any]:
@@ -419,12 +427,13 @@ class Updater:
                 previous = candidates[-1] if candidates else None
             if previous is None:
                 raise UpdateError("there is no other release to roll back to")
-            self._write_journal(pending={"version": previous, "previous": current, "started": _now()})
+            self._write_journal(pending={"version": previous, "previous": current, "started": _now(), "by_hand": True})
             self._switch(self.layout.releases / previous)
+            _step("rollback-switched")
             self._restart()
             healthy, why = self._wait_healthy(previous)
             if not healthy:
-                self._switch_back({"version": previous, "previous": current}, reason=why, restart=True)
+                self._switch_back({"version": previous, "previous": current, "by_hand": True}, reason=why, restart=True)
                 raise UpdateError(f"{previous} was not healthy ({why}); stayed on {current}")
             self._write_journal(
                 pending=None, current=previous, previous=current, last=self._result("rolled back by hand", previous)
@@ -517,6 +526,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run one `update` action; expected failures print their message and return its exit code."""
     restart = args.restart_command.split() if getattr(args, "restart_command", None) else DEFAULT_RESTART
+    # `make ota` runs this over SSH: a dropped connection (SIGHUP) must not stop it between two steps.
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     updater = Updater(
         args.root,
         arch=getattr(args, "arch", None),

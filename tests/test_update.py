@@ -256,6 +256,16 @@ def test_the_last_two_releases_are_kept_and_rollback_goes_back_one(device: Devic
     assert device.journal()["last"]["result"] == "rolled back by hand"
 
 
+def test_an_interrupted_rollback_keeps_both_releases(device: Device) -> None:
+    assert device.apply(device.bundle("1.1")).returncode == 0
+    assert device.run("rollback", kill_at="rollback-switched").returncode == -9
+    assert device.run("boot").returncode == 0
+    assert device.assert_current_complete() == "1.1"  # the journalled switch was undone...
+    assert (device.layout.releases / "1.0" / RELEASE_FILE).exists()  # ...and the older release kept
+    back = device.run("rollback")
+    assert back.returncode == 0 and device.current() == "1.0", back.stderr
+
+
 def test_a_second_updater_waits_its_turn(device: Device) -> None:
     import fcntl
 
