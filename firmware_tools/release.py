@@ -108,7 +108,9 @@ def build_bundle(
             for rel in files:
                 (stage / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(ROOT / rel, stage / rel)
-            wheel_dir = wheels or Path(tmp) / "wheels"
+            # Downloads and the cross-built llama-cpp-python are reused from build/ota/wheels-<arch>;
+            # wheelhouse.sh rebuilds picoagent's own wheel from this checkout every time.
+            wheel_dir = wheels or ROOT / "build" / "ota" / f"wheels-{arch}"
             if wheels is None:
                 build_wheels(arch, wheel_dir)
             found = sorted(wheel_dir.glob("*.whl"))
