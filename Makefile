@@ -82,9 +82,11 @@ KEYS ?= keys
 IMAGE ?= build/image/picoagent-arm64.img
 MODEL ?=
 COMPRESS ?= 0
+# image-test also updates the booted image over the air and rolls back (OTA=0: boot checks only).
+OTA ?= 1
 IMAGE_APT_PACKAGES := mmdebstrap qemu-user-static binfmt-support arch-test mtools dosfstools fdisk e2fsprogs \
 	device-tree-compiler crossbuild-essential-arm64 cmake file git xz-utils python3-venv
-IMAGE_TEST_APT_PACKAGES := qemu-system-arm mtools fdisk openssh-client
+IMAGE_TEST_APT_PACKAGES := qemu-system-arm mtools fdisk openssh-client python3-cryptography
 
 image: $(KEYS)/ota.pub
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(IMAGE_APT_PACKAGES)"
@@ -94,7 +96,7 @@ image: $(KEYS)/ota.pub
 image-test:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(IMAGE_TEST_APT_PACKAGES)"
 	@[ -f "$(IMAGE)" ] || $(MAKE) --no-print-directory image
-	$(SUDO) env IMAGE="$(IMAGE)" EXPECT_MODEL="$(MODEL)" sh image/test.sh
+	$(SUDO) env IMAGE="$(IMAGE)" EXPECT_MODEL="$(MODEL)" OTA="$(OTA)" OTA_KEY="$(KEYS)/ota.key" sh image/test.sh
 
 chat: install
 	$(BIN)/picoagent chat $(ARGS)

@@ -11,6 +11,7 @@
 # with the setup file's key: the services, the hostname, the secrets file's mode, the grown root; after
 # shutdown: no secret left anywhere in the FAT partition's bytes, the setup file rewritten.
 # EXPECT_MODEL=FILE.gguf (make image-test MODEL=...): /api/status must report that baked-in model.
+# Then a real OTA update (bundle, push over SSH, switch, health) and a rollback; OTA=0 skips it.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
@@ -143,6 +144,33 @@ $SSH 'set -e
     test "$(systemctl is-failed picoagent-firstboot)" != failed' || die "checks over SSH failed"
 ROOT_BYTES=$($SSH 'df -B1 --output=size / | tail -1' | tr -d ' ')
 [ "$ROOT_BYTES" -gt $(( (GROW_MB + 200) * 1024 * 1024 )) ] || die "the root file system did not grow ($ROOT_BYTES bytes)"
+
+# A real OTA update onto the booted image, the way `make ota` does it: a signed aarch64 bundle of this
+# checkout (version bumped), pushed over SSH, installed, self-tested and switched on the device, which
+# must then answer /healthz with the new version; then `picoagent update rollback` goes back. OTA=0 skips.
+if [ "${OTA:-1}" = 1 ]; then
+    OTA_KEY=${OTA_KEY:-$REPO/keys/ota.key}
+    [ -f "$OTA_KEY" ] || die "$OTA_KEY is missing (the key whose ota.pub the image trusts)"
+    OLD=$(http "http://127.0.0.1:$HTTP_PORT/healthz" | python3 -c 'import json, sys; print(json.load(sys.stdin)["version"])')
+    NEW=$OLD.1
+    say "OTA: bundling $NEW for aarch64 and pushing it over SSH"
+    (cd "$REPO" && python3 -m firmware_tools bundle --arch aarch64 --key "$OTA_KEY" --version "$NEW" \
+        --allow-dirty --out "$T/ota.bundle") >&2 || die "building the OTA bundle failed"
+    OTA_START=$(date +%s)
+    (cd "$REPO" && python3 -m firmware_tools push "$T/ota.bundle" --host 127.0.0.1 --port "$SSH_PORT" \
+        -i "$T/id_ed25519" -o StrictHostKeyChecking=no -o UserKnownHostsFile="$T/known_hosts") >&2 ||
+        die "the OTA update was refused or rolled back"
+    OTA_S=$(( $(date +%s) - OTA_START ))
+    now=$(http "http://127.0.0.1:$HTTP_PORT/healthz")
+    printf '%s' "$now" | grep -qF "\"$NEW\"" || die "after the update /healthz says $now, not $NEW"
+    say "OK OTA: $OLD -> $NEW in $OTA_S s (emulated: upload, verify, venv from wheels, self-test, restart)"
+    $SSH '/opt/picoagent/current/.venv/bin/picoagent update check' >&2
+    $SSH '/opt/picoagent/current/.venv/bin/picoagent update rollback' >&2 || die "update rollback failed"
+    now=$(http "http://127.0.0.1:$HTTP_PORT/healthz")
+    printf '%s' "$now" | grep -qF "\"$OLD\"" || die "after the rollback /healthz says $now, not $OLD"
+    say "OK OTA: rolled back to $OLD by hand"
+    rm -f "$T/ota.bundle"
+fi
 
 say "shutting down"
 $SSH 'systemctl poweroff' >/dev/null 2>&1 || true
