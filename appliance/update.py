@@ -548,6 +548,9 @@ def run(args: argparse.Namespace) -> int:
     except (UpdateError, BundleError) as exc:
         print(f"error: {exc.for_people()}", file=sys.stderr)
         return exc.exit_code
+    except PermissionError as exc:
+        print(f"error: {exc.filename or exc}: permission denied\n  fix: run it as root (sudo)", file=sys.stderr)
+        return 1
     return 0
 
 
