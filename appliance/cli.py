@@ -1220,17 +1220,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return 0
-    from appliance.errors import PicoagentError
+    from appliance.errors import exit_for_people
 
-    try:
-        return handler(args)
-    except PicoagentError as exc:
-        print(f"error: {exc.for_people()}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        # Output piped into a command that stopped reading (| head): not an error worth a traceback.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+    return exit_for_people(lambda: handler(args))

@@ -6,6 +6,10 @@ matching builtin so that generic handlers (``except FileNotFoundError``) keep wo
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Callable
+
 
 class PicoagentError(Exception):
     """An expected failure: say what went wrong and, in ``fix``, what to do about it."""
@@ -100,3 +104,22 @@ class PolicyError(PicoagentError, PermissionError):
 
 class Cancelled(PicoagentError):
     """A generation or turn was cancelled by its caller."""
+
+
+def exit_for_people(command: Callable[[], int]) -> int:
+    """Run a program's command and return its exit status; the one translation at the command-line edge.
+
+    An expected failure prints its message and fix (never a traceback) and exits with its code; Ctrl-C
+    exits 130; output piped into a reader that stopped (``| head``) is not an error.
+    """
+    try:
+        return command()
+    except PicoagentError as exc:
+        print(f"error: {exc.for_people()}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from appliance.bundle import BundleError, Manifest, extract_verified, load_public_keys, parse_version, verify_tree
-from appliance.errors import PicoagentError
+from appliance.errors import PicoagentError, exit_for_people
 from appliance.fileio import fsync_dir, write_atomic
 
 RELEASE_FILE = ".release.json"
@@ -524,7 +524,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run one `update` action; expected failures print their message and return its exit code."""
+    """Run one `update` action; expected failures raise (UpdateError, BundleError) for the caller's edge."""
     restart = args.restart_command.split() if getattr(args, "restart_command", None) else DEFAULT_RESTART
     # `make ota` runs this over SSH: a dropped connection (SIGHUP) must not stop it between two steps.
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
@@ -545,12 +545,8 @@ def run(args: argparse.Namespace) -> int:
             print(note or "nothing to do")
         else:
             return _check(updater, args)
-    except (UpdateError, BundleError) as exc:
-        print(f"error: {exc.for_people()}", file=sys.stderr)
-        return exc.exit_code
     except PermissionError as exc:
-        print(f"error: {exc.filename or exc}: permission denied\n  fix: run it as root (sudo)", file=sys.stderr)
-        return 1
+        raise UpdateError(f"{exc.filename or exc}: permission denied", fix="run it as root (sudo)") from exc
     return 0
 
 
@@ -583,7 +579,8 @@ def _check(updater: Updater, args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m appliance.update", description=__doc__.split("\n")[0])
     add_arguments(parser)
-    return run(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    return exit_for_people(lambda: run(args))
 
 
 if __name__ == "__main__":

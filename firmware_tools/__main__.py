@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from appliance.bundle import read_manifest
-from appliance.errors import PicoagentError
+from appliance.errors import exit_for_people
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -122,13 +122,7 @@ def _verify(bundle: Path, pub: Path) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Expected failures print their message and fix, never a traceback."""
     args = build_parser().parse_args(argv)
-    try:
-        return run(args)
-    except PicoagentError as exc:
-        print(f"error: {exc.for_people()}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        return 130
+    return exit_for_people(lambda: run(args))
 
 
 if __name__ == "__main__":
