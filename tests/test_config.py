@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from appliance import config as config_module
 from appliance.config import CHECKOUT_CONFIG, Config, config_path, describe_keys, load_config
+from appliance.config import load as config_module
 from appliance.errors import ConfigError
 
 SECRET = "hunter2-correct-horse-7731"

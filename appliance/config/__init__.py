@@ -1,0 +1,72 @@
+"""Typed configuration: load YAML, resolve ``${ENV}`` references and the secrets file, validate.
+
+One tree of dataclasses (:mod:`~appliance.config.schema`), read from a file
+(:mod:`~appliance.config.load`) and checked beyond types (:mod:`~appliance.config.checks`). Import
+from here: every name other modules use is re-exported. The file's location is overridden through
+``appliance.config.load.SYSTEM_CONFIG``, where :func:`config_path` reads it.
+"""
+
+from __future__ import annotations
+
+from appliance.config.checks import CAN_SET, WHEN
+from appliance.config.load import CHECKOUT_CONFIG, SYSTEM_CONFIG, config_path, load_config, read_secrets
+from appliance.config.schema import (
+    DRIVERS,
+    SYSTEM_DATA_DIR,
+    AgentConfig,
+    Config,
+    CronJob,
+    DeviceConfig,
+    EventRule,
+    HardwareConfig,
+    I2CAllow,
+    LlmConfig,
+    McpServerConfig,
+    MemoryConfig,
+    ProviderConfig,
+    RawAccessConfig,
+    RoutingConfig,
+    SchedulerConfig,
+    ShellConfig,
+    SPIAllow,
+    TelegramConfig,
+    ToolsConfig,
+    WebConfig,
+    WebFetchConfig,
+    describe_keys,
+    doc,
+)
+
+__all__ = [
+    "CAN_SET",
+    "CHECKOUT_CONFIG",
+    "DRIVERS",
+    "SYSTEM_CONFIG",
+    "SYSTEM_DATA_DIR",
+    "WHEN",
+    "AgentConfig",
+    "Config",
+    "CronJob",
+    "DeviceConfig",
+    "EventRule",
+    "HardwareConfig",
+    "I2CAllow",
+    "LlmConfig",
+    "McpServerConfig",
+    "MemoryConfig",
+    "ProviderConfig",
+    "RawAccessConfig",
+    "RoutingConfig",
+    "SPIAllow",
+    "SchedulerConfig",
+    "ShellConfig",
+    "TelegramConfig",
+    "ToolsConfig",
+    "WebConfig",
+    "WebFetchConfig",
+    "config_path",
+    "describe_keys",
+    "doc",
+    "load_config",
+    "read_secrets",
+]

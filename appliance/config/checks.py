@@ -1,0 +1,189 @@
+"""The checks types alone cannot express: ranges, what each device driver needs, no shared pins, schedules.
+
+They run on the built tree, after :func:`appliance.config.load.load_config` has converted every
+value, and name the key that is wrong. A value that came from a secret reference is never shown.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable
+from typing import Any
+
+from appliance.config.load import _describe
+from appliance.config.schema import Config
+from appliance.errors import ConfigError
+
+
+def _check(config: Config, referenced: set[str]) -> None:
+    """Range checks that types alone cannot express (values from references are never shown)."""
+
+    def refuse(path: str, expected: str, value: Any) -> ConfigError:
+        shown = "a value from a secret reference" if path in referenced else _describe(value)
+        return ConfigError(f"{path}: expected {expected}, got {shown}")
+
+    rules: list[tuple[str, float, float, str]] = [
+        # path, lowest, highest, what people are told
+        ("agent.max_rounds", 1, 100, "a whole number from 1 to 100"),
+        ("agent.history_messages", 0, 10_000, "a whole number from 0 to 10000"),
+        ("agent.max_reply_tokens", 1, 1_000_000, "a positive whole number"),
+        ("agent.tool_timeout_s", 0.001, 86_400, "a positive number of seconds"),
+        ("agent.temperature", 0.0, 2.0, "a number from 0 to 2"),
+        ("agent.repeat_penalty", 1.0, 2.0, "a number from 1 to 2"),
+        ("llm.context_tokens", 256, 1_048_576, "at least 256 tokens"),
+        ("llm.batch_size", 1, 65_536, "a positive whole number"),
+        ("llm.timeout_s", 0.001, 86_400, "a positive number of seconds"),
+        ("llm.memory_margin_mb", 0, 1_048_576, "0 or more megabytes"),
+        ("web.port", 1, 65_535, "a TCP port from 1 to 65535"),
+        ("web.session_days", 0.001, 3650, "a positive number of days"),
+        ("web.login_attempts_per_minute", 1, 10_000, "a positive whole number"),
+        ("tools.per_turn", 1, 1000, "a whole number from 1 to 1000"),
+        ("tools.max_output_chars", 100, 10_000_000, "at least 100 characters"),
+        ("tools.cache_s", 0, 86_400, "0 or more seconds"),
+        ("tools.shell.memory_mb", 16, 1_048_576, "at least 16 MiB"),
+        ("tools.shell.cpu_s", 1, 86_400, "a positive number of seconds"),
+        ("tools.shell.max_file_mb", 1, 1_048_576, "at least 1 MiB"),
+        ("tools.shell.max_processes", 1, 100_000, "a positive whole number"),
+        ("tools.shell.max_output_kb", 1, 1_048_576, "at least 1 KiB"),
+        ("tools.web_fetch.max_bytes", 1024, 1_073_741_824, "at least 1024 bytes"),
+        ("tools.web_fetch.timeout_s", 0.001, 3600, "a positive number of seconds"),
+        ("tools.web_fetch.max_redirects", 0, 50, "a whole number from 0 to 50"),
+    ]
+    for path, low, high, expected in rules:
+        value: Any = config
+        for key in path.split("."):
+            value = getattr(value, key)
+        if not low <= value <= high:
+            raise refuse(path, expected, value)
+    for i, entry in enumerate(config.tools.web_fetch.allow_private):
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            where = f"tools.web_fetch.allow_private[{i}]"
+            raise refuse(where, "an IP address or network, e.g. 192.168.1.20 or 10.0.0.0/24", entry) from None
+    _check_devices(config, refuse)
+    for path in ("llm.threads", "llm.batch_threads"):
+        threads = getattr(config.llm, path.split(".")[1])
+        if threads != "auto" and not 1 <= int(threads) <= 256:
+            raise refuse(path, "auto or a number of threads from 1 to 256", threads)
+
+
+# What each driver needs, and what it can do.
+_NEEDS = {
+    "relay": ("pin",),
+    "led": ("pin",),
+    "button": ("pin",),
+    "motion": ("pin",),
+    "bme280": ("bus", "address"),
+    "bh1750": ("bus", "address"),
+    "mcp3008": ("bus", "device", "channel"),
+}
+CAN_SET = {"relay", "led"}
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+WHEN = re.compile(r"\s*([a-z][a-z0-9_]*)\.([a-z_]+)\s*(<=|>=|==|!=|<|>)\s*(-?\d+(?:\.\d+)?)\s*")
+
+
+def _check_devices(config: Config, refuse: Callable[[str, str, Any], ConfigError]) -> None:
+    """Each device has what its driver needs, in range; no two devices share a pin or an address."""
+    pins: dict[int, str] = {}
+    addresses: dict[tuple[int, int], str] = {}
+    spi: dict[tuple[int, int, int], str] = {}
+    for name, device in config.devices.items():
+        where = f"devices.{name}"
+        if not _NAME.fullmatch(name):
+            raise ConfigError(f"{where}: device names are lower-case letters, digits and _ (at most 40)")
+        for need in _NEEDS[device.driver]:
+            if getattr(device, need) is None:
+                raise ConfigError(f"{where}.{need}: a {device.driver} needs a {need}")
+        if device.pin is not None:
+            if not 0 <= device.pin <= 27:
+                raise refuse(f"{where}.pin", "a GPIO number from 0 to 27 (BCM numbering)", device.pin)
+            if device.pin in pins:
+                raise ConfigError(f"{where}.pin: GPIO {device.pin} is already used by {pins[device.pin]}")
+            pins[device.pin] = name
+        if device.address is not None:
+            if not 0x03 <= device.address <= 0x77:
+                raise refuse(f"{where}.address", "a 7-bit I2C address from 0x03 to 0x77", hex(device.address))
+            key = (device.bus or 0, device.address)
+            if key in addresses:
+                raise ConfigError(
+                    f"{where}.address: I2C bus {key[0]} address {key[1]:#04x} is already used by {addresses[key]}"
+                )
+            addresses[key] = name
+        if device.channel is not None:
+            if not 0 <= device.channel <= 7:
+                raise refuse(f"{where}.channel", "an ADC channel from 0 to 7", device.channel)
+            slot = (device.bus or 0, device.device or 0, device.channel)
+            if slot in spi:
+                raise ConfigError(f"{where}.channel: SPI {slot[0]}.{slot[1]} channel {slot[2]} is used by {spi[slot]}")
+            spi[slot] = name
+        if device.device is not None and device.device not in (0, 1):
+            raise refuse(f"{where}.device", "an SPI chip select, 0 or 1", device.device)
+        if "set" in device.allow and device.driver not in CAN_SET:
+            raise ConfigError(f"{where}.allow: a {device.driver} cannot be set, only read")
+        if not 1 <= device.writes_per_minute <= 600:
+            raise refuse(f"{where}.writes_per_minute", "a whole number from 1 to 600", device.writes_per_minute)
+    for i, rule in enumerate(config.events):
+        match = WHEN.fullmatch(rule.when)
+        if not match:
+            raise ConfigError(
+                f'events[{i}].when: expected DEVICE.QUANTITY OP NUMBER, e.g. "living_room.temperature > 28"'
+            )
+        if match.group(1) not in config.devices:
+            raise ConfigError(f"events[{i}].when: no device named {match.group(1)!r}")
+        if rule.every_s < 1 or rule.cooldown_s < 0:
+            raise ConfigError(f"events[{i}]: every_s must be at least 1 and cooldown_s 0 or more")
+    _check_schedule(config)
+    if config.telegram.webhook_url and not config.telegram.webhook_url.startswith("https://"):
+        raise ConfigError("telegram.webhook_url: Telegram only posts to https:// URLs")
+    if config.telegram.webhook_url and not re.fullmatch(r"[A-Za-z0-9_-]{16,256}", config.telegram.webhook_secret):
+        raise ConfigError(
+            "telegram.webhook_secret: needed with a webhook: 16 to 256 of A-Z, a-z, 0-9, _ and -",
+            fix="put TELEGRAM_WEBHOOK_SECRET=... (letters, digits, _ or -) in the secrets file and refer to it",
+        )
+    routing = config.routing
+    if routing.mode != "local_only" and routing.cloud_provider not in config.providers:
+        known = ", ".join(config.providers) or "none is configured"
+        raise ConfigError(
+            f"routing.cloud_provider: {routing.cloud_provider!r} is not under providers: ({known})",
+            fix="name a provider from providers:, or set routing.mode: local_only",
+        )
+    if not 0.0 <= routing.min_confidence <= 1.0:
+        raise ConfigError(f"routing.min_confidence: expected a probability from 0 to 1, got {routing.min_confidence}")
+    for name, provider in config.providers.items():
+        if not provider.api_base.startswith(("https://", "http://")):
+            raise ConfigError(f"providers.{name}.api_base: expected an http(s) URL")
+    if not 0.3 <= config.memory.compact_at <= 0.95:
+        raise ConfigError(f"memory.compact_at: expected a share from 0.3 to 0.95, got {config.memory.compact_at}")
+    if config.telegram.enabled and not config.telegram.token:
+        raise ConfigError(
+            "telegram.token: the bot needs its token",
+            fix="put TELEGRAM_BOT_TOKEN=... in the secrets file and telegram.token: ${TELEGRAM_BOT_TOKEN} here",
+        )
+    if config.hardware.approval_timeout_s <= 0:
+        raise ConfigError("hardware.approval_timeout_s: must be greater than 0")
+
+
+def _check_schedule(config: Config) -> None:
+    """Job ids unique, each job does one thing, time zone known."""
+    seen: set[str] = set()
+    for i, job in enumerate(config.scheduler.jobs):
+        where = f"scheduler.jobs[{i}]"
+        if not _NAME.fullmatch(job.id):
+            raise ConfigError(f"{where}.id: lower-case letters, digits and _ (at most 40)")
+        if job.id in seen:
+            raise ConfigError(f"{where}.id: {job.id!r} is used twice")
+        seen.add(job.id)
+        from appliance.scheduler import check_job  # lazy: the scheduler imports appliance.config
+
+        check_job(job, where, config.devices)
+    if config.scheduler.timezone:
+        import zoneinfo
+
+        try:
+            zoneinfo.ZoneInfo(config.scheduler.timezone)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise ConfigError(f"scheduler.timezone: unknown time zone {config.scheduler.timezone!r}") from None
+    if not 0 <= config.scheduler.heartbeat_minutes <= 1440:
+        raise ConfigError("scheduler.heartbeat_minutes: expected 0 (off) to 1440")

@@ -1,0 +1,267 @@
+"""Finding and reading the config: YAML, ``${ENV}`` references and the secrets file, into the typed tree.
+
+Building walks the tree of :mod:`appliance.config.schema`: unknown keys and wrong types are refused
+with the key's path (``agent.max_rounds: expected an integer, got "five"``). A value that came from
+a secret or an ``${ENV}`` reference is never echoed in an error.
+
+Which file: ``--config``, else ``$PICOAGENT_CONFIG``, else ``/etc/picoagent/picoagent.yaml`` when it
+exists, else ``config/picoagent.yaml`` of the checkout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin
+
+from appliance.config.schema import Config
+from appliance.errors import ConfigError
+
+SYSTEM_CONFIG = Path("/etc/picoagent/picoagent.yaml")
+CHECKOUT_CONFIG = Path(__file__).resolve().parent.parent.parent / "config" / "picoagent.yaml"
+
+_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def config_path(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """Which config file a command uses (see the module docstring)."""
+    if explicit:
+        return Path(explicit)
+    env = os.environ.get("PICOAGENT_CONFIG")
+    if env:
+        return Path(env)
+    if SYSTEM_CONFIG.exists():
+        return SYSTEM_CONFIG
+    return CHECKOUT_CONFIG
+
+
+def read_secrets(path: Path) -> dict[str, str]:
+    """Parse a ``KEY=value`` secrets file (comments, blank lines, ``export`` and quotes allowed)."""
+    secrets: dict[str, str] = {}
+    if not path.exists():
+        return secrets
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        line = line.removeprefix("export ").strip()
+        key, sep, value = line.partition("=")
+        key = key.strip()
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            # Never echo the line: it may hold a secret.
+            raise ConfigError(
+                f"{path}:{number}: expected KEY=value",
+                fix="each line of the secrets file is NAME=value (names: letters, digits, _)",
+            )
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        secrets[key] = value
+    return secrets
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    environ: typing.Mapping[str, str] | None = None,
+) -> Config:
+    """Load, resolve and validate the config; ``data_dir`` overrides the file's ``data_dir``."""
+    import yaml  # lazy: keeps `picoagent --help` fast
+
+    from appliance.config.checks import _check  # here, not at the top: checks imports this module
+
+    source = config_path(path)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"config file {source} does not exist",
+            fix="pass --config PATH, set PICOAGENT_CONFIG, or copy config/picoagent.yaml there",
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {source}: {exc.strerror}") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise ConfigError(f"{source}{where}: {problem}", fix="check the indentation and quoting") from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: expected a mapping of keys at the top level")
+
+    env = dict(os.environ if environ is None else environ)
+    secrets_value = raw.get("secrets_file", Config.secrets_file)
+    secrets_path = Path(os.path.expanduser(str(secrets_value)))
+    if not secrets_path.is_absolute():
+        secrets_path = source.parent / secrets_path
+    secrets = read_secrets(secrets_path)
+    lookup = {**secrets, **env}
+
+    referenced: set[str] = set()
+    config = _build(Config, raw, "", lookup, referenced)
+    config.source = source.resolve()
+    config.secret_values = frozenset(secrets.values())
+    if data_dir is not None:
+        config.data_dir = str(Path(data_dir).resolve())
+    _check(config, referenced)
+    return config
+
+
+# --- building the tree ----------------------------------------------------------------------
+
+
+class _Secret(str):
+    """A string that came from a reference: error messages must not show it."""
+
+
+def _resolve_refs(value: str, path: str, lookup: typing.Mapping[str, str]) -> str:
+    names = _REF.findall(value)
+    if not names:
+        return value
+    for name in names:
+        if name not in lookup:
+            raise ConfigError(
+                f"{path}: ${{{name}}} is not set",
+                fix=f"set {name} in the environment or in the secrets file",
+            )
+    return _Secret(_REF.sub(lambda m: lookup[m.group(1)], value))
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, _Secret):
+        return "a value from a secret reference"
+    if isinstance(value, str):
+        return f'"{value}"' if len(value) <= 40 else f'"{value[:37]}..."'
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return repr(value)
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+
+
+def _expected(tp: Any) -> str:
+    origin = get_origin(tp)
+    if origin is Literal:
+        return "one of " + ", ".join(f'"{a}"' if isinstance(a, str) else repr(a) for a in get_args(tp))
+    if origin in (Union, types.UnionType):
+        return " or ".join(_expected(a) for a in get_args(tp) if a is not type(None))
+    if origin is list:
+        return "a list"
+    if origin is dict:
+        return "a mapping"
+    if dataclasses.is_dataclass(tp):
+        return "a mapping"
+    return _TYPE_NAMES.get(tp, getattr(tp, "__name__", str(tp)))
+
+
+def _convert(
+    tp: Any, value: Any, path: str, lookup: typing.Mapping[str, str], secret: bool, referenced: set[str]
+) -> Any:
+    if isinstance(value, str):
+        value = _resolve_refs(value, path, lookup)
+        if secret and not isinstance(value, _Secret):
+            value = _Secret(value)
+        if isinstance(value, _Secret):
+            referenced.add(path)
+    origin = get_origin(tp)
+    wrong = ConfigError(f"{path}: expected {_expected(tp)}, got {_describe(value)}")
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise wrong
+        return _build(typing.cast(type, tp), value, path + ".", lookup, referenced)
+    if origin is Literal:
+        if value in get_args(tp):
+            return str(value) if isinstance(value, _Secret) else value
+        raise wrong
+    if origin in (Union, types.UnionType):
+        for option in get_args(tp):
+            if option is type(None) and value is None:
+                return None
+            try:
+                return _convert(option, value, path, lookup, secret, referenced)
+            except ConfigError:
+                continue
+        raise wrong
+    if origin is list:
+        if not isinstance(value, list):
+            raise wrong
+        (item,) = get_args(tp)
+        return [_convert(item, v, f"{path}[{i}]", lookup, secret, referenced) for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise wrong
+        _, item = get_args(tp)
+        return {str(k): _convert(item, v, f"{path}.{k}", lookup, secret, referenced) for k, v in value.items()}
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        raise wrong
+    if tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, _Secret) and re.fullmatch(r"-?\d+", value):
+            return int(value)
+        raise wrong
+    if tp is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, _Secret):
+            try:
+                return float(value)
+            except ValueError:
+                raise wrong from None
+        raise wrong
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return str(value)  # `model: 1234` reads as a name; no surprise
+        raise wrong
+    raise TypeError(f"config type {tp!r} is not supported")  # a programming error, not a user one
+
+
+def _build(cls: type, raw: dict[str, Any], prefix: str, lookup: typing.Mapping[str, str], referenced: set[str]) -> Any:
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if not f.metadata.get("internal")}
+    for key in raw:
+        if key not in fields:
+            close = [name for name in fields if _similar(str(key), name)]
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ConfigError(
+                f"{prefix}{key}: unknown key{hint}",
+                fix="known keys here: " + ", ".join(fields),
+            )
+    missing = [
+        name
+        for name, f in fields.items()
+        if name not in raw and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+    if missing:
+        raise ConfigError(f"{prefix}{missing[0]}: required, but missing")
+    values = {}
+    for name, f in fields.items():
+        if name in raw:
+            secret = bool(f.metadata.get("secret"))
+            values[name] = _convert(hints[name], raw[name], prefix + name, lookup, secret, referenced)
+    return cls(**values)
+
+
+def _similar(a: str, b: str) -> bool:
+    import difflib
+
+    return difflib.SequenceMatcher(None, a.lower(), b.lower()).ratio() >= 0.75

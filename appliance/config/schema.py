@@ -1,0 +1,348 @@
+"""The configuration tree: one dataclass per section, each field with its one-line description.
+
+Each field's ``doc`` metadata is its description (``describe_keys`` lists them all; the tests check
+that the shipped YAML documents every one) and whether its value is secret. Reading a file into this
+tree is :mod:`appliance.config.load`; the checks types alone cannot express, :mod:`appliance.config.checks`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+SYSTEM_DATA_DIR = Path("/var/lib/picoagent")
+
+
+def doc(text: str, default: Any = dataclasses.MISSING, *, secret: bool = False, **kw: Any) -> Any:
+    """A dataclass field with its one-line description (and whether its value is secret)."""
+    meta = {"doc": text, "secret": secret}
+    if default is dataclasses.MISSING:
+        return field(metadata=meta, **kw)
+    return field(default=default, metadata=meta, **kw)
+
+
+@dataclass
+class AgentConfig:
+    """How one turn runs."""
+
+    name: str = doc("the assistant's name, used in the SOUL.md written on first run", "Pico")
+    max_rounds: int = doc("most model calls in one turn (each tool round is one)", 4)
+    tool_timeout_s: float = doc("seconds a tool may run before it is stopped and reported as failed", 30.0)
+    history_messages: int = doc("recent messages of the conversation put into the prompt", 12)
+    max_reply_tokens: int = doc("most tokens in one reply", 256)
+    temperature: float = doc("sampling temperature; 0 is greedy and repeatable", 0.2)
+    repeat_penalty: float = doc("above 1 discourages repeating recent tokens (small models loop)", 1.1)
+
+
+@dataclass
+class LlmConfig:
+    """The local model and the llama.cpp runtime."""
+
+    model: str = doc(
+        "catalog name or path to a .gguf file; empty: the model chosen with `picoagent models use`, "
+        "else the packaged default",
+        "",
+    )
+    context_tokens: int = doc("context window in tokens (prompt + reply)", 2048)
+    threads: int | Literal["auto"] = doc("decode threads; auto: see README (never oversubscribed)", "auto")
+    batch_threads: int | Literal["auto"] = doc("prompt-processing threads; auto: physical cores", "auto")
+    batch_size: int = doc("tokens evaluated per batch while reading the prompt", 256)
+    stop: list[str] = doc("extra stop sequences besides the model's own end of turn", default_factory=list)
+    timeout_s: float = doc("a generation running longer than this is cancelled", 120.0)
+    memory_margin_mb: int = doc("memory that must stay free after the model loads", 128)
+    seed: int = doc("sampling seed (replies repeat for the same seed and prompt)", 42)
+    preload: bool = doc("load the model when the daemon starts (else on the first message)", True)
+
+
+@dataclass
+class WebConfig:
+    """The LAN face: status page, web chat, JSON API, OpenAI-compatible endpoint."""
+
+    host: str = doc("address to listen on; 0.0.0.0 is every interface, 127.0.0.1 this machine only", "0.0.0.0")
+    port: int = doc("TCP port", 8080)
+    secure_cookies: bool = doc("mark session cookies Secure (only when served over HTTPS)", False)
+    session_days: float = doc("how long a web login lasts", 7.0)
+    login_attempts_per_minute: int = doc("failed logins allowed per minute from one address", 5)
+
+
+DRIVERS = ("relay", "led", "button", "motion", "bme280", "bh1750", "mcp3008")
+
+
+@dataclass
+class DeviceConfig:
+    """One named device wired to the Pi."""
+
+    driver: Literal["relay", "led", "button", "motion", "bme280", "bh1750", "mcp3008"] = doc(
+        "what the part is: relay, led, button, motion, bme280, bh1750 or mcp3008"
+    )
+    pin: int | None = doc("GPIO pin (BCM number, 0-27) for relay, led, button, motion", None)
+    bus: int | None = doc("I2C bus number (bme280, bh1750) or SPI bus (mcp3008)", None)
+    address: int | None = doc("I2C address, 0x03-0x77 (bme280: 0x76 or 0x77; bh1750: 0x23 or 0x5C)", None)
+    device: int | None = doc("SPI chip select (mcp3008): 0 or 1", None)
+    channel: int | None = doc("ADC channel (mcp3008): 0-7", None)
+    room: str = doc("the room it is in; people and the intent fast path use it", "")
+    aliases: list[str] = doc("other names people use for it", default_factory=list)
+    allow: list[Literal["read", "set"]] = doc(
+        "operations allowed; empty: everything the driver can do", default_factory=list
+    )
+    approval: Literal["required", "none"] = doc("required: every write waits for a person to approve it", "none")
+    writes_per_minute: int = doc("most writes per minute (protects relays from flapping)", 30)
+    active_high: bool = doc("false when the relay or LED is on at a low pin", True)
+
+
+@dataclass
+class I2CAllow:
+    """A raw I2C range the model may touch when hardware.raw_access is on."""
+
+    bus: int = doc("I2C bus number")
+    address: int = doc("7-bit address")
+    registers: str = doc('register range, e.g. "0x00-0xFF" or "0xD0"', "0x00-0xFF")
+    write: bool = doc("whether writes are allowed (reads always are, within the range)", False)
+
+
+@dataclass
+class SPIAllow:
+    """A raw SPI device the model may talk to when hardware.raw_access is on."""
+
+    bus: int = doc("SPI bus")
+    device: int = doc("chip select")
+    max_bytes: int = doc("longest transfer", 32)
+
+
+@dataclass
+class RawAccessConfig:
+    """Raw bus tools for the model (i2c_scan, i2c_read, i2c_write, spi_transfer): off unless allowlisted."""
+
+    enabled: bool = doc("offer the raw bus tools at all", False)
+    i2c: list[I2CAllow] = doc("I2C bus/address/register ranges allowed", default_factory=list)
+    spi: list[SPIAllow] = doc("SPI devices allowed", default_factory=list)
+
+
+@dataclass
+class HardwareConfig:
+    """The buses and how devices are reached."""
+
+    backend: Literal["auto", "real", "simulated"] = doc(
+        "real GPIO/I2C/SPI, a simulation with real register maps, or auto (real on a Pi)", "auto"
+    )
+    approval_timeout_s: float = doc("how long a write waiting for approval stays valid", 300.0)
+    raw_access: RawAccessConfig = doc("raw bus tools for the model", default_factory=RawAccessConfig)
+
+
+@dataclass
+class EventRule:
+    """A condition on a sensor that becomes an event (a notification) when it turns true."""
+
+    when: str = doc('the condition, e.g. "living_room.temperature > 28"')
+    message: str = doc("what to say; empty: the condition and the value", "")
+    every_s: float = doc("how often the sensor is read", 60.0)
+    cooldown_s: float = doc("least time between two events of this rule", 900.0)
+
+
+@dataclass
+class TelegramConfig:
+    """The Telegram channel (python-telegram-bot, long polling)."""
+
+    enabled: bool = doc("run the Telegram bot inside the daemon", False)
+    token: str = doc("the bot's token from @BotFather; keep it in the secrets file", "", secret=True)
+    allow_from: list[int] = doc(
+        "Telegram user ids allowed to talk to the bot (pairing adds more)", default_factory=list
+    )
+    owner_chat: int | None = doc("chat id for proactive messages; empty: the first allowed user", None)
+    api_base_url: str = doc("Bot API base URL (a self-hosted Bot API server works)", "https://api.telegram.org/bot")
+    edit_interval_s: float = doc("least time between two edits of a streaming reply (Telegram rate-limits)", 1.2)
+    poll_timeout_s: int = doc("long-polling timeout for getUpdates", 30)
+    webhook_url: str = doc("public HTTPS URL Telegram posts updates to; empty: long polling", "")
+    webhook_secret: str = doc(
+        "secret Telegram sends with each webhook post; keep it in the secrets file", "", secret=True
+    )
+
+
+@dataclass
+class MemoryConfig:
+    """Long-term memory: facts and summaries, recalled by meaning and by keyword."""
+
+    embedding_model: str = doc(
+        "GGUF embedding model (catalog name or path); empty: the chat model's own embeddings", ""
+    )
+    recall_k: int = doc("most memories recalled into a turn's prompt", 5)
+    recall_tokens: int = doc("token budget for recalled memories in a turn's prompt", 300)
+    decay_half_life_days: float = doc("older memories rank lower, halving every N days; 0: no decay", 0.0)
+    extract_after_messages: int = doc("extract facts from a conversation every N new messages; 0: off", 8)
+    quiet_minutes: float = doc("also extract when a conversation has been quiet this long", 10.0)
+    compact_at: float = doc("summarise older turns when history passes this share of the context", 0.75)
+    keep_recent: int = doc("messages kept verbatim when older ones are summarised", 6)
+
+
+@dataclass
+class CronJob:
+    """A scheduled job: a prompt for the agent, a device action, or a task to run."""
+
+    id: str = doc("a short name, used by `picoagent cron run ID`")
+    schedule: str = doc('"every 30m", "daily 09:00", "hourly :15", "startup", or a cron expression "0 7 * * 1-5"')
+    prompt: str = doc("a message for the agent; its reply is delivered", "")
+    device: str = doc("a device to set (with value)", "")
+    value: str | bool = doc("the value to set the device to: on, off, 40%", "")
+    task: str = doc("a persistent task's goal to start", "")
+    deliver: bool = doc("send the result to the owner (Telegram)", True)
+    missed: Literal["skip", "run_once"] = doc(
+        "a run missed while the Pi was off: skip it, or run once at start", "skip"
+    )
+
+
+@dataclass
+class SchedulerConfig:
+    """Cron jobs and the heartbeat."""
+
+    timezone: str = doc('IANA time zone for schedules, e.g. "Europe/Brussels"; empty: the system\'s', "")
+    jobs: list[CronJob] = doc("scheduled jobs (more in workspace/cron.yaml)", default_factory=list)
+    heartbeat_minutes: int = doc("check workspace/HEARTBEAT.md every N minutes with the local model; 0: off", 30)
+
+
+@dataclass
+class ProviderConfig:
+    """A cloud model the appliance may escalate to."""
+
+    type: Literal["openai", "anthropic"] = doc("openai: any OpenAI-compatible API; anthropic: the Messages API")
+    api_base: str = doc("the API's base URL, e.g. https://api.openai.com/v1 or https://api.anthropic.com")
+    model: str = doc("the model name the API expects")
+    api_key: str = doc("the API key: a ${NAME} reference into the secrets file", "", secret=True)
+    price_in_per_mtok: float = doc("price in USD per million prompt tokens (for the budget)", 0.0)
+    price_out_per_mtok: float = doc("price in USD per million completion tokens", 0.0)
+    timeout_s: float = doc("give up on a request after this long", 60.0)
+
+
+@dataclass
+class RoutingConfig:
+    """When a message may leave the Pi."""
+
+    mode: Literal["local_only", "edge_first", "cloud_first"] = doc(
+        "local_only: never the cloud; edge_first: the cloud when the local answer is not good enough; "
+        "cloud_first: the cloud whenever allowed",
+        "local_only",
+    )
+    cloud_provider: str = doc("the name of the provider (under providers:) to escalate to", "")
+    min_confidence: float = doc(
+        "escalate when the local answer's mean token probability is below this (tests/eval/REPORT.md)", 0.65
+    )
+    local_only_channels: list[str] = doc(
+        "channels whose messages never leave the Pi (terminal, web, ...)", default_factory=list
+    )
+    cloud_tools: list[str] = doc(
+        "tools the local model cannot drive reliably: when it calls one, the cloud answers instead",
+        default_factory=list,
+    )
+    daily_budget_usd: float = doc("most spent on the cloud per day; 0: no cloud", 1.0)
+    monthly_budget_usd: float = doc("most spent on the cloud per month; 0: no cloud", 10.0)
+
+
+@dataclass
+class ShellConfig:
+    """The shell tool: commands run in a bubblewrap sandbox, never outside one."""
+
+    enabled: bool = doc("offer the shell tool (refused with a reason when bubblewrap cannot run here)", True)
+    sandbox_socket: str = doc(
+        "Unix socket of the picoagent-sandbox service; auto: its standard socket when it exists, else run "
+        "bubblewrap in this process; empty: always in this process",
+        "auto",
+    )
+    memory_mb: int = doc("address space one sandboxed process may use, in MiB", 512)
+    cpu_s: int = doc("CPU seconds one sandboxed process may use", 20)
+    max_file_mb: int = doc("largest file a command may write, in MiB", 64)
+    max_processes: int = doc("most processes a command may run at once", 64)
+    max_output_kb: int = doc("output read from a command before it is stopped, in KiB", 256)
+
+
+@dataclass
+class WebFetchConfig:
+    """The web_fetch tool: pages as text, never the Pi's own network."""
+
+    enabled: bool = doc("offer web_fetch", True)
+    max_bytes: int = doc("largest response read, in bytes", 2_000_000)
+    timeout_s: float = doc("give up on a fetch after this long (redirects included)", 15.0)
+    max_redirects: int = doc("most redirects followed (each one checked again)", 5)
+    allow_private: list[str] = doc(
+        "private addresses or networks web_fetch may still reach, e.g. 192.168.1.20 or 10.0.0.0/24",
+        default_factory=list,
+    )
+
+
+@dataclass
+class McpServerConfig:
+    """An MCP server the assistant uses, started over stdio."""
+
+    command: list[str] = doc("the program and its arguments, e.g. [npx, -y, @modelcontextprotocol/server-time]")
+    env: dict[str, str] = doc(
+        "extra environment for it (${NAME} references into the secrets file)", default_factory=dict, secret=True
+    )
+    enabled: bool = doc("start it", True)
+    timeout_s: float = doc("give up on a call or on starting it after this long", 30.0)
+
+
+@dataclass
+class ToolsConfig:
+    """What the model's tools may do, and how much of it in one turn."""
+
+    per_turn: int = doc("most tool calls in one turn; further calls are refused with a note", 8)
+    max_output_chars: int = doc("a tool's output is cut here (with a note saying so)", 4000)
+    cache_s: float = doc("a read-only tool's result is reused for this long with the same arguments; 0: off", 30.0)
+    shell: ShellConfig = doc("the sandboxed shell", default_factory=ShellConfig)
+    web_fetch: WebFetchConfig = doc("fetching web pages", default_factory=WebFetchConfig)
+    mcp: dict[str, McpServerConfig] = doc("MCP servers whose tools the model may use, by name", default_factory=dict)
+    plugins: list[str] = doc("Python modules loaded as plugins (each has register(hooks))", default_factory=list)
+
+
+@dataclass
+class Config:
+    """The whole configuration tree."""
+
+    data_dir: str = doc(
+        "where state lives (database, workspace, models); relative to this file's folder",
+        str(SYSTEM_DATA_DIR),
+    )
+    secrets_file: str = doc("KEY=value file for ${NAME} references; relative to this file's folder", "secrets.env")
+    log_level: Literal["debug", "info", "warning", "error"] = doc("log verbosity", "warning")
+    agent: AgentConfig = doc("how one turn runs", default_factory=AgentConfig)
+    llm: LlmConfig = doc("the local model", default_factory=LlmConfig)
+    web: WebConfig = doc("the LAN face", default_factory=WebConfig)
+    hardware: HardwareConfig = doc("buses and backends", default_factory=HardwareConfig)
+    devices: dict[str, DeviceConfig] = doc("named devices wired to the Pi", default_factory=dict)
+    events: list[EventRule] = doc("sensor conditions that become events", default_factory=list)
+    telegram: TelegramConfig = doc("the Telegram channel", default_factory=TelegramConfig)
+    memory: MemoryConfig = doc("long-term memory", default_factory=MemoryConfig)
+    providers: dict[str, ProviderConfig] = doc("cloud models, by name", default_factory=dict)
+    routing: RoutingConfig = doc("when a message may leave the Pi", default_factory=RoutingConfig)
+    scheduler: SchedulerConfig = doc("cron jobs and the heartbeat", default_factory=SchedulerConfig)
+    tools: ToolsConfig = doc("the model's tools: sandbox, web, MCP servers, plugins", default_factory=ToolsConfig)
+
+    # Not config keys: where this config came from (set by load_config).
+    source: Path | None = field(default=None, metadata={"internal": True})
+    # The secrets file's values, redacted from every tool output.
+    secret_values: frozenset[str] = field(default=frozenset(), metadata={"internal": True})
+
+    @property
+    def base_dir(self) -> Path:
+        """The folder relative paths in this config are resolved against."""
+        return self.source.parent if self.source else Path.cwd()
+
+    def resolve_path(self, value: str) -> Path:
+        """A path from this config, made absolute against the config file's folder."""
+        path = Path(os.path.expanduser(value))
+        return path if path.is_absolute() else (self.base_dir / path).resolve()
+
+
+def describe_keys(cls: type = Config, prefix: str = "") -> list[tuple[str, str]]:
+    """Every config key with its description (tests check the shipped YAML documents them all)."""
+    rows: list[tuple[str, str]] = []
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("internal"):
+            continue
+        rows.append((prefix + f.name, f.metadata.get("doc", "")))
+        if dataclasses.is_dataclass(hints[f.name]):
+            rows.extend(describe_keys(hints[f.name], prefix + f.name + "."))
+    return rows
