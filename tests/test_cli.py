@@ -217,9 +217,15 @@ def test_models_list_marks_the_packaged_default(tmp_path: Path) -> None:
     row = _row(out.stdout, "smollm2-135m")
     assert row.startswith("* smollm2-135m")
     assert " installed" in row and "not installed" not in row
-    marked = [line for line in out.stdout.splitlines() if line.startswith("* ") and not line.startswith("* =")]
+    chat, embedding = out.stdout.split("EMBEDDING")
+    marked = [line for line in chat.splitlines() if line.startswith("* ") and not line.startswith("* =")]
     assert marked == [row]
     assert "the model picoagent runs (smollm2-135m)" in out.stdout
+    # The embedding models are listed apart, with the one memory and understanding use marked.
+    minilm = _row(embedding, "minilm")
+    assert minilm.startswith("* minilm") and " installed" in minilm and " 384 " in minilm
+    assert [line for line in embedding.splitlines() if line.startswith("* ") and "=" not in line] == [minilm]
+    assert "what memory and understanding use (minilm)" in out.stdout
 
 
 def test_models_use_of_an_unknown_name_fails_clearly(tmp_path: Path) -> None:

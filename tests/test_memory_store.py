@@ -396,11 +396,25 @@ def test_a_failing_embedder_loses_nothing(db: Database, embedder: MeaningEmbedde
     embedder.fail = True
     memory = store.add("The fuse box is behind the coats", source="t")
     assert memory.embedded_with is None and store.needs_reembed()
-    hits = store.search("fuse box")
-    assert hits.mode == "keyword" and "could not be embedded" in hits.note and hits[0].memory == memory
+    calls = len(embedder.calls)
+    hits = store.search("fuse box")  # no memory has a vector: the query is not even embedded
+    assert hits.mode == "keyword" and hits[0].memory == memory and len(embedder.calls) == calls
     embedder.fail = False
     assert store.reembed() == 1 and not store.needs_reembed()
     assert store.search("fuse box")[0].matched_by == {"vector", "keyword"}
+    embedder.fail = True
+    hits = store.search("where is the fuse box")
+    assert hits.mode == "keyword" and "could not be embedded" in hits.note and hits[0].memory.id == memory.id
+
+
+def test_an_empty_memory_embeds_nothing_for_a_search(db: Database, embedder: MeaningEmbedder) -> None:
+    store = MemoryStore(db, embedder, model_name="test", dimensions=384)
+    for query in ("where is the shed key", "hello"):
+        assert store.search(query) == [] and store.status().memories == 0
+    assert embedder.calls == []  # an empty memory costs a turn no embedding (and no model load)
+    store.add("The shed key hangs by the back door", source="t")
+    assert store.search("where is the shed key")[0].matched_by == {"vector", "keyword"}
+    assert len(embedder.calls) == 2  # the memory, then the query
 
 
 def test_without_an_embedder_search_is_by_keyword(db: Database) -> None:

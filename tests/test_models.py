@@ -8,6 +8,7 @@ import importlib.util
 import io
 import os
 import re
+import shutil
 import socket
 import threading
 from collections.abc import Iterator
@@ -222,7 +223,7 @@ def test_not_enough_disk_is_refused_before_any_request(
     host: FakeModelHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     entry = entry_for(host.data)
-    monkeypatch.setattr(models.shutil, "disk_usage", lambda _path: _Usage(free=1000))
+    monkeypatch.setattr(shutil, "disk_usage", lambda _path: _Usage(free=1000))
     with pytest.raises(DownloadError, match="not enough free disk space"):
         models.pull(entry, tmp_path, url=f"{host.base_url}/{entry.file}")
     assert host.requests == []
@@ -288,7 +289,7 @@ def test_installed_chunk_packages_match_the_catalog() -> None:
         module = entry.packaged_files[0].split("/")[0] if entry.packaged_files else None
         if module is None or importlib.util.find_spec(module) is None:
             continue
-        found = models.packaged_path(entry) or models.packaged_chunks(entry)
+        found = models.packaged_path(entry) or models.packaged_chunks(entry) or models.conversion_source(entry)
         assert found, f"{entry.name}: its package is installed but packaged_files do not point at the files"
 
 
@@ -413,12 +414,24 @@ def test_catalog_integrity() -> None:
         assert set(item) == required, f"{item['name']}: fields differ from CatalogEntry"
     for entry in models.load_catalog().values():
         assert re.fullmatch(r"[a-z0-9][a-z0-9.\-]*", entry.name)
-        assert entry.url.startswith("https://") and entry.url.endswith("/" + entry.file)
+        spec = entry.conversion
+        downloaded = spec.download_file if spec is not None else entry.file
+        assert entry.url.startswith("https://") and entry.url.endswith("/" + downloaded)
         assert entry.file.endswith(".gguf")
         assert re.fullmatch(r"[0-9a-f]{64}", entry.sha256)
         assert entry.size_bytes > 0 and entry.ram_mb * 2**20 > entry.size_bytes
-        assert entry.pi5_tps > 0 and entry.title and entry.license and entry.notes and entry.source
+        assert entry.title and entry.license and entry.notes and entry.source
         assert (entry.packaged is None) == (not entry.packaged_files)
+        assert entry.kind in ("chat", "embedding")
+        if entry.kind == "chat":
+            assert entry.pi5_tps > 0 and not entry.dimensions and spec is None
+        else:
+            assert not entry.chat and entry.dimensions % 8 == 0 and entry.dimensions >= 128
+        if spec is not None:
+            assert spec.format == "bert" and spec.quant in ("f16", "q8_0") and entry.packaged_files
+            assert re.fullmatch(r"[0-9a-f]{64}", spec.source_sha256) and spec.download_size > 0
     default = models.get_entry(models.default_model_name())
     assert default.chat and default.packaged
-    assert len(models.load_catalog()) >= 5
+    embedding = models.get_entry(models.default_embedding_model_name())
+    assert embedding.kind == "embedding" and embedding.conversion is not None
+    assert len(models.load_catalog()) >= 8

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -115,8 +116,12 @@ def tools_prompt(tools: list[Tool]) -> str:
     return "\n".join(lines)
 
 
-def system_prompt(workspace: Workspace, tools: ToolRegistry | None) -> str:
-    """SOUL.md, USER.md, the skills catalog and (when there are tools) the tool protocol, in a fixed order."""
+def system_prompt(workspace: Workspace, tools: ToolRegistry | Sequence[Tool] | None) -> str:
+    """SOUL.md, USER.md, the skills catalog and (when there are tools) the tool protocol, in a fixed order.
+
+    The tools come last: a turn's ranked tools may differ from the last turn's, and what precedes them
+    stays a KV-cache prefix either way.
+    """
     parts = [workspace.read(name) for name in WORKSPACE_FILES]
     parts.append(workspace.skills.prompt())  # before the tools: the same with or without them
     if tools is not None and len(tools):

@@ -71,7 +71,7 @@ from typing import Literal
 
 from appliance.errors import ConfigError
 
-Action = Literal["set", "read", "ask"]
+Action = Literal["set", "read", "ask", "confirm", "cancel", "history"]
 Words = tuple[str, ...]
 
 SETTABLE = frozenset({"switch", "dimmer"})
@@ -87,11 +87,17 @@ class DeviceInfo:
     room: str | None
     aliases: tuple[str, ...] = ()
     quantities: tuple[str, ...] = ()
+    driver: str = ""  # relay, button, bme280...: the semantic stage words its examples by it
+    allowed: tuple[str, ...] = ("read", "set")  # the operations the config allows
 
 
 @dataclass(frozen=True)
 class Intent:
-    """What a message asks for: set a device, read one, or ask which device was meant."""
+    """What a message asks for: set a device, read one, or ask which device was meant.
+
+    The semantic stage adds ``confirm`` (a write it asks about first: ``question``, answered by yes or
+    no), ``cancel`` (the answer was no) and ``history`` (what happened to a device: the events table).
+    """
 
     action: Action
     device: str | None = None
@@ -100,14 +106,19 @@ class Intent:
     question: str | None = None  # ask: the question to put to the user
     options: tuple[str, ...] = ()  # ask: the device names it chooses between
     then: Intent | None = None  # ask: the intent to carry out, device left out, once answered
+    how: str = ""  # how it was understood when not by the rules: "by meaning (similarity 0.71)"
 
     def describe(self) -> str:
         """The intent in a few words, for logs and a reply record's reason: "set fan off"."""
+        value = ("on" if self.value else "off") if isinstance(self.value, bool) else f"{(self.value or 0) * 100:g}%"
         if self.action == "set":
-            value = ("on" if self.value else "off") if isinstance(self.value, bool) else f"{(self.value or 0) * 100:g}%"
             return f"set {self.device} {value}"
         if self.action == "read":
             return f"read {self.device} {self.quantity}" if self.quantity else f"read {self.device}"
+        if self.action in ("confirm", "cancel"):
+            return f"{self.action} set {self.device} {value}"
+        if self.action == "history":
+            return f"history of {self.device}"
         return f"ask {self.question}"
 
 

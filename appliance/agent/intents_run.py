@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -9,6 +10,8 @@ from appliance.agent.intent import Intent
 from appliance.agent.record import ReplyRecord
 from appliance.errors import PicoagentError
 from appliance.hardware.devices import DeviceRegistry
+from appliance.hardware.events import Event, device_history
+from appliance.memory.db import Database
 
 
 def _value_words(value: bool | float | None) -> str:
@@ -17,12 +20,27 @@ def _value_words(value: bool | float | None) -> str:
     return f"{value * 100:.0f}%"
 
 
-async def run_intent(intent: Intent, devices: DeviceRegistry, *, requested_by: str, started: float) -> ReplyRecord:
+async def run_intent(
+    intent: Intent, devices: DeviceRegistry, *, requested_by: str, started: float, db: Database | None = None
+) -> ReplyRecord:
     """Do what the intent says and describe it; failures are told, never raised."""
     actions: list[dict[str, Any]] = []
     t0 = time.perf_counter()
+    choices: list[str] = []
     if intent.action == "ask":
         text = intent.question or "Which device do you mean?"
+        choices = [name.replace("_", " ") for name in intent.options]
+    elif intent.action == "confirm":
+        text = intent.question or f"Set {intent.device} {_value_words(intent.value)}?"
+        choices = ["yes", "no"]
+    elif intent.action == "cancel":
+        text = f"OK, I left the {str(intent.device).replace('_', ' ')} as it is."
+    elif intent.action == "history":
+        assert intent.device is not None
+        events = await asyncio.to_thread(device_history, db, intent.device) if db is not None else []
+        text = _history_words(intent.device, events)
+        found = [e.as_dict() for e in events]
+        actions.append(_action("device_history", {"name": intent.device}, True, found, None, t0))
     elif intent.action == "set":
         assert intent.device is not None and intent.value is not None
         arguments = {"name": intent.device, "value": _value_words(intent.value)}
@@ -47,10 +65,12 @@ async def run_intent(intent: Intent, devices: DeviceRegistry, *, requested_by: s
             text = f"{intent.device}: " + ", ".join(str(r) for r in shown) + "."
             actions.append(_action("device_read", arguments, True, [r.as_dict() for r in readings], None, t0))
     total = time.perf_counter() - started
+    how = f"{intent.how}: " if intent.how else ""
     return ReplyRecord(
         text=text,
         route="intent",
-        reason=f"intent fast path: {intent.describe()} (no model)",
+        reason=f"intent fast path: {how}{intent.describe()} (no model)",
+        choices=choices,
         actions=actions,
         timings={
             "ttft_s": round(total, 4),
@@ -65,6 +85,26 @@ async def run_intent(intent: Intent, devices: DeviceRegistry, *, requested_by: s
         model="",
         finish_reason="stop",
     )
+
+
+def _history_words(device: str, events: list[Event]) -> str:
+    """A device's recent events in a sentence: "doorbell: pressed at 14:02 today, and 09:15 yesterday"."""
+    if not events:
+        return f"{device}: nothing recorded in the last 7 days."
+    now = time.localtime()
+    parts = []
+    for event in events:
+        when = time.localtime(event.at)
+        if when.tm_yday == now.tm_yday and when.tm_year == now.tm_year:
+            day = "today"
+        elif time.localtime(event.at + 86_400).tm_yday == now.tm_yday:
+            day = "yesterday"
+        else:
+            day = time.strftime("%a %d %b", when)
+        what = event.message.removeprefix(f"{device}: ").removeprefix(f"{device} ")
+        parts.append(f"{what} at {time.strftime('%H:%M', when)} {day}")
+    latest = "latest first" if len(parts) > 1 else "the latest"
+    return f"{device}: " + "; ".join(parts) + f" ({latest} of the last 7 days)."
 
 
 def _action(

@@ -24,7 +24,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from appliance.agent import context
 from appliance.agent.context import TOOL_CALL_END, TOOL_CALL_START, Workspace
@@ -41,6 +41,8 @@ from appliance.agent.router import (
     collapsed,
     local_route,
 )
+from appliance.agent.semantic import answer_confirmation
+from appliance.agent.understanding import Understanding
 from appliance.config import Config
 from appliance.errors import ContextOverflow, ModelError, UsageError
 from appliance.hardware.devices import DeviceRegistry
@@ -49,7 +51,10 @@ from appliance.llm.cloud import CloudError, CloudGeneration
 from appliance.memory.db import Database
 from appliance.memory.keeper import MemoryKeeper
 from appliance.plugins import TurnStart
-from appliance.tools.registry import ToolRegistry, ToolResult, ToolTurn
+from appliance.tools.registry import Tool, ToolRegistry, ToolResult, ToolTurn
+
+if TYPE_CHECKING:
+    from appliance.llm.embeddings import LocalEmbedder
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +102,7 @@ class _TurnStats:
     cloud_error: str = ""  # why the cloud could not answer
     confidence: dict[str, float] = field(default_factory=dict)  # the local answer's
     tools: ToolTurn | None = None  # the turn's tool budget, shared by the local and the cloud rounds
+    offered: list[Tool] = field(default_factory=list)  # the tools the local model is shown (ranked)
 
     def emit_(self, kind: str, data: dict[str, Any]) -> None:
         """Pass an event on, keeping the streamed text (for a stopped turn) and the time of the first."""
@@ -123,7 +129,9 @@ class Agent:
         devices: DeviceRegistry | None = None,
         memory: MemoryKeeper | None = None,
         cloud: CloudRoute | None = None,
+        understanding: LocalEmbedder | None = None,
     ) -> None:
+        """``understanding``: a small embedding model (see :mod:`appliance.agent.understanding`); None: rules only."""
         self.config = config
         self.cloud = cloud
         self.model = model
@@ -133,6 +141,11 @@ class Agent:
         self.devices = devices
         self.memory = memory
         self.intents = IntentMatcher(devices.infos()) if devices is not None and devices.devices else None
+        self.understanding = (
+            Understanding(config, understanding, tools, devices.infos() if self.intents and devices else ())
+            if understanding is not None
+            else None
+        )
         self._asked: dict[str, Intent] = {}  # the fast path's open question, per chat
         self.listeners: list[Callable[[ReplyRecord], None]] = []  # told of every finished turn
 
@@ -164,9 +177,15 @@ class Agent:
         stats.emit = emit
         conversation = await self.db.call(self.db.conversation, channel, chat_id)
         intent = self._intent(text, session) if force != "cloud" else None
+        if intent is None and self.understanding is not None and force != "cloud":
+            intent = await self.understanding.device_intent(text)
+            if intent is not None and intent.action in ("confirm", "ask"):
+                self._asked[session] = intent
         if intent is not None and self.devices is not None:
             await self.db.call(self.db.add_message, conversation, "user", text)
-            record = await run_intent(intent, self.devices, requested_by=stats.client, started=stats.started)
+            record = await run_intent(
+                intent, self.devices, requested_by=stats.client, started=stats.started, db=self.db
+            )
             record.why = "intent"
             return await self._finish(record, conversation, session, emit, CloudUse())
         context_ = await self._routing_context(channel, chat_id, force)
@@ -189,7 +208,10 @@ class Agent:
             *context.history_messages(stored),
             ChatMessage("user", text),
         ]
-        local_system = context.system_prompt(self.workspace, self.tools if use_tools else None)
+        stats.offered = list(self.tools) if use_tools else []
+        if use_tools and self.understanding is not None and tool_choice != "required":
+            stats.offered = await self.understanding.offered_tools(text, stored)
+        local_system = context.system_prompt(self.workspace, stats.offered if use_tools else None)
         messages = [ChatMessage("system", local_system), *conversation_messages]
         actions: list[ToolResult] = []
         use = CloudUse()
@@ -239,6 +261,11 @@ class Agent:
         if self.memory is not None and stats.last_prompt_tokens:
             self.memory.after_turn(conversation, int(stats.last_prompt_tokens))
         return await self._finish(record, conversation, session, emit, use, local_tokens=stats)
+
+    async def prepare_understanding(self) -> None:
+        """Ready the understanding layer now rather than on the first message."""
+        if self.understanding is not None:
+            await self.understanding.prepare()
 
     async def route_preview(self, channel: str, chat_id: str, force: Forced = None) -> RoutingContext:
         """What routing would see for a message of this chat now (for /cloud's answer)."""
@@ -411,10 +438,13 @@ class Agent:
         if self.intents is None:
             return None
         asked = self._asked.pop(session, None)
-        intent = self.intents.answer(asked, text) if asked is not None else None
+        intent = None
+        if asked is not None:
+            # "Turn the fan on?" -> "yes"; "which light: porch or kitchen?" -> "porch"
+            intent = answer_confirmation(asked, text) if asked.action == "confirm" else self.intents.answer(asked, text)
         intent = intent or self.intents.match(text)
         if intent is not None and intent.action == "ask":
-            self._asked[session] = intent  # "which light: porch or kitchen?" -> "porch" next
+            self._asked[session] = intent
         return intent
 
     async def _rounds(
@@ -503,7 +533,7 @@ class Agent:
         emit("thinking", {"stage": "tool_call"})
         request = self._request(messages)
         request.prefix = TOOL_CALL_START
-        request.json_schema = context.tool_call_schema(list(self.tools))
+        request.json_schema = context.tool_call_schema(stats.offered or list(self.tools))
         request.stop = [TOOL_CALL_END]
         request.temperature = 0.0  # a call is not the place for variety
         generation = await self._run(request, stats)

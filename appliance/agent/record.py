@@ -21,6 +21,7 @@ class ReplyRecord:
     confidence: dict[str, float] = field(default_factory=dict)  # the local answer's, when the local model ran
     why: str = ""  # the routing decision's code (see appliance.agent.router.Decision)
     blocked: str = ""  # why the cloud was not used although it was wanted ("" when it was not wanted)
+    choices: list[str] = field(default_factory=list)  # answers a person may tap ("yes", "no"; "porch", "kitchen")
 
     def as_dict(self) -> dict[str, Any]:
         """The record as JSON-ready data."""

@@ -194,6 +194,8 @@ def sync_tool(registry: ToolRegistry, catalog_of: Any) -> None:
         def load_skill(name: str) -> str:
             """Load the instructions of a skill listed under Skills (with the skills it requires).
 
+            Examples: use the skill for this; follow the instructions of a skill
+
             Args:
                 name: the skill's name, as listed
             """

@@ -26,6 +26,7 @@ def _check(config: Config, referenced: set[str]) -> None:
     rules: list[tuple[str, float, float, str]] = [
         # path, lowest, highest, what people are told
         ("agent.max_rounds", 1, 100, "a whole number from 1 to 100"),
+        ("agent.local_tools", 0, 1000, "0 (every tool) or a number of tools"),
         ("agent.history_messages", 0, 10_000, "a whole number from 0 to 10000"),
         ("agent.max_reply_tokens", 1, 1_000_000, "a positive whole number"),
         ("agent.tool_timeout_s", 0.001, 86_400, "a positive number of seconds"),

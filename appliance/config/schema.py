@@ -36,6 +36,10 @@ class AgentConfig:
     max_reply_tokens: int = doc("most tokens in one reply", 256)
     temperature: float = doc("sampling temperature; 0 is greedy and repeatable", 0.2)
     repeat_penalty: float = doc("above 1 discourages repeating recent tokens (small models loop)", 1.1)
+    devices_by_meaning: bool = doc(
+        "understand device requests the rule parser misses, by meaning (needs an embedding model)", True
+    )
+    local_tools: int = doc("tools the local model is shown per message, the closest by meaning; 0: all", 4)
 
 
 @dataclass
@@ -167,7 +171,9 @@ class MemoryConfig:
     """Long-term memory: facts and summaries, recalled by meaning and by keyword."""
 
     embedding_model: str = doc(
-        "GGUF embedding model (catalog name or path); empty: the chat model's own embeddings", ""
+        "embedding model (catalog name or .gguf path) for memory, device requests by meaning, tool choice and "
+        "routing; chat: the chat model's own embeddings",
+        "minilm",
     )
     recall_k: int = doc("most memories recalled into a turn's prompt", 5)
     recall_tokens: int = doc("token budget for recalled memories in a turn's prompt", 300)

@@ -78,6 +78,8 @@ class Device:
             room=self.config.room or None,
             aliases=tuple(self.config.aliases),
             quantities=QUANTITIES[self.config.driver] if self.kind == "sensor" else (),
+            driver=self.config.driver,
+            allowed=self.allowed,
         )
 
 
@@ -183,6 +185,8 @@ class DeviceRegistry:
         self.approvals = approvals
         self.devices: dict[str, Device] = {}
         self.listeners: list[Callable[[str, str], None]] = []  # (device, event) from inputs
+        # (device, value, requested_by) after every write that happened: the events table keeps them
+        self.write_listeners: list[Callable[[str, bool | float, str], None]] = []
         backend.prepare(config.devices)
         for name, device_config in config.devices.items():
             try:
@@ -256,7 +260,7 @@ class DeviceRegistry:
             raise PolicyError(f"{name} cannot be set: {why}")
         return device, parse_value(device, value)
 
-    def _write(self, device: Device, value: bool | float) -> list[Reading]:
+    def _write(self, device: Device, value: bool | float, requested_by: str = "") -> list[Reading]:
         wait = device.limiter.hit(device.name)
         if wait:
             raise PolicyError(
@@ -268,6 +272,11 @@ class DeviceRegistry:
             device.driver.set(value)
             state = list(device.driver.read())
         log.info("%s set to %s", device.name, value)
+        for listener in list(self.write_listeners):
+            try:
+                listener(device.name, value, requested_by)
+            except Exception:  # a record that could not be kept must not undo the write
+                log.exception("write listener failed")
         return state
 
     def set_sync(self, name: str, value: Any, *, requested_by: str) -> SetResult:
@@ -277,7 +286,7 @@ class DeviceRegistry:
             pending = self.approvals.request(name, parsed, requested_by)
             log.info("%s: write %s waits for approval %s", name, parsed, pending.id)
             return SetResult(name, parsed, False, pending=pending)
-        return SetResult(name, parsed, True, self._write(device, parsed))
+        return SetResult(name, parsed, True, self._write(device, parsed, requested_by))
 
     async def set(self, name: str, value: Any, *, requested_by: str) -> SetResult:
         """Set a device without blocking the event loop."""
@@ -290,7 +299,7 @@ class DeviceRegistry:
             return action
         device = self.get(action.device)
         try:
-            state = self._write(device, action.value)
+            state = self._write(device, action.value, f"{action.requested_by}, approved by {decided_by}")
         except Exception as exc:
             self.approvals.record_result(action_id, str(exc), failed=True)
             raise

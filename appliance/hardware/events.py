@@ -80,9 +80,43 @@ class EventBus:
         rows = self.db.rows("SELECT kind, device, message, data, at FROM events ORDER BY at DESC LIMIT ?", (limit,))
         return [Event(kind, device, message, json.loads(data or "{}"), at) for kind, device, message, data, at in rows]
 
+    def history(self, device: str, limit: int = 5, since_s: float = 7 * 86_400) -> list[Event]:
+        """A device's latest events (presses, switching), newest first, from the last ``since_s`` seconds."""
+        return device_history(self.db, device, limit, since_s)
+
     def input_listener(self, device: str, event: str) -> None:
         """For DeviceRegistry.listeners: a button or motion sensor changed."""
         self.emit(Event("input", device, f"{device}: {event}", {"event": event}))
+
+
+def describe_write(value: bool | float) -> str:
+    """A write as people say it: "turned on", "set to 40%"."""
+    if isinstance(value, bool):
+        return "turned on" if value else "turned off"
+    return f"set to {value * 100:.0f}%"
+
+
+def record_write(db: Database, device: str, value: bool | float, requested_by: str) -> None:
+    """Keep a device write in the events table (kind "set"), so "when did the fan go on?" has an answer.
+
+    Stored, not announced: a switch someone asked for is no news to them (the EventBus's subscribers,
+    such as Telegram notifications, are not told).
+    """
+    by = f" (by {requested_by})" if requested_by else ""
+    data = {"value": value, "by": requested_by}
+    db.write(
+        "INSERT INTO events (at, kind, device, message, data) VALUES (?, ?, ?, ?, ?)",
+        (time.time(), "set", device, f"{device} {describe_write(value)}{by}", json.dumps(data)),
+    )
+
+
+def device_history(db: Database, device: str, limit: int = 5, since_s: float = 7 * 86_400) -> list[Event]:
+    """A device's latest events, newest first, within ``since_s`` seconds (any process may have stored them)."""
+    rows = db.rows(
+        "SELECT kind, device, message, data, at FROM events WHERE device = ? AND at >= ? ORDER BY at DESC LIMIT ?",
+        (device, time.time() - since_s, limit),
+    )
+    return [Event(kind, name, message, json.loads(data or "{}"), at) for kind, name, message, data, at in rows]
 
 
 @dataclass

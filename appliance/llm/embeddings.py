@@ -1,15 +1,22 @@
-"""Text embeddings for memory recall: a GGUF model run by llama.cpp in embedding mode.
+"""Text embeddings: the appliance's fast understanding layer, a GGUF model run by llama.cpp in embedding mode.
 
-``LocalEmbedder`` keeps its own ``Llama`` (created with ``embedding=True``), separate from the chat
-model's, because a chat context cannot pool a sentence into one vector. When it is given the chat
-model's worker, every llama.cpp call it makes (loading included) runs as a job on that worker's
-thread: a Pi has few cores, and two models decoding at once would each run at half speed or worse
-(see ``threads.py``). Embedding with the chat model's own file costs little memory, since llama.cpp
-maps the weights and both contexts share the same pages.
+The default is all-MiniLM-L6-v2 (``minilm`` in the catalog, converted at install by ``bert_gguf``):
+22 M parameters, 384 dimensions, a short message in ~5 ms on one core. One model serves four uses:
+memory recall, device requests by meaning (``agent/semantic.py``), the tools the local model is shown
+(``agent/tool_rank.py``) and the escalation signal (``agent/difficulty.py``). A turn embeds its message
+once: the last few query vectors are kept (``query_cache``), so every stage after the first reuses it.
 
-Vectors are L2-normalised, so a dot product is the cosine similarity. A chat model's vectors are
-anisotropic (unrelated sentences still score 0.6-0.8), so rank by similarity rather than compare
-with a fixed threshold.
+A small embedding model (its file says how to pool) runs on one thread of its own, under a lock: a
+query must not wait behind a chat reply that takes seconds, and one thread for ~5 ms barely disturbs
+the chat model's decoding. The chat model's own embeddings remain as a fallback (``memory.embedding_model:
+chat``, or when the default model is not installed): then every llama.cpp call, loading included, runs
+as a job on the chat worker's thread, since two big models computing at once would each run at half
+speed or worse (see ``threads.py``); llama.cpp maps the weights, so both contexts share the same pages.
+
+Vectors are L2-normalised, so a dot product is the cosine similarity. A text longer than the model's
+context is embedded in pieces and their vectors averaged (llama.cpp's truncation would drop the final
+``[SEP]`` a BERT model needs). Models that want an instruction before a query or a stored text
+(bge, nomic) get it from the catalog's ``query_prefix`` / ``document_prefix``.
 """
 
 from __future__ import annotations
@@ -21,7 +28,9 @@ import math
 import re
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
@@ -64,6 +73,8 @@ class Embedder(Protocol):
 class LocalEmbedder:
     """A GGUF model in llama.cpp's embedding mode, loaded on first use."""
 
+    QUERY_CACHE = 32  # query vectors kept: a turn's stages (devices, tools, routing, recall) share one
+
     def __init__(
         self,
         path: Path,
@@ -74,13 +85,19 @@ class LocalEmbedder:
         threads: int | str = "auto",
         batch_threads: int | str = "auto",
         memory_margin_mb: int = 128,
+        query_prefix: str = "",
+        document_prefix: str = "",
     ) -> None:
         self.path = Path(path)
         self.name = name or self.path.stem
         self.worker = worker
         self.memory_margin_mb = memory_margin_mb
-        self.truncated = 0  # texts cut to fit the context so far
+        self.query_prefix = query_prefix
+        self.document_prefix = document_prefix
+        self.truncated = 0  # texts embedded in pieces (longer than the context) so far
+        self.embedded = 0  # texts embedded so far (cache hits not counted)
         self.load_s = 0.0
+        self._queries: OrderedDict[str, list[float]] = OrderedDict()
         meta = _read_header(self.path)
         arch = str(meta.get("general.architecture", ""))
         self._dimensions = _int(meta.get(f"{arch}.embedding_length"))
@@ -90,6 +107,8 @@ class LocalEmbedder:
                 fix="use a GGUF file converted by llama.cpp's own tools (see `picoagent models list`)",
             )
         pooling = _int(meta.get(f"{arch}.pooling_type"))
+        # An embedding model says how to pool; a chat model does not.
+        self.is_embedding_model = f"{arch}.pooling_type" in meta and pooling != POOLING_NONE
         if pooling == POOLING_RANK:
             raise ModelFormatError(
                 f"{self.path.name} is a reranker (it scores text pairs); it cannot embed single texts",
@@ -98,9 +117,10 @@ class LocalEmbedder:
         # Embedding models say how to pool; a chat model says nothing (or "none": one vector per
         # token), and the mean of its token vectors is what works best for it.
         self.pooling = pooling if pooling in _POOLING_NAMES else POOLING_MEAN
-        trained = _int(meta.get(f"{arch}.context_length"))
+        trained = self.trained_context = _int(meta.get(f"{arch}.context_length"))
         # BERT-style models have learned positions only up to their training context (often 512).
         self.context_tokens = min(context_tokens, trained) if trained else context_tokens
+        self.fallback_note = ""  # why the chat model embeds although another model was configured
         self._threads = threads_policy(threads, batch_threads)
         self._threads_used = (0, 0)
         self._llm: Any = None
@@ -203,31 +223,82 @@ class LocalEmbedder:
         if threads != self._threads_used:
             llama_cpp.llama_set_n_threads(llm.ctx, *threads)
             self._threads_used = threads
-        inputs = []
+        inputs: list[str] = []
+        pieces: list[int] = []  # how many inputs each text became
         for text in texts:
-            n = len(llm.tokenize(text.encode("utf-8")))
-            if n == 0:
+            tokens = llm.tokenize(text.encode("utf-8"))  # with [CLS] and [SEP] (or the model's BOS/EOS)
+            if len(tokens) <= 2 and not text.strip():
                 # llama.cpp has no output for a sequence of no tokens (llama-cpp-python then crashes);
                 # a blank stands in for an empty text.
-                text = " "
-            elif n > self.context_tokens:
-                # llama-cpp-python keeps the first context_tokens tokens; the rest does not count.
+                inputs.append(" ")
+                pieces.append(1)
+            elif len(tokens) > self.context_tokens:
                 self.truncated += 1
-                log.debug("embedding %d of %d tokens of a text (%s)", self.context_tokens, n, self.name)
-            inputs.append(text)
+                chunks = _chunks(llm, text, self.context_tokens - 4)
+                log.debug("embedding a text of %d tokens in %d pieces (%s)", len(tokens), len(chunks), self.name)
+                inputs.extend(chunks)
+                pieces.append(len(chunks))
+            else:
+                inputs.append(text)
+                pieces.append(1)
         # One call for the whole list: llama-cpp-python packs as many texts as fit into each batch.
         vectors: list[list[float]] = llm.embed(inputs, normalize=True, truncate=True)
-        return [[float(x) for x in v] for v in vectors]
+        self.embedded += len(texts)
+        out: list[list[float]] = []
+        at = 0
+        for n in pieces:
+            if n == 1:
+                out.append([float(x) for x in vectors[at]])
+            else:  # the mean of the pieces' unit vectors, made unit length again
+                mean = [sum(col) / n for col in zip(*vectors[at : at + n], strict=True)]
+                norm = math.sqrt(sum(x * x for x in mean)) or 1.0
+                out.append([x / norm for x in mean])
+            at += n
+        return out
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One L2-normalised vector per text (blocking; texts longer than the context are truncated)."""
-        batch = _check_texts(texts)
+        """One L2-normalised vector per stored text (blocking; long texts are embedded in pieces)."""
+        batch = [self.document_prefix + t for t in _check_texts(texts)]
         return self._call(lambda: self._embed(batch)) if batch else []
 
     async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
         """``embed`` awaited: the work runs on the chat model's worker (or a thread), not the event loop."""
-        batch = _check_texts(texts)
+        batch = [self.document_prefix + t for t in _check_texts(texts)]
         return await self._acall(lambda: self._embed(batch)) if batch else []
+
+    def cached_query(self, text: str) -> list[float] | None:
+        """The vector of a query embedded moments ago, if it is still kept."""
+        vector = self._queries.get(text)
+        if vector is not None:
+            self._queries.move_to_end(text)
+        return vector
+
+    def _keep(self, text: str, vector: list[float]) -> list[float]:
+        self._queries[text] = vector
+        while len(self._queries) > self.QUERY_CACHE:
+            self._queries.popitem(last=False)
+        return vector
+
+    def embed_query(self, text: str) -> list[float]:
+        """The vector of a message or search query (blocking); the same text again costs nothing."""
+        cached = self.cached_query(text)
+        if cached is not None:
+            return cached
+        prefixed = self.query_prefix + text
+        return self._keep(text, self._call(lambda: self._embed([prefixed]))[0])
+
+    async def aembed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """Many short texts embedded as queries (with the query prefix), off the event loop; not cached."""
+        batch = [self.query_prefix + t for t in _check_texts(texts)]
+        return await self._acall(lambda: self._embed(batch)) if batch else []
+
+    async def aembed_query(self, text: str) -> list[float]:
+        """``embed_query`` awaited, off the event loop."""
+        cached = self.cached_query(text)
+        if cached is not None:
+            return cached
+        prefixed = self.query_prefix + text
+        return self._keep(text, (await self._acall(lambda: self._embed([prefixed])))[0])
 
 
 class HashingEmbedder:
@@ -266,32 +337,82 @@ class HashingEmbedder:
         return self.embed(texts)
 
 
-def embedder_for(config: Config, worker: LocalModel, models_dir: Path) -> LocalEmbedder:
-    """The embedder memory.embedding_model names, else one using the chat model's own file.
+CHAT = "chat"  # memory.embedding_model's value for the chat model's own embeddings
 
-    Either way its llama.cpp work runs on ``worker``'s thread, one job at a time with chat.
+
+@dataclass(frozen=True)
+class EmbeddingChoice:
+    """Which file memory.embedding_model resolves to (None: the chat model's own), and why."""
+
+    path: Path | None
+    name: str
+    query_prefix: str = ""
+    document_prefix: str = ""
+    note: str = ""  # why the chat model is used although another model was configured
+
+
+def choose_embedding(config: Config, models_dir: Path) -> EmbeddingChoice:
+    """Resolve memory.embedding_model: a catalog name, a .gguf path, or "chat" (or empty).
+
+    The default model (minilm) falls back to the chat model's embeddings, with a note, when it is not
+    installed; any other model that is missing is an error naming the key.
     """
     from appliance.llm import models
 
     spec = config.memory.embedding_model.strip()
-    if spec:
-        if "/" in spec or spec.endswith(".gguf"):
-            spec = str(config.resolve_path(spec))  # a path: relative to the config file's folder
-        try:
-            path = models.resolve_model(spec, models_dir)
-        except ModelError as exc:
+    if not spec or spec == CHAT:
+        return EmbeddingChoice(None, CHAT)
+    entry = models.load_catalog().get(spec)
+    lookup = str(config.resolve_path(spec)) if "/" in spec or spec.endswith(".gguf") else spec
+    try:
+        path = models.resolve_model(lookup, models_dir)
+    except ModelNotFoundError as exc:
+        if spec != models.default_embedding_model_name():
             raise type(exc)(f"memory.embedding_model: {exc.message}", fix=exc.fix) from None
-        name = config.memory.embedding_model.strip()
-    else:
-        path, name = worker.path, f"{worker.name} (chat model)"
-    return LocalEmbedder(
+        note = f"{spec} is not installed, so memory uses the chat model's embeddings (fix: {exc.fix})"
+        return EmbeddingChoice(None, CHAT, note=note)
+    except ModelError as exc:
+        raise type(exc)(f"memory.embedding_model: {exc.message}", fix=exc.fix) from None
+    prefixes = (entry.query_prefix, entry.document_prefix) if entry is not None else ("", "")
+    return EmbeddingChoice(path, spec, *prefixes)
+
+
+def embedder_for(config: Config, worker: LocalModel | None, models_dir: Path) -> LocalEmbedder | None:
+    """The embedder memory.embedding_model names (see :func:`choose_embedding`).
+
+    A small embedding model runs on a thread of its own; a chat model's file (the chat model's own
+    embeddings, or another chat model named on purpose) runs on ``worker``'s thread, one job at a time
+    with chat. None when that is wanted but there is no local chat worker (a scripted or remote model).
+    """
+    choice = choose_embedding(config, models_dir)
+    if choice.path is not None:
+        embedder = LocalEmbedder(
+            choice.path,
+            name=choice.name,
+            query_prefix=choice.query_prefix,
+            document_prefix=choice.document_prefix,
+            context_tokens=256,
+            threads=1,
+            batch_threads=1,
+            memory_margin_mb=config.llm.memory_margin_mb,
+        )
+        if embedder.is_embedding_model:
+            return embedder
+    if choice.note:
+        log.warning("memory.embedding_model: %s", choice.note)
+    if worker is None:
+        return None
+    path = choice.path or worker.path
+    embedder = LocalEmbedder(
         path,
         worker=worker,
-        name=name,
+        name=choice.name if choice.path is not None else f"{worker.name} (chat model)",
         threads=config.llm.threads,
         batch_threads=config.llm.batch_threads,
         memory_margin_mb=config.llm.memory_margin_mb,
     )
+    embedder.fallback_note = choice.note
+    return embedder
 
 
 # --- helpers --------------------------------------------------------------------------------------
@@ -305,6 +426,24 @@ def _read_header(path: Path) -> dict[str, Any]:
             "the chat model's own embeddings",
         )
     return gguf.read_metadata(path, {"{arch}.embedding_length", "{arch}.pooling_type", "{arch}.context_length"})
+
+
+def _chunks(llm: Any, text: str, tokens: int) -> list[str]:
+    """A long text cut at word boundaries into pieces of at most ``tokens`` tokens each."""
+    words = text.split()
+    pieces: list[str] = []
+    current: list[str] = []
+    size = 0
+    for word in words:
+        n = len(llm.tokenize(word.encode("utf-8"), add_bos=False))
+        if current and size + n > tokens:
+            pieces.append(" ".join(current))
+            current, size = [], 0
+        current.append(word)
+        size += n
+    if current:
+        pieces.append(" ".join(current))
+    return pieces or [text[:1000]]
 
 
 def _int(value: Any) -> int:

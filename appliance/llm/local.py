@@ -42,10 +42,44 @@ def available_memory_bytes() -> int | None:
     return None
 
 
+_LLAMA_LOG_LEVELS = {1: logging.DEBUG, 2: logging.DEBUG, 3: logging.INFO, 4: logging.DEBUG}
+_log_callback: Any = None  # kept referenced: llama.cpp calls it from C
+
+
+def _route_llama_logs() -> None:
+    """Send llama.cpp's own messages to the ``llama_cpp`` logger instead of stderr.
+
+    llama-cpp-python prints llama.cpp's error-level lines to stderr even with ``verbose=False``, and
+    some are not errors at all ("model default pooling_type is [-1], but [1] was specified" lands in
+    the middle of a terminal chat reply). Failures reach people as ModelError with a fix; the raw
+    lines stay available at log_level debug/info.
+    """
+    global _log_callback
+    if _log_callback is not None:
+        return
+    import ctypes
+
+    import llama_cpp
+
+    logger = logging.getLogger("llama_cpp")
+    last = [logging.DEBUG]
+
+    @llama_cpp.llama_log_callback
+    def callback(level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
+        if level != 5:  # 5 continues the previous line at its level
+            last[0] = _LLAMA_LOG_LEVELS.get(level, logging.DEBUG)
+        if logger.isEnabledFor(last[0]):
+            logger.log(last[0], "%s", text.decode("utf-8", "replace").rstrip())
+
+    _log_callback = callback
+    llama_cpp.llama_log_set(callback, ctypes.c_void_p(0))
+
+
 def open_llama(path: Path, *, fix: str, purpose: str = "", **params: Any) -> Any:
     """A quiet llama_cpp.Llama on this file; llama.cpp's refusal becomes a ModelError carrying ``fix``."""
     from llama_cpp import Llama
 
+    _route_llama_logs()
     try:
         return Llama(model_path=str(path), verbose=False, **params)
     except (ValueError, RuntimeError) as exc:

@@ -80,6 +80,7 @@ class MemoryStore:
         dimensions: int,
         clock: Callable[[], float] = time.time,
         vector_cache: bool = True,
+        embed_query: Callable[[str], Sequence[float]] | None = None,
     ) -> None:
         if embed is not None and (dimensions < 8 or dimensions % 8):
             raise UsageError(
@@ -88,6 +89,11 @@ class MemoryStore:
             )
         self._db = db
         self._embed = embed
+        # A query may want another prefix than a stored text (bge, nomic), and the turn's stages share
+        # its vector: the embedder's embed_query keeps the last few.
+        self._embed_query = embed_query
+        self.vector_weight = 1.0  # each leg's share of the fused score (tuned on tests/eval/recall.yaml)
+        self.keyword_weight = 1.0
         self.model_name = model_name
         self.dimensions = dimensions
         self.clock = clock
@@ -293,6 +299,30 @@ class MemoryStore:
                 known[key] = row[0]
         return known
 
+    def has_vectors(self) -> bool:
+        """Whether any memory has a vector now: with none, a search embeds nothing and loads no model."""
+        if self._index is not None and self._index.size:
+            return True
+        with self._db.reading() as conn:
+            self._sync(conn)
+            row = conn.execute("SELECT 1 FROM memories WHERE embedded_with = ? LIMIT 1", (self.key,)).fetchone()
+        return row is not None
+
+    def _query_vector(self, query: str) -> np.ndarray:
+        """A search query's unit vector (its own embedder entry point when there is one)."""
+        if self._embed_query is None:
+            return self._embed_texts([query])[0]
+        try:
+            vector = np.asarray(self._embed_query(query), dtype=np.float32)
+        except PicoagentError:
+            raise
+        except Exception as exc:  # an embedder is third-party code: any failure is the model's
+            raise ModelError(f"the embedding model {self.model_name} failed: {exc}") from None
+        if vector.shape != (self.dimensions,):
+            raise ModelError(f"the embedding model {self.model_name} gave a query vector of shape {vector.shape}")
+        norm = float(np.linalg.norm(vector))
+        return vector / norm if norm else vector
+
     def _embed_texts(self, texts: list[str]) -> list[np.ndarray]:
         """Unit float32 vectors for texts; ModelError when the model fails or gives the wrong width."""
         assert self._embed is not None
@@ -453,9 +483,9 @@ class MemoryStore:
         depth = max(2 * k, 20)  # each leg's ranking is cut here before fusion
         query_vector: np.ndarray | None = None
         note = ""
-        if self._state == "ready" and query.strip():
+        if self._state == "ready" and query.strip() and self.has_vectors():
             try:
-                query_vector = self._embed_texts([query])[0]  # outside the lock
+                query_vector = self._query_vector(query)  # outside the lock
             except PicoagentError as exc:
                 note = f"the query could not be embedded ({exc.message}): keyword search only"
         with self._db.reading() as conn:
@@ -470,9 +500,9 @@ class MemoryStore:
             vector_rank = {memory_id: rank for rank, (memory_id, _) in enumerate(vector_hits, 1)}
             keyword_rank = {memory_id: rank for rank, memory_id in enumerate(keyword_ids, 1)}
             fused: dict[int, float] = {}
-            for ranks in (vector_rank, keyword_rank):
+            for ranks, weight in ((vector_rank, self.vector_weight), (keyword_rank, self.keyword_weight)):
                 for memory_id, rank in ranks.items():
-                    fused[memory_id] = fused.get(memory_id, 0.0) + 1.0 / (RRF_K + rank)
+                    fused[memory_id] = fused.get(memory_id, 0.0) + weight / (RRF_K + rank)
             order = sorted(fused, key=lambda i: (-fused[i], -i))
             # Without decay this order is final: read only the rows returned (all, if some have gone).
             wanted = order if decay_half_life_days > 0 else order[:k]

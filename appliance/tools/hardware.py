@@ -18,11 +18,16 @@ def register(registry: ToolRegistry, devices: DeviceAccess, raw: RawBusPolicy | 
     """Register the device tools (and the raw bus tools when raw access is enabled)."""
 
     async def devices_list() -> list[dict[str, Any]]:
-        """List the devices: name, kind (switch, dimmer, sensor, input), room, what is allowed."""
+        """List the devices: name, kind (switch, dimmer, sensor, input), room, what is allowed.
+
+        Examples: which devices do you have; what can you switch; list the sensors
+        """
         return devices.describe()
 
     async def device_read(name: str) -> str:
         """Read a device: a sensor's measurements, or whether a switch is on.
+
+        Examples: is the light on; how warm is it in the room; what does the sensor measure
 
         Args:
             name: the device's name, from devices_list
@@ -32,6 +37,8 @@ def register(registry: ToolRegistry, devices: DeviceAccess, raw: RawBusPolicy | 
 
     async def device_set(name: str, value: str) -> str:
         """Switch a device on or off, or set a dimmer's brightness.
+
+        Examples: turn the light on; switch the fan off; dim the lamp to half
 
         Args:
             name: the device's name, from devices_list

@@ -14,6 +14,8 @@ def register(registry: ToolRegistry, store: MemoryStore) -> None:
     async def remember(fact: str) -> str:
         """Store a durable fact about the user, their home or their plans.
 
+        Examples: remember that my locker code is 4512; note that the dentist is on Tuesday
+
         Args:
             fact: one short sentence, e.g. "Anna's birthday is 14 March"
         """
@@ -22,6 +24,8 @@ def register(registry: ToolRegistry, store: MemoryStore) -> None:
 
     async def recall(query: str) -> list[str]:
         """Find remembered facts by meaning or keyword.
+
+        Examples: what did I tell you about the car; do you remember where the spare key is
 
         Args:
             query: what to look for, e.g. "where is the shed key"

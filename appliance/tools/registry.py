@@ -44,6 +44,7 @@ class Tool:
     function: Callable[..., Any]
     read_only: bool = False
     cacheable: bool = False  # read-only and the same arguments give the same answer for a while
+    examples: tuple[str, ...] = ()  # what people say when they need it: the local prompt's tools are ranked by them
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI-style function description of this tool."""
@@ -146,7 +147,15 @@ def tool_from_function(
         "required": required,
         "additionalProperties": False,
     }
-    return Tool(tool_name, description, parameters, fn, read_only or cacheable, cacheable)
+    return Tool(tool_name, description, parameters, fn, read_only or cacheable, cacheable, _examples(docstring))
+
+
+def _examples(docstring: str) -> tuple[str, ...]:
+    """The ``Examples: a; b; c`` line of a docstring, as phrasings."""
+    for line in docstring.splitlines():
+        if line.strip().lower().startswith("examples:"):
+            return tuple(e.strip() for e in line.strip()[len("examples:") :].split(";") if e.strip())
+    return ()
 
 
 def _check_value(schema: dict[str, Any], value: Any, where: str) -> str | None:

@@ -113,6 +113,8 @@ def register(registry: ToolRegistry, config: ShellConfig, workspace: Path, timeo
     def shell(command: str) -> str:
         """Run a shell command in the workspace, sandboxed: no network, nothing outside the workspace.
 
+        Examples: run a command; count the lines in notes.txt; run this python script
+
         Args:
             command: the /bin/sh command line, e.g. "ls -la" or "python3 script.py"
         """

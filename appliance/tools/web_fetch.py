@@ -391,6 +391,8 @@ def register(registry: ToolRegistry, config: WebFetchConfig) -> None:
     async def web_fetch(url: str, start: int = 0) -> str:
         """Fetch a web page (http or https) and read it as text: title, headings, paragraphs and links.
 
+        Examples: what does this page say https://example.org; read the article at this link
+
         Args:
             url: the full address, e.g. https://example.com/page
             start: the character of the page's text to begin at, to read on where an earlier answer was cut

@@ -46,6 +46,8 @@ class WorkspaceFiles:
     def read_file(self, path: str) -> str:
         """Read a text file from the workspace.
 
+        Examples: show me my notes file; what is in todo.txt
+
         Args:
             path: the file's path relative to the workspace, e.g. "notes/todo.md"
         """
@@ -73,6 +75,8 @@ class WorkspaceFiles:
     def write_file(self, path: str, content: str) -> str:
         """Write a text file in the workspace (replacing it; folders are created).
 
+        Examples: save this list to a file; write a shopping list to groceries.txt
+
         Args:
             path: the file's path relative to the workspace
             content: the whole new text of the file
@@ -87,6 +91,8 @@ class WorkspaceFiles:
 
     def edit_file(self, path: str, old: str, new: str) -> str:
         """Replace one exact piece of text in a workspace file.
+
+        Examples: change milk to oat milk in my shopping list; fix the typo in notes.txt
 
         Args:
             path: the file's path relative to the workspace
@@ -106,6 +112,8 @@ class WorkspaceFiles:
 
     def list_dir(self, path: str = ".") -> str:
         """List a workspace folder: one entry a line, folders ending in /, files with their size.
+
+        Examples: which files do I have; list my notes folder
 
         Args:
             path: the folder relative to the workspace; "." is the workspace itself

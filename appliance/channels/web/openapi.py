@@ -45,6 +45,11 @@ def openapi_document() -> dict[str, Any]:
             "confidence": {"type": "object"},
             "why": {"type": "string", "description": "the routing decision's code"},
             "blocked": {"type": "string", "description": "why the cloud was not used although it was wanted"},
+            "choices": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "answers to the reply's question a person may tap (yes/no, or which device)",
+            },
         },
     }
     chat_message = {

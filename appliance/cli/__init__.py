@@ -14,6 +14,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from appliance import __version__
+from appliance.cli import models as models_cmd
+from appliance.cli.common import load
+from appliance.cli.common import print_json as _print_json
 
 if TYPE_CHECKING:
     from appliance.config import Config
@@ -104,18 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = sub.add_parser("doctor", parents=[common], help="check config, model, database, memory")
     doctor.set_defaults(handler=cmd_doctor)
 
-    models = sub.add_parser("models", parents=[common], help="list, download and choose local models")
-    msub = models.add_subparsers(dest="action", metavar="ACTION", required=True)
-    msub.add_parser("list", parents=[common], help="the catalog and what is installed").set_defaults(
-        handler=cmd_models_list
-    )
-    pull = msub.add_parser("pull", parents=[common], help="download a model (resumes; checks sha256)")
-    pull.add_argument("name")
-    pull.add_argument("--url", help="download from this URL instead of the catalog's")
-    pull.set_defaults(handler=cmd_models_pull)
-    use = msub.add_parser("use", parents=[common], help="choose the model to run")
-    use.add_argument("name", help="catalog name or path to a .gguf file")
-    use.set_defaults(handler=cmd_models_use)
+    models_cmd.add_parser(sub, common)
 
     tools = sub.add_parser("tools", parents=[common], help="list and run the model's tools")
     tsub = tools.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -214,22 +206,6 @@ def build_parser() -> argparse.ArgumentParser:
     selftest = sub.add_parser("selftest", parents=[common], help="check this installation can run (OTA runs it)")
     selftest.set_defaults(handler=cmd_selftest)
     return parser
-
-
-def load(args: argparse.Namespace, *, log_stream: Any = None) -> Config:
-    """The config for this command, with logging set up from it (to stderr, or ``log_stream``)."""
-    import logging
-
-    from appliance.config import load_config
-
-    config = load_config(getattr(args, "config", None), data_dir=getattr(args, "data_dir", None))
-    stream = log_stream or sys.stderr
-    logging.basicConfig(level=config.log_level.upper(), stream=stream, format="%(levelname)s %(name)s: %(message)s")
-    return config
-
-
-def _print_json(data: Any) -> None:
-    print(json.dumps(data, indent=2, ensure_ascii=False))
 
 
 # --- chat ----------------------------------------------------------------------------------------
@@ -554,62 +530,6 @@ def cmd_approvals_decide(args: argparse.Namespace) -> int:
         print(f"{args.id} denied")
     else:
         print(f"{args.id} approved: " + _show_readings(answer["device"], answer["state"]))
-    return 0
-
-
-# --- models --------------------------------------------------------------------------------------
-
-
-def cmd_models_list(args: argparse.Namespace) -> int:
-    """The catalog with what is installed and selected."""
-    from appliance.llm import models
-    from appliance.runtime import model_spec, models_dir
-
-    config = load(args)
-    rows = models.list_models(models_dir(config))
-    active = model_spec(config)
-    print(f"{'':2}{'NAME':16} {'SIZE':>9} {'RAM':>8} {'PI5 TOK/S':>9}  {'STATUS':14} LICENSE")
-    for row in rows:
-        entry = row.entry
-        mark = "*" if row.name == active else " "
-        status = "installed" if row.installed else "not installed"
-        if entry is None:
-            size = models.format_size(row.size_bytes)
-            print(f"{mark} {row.name:16} {size:>9} {'':>8} {'':>9}  {status}")
-            continue
-        kind = "" if entry.chat else " [base model]"
-        print(
-            f"{mark} {row.name:16} {models.format_size(entry.size_bytes):>9} {entry.ram_mb:>5} MB "
-            f"{entry.pi5_tps:>9.0f}  {status:14} {entry.license}{kind}"
-        )
-    print(f"\n* = the model picoagent runs ({active}). Change it: picoagent models use NAME")
-    return 0
-
-
-def cmd_models_pull(args: argparse.Namespace) -> int:
-    """Download (or assemble) a catalog model into the models folder."""
-    from appliance.llm import models
-    from appliance.runtime import models_dir
-
-    config = load(args)
-    entry = models.get_entry(args.name)
-    result = models.pull(entry, models_dir(config), url=args.url, progress=models.progress_bar(sys.stderr))
-    how = {"present": "already installed", "packaged": "ships with picoagent", "assembled": "assembled"}
-    print(f"{entry.name}: {how.get(result.action, 'downloaded and verified')} at {result.path}")
-    print(f"run it: picoagent models use {entry.name}")
-    return 0
-
-
-def cmd_models_use(args: argparse.Namespace) -> int:
-    """Choose the model picoagent runs."""
-    from appliance.llm import models
-    from appliance.runtime import models_dir
-
-    config = load(args)
-    chosen = models.select_model(args.name, models_dir(config))
-    print(f"picoagent will run {chosen}")
-    if config.llm.model:
-        print(f"note: llm.model in {config.source} is set to {config.llm.model!r} and takes precedence")
     return 0
 
 

@@ -1,0 +1,82 @@
+"""Only the tools that matter in the local prompt: tools ranked by meaning against the message.
+
+A small local model reads every tool's description in its system prompt on every cold turn, and
+picks worse the more it is offered. So the local model sees the ``keep`` tools closest to the
+message (and to the last thing the person said: "and tomorrow?" after a question about the date),
+plus every tool it already used in this conversation; its tool-call grammar offers exactly those.
+The cloud model still gets every tool.
+
+Each tool is described by its name, its description and the ``Examples:`` line of its docstring
+(what people say when they need it), embedded once per tool. A message's vector is the one the
+semantic device stage already made (the embedder keeps it), so ranking costs a matrix product.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from appliance.tools.registry import Tool
+
+if TYPE_CHECKING:
+    from appliance.llm.embeddings import LocalEmbedder
+
+log = logging.getLogger(__name__)
+
+PREVIOUS_WEIGHT = 0.35  # how much the last thing the person said counts against the message itself
+
+
+def tool_texts(tool: Tool) -> list[str]:
+    """What a tool is embedded as: its description, and each example phrasing."""
+    name = tool.name.replace("_", " ")
+    return [f"{name}: {tool.description}", *tool.examples]
+
+
+class ToolRanker:
+    """Ranks tools by how close a message comes to what they are for."""
+
+    def __init__(self, embedder: LocalEmbedder, keep: int) -> None:
+        self.embedder = embedder
+        self.keep = keep
+        self._vectors: dict[tuple[str, str, tuple[str, ...]], Any] = {}  # per tool: a matrix of its texts
+
+    async def _tool_vectors(self, tools: Sequence[Tool]) -> list[Any]:
+        import numpy as np
+
+        missing = [t for t in tools if (t.name, t.description, t.examples) not in self._vectors]
+        if missing:
+            texts = [tool_texts(t) for t in missing]
+            flat = await self.embedder.aembed_queries([x for group in texts for x in group])
+            at = 0
+            for tool, group in zip(missing, texts, strict=True):
+                self._vectors[(tool.name, tool.description, tool.examples)] = np.asarray(
+                    flat[at : at + len(group)], dtype=np.float32
+                )
+                at += len(group)
+        return [self._vectors[(t.name, t.description, t.examples)] for t in tools]
+
+    async def scores(self, tools: Sequence[Tool], text: str, previous: str | None = None) -> list[float]:
+        """Each tool's closeness to the message (and, less, to the previous one), in the tools' order."""
+        import numpy as np
+
+        matrices = await self._tool_vectors(tools)
+        query = np.asarray(await self.embedder.aembed_query(text), dtype=np.float32)
+        if previous:
+            before = np.asarray(await self.embedder.aembed_query(previous), dtype=np.float32)
+            query = query + PREVIOUS_WEIGHT * before
+            query /= float(np.linalg.norm(query)) or 1.0
+        return [float((m @ query).max()) for m in matrices]
+
+    async def choose(
+        self, tools: Sequence[Tool], text: str, previous: str | None = None, used: Iterable[str] = ()
+    ) -> list[Tool]:
+        """The tools to offer the local model, in the registry's order (a stable prompt for the KV cache)."""
+        if self.keep <= 0 or len(tools) <= self.keep:
+            return list(tools)
+        scores = await self.scores(tools, text, previous)
+        ranked = sorted(range(len(tools)), key=lambda i: -scores[i])
+        chosen = set(ranked[: self.keep]) | {i for i, t in enumerate(tools) if t.name in set(used)}
+        picked = [t for i, t in enumerate(tools) if i in chosen]
+        log.debug("tools for %r: %s", text[:60], ", ".join(t.name for t in picked))
+        return picked

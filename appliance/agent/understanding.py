@@ -1,0 +1,73 @@
+"""The fast understanding layer of a turn: one small embedding model, put to several uses.
+
+A message is embedded once (~5 ms with MiniLM on one core; the embedder keeps the vector), then:
+
+- device requests the rule parser passed on are decided by meaning (:mod:`appliance.agent.semantic`);
+- the local model is shown only the tools closest to the message (:mod:`appliance.agent.tool_rank`);
+- memory recall searches with the same vector (the store asks the embedder, which has it already);
+- the router reads how hard the message looks (:mod:`appliance.agent.difficulty`).
+
+With only the chat model's own embeddings (``memory.embedding_model: chat``, or the default model not
+installed), there is no understanding layer: a chat model takes ~76 ms to embed a message and its
+vectors are poor at this, so the turn runs as before (rules, every tool, token signals).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from appliance.agent.intent import DeviceInfo, Intent
+from appliance.agent.semantic import SemanticDevices
+from appliance.agent.tool_rank import ToolRanker
+from appliance.config import Config
+from appliance.errors import PicoagentError
+from appliance.tools.registry import Tool, ToolRegistry
+
+if TYPE_CHECKING:
+    from appliance.llm.embeddings import LocalEmbedder
+
+log = logging.getLogger(__name__)
+
+
+class Understanding:
+    """Device requests by meaning, the local model's tools, and how hard a message looks."""
+
+    def __init__(
+        self, config: Config, embedder: LocalEmbedder, tools: ToolRegistry, devices: Sequence[DeviceInfo] = ()
+    ) -> None:
+        self.embedder = embedder
+        self.tools = tools
+        self.semantic = SemanticDevices(devices, embedder) if devices and config.agent.devices_by_meaning else None
+        self.tool_ranker = ToolRanker(embedder, config.agent.local_tools)
+
+    async def prepare(self) -> None:
+        """Embed the device profiles and the tools' descriptions now (else the first message does: ~0.3 s)."""
+        try:
+            if self.semantic is not None:
+                await self.semantic.prepare()
+            await self.tool_ranker.scores(list(self.tools), "hello")
+        except PicoagentError as exc:
+            log.warning("the embedding model is not ready: %s", exc.message)
+
+    async def device_intent(self, text: str) -> Intent | None:
+        """The semantic stage's intent of a message (None: the model decides); its failure is logged, not raised."""
+        if self.semantic is None:
+            return None
+        try:
+            return await self.semantic.decide(text)
+        except PicoagentError as exc:
+            log.warning("device requests by meaning are off for this message: %s", exc.message)
+            return None
+
+    async def offered_tools(self, text: str, stored: Sequence[Any]) -> list[Tool]:
+        """The tools the local model is shown: the closest by meaning, plus those used in this conversation."""
+        tools = list(self.tools)
+        used = {a.get("tool") for m in stored for a in (m.meta or {}).get("actions", []) if isinstance(a, dict)}
+        previous = next((m.content for m in reversed(stored) if m.role == "user"), None)
+        try:
+            return await self.tool_ranker.choose(tools, text, previous, {u for u in used if isinstance(u, str)})
+        except PicoagentError as exc:
+            log.warning("tool ranking failed, offering every tool: %s", exc.message)
+            return tools

