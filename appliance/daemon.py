@@ -272,14 +272,14 @@ class Daemon:
 
     async def _preload(self) -> None:
         sd_notify("STATUS=loading the model")
-        await self.state.runtime.agent.prepare_understanding()
         try:
             await self.state.runtime.model.load()
         except PicoagentError as exc:
             log.error("the model did not load: %s", exc.for_people())
             sd_notify(f"STATUS=model failed to load: {exc.message}")
-            return
-        sd_notify(f"STATUS=serving on {self.host}:{self.port}, model {self.state.runtime.model.name} loaded")
+        else:
+            sd_notify(f"STATUS=serving on {self.host}:{self.port}, model {self.state.runtime.model.name} loaded")
+        await self.state.runtime.agent.prepare_understanding()  # the embedding model: ~0.3 s
 
     async def _watchdog(self, every_s: float) -> None:
         while True:

@@ -64,6 +64,7 @@ def run_checks(config_file: str | None = None, data_dir: str | None = None) -> I
 
     yield from _check_sqlite(root)
     yield from _check_model(config)
+    yield from _check_embeddings(config)
     yield from _check_routing(config)
     yield from _check_skills(root)
     yield from _check_mcp(config, root)
@@ -197,6 +198,39 @@ def _check_sqlite(root: Path) -> Iterator[Check]:
             yield Check("database", "fail", f"integrity check: {status}", "restore a backup or move the file away")
     except PicoagentError as exc:
         yield Check("database", "fail", exc.message, exc.fix)
+
+
+def _check_embeddings(config: Config) -> Iterator[Check]:
+    """Which embedding model memory and the understanding layer use, and whether it is there."""
+    from appliance import runtime
+    from appliance.llm import gguf
+    from appliance.llm.embeddings import choose_embedding
+
+    try:
+        choice = choose_embedding(config, runtime.models_dir(config))
+    except PicoagentError as exc:
+        yield Check("embeddings", "fail", exc.message, exc.fix)
+        return
+    if choice.path is None:
+        detail = "the chat model's own (memory.embedding_model: chat): no device requests by meaning, no tool ranking"
+        if choice.note:
+            yield Check("embeddings", "warn", choice.note, "run make install, or picoagent models pull minilm")
+        else:
+            yield Check("embeddings", "ok", detail)
+        return
+    try:
+        meta = gguf.read_metadata(choice.path, {"general.architecture", "{arch}.embedding_length"})
+    except PicoagentError as exc:
+        yield Check("embeddings", "fail", f"memory.embedding_model: {exc.message}", exc.fix)
+        return
+    arch = meta.get("general.architecture", "?")
+    dims = meta.get(f"{arch}.embedding_length", "?")
+    yield Check(
+        "embeddings",
+        "ok",
+        f"{choice.name}: {choice.path} ({_mb(choice.path.stat().st_size)}, {arch}, {dims} dimensions) for memory, "
+        "device requests by meaning and the local model's tools",
+    )
 
 
 def _check_model(config: object) -> Iterator[Check]:

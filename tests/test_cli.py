@@ -179,6 +179,19 @@ def test_doctor_passes_on_the_default_config(tmp_path: Path) -> None:
     assert "FAIL" not in out.stdout
     assert out.stdout.rstrip().endswith("all checks passed")
     assert (tmp_path / "data" / "picoagent.db").is_file()
+    line = next(line for line in out.stdout.splitlines() if line.startswith("[ok  ] embeddings:"))
+    assert "minilm: " in line and "all-MiniLM-L6-v2.Q8_0.gguf" in line and "384 dimensions" in line
+
+
+def test_doctor_says_which_embedding_model_memory_uses(tmp_path: Path) -> None:
+    setting = "  embedding_model: minilm\n"
+    chat = config_file(tmp_path / "chat", {setting: "  embedding_model: chat\n"})
+    out = picoagent("doctor", "--config", chat, "--data-dir", tmp_path / "data", cwd=tmp_path)
+    assert "[ok  ] embeddings: the chat model's own (memory.embedding_model: chat)" in out.stdout
+    missing = config_file(tmp_path / "missing", {setting: f"  embedding_model: {tmp_path / 'no.gguf'}\n"})
+    out = picoagent("doctor", "--config", missing, "--data-dir", tmp_path / "data", cwd=tmp_path)
+    assert out.returncode == 1 and "[FAIL] embeddings: memory.embedding_model: model file" in out.stdout
+    assert "Traceback" not in out.stderr
 
 
 def test_doctor_reports_a_file_that_is_not_gguf(tmp_path: Path) -> None:

@@ -161,3 +161,20 @@ def test_with_the_chat_models_embeddings_only_the_rules_run(config: Config) -> N
         assert turn(rt, "turn off the fan").route == "intent"  # the rule parser still works
     finally:
         rt.close()
+
+
+def test_the_dev_set_makes_no_wrong_action_or_read(runtime: Runtime) -> None:
+    """The thresholds were tuned on this set: it guards them (and the rules) against regressions."""
+    dev = yaml.safe_load((HERE / "eval" / "device_phrasings_dev.yaml").read_text(encoding="utf-8"))
+    semantic = runtime.agent.understanding.semantic  # type: ignore[union-attr]
+    assert semantic is not None
+    wrong = []
+    for row in dev:
+        intent = asyncio.run(semantic.decide(row["say"]))
+        if intent is None or intent.action not in ("set", "read"):
+            continue
+        value = f" {'on' if intent.value else 'off'}" if intent.action == "set" else ""
+        got = f"{intent.action} {intent.device}{value}"
+        if got not in expected(row):
+            wrong.append((row["say"], got))
+    assert wrong == []

@@ -291,6 +291,29 @@ def test_device_buttons_toggle_and_read(config: Config) -> None:
     run(config, scenario)
 
 
+def test_a_question_by_meaning_gets_buttons_and_a_tap_answers_it(config: Config) -> None:
+    async def scenario(h: Harness) -> None:
+        h.fake.push_message(OWNER, OWNER, "it's dark on the porch")
+        [question] = await h.reply_to(OWNER)
+        assert question["text"].startswith("Turn the porch light on? (yes or no)")
+        assert buttons(question) == {"say:yes": "yes", "say:no": "no"}
+        assert h.pin(17) is False  # nothing is done before the answer
+
+        h.fake.push_callback(STRANGER, OWNER, question["message_id"], "say:yes")
+        await h.settle()
+        assert h.pin(17) is False  # a stranger's tap is turned away like a stranger's message
+
+        h.fake.push_callback(OWNER, OWNER, question["message_id"], "say:yes")
+        await h.fake.wait_for(lambda: len(h.fake.bot_messages(OWNER)) >= 2, what="the answer to the tap")
+        await h.settle()
+        assert h.pin(17) is True
+        question, done = h.fake.bot_messages(OWNER)[:2]
+        assert question["text"].endswith("→ yes") and "reply_markup" not in question  # the buttons are gone
+        assert done["text"].startswith("Done: porch_light is now")
+
+    run(config, scenario)
+
+
 def test_approve_runs_exactly_the_stored_action_once(config: Config) -> None:
     config.devices["heater"] = DeviceConfig(driver="relay", pin=5, approval="required")
 

@@ -175,6 +175,17 @@ def test_chat_streams_a_reply_and_keeps_it_across_a_reload(page: sync_api.Page) 
     expect(page.locator(".msg-assistant .msg-text").first).to_contain_text("Paris")
 
 
+def _uncovered(page: sync_api.Page, locator: sync_api.Locator) -> None:
+    """The element is what a person's tap at its centre reaches: visible and not under something else."""
+    expect(locator).to_be_visible()
+    locator.scroll_into_view_if_needed()
+    box = locator.bounding_box()
+    assert box is not None
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    hit = page.evaluate("([x, y]) => document.elementFromPoint(x, y)?.textContent ?? ''", [x, y])
+    assert hit == locator.text_content(), f"the point ({x:.0f}, {y:.0f}) shows {hit!r}, not {locator.text_content()!r}"
+
+
 def test_pages_fit_a_phone_and_screenshots_are_saved(page: sync_api.Page) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     for size, suffix in ((DESKTOP, "desktop"), (PHONE, "phone")):
@@ -190,6 +201,33 @@ def test_pages_fit_a_phone_and_screenshots_are_saved(page: sync_api.Page) -> Non
         expect(page.locator(".msg-assistant").first).to_contain_text("Paris")
         page.screenshot(path=ARTIFACTS / f"chat-{suffix}.png")
         _no_horizontal_scroll(page)
+
+
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_a_question_by_meaning_offers_buttons_and_a_tap_answers_it(page: sync_api.Page, size: dict[str, int]) -> None:
+    page.set_viewport_size(size)
+    page.goto("/chat")
+    expect(page.locator("#conn-text")).to_have_text("connected")
+    before = page.locator(".msg-assistant").count()
+    page.get_by_label("Message").fill("it's dark on the porch")
+    page.get_by_label("Message").press("Enter")
+    reply = page.locator(".msg-assistant").nth(before)
+    expect(reply.locator(".msg-text")).to_have_text("Turn the porch light on? (yes or no)")
+    expect(reply.locator(".msg-meta")).to_contain_text("intent")
+    yes, no = reply.get_by_role("button", name="yes"), reply.get_by_role("button", name="no")
+    _uncovered(page, yes)
+    _uncovered(page, no)
+    _no_horizontal_scroll(page)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=ARTIFACTS / f"chat-question-{'phone' if size == PHONE else 'desktop'}.png")
+    yes.click()
+    expect(page.locator(".msg-user .msg-text").last).to_have_text("yes")
+    expect(page.locator(".msg-assistant").last.locator(".msg-text")).to_contain_text("Done: porch_light is now")
+    expect(yes).to_be_disabled()
+    expect(no).to_be_disabled()
+    page.get_by_label("Message").fill("switch the porch light off")  # the rule parser: back as it was
+    page.get_by_label("Message").press("Enter")
+    expect(page.locator(".msg-assistant").last.locator(".msg-text")).to_contain_text("Done: porch_light")
 
 
 def test_the_browser_never_left_the_appliance(requested: list[str]) -> None:

@@ -406,7 +406,14 @@ class Agent:
             "assistant",
             record.text,
             route=record.route,
-            meta={"actions": record.actions, "timings": record.timings, "reason": record.reason, "model": record.model},
+            meta={
+                "actions": record.actions,
+                "timings": record.timings,
+                "reason": record.reason,
+                "model": record.model,
+                # the tools the local model was shown: the next turn keeps them in place (a warm KV cache)
+                "offered": [t.name for t in local_tokens.offered] if local_tokens is not None else [],
+            },
         )
         await self.db.call(self._ledger, record, use, local_tokens)
         await self.tools.hooks.turn_end(record)

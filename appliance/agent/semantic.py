@@ -220,7 +220,11 @@ class SemanticDevices:
         if reading.quantities:  # "stuffy", "dry": only devices measuring one of those
             measuring = [s for s in candidates if _measures(s.profile.info, reading.quantities)]
             candidates = measuring or ([] if reading.only_quantity else candidates)
-        anchored = [s for s in candidates if s.named] or [s for s in candidates if s.in_room]
+        anchored = [s for s in candidates if s.named]
+        if not anchored and (reading.quantities or reading.status_cue):
+            anchored = [s for s in candidates if s.in_room]  # a room alone: only "how is it", never "what's in it"
+        elif not anchored and reading.room_named:
+            return None
         if reading.place == "indoors":
             anchored = anchored or [s for s in candidates if s.profile.info.room not in sw.OUTDOOR_ROOMS]
         chosen = self._pick(anchored, READ_ANCHORED) if anchored else self._pick(candidates, READ_FREE)

@@ -155,7 +155,19 @@ _BLOCK = _stems(
 )
 _TIMES_OF_DAY = frozenset({"morning", "afternoon", "evening", "night"})
 # General questions: advice or knowledge, not the state of a device here.
-_GENERAL = _stems("good ideal best normal comfortable healthy recommended work works difference define safe")
+_GENERAL = _stems(
+    "good ideal best normal comfortable healthy recommended work works difference define safe nice name tip "
+    "suggest recommend recipe joke"
+)
+_HOME = _stems("home house inside indoors indoor here outside outdoors outdoor now today currently")
+# A question about a room is about its devices only with one of these: "how is the garden doing",
+# "what's it like in the living room", "any readings from the porch". Without one ("what furniture is
+# in the living room", "is the porch big enough for a table") it is about the room, for the model.
+_STATUS_CUES = _stems(
+    "like doing feel feels feeling climate weather condition conditions reading readings status state sensor "
+    "sensors measurement measurements about how hows on off running lit illuminated burning going spinning "
+    "working pressed"
+)
 _PRONOUN_OBJECTS = frozenset({"it", "them", "everything", "all", "both", "these", "those", "something", "anything"})
 _PAST_MARKERS = _stems("yesterday earlier ago last today while")
 _PAST_VERBS = frozenset(
@@ -319,6 +331,7 @@ class Reading:
     wants_light: bool = False  # a remark about darkness or glare
     wants_air: bool = False  # a remark about heat, cold or noise
     places: tuple[str, ...] = ()  # places named that are no configured room ("lounge", "kitchen")
+    status_cue: bool = False  # a question that asks how things are ("doing", "like", "readings", "on")
     room_named: bool = False
 
 
@@ -388,6 +401,10 @@ def read_message(text: str, vocab: Vocabulary) -> Reading | None:
         text.rstrip().endswith("?") or first in _QUESTION_STARTS or first in _PAST_VERBS or first == "who"
     )
     when_question = first == "when" and len(words) > 1 and words[1] in _PAST_VERBS
+    if first == "how" and len(words) > 1 and words[1] in ("do", "does", "can", "could", "should", "would", "to"):
+        return None  # "how do I...": advice, not a reading
+    if first == "how" and words[1:2] in (("long",), ("often",)) and words[2:3] in (("do",), ("does",), ("should",)):
+        return None  # "how long do AA batteries last in a doorbell": knowledge, not the doorbell's past
     if stems & _BLOCK or _has_time(words) or ("when" in words and not when_question):
         return None
     past_time = schedule_time = False
@@ -409,9 +426,8 @@ def read_message(text: str, vocab: Vocabulary) -> Reading | None:
         return None
     if question and past:
         if words[:3] in (("did", "i", "leave"), ("did", "we", "leave"), ("did", "someone", "leave")):
-            return Reading(
-                "read", stems, room_named=room_named, places=places
-            )  # "did I leave the light on?" asks about now
+            # "did I leave the light on?" asks about now
+            return Reading("read", stems, room_named=room_named, places=places, status_cue=True)
         if first in _PAST_VERBS or first in ("when", "who", "how", "what"):
             return Reading("history", stems, room_named=room_named, places=places)
         return None
@@ -419,6 +435,8 @@ def read_message(text: str, vocab: Vocabulary) -> Reading | None:
         return None  # a story: "I turned the fan off earlier"
     quantities = tuple(dict.fromkeys(q for s in stems for q in _QUANTITY_WORDS.get(s, ())))
     only_quantity = bool(quantities) and not (stems & known)
+    if only_quantity and _elsewhere(words, known):
+        return None  # "the temperature on Mars", "the humidity of the Sahara": not a sensor here
     value, plain = _value(words)
     if first in _COMMAND_VERBS and not question:
         if set(words[1:3]) & _PRONOUN_OBJECTS or "all" in words:
@@ -437,6 +455,7 @@ def read_message(text: str, vocab: Vocabulary) -> Reading | None:
             place=place,
             room_named=room_named,
             places=places,
+            status_cue=bool(stems & _STATUS_CUES),
         )
     rest = stems - _FILLER - set(places)
     if value is not None and rest and rest <= known:
@@ -452,6 +471,7 @@ def read_message(text: str, vocab: Vocabulary) -> Reading | None:
             place=place,
             room_named=room_named,
             places=places,
+            status_cue=bool(stems & _STATUS_CUES),
         )
     if value is not None and (set(words) & _WANT or ("can" in words and "go" in words)):
         return Reading(
@@ -477,6 +497,18 @@ def read_message(text: str, vocab: Vocabulary) -> Reading | None:
                 places=places,
             )
     return None
+
+
+def _elsewhere(words: tuple[str, ...], known: frozenset[str]) -> bool:
+    """Whether a place is named that is neither a room here nor home ("on mars", "in paris", "of the sahara")."""
+    for i, word in enumerate(words[:-1]):
+        if word in ("on", "in", "at", "of"):
+            after = words[i + 1 : i + 3]
+            place = after[1] if after[:1] in (("the",), ("a",)) and len(after) > 1 else after[0]
+            ours = known | _HOME | _FILLER | KNOWN_PLACES  # another name of a room is resolved by the caller
+            if place.isalpha() and stem(place) not in ours and place not in _QUESTION_STARTS:
+                return True
+    return False
 
 
 def _has_time(words: tuple[str, ...]) -> bool:

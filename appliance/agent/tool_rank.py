@@ -3,7 +3,9 @@
 A small local model reads every tool's description in its system prompt on every cold turn, and
 picks worse the more it is offered. So the local model sees the ``keep`` tools closest to the
 message (and to the last thing the person said: "and tomorrow?" after a question about the date),
-plus every tool it already used in this conversation; its tool-call grammar offers exactly those.
+none that is not close at all (small talk gets no tools), plus every tool it already used in this
+conversation; its tool-call grammar offers exactly those. Within a conversation the list only grows,
+in a fixed order (see :meth:`ToolRanker.choose`), so the KV cache keeps the prompt of the turn before.
 The cloud model still gets every tool.
 
 Each tool is described by its name, its description and the ``Examples:`` line of its docstring
@@ -25,6 +27,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PREVIOUS_WEIGHT = 0.35  # how much the last thing the person said counts against the message itself
+# Below this similarity a tool is not offered at all: "hello" or "tell me a joke" get no tools, so the
+# local model cannot call one by mistake and reads a shorter prompt. MiniLM scores a tool's own
+# examples' paraphrases 0.45-0.9 and unrelated chat 0.1-0.3 (tests/test_tool_rank.py).
+RELEVANT = 0.35
 
 
 def tool_texts(tool: Tool) -> list[str]:
@@ -69,14 +75,30 @@ class ToolRanker:
         return [float((m @ query).max()) for m in matrices]
 
     async def choose(
-        self, tools: Sequence[Tool], text: str, previous: str | None = None, used: Iterable[str] = ()
+        self,
+        tools: Sequence[Tool],
+        text: str,
+        previous: str | None = None,
+        used: Iterable[str] = (),
+        offered_before: Sequence[str] = (),
     ) -> list[Tool]:
-        """The tools to offer the local model, in the registry's order (a stable prompt for the KV cache)."""
-        if self.keep <= 0 or len(tools) <= self.keep:
+        """The tools to offer the local model.
+
+        Within a conversation the list only grows: the tools offered before keep their places, and new
+        ones are appended. The tool list ends the system prompt, so a turn whose tools were already
+        offered finds its whole prompt but the new message in the KV cache, and one that needs a new
+        tool re-reads only from the list on. Past ``2 × keep`` tools the list starts afresh.
+        """
+        if self.keep <= 0:
             return list(tools)
         scores = await self.scores(tools, text, previous)
-        ranked = sorted(range(len(tools)), key=lambda i: -scores[i])
-        chosen = set(ranked[: self.keep]) | {i for i, t in enumerate(tools) if t.name in set(used)}
-        picked = [t for i, t in enumerate(tools) if i in chosen]
+        ranked = [i for i in sorted(range(len(tools)), key=lambda i: -scores[i]) if scores[i] >= RELEVANT]
+        wanted = {tools[i].name for i in ranked[: self.keep]} | set(used)
+        by_name = {t.name: t for t in tools}
+        before = [name for name in offered_before if name in by_name]
+        if len(set(before) | wanted) > 2 * self.keep:
+            before = []
+        picked = [by_name[name] for name in before]
+        picked += [t for t in tools if t.name in wanted and t.name not in before]
         log.debug("tools for %r: %s", text[:60], ", ".join(t.name for t in picked))
         return picked

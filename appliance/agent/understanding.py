@@ -66,8 +66,11 @@ class Understanding:
         tools = list(self.tools)
         used = {a.get("tool") for m in stored for a in (m.meta or {}).get("actions", []) if isinstance(a, dict)}
         previous = next((m.content for m in reversed(stored) if m.role == "user"), None)
+        before = next((m.meta.get("offered") for m in reversed(stored) if (m.meta or {}).get("offered")), None)
         try:
-            return await self.tool_ranker.choose(tools, text, previous, {u for u in used if isinstance(u, str)})
+            return await self.tool_ranker.choose(
+                tools, text, previous, {u for u in used if isinstance(u, str)}, [str(n) for n in before or []]
+            )
         except PicoagentError as exc:
             log.warning("tool ranking failed, offering every tool: %s", exc.message)
             return tools

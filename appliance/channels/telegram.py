@@ -267,28 +267,33 @@ class ReplyStream:
                 return
             await self._show(self.text, final=False)
 
-    async def finish(self, runner: asyncio.Task[None], text: str) -> str:
-        """Show the complete text; returns what could not be delivered (empty when all of it was)."""
+    async def finish(self, runner: asyncio.Task[None], text: str, choices: list[str] | None = None) -> str:
+        """Show the complete text (with a button per choice); returns what could not be delivered."""
         self._finished.set()
         self._changed.set()
         await runner  # lets a push in flight complete, so its message id is known
         if self.shown:
             await asyncio.sleep(max(0.0, self.last_push + self.interval_s - time.monotonic()))
-        return await self._show(text, final=True)
+        return await self._show(text, final=True, markup=choice_keyboard(choices or []))
 
-    async def _show(self, text: str, *, final: bool) -> str:
+    async def _show(self, text: str, *, final: bool, markup: InlineKeyboardMarkup | None = None) -> str:
         pieces = split_message(text)
         for i, piece in enumerate(pieces):
-            if i < len(self.shown) and self.shown[i][1] == piece:
+            buttons = markup if i == len(pieces) - 1 else None  # "Turn the fan on?" [yes] [no]
+            if i < len(self.shown) and self.shown[i][1] == piece and buttons is None:
                 continue
             self.last_push = time.monotonic()
             try:
                 if i < len(self.shown):
-                    await self.bot.edit_message_text(piece, chat_id=self.chat_id, message_id=self.shown[i][0])
+                    await self.bot.edit_message_text(
+                        piece, chat_id=self.chat_id, message_id=self.shown[i][0], reply_markup=buttons
+                    )
                     self.shown[i] = (self.shown[i][0], piece)
                 else:
                     reply = ReplyParameters(self.reply_to, allow_sending_without_reply=True) if self.reply_to else None
-                    sent = await self.bot.send_message(self.chat_id, piece, reply_parameters=reply)
+                    sent = await self.bot.send_message(
+                        self.chat_id, piece, reply_parameters=reply, reply_markup=buttons
+                    )
                     self.shown.append((sent.message_id, piece))
             except BadRequest as exc:
                 if "not modified" in exc.message:
@@ -425,6 +430,7 @@ class TelegramChannel:
             app.add_handler(CommandHandler(name, callback))
         app.add_handler(CallbackQueryHandler(self._on_device_button, pattern=r"^dev:"))
         app.add_handler(CallbackQueryHandler(self._on_approval_button, pattern=r"^apr:"))
+        app.add_handler(CallbackQueryHandler(self._on_choice_button, pattern=r"^say:"))
         app.add_handler(CallbackQueryHandler(self._on_unknown_button))
         app.add_handler(MessageHandler(filters.UpdateType.MESSAGE & filters.TEXT & ~filters.COMMAND, self._on_text))
         app.add_error_handler(self._on_error)
@@ -616,7 +622,7 @@ class TelegramChannel:
                 on_event=stream.on_event,
                 force=force,
             )
-            final = f"{record.text}\n\n{footer(record)}"
+            final = f"{record.text}\n\n{footer(record)}".rstrip()
         except PicoagentError as exc:
             final = exc.for_people()
         except asyncio.CancelledError:
@@ -627,7 +633,7 @@ class TelegramChannel:
             final = "Something went wrong on the Pi while answering; the log has the details."
         finally:
             typing.cancel()
-        undelivered = await stream.finish(pusher, final)
+        undelivered = await stream.finish(pusher, final, record.choices if record is not None else None)
         if undelivered:
             await self.db.call(self.outbox.enqueue, CHANNEL, str(chat_id), undelivered, "reply")
             self.notify_wakeup()
@@ -788,6 +794,17 @@ class TelegramChannel:
         await query.answer(shown[:200])
         await _edit_quietly(query, f"{DEVICES_HEADER}\n\n{shown}", await self._device_keyboard())
 
+    async def _on_choice_button(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """A tapped answer to the reply's question ("yes", "porch") is said as a message, once."""
+        query, user, chat = update.callback_query, update.effective_user, update.effective_chat
+        if query is None or user is None or chat is None or not isinstance(query.data, str):
+            return
+        said = query.data.removeprefix("say:")
+        await query.answer()
+        if isinstance(query.message, Message) and query.message.text:
+            await _edit_quietly(query, f"{query.message.text}\n\n→ {said}", None)  # the buttons go away
+        await self._turn(chat.id, user.id, said, reply_to=None, force=None)
+
     # --- approvals --------------------------------------------------------------------------------------
 
     async def _cmd_approve(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -937,6 +954,14 @@ DEVICES_HEADER = "Devices: tap a switch to toggle it, a sensor to read it."
 
 class _WebhookRefused(Exception):
     """Telegram answered setWebhook with 400 (bad URL, certificate or secret): a configuration problem."""
+
+
+def choice_keyboard(choices: list[str]) -> InlineKeyboardMarkup | None:
+    """One button per answer a reply offers (callback data "say:<answer>", within Telegram's 64 bytes)."""
+    usable = [c for c in choices if len(f"say:{c}".encode()) <= 64]
+    return (
+        InlineKeyboardMarkup([[InlineKeyboardButton(c, callback_data=f"say:{c}") for c in usable]]) if usable else None
+    )
 
 
 async def _edit_quietly(query: CallbackQuery, text: str, markup: InlineKeyboardMarkup | None) -> None:

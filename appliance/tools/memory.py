@@ -14,7 +14,8 @@ def register(registry: ToolRegistry, store: MemoryStore) -> None:
     async def remember(fact: str) -> str:
         """Store a durable fact about the user, their home or their plans.
 
-        Examples: remember that my locker code is 4512; note that the dentist is on Tuesday
+        Examples: remember that my locker code is 4512; note that the dentist is on Tuesday;
+            don't forget that Anna's birthday is in June; keep in mind that I parked on level 3
 
         Args:
             fact: one short sentence, e.g. "Anna's birthday is 14 March"
@@ -25,7 +26,8 @@ def register(registry: ToolRegistry, store: MemoryStore) -> None:
     async def recall(query: str) -> list[str]:
         """Find remembered facts by meaning or keyword.
 
-        Examples: what did I tell you about the car; do you remember where the spare key is
+        Examples: what did I tell you about the car; do you remember where the spare key is;
+            what's my wifi password; when is my brother's birthday; which doctor do I see
 
         Args:
             query: what to look for, e.g. "where is the shed key"

@@ -151,10 +151,16 @@ def tool_from_function(
 
 
 def _examples(docstring: str) -> tuple[str, ...]:
-    """The ``Examples: a; b; c`` line of a docstring, as phrasings."""
-    for line in docstring.splitlines():
+    """The ``Examples: a; b; c`` paragraph of a docstring (it may go on over lines), as phrasings."""
+    lines = docstring.splitlines()
+    for at, line in enumerate(lines):
         if line.strip().lower().startswith("examples:"):
-            return tuple(e.strip() for e in line.strip()[len("examples:") :].split(";") if e.strip())
+            text = [line.strip()[len("examples:") :]]
+            for more in lines[at + 1 :]:
+                if not more.strip() or more.strip().endswith(":"):
+                    break
+                text.append(more.strip())
+            return tuple(e.strip() for e in " ".join(text).split(";") if e.strip())
     return ()
 
 

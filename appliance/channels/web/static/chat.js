@@ -219,6 +219,26 @@
     sendButton.disabled = !open || !input.value.trim();
   }
 
+  // A question the reply asks ("Turn the fan on?"): one button per answer; a tap says it, once.
+  function addChoices(reply, choices) {
+    if (!choices.length) return;
+    const row = el("div", "choices");
+    row.setAttribute("role", "group");
+    row.setAttribute("aria-label", "answers");
+    for (const choice of choices) {
+      const button = el("button", "choice", choice);
+      button.type = "button";
+      button.addEventListener("click", () => {
+        if (turn) return;
+        for (const other of row.querySelectorAll("button")) other.disabled = true;
+        button.classList.add("chosen");
+        send(choice);
+      });
+      row.append(button);
+    }
+    reply.bubble.append(row);
+  }
+
   function endTurn() {
     if (!turn) return;
     turn.article.removeAttribute("aria-busy");
@@ -276,6 +296,7 @@
           reply.text.textContent = event.text;
           setState(reply, "");
           setMeta(reply, event.route, recordParts(event), Date.now() / 1000);
+          addChoices(reply, event.choices || []);
           endTurn();
         }
         break;
