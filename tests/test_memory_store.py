@@ -294,7 +294,7 @@ def test_rrf_puts_what_both_legs_found_first(db: Database) -> None:
     assert hits.vector_ids[0] == vector_only.id and hits.keyword_ids[0] == keyword_only.id
     assert hits[0].memory == both and hits[0].matched_by == {"vector", "keyword"}
     assert (hits[0].vector_rank, hits[0].keyword_rank) == (2, 2)
-    assert hits[0].score == pytest.approx(2 / 62)
+    assert hits[0].score == pytest.approx((store.vector_weight + store.keyword_weight) / 62)
 
 
 def test_decay_ranks_older_memories_lower(db: Database) -> None:
