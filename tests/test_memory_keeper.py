@@ -11,7 +11,7 @@ from appliance.config import Config
 from appliance.llm.scripted import ScriptedModel
 from appliance.memory.db import Database
 from appliance.memory.keeper import MemoryKeeper
-from appliance.memory.store import MemoryStore
+from appliance.memory.store import MemoryStore, NewMemory
 from tests.fakes.clock import ManualClock
 from tests.test_cli import picoagent
 
@@ -83,3 +83,23 @@ def test_memory_cli_finds_by_meaning_and_by_keyword_across_processes(tmp_path: P
     forgotten = cli("forget", str(by_keyword[0]["id"]), data=tmp_path)
     assert forgotten.returncode == 0
     assert "192.168.1.40" not in cli("search", "192.168.1.40", data=tmp_path).stdout
+
+
+def test_recall_applies_the_configured_decay(config: Config, tmp_path: Path) -> None:
+    clock = Clock()
+    db = Database(tmp_path / "d.db")
+    store = MemoryStore(db, None, model_name="none", dimensions=0, clock=clock)
+    keeper = MemoryKeeper(config.memory, store, db, ScriptedModel(), context_tokens=1000, clock=clock)
+
+    day = 86_400.0
+    store.add_many(
+        [
+            NewMemory("bike lock code 1234", "t", created_at=clock() - 400 * day),
+            NewMemory("The bike lock code was changed last month and it is now 9876", "t", created_at=clock() - day),
+        ]
+    )
+    config.memory.decay_half_life_days = 0
+    assert asyncio.run(keeper.recall("bike lock code"))[0] == "bike lock code 1234"  # bm25 alone: the shorter
+    config.memory.decay_half_life_days = 30
+    assert asyncio.run(keeper.recall("bike lock code"))[0].endswith("now 9876")  # a year older: ranked lower
+    db.close()

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from appliance.errors import UsageError
 from appliance.memory.db import Database
+from appliance.memory.fusion import Weights
 from appliance.memory.store import MemoryStore, NewMemory
 from tests.fakes.clock import ManualClock
 
@@ -284,6 +285,7 @@ def test_rrf_puts_what_both_legs_found_first(db: Database) -> None:
         **{f"filler number {i}": unit(1, 0, 0, 2 + i / 10) for i in range(12)},
     }
     store = MemoryStore(db, MeaningEmbedder(fixed=fixed), model_name="test", dimensions=384)
+    store.weights = Weights(vector=1.0, keyword=1.0, rare_word=1.0)  # the fusion itself, legs weighed alike
     both = store.add(long_note, source="t")
     vector_only = store.add("the keys", source="t")
     keyword_only = store.add("spare key spare key", source="t")
@@ -294,7 +296,43 @@ def test_rrf_puts_what_both_legs_found_first(db: Database) -> None:
     assert hits.vector_ids[0] == vector_only.id and hits.keyword_ids[0] == keyword_only.id
     assert hits[0].memory == both and hits[0].matched_by == {"vector", "keyword"}
     assert (hits[0].vector_rank, hits[0].keyword_rank) == (2, 2)
-    assert hits[0].score == pytest.approx((store.vector_weight + store.keyword_weight) / 62)
+    assert hits[0].score == pytest.approx(2 / 62)
+
+
+def test_a_rare_name_or_number_comes_first_even_where_the_vectors_point_elsewhere(db: Database) -> None:
+    # The query's vector is e0, which only the distractors share: the vector leg ranks them first and
+    # the note with the number or the name far down. A name or number in three memories or fewer wins.
+    fixed = {
+        "What's 30419982?": unit(1),
+        "Who is Fernhill?": unit(1),
+        "The electricity account number is 30419982": unit(0, 0, 1),
+        "The wifi network is called Fernhill": unit(0, 0, 0, 1),
+        **{f"distractor {i}": unit(1, 0, 0, 0, 0.1 + i / 10) for i in range(8)},
+    }
+    store = MemoryStore(db, MeaningEmbedder(fixed=fixed), model_name="test", dimensions=384)
+    account = store.add("The electricity account number is 30419982", source="t")
+    wifi = store.add("The wifi network is called Fernhill", source="t")
+    for i in range(8):
+        store.add(f"distractor {i}", source="t")
+    for query, memory in (("What's 30419982?", account), ("Who is Fernhill?", wifi)):
+        hits = store.search(query, k=5)
+        assert hits.vector_ids.index(memory.id) >= 8  # the vectors alone would bury it
+        assert hits[0].memory == memory and "keyword" in hits[0].matched_by
+
+
+def test_a_plain_word_match_does_not_outrank_meaning(db: Database) -> None:
+    # "water" is in the tomato note (a plain word: what the question is about, not a name); by meaning
+    # the question is about the sprinkler. The vector leg decides.
+    fixed = {
+        "when does the water come on in the garden": unit(1),
+        "The garden sprinkler runs at 6 every morning": unit(1, 0.2),
+        "Water the tomatoes every evening": unit(0, 1),
+    }
+    store = MemoryStore(db, MeaningEmbedder(fixed=fixed), model_name="test", dimensions=384)
+    sprinkler = store.add("The garden sprinkler runs at 6 every morning", source="t")
+    tomatoes = store.add("Water the tomatoes every evening", source="t")
+    hits = store.search("when does the water come on in the garden", k=2)
+    assert hits.keyword_ids[0] == tomatoes.id and hits[0].memory == sprinkler
 
 
 def test_decay_ranks_older_memories_lower(db: Database) -> None:

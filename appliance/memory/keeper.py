@@ -98,7 +98,10 @@ class MemoryKeeper:
         """Memories relevant to a message, best first, within the token budget."""
         try:
             # Not db.call: searching embeds the query, which must not hold up the database thread.
-            hits = await asyncio.to_thread(self.store.search, text, self.config.recall_k)
+            search = functools.partial(
+                self.store.search, text, self.config.recall_k, decay_half_life_days=self.config.decay_half_life_days
+            )
+            hits = await asyncio.to_thread(search)
         except PicoagentError as exc:
             log.warning("recall failed: %s", exc.message)
             return []

@@ -45,13 +45,48 @@ def _query_terms(query: str) -> list[str]:
     return (content or terms)[:_MAX_TERMS]
 
 
+RARE_MATCHES = 3  # a name, number or code found in at most this many memories names them
+
+
+class KeywordHits(list[int]):
+    """Keyword-leg ids, best first; ``rare`` holds those that matched a word found in few memories."""
+
+    def __init__(self, ids: Sequence[int] = (), rare: set[int] | None = None) -> None:
+        super().__init__(ids)
+        self.rare = rare or set()
+
+
+def _names(query: str) -> set[str]:
+    """The query's words that look like names, numbers or codes, as FTS5 phrases.
+
+    A word with a digit ("30419982", "marmalade47", "TR-88120"), a capital inside ("ParentPay") or a
+    capital not at the start of a sentence ("Fernhill", "Dr Okafor") names something; a plain word
+    ("watering", "bills") says what the question is about, which the vector leg judges better.
+    """
+    names: set[str] = set()
+    start = True
+    for word in unicodedata.normalize("NFC", query).split():
+        tokens = _TOKEN.findall(word)
+        phrase = '"' + " ".join(tokens) + '"'
+        if tokens and (
+            any(c.isdigit() for c in word) or any(c.isupper() for c in word[1:]) or (word[:1].isupper() and not start)
+        ):
+            names.add(phrase)
+        start = word.endswith((".", "?", "!"))
+    return names
+
+
 def keyword_search(
     conn: sqlite3.Connection, query: str, depth: int, kinds: Sequence[str] | None, *, rank_budget: int
-) -> list[int]:
-    """FTS5 ids for a query, best bm25 first: an OR of its words, each quoted (never FTS5 syntax)."""
+) -> KeywordHits:
+    """FTS5 ids for a query, best bm25 first: an OR of its words, each quoted (never FTS5 syntax).
+
+    Also which of them matched a rare word (in at most RARE_MATCHES memories): the fusion trusts those
+    far more than a match on a common word, which says little about meaning.
+    """
     terms = _query_terms(query)
     if not terms:
-        return []
+        return KeywordHits()
     # bm25 ranks every match (~2 µs each): rank only the rarest terms, up to rank_budget matches in all.
     # Common words add little to bm25 anyway (their inverse document frequency is small). Matches are
     # counted only up to the budget, so a word in every memory costs no more to size than a rare one.
@@ -65,7 +100,13 @@ def keyword_search(
         chosen.append(phrase)
         total += n
     if not chosen:
-        return []
+        return KeywordHits()
+    names = _names(query)
+    rare_terms = [phrase for n, phrase in sized if 0 < n <= RARE_MATCHES and phrase in names]
+    rare: set[int] = set()
+    if rare_terms:
+        rows = conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?", (" OR ".join(rare_terms),))
+        rare = {r[0] for r in rows}
     where = "memories_fts MATCH ?"
     params: list[object] = [" OR ".join(chosen)]
     join = ""
@@ -77,7 +118,7 @@ def keyword_search(
     # Too common to rank (one word in thousands of memories): the newest matches instead.
     order = "memories_fts.rank" if total <= rank_budget else "memories_fts.rowid DESC"
     sql = f"SELECT memories_fts.rowid FROM memories_fts{join} WHERE {where} ORDER BY {order} LIMIT ?"
-    return [r[0] for r in conn.execute(sql, (*params, depth))]
+    return KeywordHits([r[0] for r in conn.execute(sql, (*params, depth))], rare)
 
 
-__all__ = ["keyword_search"]
+__all__ = ["RARE_MATCHES", "KeywordHits", "keyword_search"]

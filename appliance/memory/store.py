@@ -3,7 +3,8 @@
 A memory is a row of ``memories`` (its FTS5 index kept in sync by triggers) and, when an embedding
 model is configured, two vectors written in the same transaction: the unit float vector in the vec0
 table ``memory_vec`` and its sign bits in ``memory_bits``. A search runs a vector leg and a keyword
-leg (FTS5 bm25) and merges them by Reciprocal Rank Fusion.
+leg (FTS5 bm25) and merges them by Reciprocal Rank Fusion, weighted by what each kind of match
+proved worth: :mod:`appliance.memory.fusion`.
 
 The vector leg is a binary first pass (Hamming distance over the sign bits) re-ranked by exact
 cosine. The daemon, which searches often, keeps the vectors in numpy, where both passes take under
@@ -33,7 +34,8 @@ from typing import TYPE_CHECKING, Literal
 from appliance.errors import ModelError, PicoagentError, UsageError
 from appliance.memory.db import Database
 from appliance.memory.export import write_markdown
-from appliance.memory.keywords import keyword_search
+from appliance.memory.fusion import Weights, fuse
+from appliance.memory.keywords import KeywordHits, keyword_search
 from appliance.memory.records import (
     KINDS,
     MEMORY_COLUMNS,
@@ -56,7 +58,6 @@ else:
 log = logging.getLogger(__name__)
 
 Embed = Callable[[list[str]], list[list[float]]]
-RRF_K = 60  # Reciprocal Rank Fusion's constant, as in Cormack et al.; it damps the weight of the top ranks
 _DAY = 86_400.0
 
 
@@ -92,15 +93,7 @@ class MemoryStore:
         # A query may want another prefix than a stored text (bge, nomic), and the turn's stages share
         # its vector: the embedder's embed_query keeps the last few.
         self._embed_query = embed_query
-        # Each leg's share of the fused score, chosen with MiniLM on the tune half of tests/eval/recall.yaml
-        # (tests/bench/recall.py). Its questions share no word with their fact, so every keyword weight costs
-        # there: top-1 0.63 at 0, 0.58 at 0.1, 0.39 at 1 (recall@5 0.97, 0.97, 0.92). 0.1 is the least that
-        # still puts first a fact matched by a rare name or number that the vector leg ranks 7th or better
-        # (22 of 22 rare-word questions; 19 at 0). A keyword match that the vector leg misses entirely (a bare
-        # number among thousands of memories) then ranks below all 20 vector hits: only a weight >= 0.94
-        # keeps it in a recall of 5, at top-1 0.39. Fixing both needs a fusion that sees how rare a word is.
-        self.vector_weight = 1.0
-        self.keyword_weight = 0.1
+        self.weights = Weights()  # what a vector match, a keyword match and a rare-name match are worth
         self.model_name = model_name
         self.dimensions = dimensions
         self.clock = clock
@@ -506,10 +499,7 @@ class MemoryStore:
             keyword_ids = self._keyword(conn, query, depth, kinds)
             vector_rank = {memory_id: rank for rank, (memory_id, _) in enumerate(vector_hits, 1)}
             keyword_rank = {memory_id: rank for rank, memory_id in enumerate(keyword_ids, 1)}
-            fused: dict[int, float] = {}
-            for ranks, weight in ((vector_rank, self.vector_weight), (keyword_rank, self.keyword_weight)):
-                for memory_id, rank in ranks.items():
-                    fused[memory_id] = fused.get(memory_id, 0.0) + weight / (RRF_K + rank)
+            fused = fuse([i for i, _ in vector_hits], keyword_ids, keyword_ids.rare, self.weights)
             order = sorted(fused, key=lambda i: (-fused[i], -i))
             # Without decay this order is final: read only the rows returned (all, if some have gone).
             wanted = order if decay_half_life_days > 0 else order[:k]
@@ -558,7 +548,7 @@ class MemoryStore:
         exact = self._index.size < self.EXACT_SEARCH_BELOW
         return self._index.nearest(query, depth, 0 if exact else candidates, codes)
 
-    def _keyword(self, conn: sqlite3.Connection, query: str, depth: int, kinds: Sequence[str] | None) -> list[int]:
+    def _keyword(self, conn: sqlite3.Connection, query: str, depth: int, kinds: Sequence[str] | None) -> KeywordHits:
         """FTS5 ids for a query, best bm25 first, at most RANK_BUDGET matches ranked (see memory.keywords)."""
         return keyword_search(conn, query, depth, kinds, rank_budget=self.RANK_BUDGET)
 

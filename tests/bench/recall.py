@@ -29,6 +29,7 @@ import yaml
 from appliance.llm import models
 from appliance.llm.embeddings import LocalEmbedder
 from appliance.memory.db import Database
+from appliance.memory.fusion import Weights
 from appliance.memory.store import MemoryStore, NewMemory
 from tests.bench.common import ROOT, report
 
@@ -181,14 +182,14 @@ class FactStore:
         return found
 
     @contextmanager
-    def weights(self, vector: float, keyword: float) -> Iterator[None]:
-        """Search with other RRF weights for a while (the defaults come back after)."""
-        saved = self.store.vector_weight, self.store.keyword_weight
-        self.store.vector_weight, self.store.keyword_weight = vector, keyword
+    def weights(self, vector: float, keyword: float, rare_word: float | None = None) -> Iterator[None]:
+        """Search with other fusion weights for a while (the defaults come back after); rare_word: keyword's."""
+        saved = self.store.weights
+        self.store.weights = Weights(vector, keyword, keyword if rare_word is None else rare_word)
         try:
             yield
         finally:
-            self.store.vector_weight, self.store.keyword_weight = saved
+            self.store.weights = saved
 
 
 @contextmanager
@@ -269,7 +270,8 @@ def bench_recall(
         for role, embedder in both.pairs():
             with fact_store(embedder, recall_set) as facts:
                 scores[role] = _score(facts, questions, rare)
-                weights = f"{facts.store.vector_weight:g} vector, {facts.store.keyword_weight:g} keyword"
+                w = facts.store.weights
+                weights = f"{w.vector:g} vector, {w.keyword:g} keyword, {w.rare_word:g} rare name or number"
     new, old = scores["minilm"], scores["chat"]
     common = {"split": split, "questions": len(questions), "facts": len(recall_set.facts), "rrf_weights": weights}
     return [
