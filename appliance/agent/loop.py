@@ -7,11 +7,12 @@ names a real tool with well-typed arguments. A tool's failure is a result the mo
 goes on for at most ``agent.max_rounds`` model calls.
 
 Routing (:mod:`appliance.agent.router` decides, :mod:`appliance.agent.escalation` gathers and runs the
-cloud): the local model answers first unless the user asked for the cloud (``/cloud ...``) or the mode
-is cloud_first. While the local answer streams, its token probabilities are watched and the attempt is
-stopped as soon as its confidence collapses; a finished local answer that is unsure, a local failure, a
-prompt too long for the local context, or a call of a tool listed in ``routing.cloud_tools`` escalates
-when the cloud is allowed. A ``reroute`` event tells channels to replace the text streamed so far. When
+cloud): the local model answers first unless the user asked for the cloud (``/cloud ...``), the mode
+is cloud_first, or the message looks hard by its meaning (:mod:`appliance.agent.difficulty`). While
+the local answer streams, its token probabilities are watched and the attempt is stopped as soon as
+its confidence collapses; a finished local answer that is unsure, a local failure, a prompt too long
+for the local context, or a call of a tool listed in ``routing.cloud_tools`` escalates when the cloud
+is allowed. A ``reroute`` event tells channels to replace the text streamed so far. When
 the cloud fails, the local answer stands (route ``local_fallback``), and the record says why.
 """
 
@@ -189,6 +190,8 @@ class Agent:
             record.why = "intent"
             return await self._finish(record, conversation, session, emit, CloudUse())
         context_ = await self._routing_context(channel, chat_id, force)
+        if self.understanding is not None and context_.mode == "edge_first" and force is None:
+            context_ = replace(context_, difficulty=await self.understanding.difficulty(text))
         summary: str | None = None
         recalled: list[str] = []
         if self.memory is not None:

@@ -2,11 +2,15 @@
 
 A message goes to the cloud only when that is *allowed* (the mode permits it, the channel and the
 conversation are not local-only, a provider is configured and its circuit is closed, the network is
-up, the budget has room) and *needed* (the user asked with /cloud; cloud_first mode; or the local
-answer is not good enough: its own token probabilities say it is unsure, the prompt does not fit the
-local context, the local model failed or timed out, or a tool the local model cannot drive is
-needed). When the cloud is needed but not allowed, or fails, the local answer stands and the reply
-says so (route ``local_fallback``).
+up, the budget has room) and *needed* (the user asked with /cloud; cloud_first mode; in edge_first, the
+message looks hard before any model runs; or the local answer is not good enough: its own token
+probabilities say it is unsure, the prompt does not fit the local context, the local model failed or
+timed out, or a tool the local model cannot drive is needed). When the cloud is needed but not
+allowed, or fails, the local answer stands and the reply says so (route ``local_fallback``).
+
+"Looks hard" is a number the caller brings (:mod:`appliance.agent.difficulty` scores the message's
+embedding): this module only compares it with the bar calibration chose. On the calibration set it
+separates the labels far better than the local answer's own token probabilities (tests/eval/REPORT.md).
 """
 
 from __future__ import annotations
@@ -17,6 +21,18 @@ from dataclasses import dataclass
 from typing import Literal
 
 Route = Literal["local", "cloud"]
+
+
+@dataclass(frozen=True)
+class Difficulty:
+    """How likely a message needs a stronger model, judged from its meaning alone, and the calibrated bar."""
+
+    p_cloud: float
+    hard_above: float  # at or above it, edge_first sends the message to the cloud without a local attempt
+
+    def looks_hard(self) -> bool:
+        """Whether the message clears the bar."""
+        return self.p_cloud >= self.hard_above
 
 
 @dataclass(frozen=True)
@@ -31,6 +47,7 @@ class RoutingContext:
     network_up: bool = True
     circuit_open: bool = False
     budget_left_usd: float = math.inf
+    difficulty: Difficulty | None = None  # None: the signal is off (no embedding model, or routing.difficulty: off)
 
     def cloud_blocked(self) -> tuple[str, str] | None:
         """Why the cloud may not be used for this message, as (code, words); None when it may."""
@@ -69,8 +86,8 @@ class Decision:
     """Where a message goes, and why: in words for people, as codes for the statistics.
 
     ``why`` is what decided (``confident``, ``low_confidence``, ``collapsed``, ``too_long``, ``local_failed``,
-    ``tool_needed``, ``user_cloud``, ``cloud_first``, ``edge_first``); ``blocked`` is why the cloud was not used
-    although it was wanted (a :meth:`RoutingContext.cloud_blocked` code, or ``cloud_failed``), else "".
+    ``tool_needed``, ``user_cloud``, ``cloud_first``, ``looks_hard``, ``edge_first``); ``blocked`` is why the cloud
+    was not used although it was wanted (a :meth:`RoutingContext.cloud_blocked` code, or ``cloud_failed``), else "".
     """
 
     route: Route
@@ -99,6 +116,15 @@ def before_local(ctx: RoutingContext) -> Decision:
         return Decision("local", f"you asked for the cloud, but {blocked[1]}", "user_cloud", True, blocked[0])
     if ctx.mode == "cloud_first" and blocked is None:
         return Decision("cloud", "routing.mode is cloud_first", "cloud_first", True)
+    hard = ctx.difficulty
+    # Only in edge_first, and only where the cloud is an option at all: no provider and /local keep the
+    # message home without a word about how hard it looked (the local answer is judged as before).
+    cloud_off = blocked is not None and blocked[0] in CLOUD_OFF
+    if ctx.mode == "edge_first" and hard is not None and hard.looks_hard() and not cloud_off:
+        words = f"this looks like a question for a stronger model ({hard.p_cloud:.2f})"
+        if blocked is None:
+            return Decision("cloud", words, "looks_hard", True)
+        return Decision("local", f"{words}, but {blocked[1]}", "looks_hard", True, blocked[0])
     if blocked is None:
         return Decision("local", "edge-first: the local model answers first", "edge_first")
     return Decision("local", f"local: {blocked[1]}", "edge_first", blocked=blocked[0])
@@ -109,7 +135,10 @@ def after_local(ctx: RoutingContext, outcome: LocalOutcome, min_confidence: floa
     need = _need(outcome, min_confidence)
     if need is None:
         confidence = f"{outcome.mean_prob:.2f}" if outcome.mean_prob is not None else "n/a"
-        return Decision("local", f"the local model answered with confidence {confidence}", "confident")
+        words = f"the local model answered with confidence {confidence}"
+        if ctx.difficulty is not None and not ctx.difficulty.looks_hard():
+            words = f"the message looked easy enough ({ctx.difficulty.p_cloud:.2f}) and {words}"
+        return Decision("local", words, "confident")
     why, words = need
     blocked = ctx.cloud_blocked()
     if blocked is None:

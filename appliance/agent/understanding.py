@@ -18,7 +18,9 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from appliance.agent import difficulty
 from appliance.agent.intent import DeviceInfo, Intent
+from appliance.agent.router import Difficulty
 from appliance.agent.semantic import SemanticDevices
 from appliance.agent.tool_rank import ToolRanker
 from appliance.config import Config
@@ -39,6 +41,7 @@ class Understanding:
     ) -> None:
         self.embedder = embedder
         self.tools = tools
+        self.routing = config.routing
         self.semantic = SemanticDevices(devices, embedder) if devices and config.agent.devices_by_meaning else None
         self.tool_ranker = ToolRanker(embedder, config.agent.local_tools)
 
@@ -60,6 +63,18 @@ class Understanding:
         except PicoagentError as exc:
             log.warning("device requests by meaning are off for this message: %s", exc.message)
             return None
+
+    async def difficulty(self, text: str) -> Difficulty | None:
+        """How likely the message needs a stronger model, from its meaning (None: signal off or embedding failed)."""
+        model = difficulty.for_embedder(self.embedder) if self.routing.difficulty == "auto" else None
+        if model is None:
+            return None
+        try:
+            vector = await self.embedder.aembed_query(text)
+        except PicoagentError as exc:
+            log.warning("the difficulty signal is off for this message: %s", exc.message)
+            return None
+        return Difficulty(model.p_cloud(vector), model.hard_above)
 
     async def offered_tools(self, text: str, stored: Sequence[Any]) -> list[Tool]:
         """The tools the local model is shown: the closest by meaning, plus those used in this conversation."""

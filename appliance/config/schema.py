@@ -233,7 +233,13 @@ class RoutingConfig:
     )
     cloud_provider: str = doc("the name of the provider (under providers:) to escalate to", "")
     min_confidence: float = doc(
-        "escalate when the local answer's mean token probability is below this (tests/eval/REPORT.md)", 0.65
+        "escalate when the local answer's mean token probability is below this (tests/eval/REPORT.md)", 0.3
+    )
+    difficulty: Literal["auto", "off"] = doc(
+        "auto: in edge_first, a message whose meaning says it needs a stronger model goes to the cloud before "
+        "the local model runs (weights fitted by tests/eval/calibrate.py; off without the embedding model); "
+        "off: only the local answer's token signals decide",
+        "auto",
     )
     local_only_channels: list[str] = doc(
         "channels whose messages never leave the Pi (terminal, web, ...)", default_factory=list

@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from appliance.llm import models
-from tests.bench import daemon, e2e, hardware, intent, memory, recall, routing, sandbox, spine
+from tests.bench import daemon, e2e, escalation, hardware, intent, memory, recall, routing, sandbox, spine
 
 
 def main() -> int:
@@ -48,6 +48,7 @@ def main() -> int:
         "recall_embed_query": lambda: recall.bench_embed_query(2 if args.quick else 4),
         "routing_decision": lambda: routing.bench_decision_overhead(300 if args.quick else 1000),
         "early_abort": lambda: routing.bench_early_abort(path, 6, 1 if args.quick else 2),
+        "escalation_auc": lambda: escalation.bench_escalation(2 if args.quick else 5),
         "shell_sandbox": lambda: sandbox.bench_shell_overhead(20 if args.quick else 60),
         "e2e": lambda: e2e.bench_e2e(30 if args.quick else 60),
     }
