@@ -2,7 +2,8 @@
 
 It checks what a broken build or a bad wheel would break, without the side effects of starting the
 daemon: every module imports, the config loads, sqlite-vec loads, llama.cpp's library loads, and the
-configured model file is a GGUF file that fits the context.
+configured model file is a GGUF file that fits the context, and the embedding model (memory, device
+requests by meaning) loads and embeds a sentence (a conversion gone wrong would make garbage silently).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import importlib
 import pkgutil
 import sqlite3
 import sys
+from collections.abc import Callable
 
 import appliance
 from appliance.errors import PicoagentError
@@ -23,6 +25,32 @@ def _modules() -> list[str]:
             continue
         names.append(info.name)
     return names
+
+
+def _embedding_check(config: object, report: Callable[[str, str | None], None]) -> None:
+    """The configured embedding model gives a unit vector of its stated width for a sentence."""
+    import math
+
+    from appliance import runtime
+    from appliance.config import Config
+    from appliance.llm.embeddings import LocalEmbedder, choose_embedding
+
+    assert isinstance(config, Config)
+    try:
+        choice = choose_embedding(config, runtime.models_dir(config))
+        if choice.path is None:
+            report("embeddings: the chat model's own" + (f" ({choice.note})" if choice.note else ""), None)
+            return
+        embedder = LocalEmbedder(choice.path, context_tokens=64, threads=1, batch_threads=1)
+        try:
+            vector = embedder.embed(["is it stuffy in the living room"])[0]
+        finally:
+            embedder.close()
+        norm = math.sqrt(sum(x * x for x in vector))
+        bad = len(vector) != embedder.dimensions or abs(norm - 1.0) > 1e-3
+        report(f"embedding model {choice.name} ({len(vector)} dimensions)", "not a unit vector" if bad else None)
+    except PicoagentError as exc:
+        report("embedding model", exc.for_people())
 
 
 def run_selftest(config_file: str | None = None) -> int:
@@ -72,5 +100,7 @@ def run_selftest(config_file: str | None = None) -> int:
         report(f"model {path.name}", None)
     except PicoagentError as exc:
         report("config and model", exc.for_people())
+    else:
+        _embedding_check(config, report)
     print("self-test passed" if not failures else f"self-test FAILED ({failures})", file=sys.stderr)
     return 0 if not failures else 1

@@ -267,3 +267,13 @@ def test_models_use_of_a_non_installed_model_writes_nothing(tmp_path: Path) -> N
     assert_clean_error(out, 1)
     assert "not installed" in out.stderr and "picoagent models pull qwen2.5-1.5b" in out.stderr
     assert not (data / "models" / "selected").exists()
+
+
+@needs_packaged_model
+def test_selftest_checks_the_models_and_the_embedding_model(tmp_path: Path) -> None:
+    if SYSTEM_CONFIG.exists():
+        pytest.skip(f"{SYSTEM_CONFIG} exists, so it is the default config here")
+    out = picoagent("selftest", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "[ok  ] embedding model minilm (384 dimensions)" in out.stdout
+    assert "self-test passed" in out.stderr

@@ -487,6 +487,9 @@ def test_a_restart_resumes_pending_messages(config: Config) -> None:
 
 def test_a_reply_that_cannot_be_delivered_goes_to_the_outbox(config: Config) -> None:
     async def scenario(h: Harness) -> None:
+        # One sendMessage, the final one: a turn slower than the edit interval would first show a partial
+        # reply (and that failed push would be retried by the final one, not by the outbox).
+        h.channel.config.edit_interval_s = 60.0
         h.fake.fail_next("sendMessage", 1, kind="network")
         h.fake.push_message(OWNER, OWNER, "are you there?")
         await h.settle()

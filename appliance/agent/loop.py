@@ -23,7 +23,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -211,17 +211,31 @@ class Agent:
             *context.history_messages(stored),
             ChatMessage("user", text),
         ]
-        stats.offered = list(self.tools) if use_tools else []
-        if use_tools and self.understanding is not None and tool_choice != "required":
-            stats.offered = await self.understanding.offered_tools(text, stored)
-        local_system = context.system_prompt(self.workspace, stats.offered if use_tools else None)
-        messages = [ChatMessage("system", local_system), *conversation_messages]
+        local_prompt: list[list[ChatMessage]] = []
+
+        async def local_messages() -> list[ChatMessage]:
+            """The local model's prompt, made when the local model first runs: a turn the cloud answers
+            ranks no tools (an embedding, ~10 ms) and builds no local system prompt."""
+            if not local_prompt:
+                stats.offered = list(self.tools) if use_tools else []
+                if use_tools and self.understanding is not None and tool_choice != "required":
+                    stats.offered = await self.understanding.offered_tools(text, stored)
+                local_system = context.system_prompt(self.workspace, stats.offered if use_tools else None)
+                local_prompt.append([ChatMessage("system", local_system), *conversation_messages])
+            return local_prompt[0]
+
         actions: list[ToolResult] = []
         use = CloudUse()
         route = "local"
         try:
             final, decision, route = await self._answer(
-                messages, conversation_messages, context_, tool_choice if use_tools else "none", actions, use, stats
+                local_messages,
+                conversation_messages,
+                context_,
+                tool_choice if use_tools else "none",
+                actions,
+                use,
+                stats,
             )
         except asyncio.CancelledError:
             # Stopped by its caller (Ctrl-C, a closed connection): keep what was said, marked as stopped.
@@ -281,7 +295,7 @@ class Agent:
 
     async def _answer(
         self,
-        messages: list[ChatMessage],
+        messages: Callable[[], Awaitable[list[ChatMessage]]],
         conversation: list[ChatMessage],
         ctx: RoutingContext,
         tool_choice: ToolChoice,
@@ -295,12 +309,12 @@ class Agent:
             cloud, decision = await self._try_cloud(conversation, tool_choice, decision, use, stats)
             if cloud is not None:
                 return cloud, decision, "cloud"
-            return await self._local_or_raise(messages, tool_choice, actions, stats), decision, "local_fallback"
+            return await self._local_or_raise(await messages(), tool_choice, actions, stats), decision, "local_fallback"
         if decision.wanted_cloud:  # /cloud, but the cloud may not be used now
-            final = await self._local_or_raise(messages, tool_choice, actions, stats)
+            final = await self._local_or_raise(await messages(), tool_choice, actions, stats)
             return final, _with_suffix(decision, ": answered locally"), local_route(decision)
         allowed = ctx.cloud_blocked() is None and ctx.mode == "edge_first"
-        final, outcome = await self._local(messages, tool_choice, actions, stats, watch=allowed)
+        final, outcome = await self._local(await messages(), tool_choice, actions, stats, watch=allowed)
         decision = after_local(ctx, outcome, self.config.routing.min_confidence)
         if decision.route == "local":
             if final is None and stats.error is not None:
@@ -314,7 +328,7 @@ class Agent:
             message = f"{stats.error.message}; the cloud could not answer either ({stats.cloud_error})"
             raise type(stats.error)(message, fix=stats.error.fix) from None
         if final is None or outcome.aborted_early:
-            final = await self._local_or_raise(messages, tool_choice, actions, stats)  # this time to the end
+            final = await self._local_or_raise(await messages(), tool_choice, actions, stats)  # this time to the end
         return final, decision, "local_fallback"
 
     async def _local_or_raise(

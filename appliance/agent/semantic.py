@@ -227,6 +227,8 @@ class SemanticDevices:
             return None
         if reading.place == "indoors":
             anchored = anchored or [s for s in candidates if s.profile.info.room not in sw.OUTDOOR_ROOMS]
+        if not anchored and not reading.quantities and reading.place is None and reading.stems & sw.PRONOUNS:
+            return None  # "is it on?": only the conversation knows what "it" is, and the model reads it
         chosen = self._pick(anchored, READ_ANCHORED) if anchored else self._pick(candidates, READ_FREE)
         if chosen is None and not anchored and reading.quantities:
             # "what's the air pressure like": one device measures it, so it is the one meant

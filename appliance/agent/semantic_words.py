@@ -168,6 +168,7 @@ _STATUS_CUES = _stems(
     "sensors measurement measurements about how hows on off running lit illuminated burning going spinning "
     "working pressed"
 )
+PRONOUNS = frozenset({"it", "that", "this", "they", "them", "those", "these", "one"})
 _PRONOUN_OBJECTS = frozenset({"it", "them", "everything", "all", "both", "these", "those", "something", "anything"})
 _PAST_MARKERS = _stems("yesterday earlier ago last today while")
 _PAST_VERBS = frozenset(
