@@ -107,3 +107,25 @@ def test_the_offered_tools_are_kept_with_the_reply(runtime: Runtime) -> None:
     conversation = runtime.db.conversation("test", "k")
     reply = runtime.db.recent_messages(conversation, 2)[-1]
     assert reply.role == "assistant" and reply.meta["offered"] == ["current_time"]
+
+
+def test_the_tools_and_profiles_vectors_are_kept_for_the_next_process(config: Config) -> None:
+    """A one-shot command (chat -m) reuses what an earlier run embedded instead of ~60 texts again."""
+    first = Runtime.open(config, model=ScriptedModel())
+    try:
+        assert first.agent.understanding is not None
+        asyncio.run(first.agent.prepare_understanding())
+        cached = first.db.value("SELECT count(*) FROM embedding_cache")
+        assert cached >= len(list(first.agent.tools))
+    finally:
+        first.close()
+    second = Runtime.open(config, model=ScriptedModel())
+    try:
+        understanding = second.agent.understanding
+        assert understanding is not None
+        before = understanding.embedder.embedded
+        asyncio.run(second.agent.prepare_understanding())
+        assert understanding.embedder.embedded - before <= 1  # at most the probe message, no profile or tool
+        assert offered(second, "what's the date today?") == ["current_time"]
+    finally:
+        second.close()

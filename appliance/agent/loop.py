@@ -143,7 +143,7 @@ class Agent:
         self.memory = memory
         self.intents = IntentMatcher(devices.infos()) if devices is not None and devices.devices else None
         self.understanding = (
-            Understanding(config, understanding, tools, devices.infos() if self.intents and devices else ())
+            Understanding(config, understanding, tools, devices.infos() if self.intents and devices else (), db)
             if understanding is not None
             else None
         )

@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -132,9 +132,15 @@ class Scored:
 class SemanticDevices:
     """Decides device requests by meaning for a fixed set of devices (None: the model decides)."""
 
-    def __init__(self, devices: Sequence[DeviceInfo], embedder: LocalEmbedder) -> None:
+    def __init__(
+        self,
+        devices: Sequence[DeviceInfo],
+        embedder: LocalEmbedder,
+        texts: Callable[[Sequence[str]], Awaitable[list[list[float]]]] | None = None,
+    ) -> None:
         self.profiles = [profile(info) for info in devices]
         self.embedder = embedder
+        self._texts = texts or embedder.aembed_queries  # the profiles' vectors (kept across runs by the caller)
         self._matrix: np.ndarray | None = None
         self._owner: list[int] = []  # the profile index of each row of the matrix
         self._prepared: asyncio.Future[None] | None = None
@@ -155,7 +161,7 @@ class SemanticDevices:
 
         texts = [t for p in self.profiles for t in p.texts]
         owner = [i for i, p in enumerate(self.profiles) for _ in p.texts]
-        vectors = await self.embedder.aembed_queries(texts)
+        vectors = await self._texts(texts)
         self._matrix, self._owner = np.asarray(vectors, dtype=np.float32), owner
 
     async def decide(self, text: str) -> Intent | None:

@@ -16,7 +16,7 @@ semantic device stage already made (the embedder keeps it), so ranking costs a m
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from appliance.tools.registry import Tool
@@ -42,9 +42,15 @@ def tool_texts(tool: Tool) -> list[str]:
 class ToolRanker:
     """Ranks tools by how close a message comes to what they are for."""
 
-    def __init__(self, embedder: LocalEmbedder, keep: int) -> None:
+    def __init__(
+        self,
+        embedder: LocalEmbedder,
+        keep: int,
+        texts: Callable[[Sequence[str]], Awaitable[list[list[float]]]] | None = None,
+    ) -> None:
         self.embedder = embedder
         self.keep = keep
+        self._texts = texts or embedder.aembed_queries  # the tools' vectors (kept across runs by the caller)
         self._vectors: dict[tuple[str, str, tuple[str, ...]], Any] = {}  # per tool: a matrix of its texts
 
     async def _tool_vectors(self, tools: Sequence[Tool]) -> list[Any]:
@@ -53,7 +59,7 @@ class ToolRanker:
         missing = [t for t in tools if (t.name, t.description, t.examples) not in self._vectors]
         if missing:
             texts = [tool_texts(t) for t in missing]
-            flat = await self.embedder.aembed_queries([x for group in texts for x in group])
+            flat = await self._texts([x for group in texts for x in group])
             at = 0
             for tool, group in zip(missing, texts, strict=True):
                 self._vectors[(tool.name, tool.description, tool.examples)] = np.asarray(

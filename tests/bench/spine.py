@@ -191,18 +191,36 @@ print(llm.detokenize(out).decode("utf-8", "replace"))
 """
 
 
+def _appliance_system_prompt(data: Path, message: str) -> str:
+    """The local system prompt the appliance builds for a first message (its runtime, not a copy of its code)."""
+    import asyncio
+
+    from appliance.agent.context import system_prompt
+    from appliance.config import CHECKOUT_CONFIG, load_config
+    from appliance.llm.scripted import ScriptedModel
+    from appliance.runtime import Runtime
+
+    runtime = Runtime.open(load_config(CHECKOUT_CONFIG, data_dir=data, environ={}), model=ScriptedModel())
+    try:
+        understanding = runtime.agent.understanding
+        tools = list(runtime.agent.tools)
+        if understanding is not None:
+            tools = asyncio.run(understanding.offered_tools(message, []))
+        return system_prompt(runtime.workspace, tools)
+    finally:
+        runtime.close()
+
+
 def bench_one_shot(path: Path, reps: int) -> None:
     """Wall time of `picoagent chat -m` minus a bare script that loads the model and makes the same tokens."""
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
         base = [*PICOAGENT, "--data-dir", str(data), "chat", "--json", "-m", "Say hello in five words."]
         first = json.loads(subprocess.run([*base, "--session", "warm"], capture_output=True, check=True).stdout)
-        # The exact prompt the appliance built, for the bare script to evaluate too.
+        # The exact prompt the appliance built, for the bare script to evaluate too: the same system prompt
+        # function over the tools the appliance offers for this message (ranked by meaning).
+        system = _appliance_system_prompt(data, "Say hello in five words.")
         model = LocalModel(path)
-        from appliance.agent.context import Workspace, system_prompt
-        from appliance.tools import builtin
-
-        system = system_prompt(Workspace(data / "workspace"), builtin.default_registry())
         model.generate_sync(GenerationRequest([ChatMessage("user", "x")], max_tokens=1))
         prompt = model._tokenize(
             model.render([ChatMessage("system", system), ChatMessage("user", "Say hello in five words.")])

@@ -1,0 +1,283 @@
+"""The database's schema, as a list of small migrations (simonw/llm's way): each runs once, in order.
+
+``PRAGMA user_version`` counts the migrations a file has had; :class:`appliance.memory.db.Database` runs
+the missing ones in one transaction each at open. A migration never changes: a new need is a new one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+
+def _script(db: sqlite3.Connection, sql: str) -> None:
+    """Run several statements inside the caller's transaction (executescript would commit first)."""
+    pending = ""
+    for piece in sql.split(";"):
+        pending += piece + ";"
+        # A trigger body holds semicolons of its own: run only what SQLite calls a complete statement.
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                db.execute(pending)
+            pending = ""
+
+
+def _m1_conversations(db: sqlite3.Connection) -> None:
+    _script(
+        db,
+        """
+        CREATE TABLE conversations (
+            id INTEGER PRIMARY KEY,
+            channel TEXT NOT NULL,
+            chat_id TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            closed_at REAL
+        );
+        CREATE INDEX conversations_open ON conversations (channel, chat_id) WHERE closed_at IS NULL;
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY,
+            conversation_id INTEGER NOT NULL REFERENCES conversations (id),
+            role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+            content TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            route TEXT,
+            meta TEXT
+        );
+        CREATE INDEX messages_conversation ON messages (conversation_id, id);
+        """,
+    )
+
+
+def _m2_web_auth(db: sqlite3.Connection) -> None:
+    # The web face's owner password (settings), login sessions and API tokens; secrets stored only hashed.
+    _script(
+        db,
+        """
+        CREATE TABLE settings (
+            key TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        );
+        CREATE TABLE web_sessions (
+            id_hash TEXT PRIMARY KEY,
+            csrf TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            expires_at REAL NOT NULL
+        );
+        CREATE TABLE api_tokens (
+            id INTEGER PRIMARY KEY,
+            name TEXT UNIQUE NOT NULL,
+            token_hash TEXT UNIQUE NOT NULL,
+            created_at REAL NOT NULL,
+            last_used_at REAL
+        );
+        """,
+    )
+
+
+def _m3_hardware(db: sqlite3.Connection) -> None:
+    _script(
+        db,
+        """
+        CREATE TABLE approvals (
+            id TEXT PRIMARY KEY,
+            device TEXT NOT NULL,
+            value TEXT NOT NULL,
+            requested_by TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            expires_at REAL NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'denied', 'expired', 'failed')),
+            decided_by TEXT,
+            decided_at REAL,
+            result TEXT
+        );
+        CREATE INDEX approvals_pending ON approvals (status, expires_at);
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY,
+            at REAL NOT NULL,
+            kind TEXT NOT NULL,
+            device TEXT,
+            message TEXT NOT NULL,
+            data TEXT
+        );
+        CREATE INDEX events_at ON events (at)
+        """,
+    )
+
+
+def _m4_telegram_scheduler_tasks(db: sqlite3.Connection) -> None:
+    _script(
+        db,
+        """
+        CREATE TABLE outbox (
+            id INTEGER PRIMARY KEY,
+            channel TEXT NOT NULL,
+            chat_id TEXT NOT NULL,
+            text TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at REAL NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('pending', 'sent', 'failed')),
+            sent_at REAL,
+            remote_id TEXT,
+            last_error TEXT
+        );
+        CREATE INDEX outbox_due ON outbox (status, next_attempt_at);
+        CREATE TABLE telegram_users (
+            user_id INTEGER PRIMARY KEY,
+            name TEXT,
+            paired_at REAL NOT NULL
+        );
+        CREATE TABLE telegram_pairing (
+            code_hash TEXT PRIMARY KEY,
+            created_at REAL NOT NULL,
+            expires_at REAL NOT NULL,
+            used_by INTEGER,
+            used_at REAL
+        );
+        CREATE TABLE schedule_runs (
+            job_id TEXT PRIMARY KEY,
+            last_run_at REAL,
+            last_result TEXT,
+            last_ok INTEGER
+        );
+        CREATE TABLE tasks (
+            id INTEGER PRIMARY KEY,
+            goal TEXT NOT NULL,
+            state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'done', 'error', 'paused')),
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            steps_done INTEGER NOT NULL DEFAULT 0,
+            result TEXT,
+            error TEXT
+        );
+        CREATE TABLE task_steps (
+            id INTEGER PRIMARY KEY,
+            task_id INTEGER NOT NULL REFERENCES tasks (id),
+            n INTEGER NOT NULL,
+            at REAL NOT NULL,
+            kind TEXT NOT NULL,
+            content TEXT NOT NULL,
+            UNIQUE (task_id, n)
+        )
+        """,
+    )
+
+
+def _m5_memories(db: sqlite3.Connection) -> None:
+    # The vec0 table is made by the memory store once it knows the embedding width (it depends on the model).
+    _script(
+        db,
+        """
+        CREATE TABLE memories (
+            id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL CHECK (kind IN ('fact', 'summary')),
+            text TEXT NOT NULL,
+            source TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            importance REAL NOT NULL DEFAULT 0.5,
+            conversation_id INTEGER,
+            embedded_with TEXT
+        );
+        CREATE VIRTUAL TABLE memories_fts USING fts5(text, content='memories', content_rowid='id');
+        CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts (rowid, text) VALUES (new.id, new.text);
+        END;
+        CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts (memories_fts, rowid, text) VALUES ('delete', old.id, old.text);
+        END;
+        CREATE TRIGGER memories_au AFTER UPDATE OF text ON memories BEGIN
+            INSERT INTO memories_fts (memories_fts, rowid, text) VALUES ('delete', old.id, old.text);
+            INSERT INTO memories_fts (rowid, text) VALUES (new.id, new.text);
+        END;
+        CREATE TABLE memory_progress (
+            conversation_id INTEGER PRIMARY KEY,
+            extracted_through INTEGER NOT NULL DEFAULT 0,
+            summarised_through INTEGER NOT NULL DEFAULT 0
+        )
+        """,
+    )
+
+
+def _m6_usage(db: sqlite3.Connection) -> None:
+    _script(
+        db,
+        """
+        CREATE TABLE usage (
+            day TEXT NOT NULL,
+            route TEXT NOT NULL,
+            model TEXT NOT NULL,
+            turns INTEGER NOT NULL DEFAULT 0,
+            prompt_tokens INTEGER NOT NULL DEFAULT 0,
+            completion_tokens INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (day, route, model)
+        )
+        """,
+    )
+
+
+def _m7_routing(db: sqlite3.Connection) -> None:
+    # Usage gains the provider ("local" for the Pi's model) and the cost; routing decisions are counted by
+    # their codes; private chats (per channel and chat, surviving /reset) never leave the Pi.
+    _script(
+        db,
+        """
+        ALTER TABLE usage RENAME TO usage_m6;
+        CREATE TABLE usage (
+            day TEXT NOT NULL,
+            route TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            model TEXT NOT NULL,
+            turns INTEGER NOT NULL DEFAULT 0,
+            prompt_tokens INTEGER NOT NULL DEFAULT 0,
+            completion_tokens INTEGER NOT NULL DEFAULT 0,
+            cost_usd REAL NOT NULL DEFAULT 0,
+            PRIMARY KEY (day, route, provider, model)
+        );
+        INSERT INTO usage (day, route, provider, model, turns, prompt_tokens, completion_tokens)
+            SELECT day, route, 'local', model, turns, prompt_tokens, completion_tokens FROM usage_m6;
+        DROP TABLE usage_m6;
+        CREATE TABLE routing_log (
+            day TEXT NOT NULL,
+            route TEXT NOT NULL,
+            why TEXT NOT NULL,
+            blocked TEXT NOT NULL,
+            turns INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (day, route, why, blocked)
+        );
+        CREATE TABLE private_chats (
+            channel TEXT NOT NULL,
+            chat_id TEXT NOT NULL,
+            since REAL NOT NULL,
+            PRIMARY KEY (channel, chat_id)
+        );
+        """,
+    )
+
+
+def _m8_embedding_cache(db: sqlite3.Connection) -> None:
+    # Vectors of fixed texts (device profiles, tool descriptions) by embedding model, so that a
+    # one-shot command does not embed them all again: ~0.6 s with MiniLM on one core.
+    _script(
+        db,
+        """
+        CREATE TABLE embedding_cache (
+            model TEXT NOT NULL,
+            text TEXT NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (model, text)
+        ) WITHOUT ROWID
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _m1_conversations,
+    _m2_web_auth,
+    _m3_hardware,
+    _m4_telegram_scheduler_tasks,
+    _m5_memories,
+    _m6_usage,
+    _m7_routing,
+    _m8_embedding_cache,
+]
