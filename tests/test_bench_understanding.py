@@ -20,3 +20,9 @@ def test_the_local_prompt_bench_runs(model_path: Path) -> None:
     tokens = rows[0]
     # Behaviour, not timing: ranking shows the local model fewer tools, so its prompt is shorter.
     assert tokens["value"] < tokens["baseline"] and tokens["tools_offered_median"] < tokens["tools_all"]
+
+
+def test_the_embedding_quantisation_bench_runs() -> None:
+    row = understanding.bench_embedding_quant(reps=1)
+    assert row["bench"] == "embedding_quant_query_ms" and row["q8_0_mb"] < row["f16_mb"]
+    assert row["value"] > 0 and row["baseline"] > 0

@@ -16,7 +16,19 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from appliance.llm import models
-from tests.bench import daemon, e2e, escalation, hardware, intent, memory, recall, routing, sandbox, spine
+from tests.bench import (
+    daemon,
+    e2e,
+    escalation,
+    hardware,
+    intent,
+    memory,
+    recall,
+    routing,
+    sandbox,
+    spine,
+    understanding,
+)
 
 
 def main() -> int:
@@ -41,6 +53,9 @@ def main() -> int:
         "api_chat": lambda: daemon.bench_api_chat_overhead(100 if args.quick else 300),
         "ws_concurrency": lambda: daemon.bench_ws_concurrency(50, 5),
         "intent": lambda: intent.bench_intent(200),
+        "intent_semantic": lambda: understanding.bench_semantic(),
+        "local_prompt": lambda: understanding.bench_local_prompt(path, reps=2 if args.quick else 3),
+        "embedding_quant": lambda: understanding.bench_embedding_quant(1 if args.quick else 3),
         "device_read": lambda: hardware.bench_device_read(300),
         "memory_search": lambda: memory.bench_memory(),
         "memory_recall": lambda: memory.bench_recall_overhead(),

@@ -198,3 +198,46 @@ def bench_local_prompt(path: Path, messages: int | None = None, reps: int = 3) -
         value, baseline = statistics.median(second_ranked), statistics.median(second_all)
         rows.append(report("second_turn_ttft_ranked_vs_all", value, baseline, "reported", True))
     return rows
+
+
+def bench_embedding_quant(reps: int = 3) -> dict[str, Any]:
+    """MiniLM's query time as shipped (q8_0) against f16 (converted here from the same package)."""
+    from appliance.llm import bert_gguf, models
+    from appliance.llm.embeddings import LocalEmbedder
+
+    entry = models.get_entry(models.default_embedding_model_name())
+    shipped, source = models.installed_path(entry, Path("/nonexistent")), models.conversion_source(entry)
+    if shipped is None or source is None:
+        raise FileNotFoundError("minilm or its package is not installed: run make install")
+    questions = [row["say"] for row in TABLE]
+    with tempfile.TemporaryDirectory() as folder:
+        f16 = bert_gguf.convert(bert_gguf.BertSource.from_path(source), Path(folder) / "minilm.f16.gguf", "f16")
+        embedders = {
+            quant: LocalEmbedder(path, context_tokens=256, threads=1, batch_threads=1)
+            for quant, path in (("q8_0", shipped), ("f16", f16))
+        }
+        times: dict[str, list[float]] = {quant: [] for quant in embedders}
+        try:
+            for embedder in embedders.values():
+                embedder.embed(["warm up"])
+            for _ in range(reps):
+                for text in questions:
+                    for quant, embedder in embedders.items():  # interleaved, message by message
+                        embedder._queries.clear()
+                        started = time.perf_counter()
+                        embedder.embed_query(text)
+                        times[quant].append(time.perf_counter() - started)
+        finally:
+            for embedder in embedders.values():
+                embedder.close()
+        sizes = {"q8_0_mb": round(shipped.stat().st_size / 1e6, 1), "f16_mb": round(f16.stat().st_size / 1e6, 1)}
+    value, baseline = statistics.median(times["q8_0"]) * 1000, statistics.median(times["f16"]) * 1000
+    return report(
+        "embedding_quant_query_ms",
+        value,
+        baseline,
+        "reported (q8_0 ships: half the size; cosine with the reference in tests/test_embedding_model.py)",
+        True,
+        **sizes,
+        messages=len(questions) * reps,
+    )
