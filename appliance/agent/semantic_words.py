@@ -445,39 +445,27 @@ def read_message(text: str, vocab: Vocabulary) -> Reading | None:
         if value is not None:
             objects = frozenset(stem(w) for w in words[1:])  # "light up the porch" names no light
             return Reading("command", objects, value, plain, room_named=room_named, places=places)
+    question_about_now = Reading(
+        "read",
+        stems,
+        quantities=quantities,
+        only_quantity=only_quantity,
+        place=place,
+        room_named=room_named,
+        places=places,
+        status_cue=bool(stems & _STATUS_CUES),
+    )
     if question:
-        if stems & _GENERAL or first in ("can", "could"):
-            return None
-        return Reading(
-            "read",
-            stems,
-            quantities=quantities,
-            only_quantity=only_quantity,
-            place=place,
-            room_named=room_named,
-            places=places,
-            status_cue=bool(stems & _STATUS_CUES),
-        )
+        return None if stems & _GENERAL or first in ("can", "could") else question_about_now
     rest = stems - _FILLER - set(places)
     if value is not None and rest and rest <= known:
         # "fan off", "lights out on the porch" said tersely: a command, as every other word names the device
         return Reading("command", stems, value, True, room_named=room_named, places=places)
     if value is None and quantities and not rest - known - set(_QUANTITY_WORDS) - _stems("what like level now"):
-        # "temp in the lounge", "soil moisture now": a terse question
-        return Reading(
-            "read",
-            stems,
-            quantities=quantities,
-            only_quantity=only_quantity,
-            place=place,
-            room_named=room_named,
-            places=places,
-            status_cue=bool(stems & _STATUS_CUES),
-        )
+        return question_about_now  # "temp in the lounge", "soil moisture now": a terse question
     if value is not None and (set(words) & _WANT or ("can" in words and "go" in words)):
-        return Reading(
-            "command", stems, value, False, room_named=room_named, places=places
-        )  # "I want the fan on": asked first
+        # "I want the fan on": asked first
+        return Reading("command", stems, value, False, room_named=room_named, places=places)
     if value is None:
         dark, bright = bool(set(words) & _DARK), bool(set(words) & _BRIGHT)
         hot = bool(stems & _HOT) or ("air" in words and bool(set(words) & {"get", "some", "need", "fresh"}))

@@ -26,8 +26,9 @@ from typing import Any, Literal
 
 import yaml
 
+from appliance.config import CHECKOUT_CONFIG, load_config
 from appliance.llm import models
-from appliance.llm.embeddings import LocalEmbedder
+from appliance.llm.embeddings import LocalEmbedder, embedder_for
 from appliance.memory.db import Database
 from appliance.memory.fusion import Weights
 from appliance.memory.store import MemoryStore, NewMemory
@@ -140,16 +141,12 @@ def open_embedders(chat_threads: int | Literal["auto"] = "auto") -> Iterator[Emb
     minilm_path, chat_path = model_paths()
     if minilm_path is None or chat_path is None:
         raise FileNotFoundError("MiniLM or the packaged chat model is not installed: run make install")
-    entry = models.get_entry(models.default_embedding_model_name())
-    minilm = LocalEmbedder(
-        minilm_path,
-        name=entry.name,
-        query_prefix=entry.query_prefix,
-        document_prefix=entry.document_prefix,
-        context_tokens=256,
-        threads=1,
-        batch_threads=1,
-    )
+    with tempfile.TemporaryDirectory() as folder:  # MiniLM exactly as the appliance builds it for memory
+        config = load_config(CHECKOUT_CONFIG, data_dir=Path(folder), environ={})
+        config.memory.embedding_model = models.default_embedding_model_name()
+        minilm = embedder_for(config, None, Path(folder) / "models")
+    if minilm is None or minilm.worker is not None:
+        raise FileNotFoundError("MiniLM is not installed: run make install")
     chat = LocalEmbedder(
         chat_path,
         name=f"{models.default_model_name()} (chat model)",
