@@ -33,7 +33,7 @@ from appliance.agent.router import (
 from appliance.config import Config, ProviderConfig
 from appliance.llm import models
 from appliance.llm.cloud import OpenAIProvider
-from appliance.llm.embeddings import LocalEmbedder
+from appliance.llm.embeddings import EMBEDDING_CONTEXT, LocalEmbedder
 from appliance.llm.local import LocalModel
 from appliance.memory.db import Database
 from appliance.tools import builtin
@@ -50,7 +50,7 @@ def minilm() -> Iterator[LocalEmbedder]:
     path = models.installed_path(models.get_entry("minilm"), Path("/nonexistent"))
     if path is None:
         pytest.fail("the default embedding model is not installed: run `make install` (it converts minilm)")
-    embedder = LocalEmbedder(path, name="minilm", context_tokens=256, threads=1, batch_threads=1)
+    embedder = LocalEmbedder(path, name="minilm", context_tokens=EMBEDDING_CONTEXT, threads=1, batch_threads=1)
     yield embedder
     embedder.close()
 

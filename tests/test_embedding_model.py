@@ -21,7 +21,7 @@ import pytest
 from appliance.config import Config
 from appliance.errors import ChecksumError, ModelFormatError
 from appliance.llm import bert_gguf, models
-from appliance.llm.embeddings import CHAT, LocalEmbedder, choose_embedding, embedder_for
+from appliance.llm.embeddings import CHAT, EMBEDDING_CONTEXT, LocalEmbedder, choose_embedding, embedder_for
 from appliance.llm.local import LocalModel
 from tests.reference_bert import load_reference
 
@@ -56,7 +56,7 @@ def shipped() -> Path:
 
 @pytest.fixture(scope="module")
 def minilm(shipped: Path) -> Iterator[LocalEmbedder]:
-    emb = LocalEmbedder(shipped, name="minilm", context_tokens=256, threads=1, batch_threads=1)
+    emb = LocalEmbedder(shipped, name="minilm", context_tokens=EMBEDDING_CONTEXT, threads=1, batch_threads=1)
     yield emb
     emb.close()
 
@@ -65,7 +65,7 @@ def minilm(shipped: Path) -> Iterator[LocalEmbedder]:
 
 
 def _llama_vectors(path: Path, texts: list[str]) -> np.ndarray:
-    emb = LocalEmbedder(path, context_tokens=256, threads=1, batch_threads=1)
+    emb = LocalEmbedder(path, context_tokens=EMBEDDING_CONTEXT, threads=1, batch_threads=1)
     try:
         return np.asarray(emb.embed(texts))
     finally:

@@ -129,3 +129,22 @@ def test_the_tools_and_profiles_vectors_are_kept_for_the_next_process(config: Co
         assert offered(second, "what's the date today?") == ["current_time"]
     finally:
         second.close()
+
+
+def test_messages_arriving_together_embed_the_tools_once(config: Config) -> None:
+    rt = Runtime.open(config, model=ScriptedModel())
+    try:
+        understanding = rt.agent.understanding
+        assert understanding is not None
+        understanding.tool_ranker._texts = understanding.embedder.aembed_queries  # no kept vectors: all embedded
+        before = understanding.embedder.embedded
+
+        async def together() -> None:
+            texts = [f"what time is it in city {i}?" for i in range(20)]
+            await asyncio.gather(*(understanding.offered_tools(t, []) for t in texts))
+
+        asyncio.run(together())
+        tool_texts = sum(1 + len(t.examples) for t in rt.agent.tools)
+        assert understanding.embedder.embedded - before == tool_texts + 20  # once for the tools, once a message
+    finally:
+        rt.close()

@@ -152,9 +152,12 @@ class SemanticDevices:
         """Embed every profile's texts (once; ~0.2 s for five devices). Called at start and on first use."""
         if self._matrix is not None:
             return
-        if self._prepared is None:
-            self._prepared = asyncio.ensure_future(self._embed_profiles())
-        await asyncio.shield(self._prepared)
+        loop = asyncio.get_running_loop()
+        pending = self._prepared
+        if pending is None or pending.get_loop() is not loop or (pending.done() and pending.exception() is not None):
+            # One embedding of the profiles however many messages arrive at once; a failed one is tried again.
+            pending = self._prepared = asyncio.ensure_future(self._embed_profiles())
+        await asyncio.shield(pending)
 
     async def _embed_profiles(self) -> None:
         import numpy as np

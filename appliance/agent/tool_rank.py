@@ -15,6 +15,7 @@ semantic device stage already made (the embedder keeps it), so ranking costs a m
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -52,21 +53,32 @@ class ToolRanker:
         self.keep = keep
         self._texts = texts or embedder.aembed_queries  # the tools' vectors (kept across runs by the caller)
         self._vectors: dict[tuple[str, str, tuple[str, ...]], Any] = {}  # per tool: a matrix of its texts
+        self._pending: asyncio.Future[None] | None = None  # the tools being embedded now
 
     async def _tool_vectors(self, tools: Sequence[Tool]) -> list[Any]:
         import numpy as np
 
-        missing = [t for t in tools if (t.name, t.description, t.examples) not in self._vectors]
-        if missing:
-            texts = [tool_texts(t) for t in missing]
-            flat = await self._texts([x for group in texts for x in group])
-            at = 0
-            for tool, group in zip(missing, texts, strict=True):
-                self._vectors[(tool.name, tool.description, tool.examples)] = np.asarray(
-                    flat[at : at + len(group)], dtype=np.float32
-                )
-                at += len(group)
-        return [self._vectors[(t.name, t.description, t.examples)] for t in tools]
+        while True:
+            missing = [t for t in tools if (t.name, t.description, t.examples) not in self._vectors]
+            if not missing:
+                return [self._vectors[(t.name, t.description, t.examples)] for t in tools]
+            # Fifty messages arriving at start must not each embed every tool: one embeds, the others wait.
+            loop = asyncio.get_running_loop()
+            pending = self._pending
+            if pending is not None and not pending.done() and pending.get_loop() is loop:
+                await asyncio.shield(pending)
+                continue
+            self._pending = done = loop.create_future()
+            try:
+                texts = [tool_texts(t) for t in missing]
+                flat = await self._texts([x for group in texts for x in group])
+                at = 0
+                for tool, group in zip(missing, texts, strict=True):
+                    key = (tool.name, tool.description, tool.examples)
+                    self._vectors[key] = np.asarray(flat[at : at + len(group)], dtype=np.float32)
+                    at += len(group)
+            finally:
+                done.set_result(None)
 
     async def scores(self, tools: Sequence[Tool], text: str, previous: str | None = None) -> list[float]:
         """Each tool's closeness to the message (and, less, to the previous one), in the tools' order."""

@@ -338,6 +338,7 @@ class HashingEmbedder:
 
 
 CHAT = "chat"  # memory.embedding_model's value for the chat model's own embeddings
+EMBEDDING_CONTEXT = 128  # tokens a small embedding model reads at once
 
 
 @dataclass(frozen=True)
@@ -391,7 +392,9 @@ def embedder_for(config: Config, worker: LocalModel | None, models_dir: Path) ->
             name=choice.name,
             query_prefix=choice.query_prefix,
             document_prefix=choice.document_prefix,
-            context_tokens=256,
+            # 128 tokens hold any message, device profile or tool description, and most facts (a longer
+            # text is embedded in pieces): 16 MiB less llama.cpp working memory than 256 (measured).
+            context_tokens=EMBEDDING_CONTEXT,
             threads=1,
             batch_threads=1,
             memory_margin_mb=config.llm.memory_margin_mb,

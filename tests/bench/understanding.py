@@ -203,7 +203,7 @@ def bench_local_prompt(path: Path, messages: int | None = None, reps: int = 3) -
 def bench_embedding_quant(reps: int = 3) -> dict[str, Any]:
     """MiniLM's query time as shipped (q8_0) against f16 (converted here from the same package)."""
     from appliance.llm import bert_gguf, models
-    from appliance.llm.embeddings import LocalEmbedder
+    from appliance.llm.embeddings import EMBEDDING_CONTEXT, LocalEmbedder
 
     entry = models.get_entry(models.default_embedding_model_name())
     shipped, source = models.installed_path(entry, Path("/nonexistent")), models.conversion_source(entry)
@@ -213,7 +213,7 @@ def bench_embedding_quant(reps: int = 3) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         f16 = bert_gguf.convert(bert_gguf.BertSource.from_path(source), Path(folder) / "minilm.f16.gguf", "f16")
         embedders = {
-            quant: LocalEmbedder(path, context_tokens=256, threads=1, batch_threads=1)
+            quant: LocalEmbedder(path, context_tokens=EMBEDDING_CONTEXT, threads=1, batch_threads=1)
             for quant, path in (("q8_0", shipped), ("f16", f16))
         }
         times: dict[str, list[float]] = {quant: [] for quant in embedders}
