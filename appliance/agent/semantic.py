@@ -236,6 +236,11 @@ class SemanticDevices:
             return None
         if reading.place == "indoors":
             anchored = anchored or [s for s in candidates if s.profile.info.room not in sw.OUTDOOR_ROOMS]
+        elif reading.place == "outdoors" and not anchored:
+            # "is it cold outside": only a sensor outdoors can say; the living room's would be a wrong answer
+            anchored = [s for s in candidates if s.profile.info.room in sw.OUTDOOR_ROOMS]
+            if not anchored:
+                return None
         if not anchored and not reading.quantities and reading.place is None and reading.stems & sw.PRONOUNS:
             return None  # "is it on?": only the conversation knows what "it" is, and the model reads it
         chosen = self._pick(anchored, READ_ANCHORED) if anchored else self._pick(candidates, READ_FREE)
