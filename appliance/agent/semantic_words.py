@@ -31,6 +31,10 @@ def stem(word: str) -> str:
     return word
 
 
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 def _stems(text: str) -> frozenset[str]:
     return frozenset(stem(w) for w in text.split())
 
@@ -114,43 +118,15 @@ SOIL_EXAMPLES = (
 
 # --- what kind of request --------------------------------------------------------------------------
 
-_NEGATIONS = frozenset(
-    [
-        "not",
-        "no",
-        "never",
-        "nope",
-        "nah",
-        "nothing",
-        "none",
-        "neither",
-        "nor",
-        "cannot",
-        "without",
-        "dont",
-        "doesnt",
-        "didnt",
-        "isnt",
-        "arent",
-        "wasnt",
-        "werent",
-        "cant",
-        "couldnt",
-        "shouldnt",
-        "wouldnt",
-        "wont",
-        "aint",
-        "hasnt",
-        "havent",
-        "hadnt",
-        "anymore",
-    ]
+_NEGATIONS = _words(
+    "not no never nope nah nothing none neither nor cannot without dont doesnt didnt isnt arent wasnt "
+    "werent cant couldnt shouldnt wouldnt wont aint hasnt havent hadnt anymore"
 )
 # Words that make a message the model's, whatever else it says.
 _BLOCK = _stems(
     "if unless until till whenever every each daily weekly nightly tomorrow tonight later soon minute minutes "
     "min mins hour hours second seconds oclock midnight noon remind reminder schedule timer alarm why should "
-    "shall explain mean means meaning poem story write buy order wire install fix repair build how-to "
+    "shall explain mean means meaning poem story write buy order wire install fix repair build "
     "always usually sometimes often toggle dim brighten percent % neighbour neighbor once after before"
 )
 _TIMES_OF_DAY = frozenset({"morning", "afternoon", "evening", "night"})
@@ -171,57 +147,12 @@ _STATUS_CUES = _stems(
 PRONOUNS = frozenset({"it", "that", "this", "they", "them", "those", "these", "one"})
 _PRONOUN_OBJECTS = frozenset({"it", "them", "everything", "all", "both", "these", "those", "something", "anything"})
 _PAST_MARKERS = _stems("yesterday earlier ago last today while")
-_PAST_VERBS = frozenset(
-    [
-        "did",
-        "was",
-        "were",
-        "had",
-        "has",
-        "have",
-        "rang",
-        "rung",
-        "went",
-        "ran",
-        "came",
-        "come",
-        "pressed",
-        "switched",
-        "turned",
-        "left",
-        "happened",
-        "been",
-        "visited",
-        "knocked",
-        "buzzed",
-        "showed",
-    ]
+_PAST_VERBS = _words(
+    "did was were had has have rang rung went ran came come pressed switched turned left happened been "
+    "visited knocked buzzed showed"
 )
-_QUESTION_STARTS = frozenset(
-    [
-        "is",
-        "are",
-        "am",
-        "does",
-        "do",
-        "how",
-        "hows",
-        "what",
-        "whats",
-        "wat",
-        "wats",
-        "which",
-        "where",
-        "when",
-        "who",
-        "any",
-        "tell",
-        "give",
-        "show",
-        "check",
-        "can",
-        "could",
-    ]
+_QUESTION_STARTS = _words(
+    "is are am does do how hows what whats wat wats which where when who any tell give show check can could"
 )
 _TYPOS = {"swich": "switch", "swtich": "switch", "swith": "switch", "trun": "turn", "tunr": "turn", "tun": "turn"}
 # "tell me if the fan is on" asks whether; "if" there is no condition.
@@ -249,26 +180,7 @@ _COURTESY = (
     ("just",),
     ("quickly",),
 )
-_CLOSINGS = frozenset(
-    [
-        "please",
-        "pls",
-        "plz",
-        "thanks",
-        "thx",
-        "ta",
-        "mate",
-        "now",
-        "rn",
-        "atm",
-        "quick",
-        "quickly",
-        "cheers",
-        "innit",
-        "mate",
-        "pal",
-    ]
-)
+_CLOSINGS = _words("please pls plz thanks thx ta mate now rn atm quick quickly cheers innit pal")
 _ON_VERBS = frozenset({"start", "activate", "enable", "run", "fire", "light"})
 _OFF_VERBS = frozenset({"stop", "kill", "cut", "halt", "disable", "deactivate", "shut"})
 _PARTICLE_VERBS = frozenset(
@@ -287,26 +199,8 @@ _HOT = _stems("hot boiling stuffy warm muggy sweltering humid sticky roasting ba
 _COLD = _stems("cold freezing chilly cool draughty drafty")
 _LOUD = _stems("loud noisy racket din")
 
-YES_WORDS = frozenset(
-    [
-        "yes",
-        "yeah",
-        "yep",
-        "yup",
-        "ya",
-        "sure",
-        "ok",
-        "okay",
-        "y",
-        "affirmative",
-        "absolutely",
-        "definitely",
-        "correct",
-        "do",
-        "go",
-    ]
-)
-NO_WORDS = frozenset(["no", "nope", "nah", "cancel", "n", "leave", "never", "stop", "don't"])
+YES_WORDS = _words("yes yeah yep yup ya sure ok okay y affirmative absolutely definitely correct do go")
+NO_WORDS = _words("no nope nah cancel n leave never stop don't")
 YES_PHRASES = {("please",), ("do", "it"), ("go", "ahead"), ("please", "do")}
 
 
