@@ -9,6 +9,7 @@ device write the row does not expect: there must be none.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,17 @@ def test_a_remark_asks_first_and_only_a_yes_acts(runtime: Runtime) -> None:
     turn(runtime, "it's too hot in the living room")
     record = turn(runtime, "what is the capital of France?")
     assert record.route != "intent" and asyncio.run(devices.read("fan"))[0].value is False
+
+
+def test_a_late_yes_does_not_act(runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    devices = runtime.devices
+    assert devices is not None
+    assert turn(runtime, "it's dark on the porch").choices == ["yes", "no"]
+    now = time.monotonic()
+    later = now + runtime.config.hardware.approval_timeout_s + 1
+    monkeypatch.setattr(time, "monotonic", lambda: later)  # the question was asked too long ago
+    record = turn(runtime, "yes")
+    assert record.actions == [] and asyncio.run(devices.read("porch_light"))[0].value is False
 
 
 def test_questions_about_the_past_read_the_events(runtime: Runtime) -> None:

@@ -147,7 +147,7 @@ class Agent:
             if understanding is not None
             else None
         )
-        self._asked: dict[str, Intent] = {}  # the fast path's open question, per chat
+        self._asked: dict[str, tuple[Intent, float]] = {}  # the fast path's open question, per chat, and when
         self.listeners: list[Callable[[ReplyRecord], None]] = []  # told of every finished turn
 
     async def turn(
@@ -181,7 +181,7 @@ class Agent:
         if intent is None and self.understanding is not None and force != "cloud":
             intent = await self.understanding.device_intent(text)
             if intent is not None and intent.action in ("confirm", "ask"):
-                self._asked[session] = intent
+                self._asked[session] = (intent, time.monotonic())
         if intent is not None and self.devices is not None:
             await self.db.call(self.db.add_message, conversation, "user", text)
             record = await run_intent(
@@ -461,14 +461,16 @@ class Agent:
         """The fast-path intent of a message: an answer to our last question, or a command of its own."""
         if self.intents is None:
             return None
-        asked = self._asked.pop(session, None)
+        asked, at = self._asked.pop(session, (None, 0.0))
         intent = None
-        if asked is not None:
+        # A question left unanswered for longer than an approval lasts is no longer asked: a late "yes"
+        # must not switch something the person has long forgotten about.
+        if asked is not None and time.monotonic() - at <= self.config.hardware.approval_timeout_s:
             # "Turn the fan on?" -> "yes"; "which light: porch or kitchen?" -> "porch"
             intent = answer_confirmation(asked, text) if asked.action == "confirm" else self.intents.answer(asked, text)
         intent = intent or self.intents.match(text)
         if intent is not None and intent.action == "ask":
-            self._asked[session] = intent
+            self._asked[session] = (intent, time.monotonic())
         return intent
 
     async def _rounds(
