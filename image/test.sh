@@ -8,8 +8,9 @@
 # boot must grow the root partition and file system to fill it.
 #
 # Checks: /healthz answers; /api/status with the setup file's API token reports the model; over SSH
-# with the setup file's key: the services, the hostname, the secrets file's mode, the grown root; after
-# shutdown: no secret left anywhere in the FAT partition's bytes, the setup file rewritten.
+# with the setup file's key: the services, the hostname, the secrets file's mode, the grown root, and
+# the doctor finding the embedding model the image build converted; after shutdown: no secret left
+# anywhere in the FAT partition's bytes, the setup file rewritten.
 # EXPECT_MODEL=FILE.gguf (make image-test MODEL=...): /api/status must report that baked-in model.
 # Then a real OTA update (bundle, push over SSH, switch, health) and a rollback; OTA=0 skips it.
 set -eu
@@ -141,6 +142,9 @@ $SSH 'set -e
     echo "SSH host keys: $(ls /etc/ssh/ssh_host_*_key | wc -l)"
     echo "current: $(readlink /opt/picoagent/current); $(cat /opt/picoagent/current/.release.json)"
     echo "failed units: $(systemctl --failed --no-legend --plain | cut -d" " -f1 | tr "\n" " ")"
+    doctor=$(runuser -u picoagent -- /opt/picoagent/current/.venv/bin/picoagent doctor 2>&1 || true)
+    echo "$doctor" | grep "embeddings:"
+    echo "$doctor" | grep -q "^\[ok  \] embeddings: minilm: .*all-MiniLM-L6-v2.Q8_0.gguf"
     test "$(systemctl is-failed picoagent-firstboot)" != failed' || die "checks over SSH failed"
 ROOT_BYTES=$($SSH 'df -B1 --output=size / | tail -1' | tr -d ' ')
 [ "$ROOT_BYTES" -gt $(( (GROW_MB + 200) * 1024 * 1024 )) ] || die "the root file system did not grow ($ROOT_BYTES bytes)"
