@@ -18,10 +18,6 @@ from typing import Any
 import pytest
 
 from appliance.agent import difficulty
-from appliance.agent.context import Workspace
-from appliance.agent.escalation import CloudRoute
-from appliance.agent.loop import Agent
-from appliance.agent.record import ReplyRecord
 from appliance.agent.router import (
     Difficulty,
     LocalOutcome,
@@ -30,14 +26,12 @@ from appliance.agent.router import (
     before_local,
     local_route,
 )
-from appliance.config import Config, ProviderConfig
+from appliance.config import Config
 from appliance.llm import models
-from appliance.llm.cloud import OpenAIProvider
 from appliance.llm.embeddings import EMBEDDING_CONTEXT, LocalEmbedder
 from appliance.llm.local import LocalModel
-from appliance.memory.db import Database
-from appliance.tools import builtin
 from tests.fakes.cloud_api import FakeCloud
+from tests.test_routing import Routed
 
 HARD = "Write a Go function that merges two sorted slices into one sorted slice."
 EASY = "Good evening, how was your day?"
@@ -193,42 +187,13 @@ def test_slash_cloud_and_cloud_first_are_not_the_score_s_business() -> None:
 Events = list[tuple[str, dict[str, Any]]]
 
 
-class Routed:
-    """An edge-first agent with the understanding layer (real MiniLM) and a fake cloud."""
-
-    def __init__(self, config: Config, model: LocalModel, embedder: LocalEmbedder, fake: FakeCloud) -> None:
-        config.providers["fake"] = ProviderConfig(
-            type="openai", api_base=fake.api_base, model=fake.model, api_key=fake.api_key
-        )
-        config.routing.mode = "edge_first"
-        config.routing.cloud_provider = "fake"
-        config.routing.min_confidence = 0.0  # the token rule never escalates: only the score decides here
-        config.agent.max_reply_tokens = 24
-        config.agent.temperature = 0.0
-        data = config.resolve_path(config.data_dir)
-        workspace = Workspace(data / "workspace")
-        workspace.ensure(config.agent.name)
-        self.db = Database(data / "picoagent.db")
-        self.fake = fake
-        provider = OpenAIProvider(
-            "fake", api_base=fake.api_base, api_key=fake.api_key, model=fake.model, backoff_s=0.01
-        )
-        self.cloud = CloudRoute(config, self.db, provider)
-        tools = builtin.default_registry()
-        self.agent = Agent(config, model, self.db, tools, workspace, cloud=self.cloud, understanding=embedder)
-
-    async def ask(self, text: str, **kwargs: Any) -> tuple[ReplyRecord, Events]:
-        events: Events = []
-        record = await self.agent.turn(text, on_event=lambda kind, data: events.append((kind, data)), **kwargs)
-        return record, events
-
-
 def scenario(
     config: Config, model: LocalModel, embedder: LocalEmbedder, body: Callable[[Routed], Awaitable[None]]
 ) -> None:
     async def main() -> None:
         async with FakeCloud("openai") as fake:
-            routed = Routed(config, model, embedder, fake)
+            config.routing.min_confidence = 0.0  # the token rule never escalates: only the score decides here
+            routed = Routed(config, model, fake, understanding=embedder)
             try:
                 await body(routed)
             finally:

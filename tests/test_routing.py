@@ -23,6 +23,7 @@ from appliance.config import Config, ProviderConfig
 from appliance.errors import UsageError
 from appliance.llm.base import ChatMessage, GenerationRequest
 from appliance.llm.cloud import AnthropicProvider, CloudProvider, OpenAIProvider
+from appliance.llm.embeddings import LocalEmbedder
 from appliance.llm.local import LocalModel
 from appliance.memory.db import Database
 from appliance.tools import builtin
@@ -42,7 +43,14 @@ def provider_for(fake: FakeCloud, **kwargs: Any) -> CloudProvider:
 class Routed:
     """An agent on the real local model that escalates to a fake cloud."""
 
-    def __init__(self, config: Config, model: LocalModel, fake: FakeCloud, **provider_options: Any) -> None:
+    def __init__(
+        self,
+        config: Config,
+        model: LocalModel,
+        fake: FakeCloud,
+        understanding: LocalEmbedder | None = None,
+        **provider_options: Any,
+    ) -> None:
         config.providers["fake"] = ProviderConfig(
             type=fake.flavour,
             api_base=fake.api_base,
@@ -61,7 +69,9 @@ class Routed:
         self.db = Database(data / "picoagent.db")
         self.fake = fake
         self.cloud = CloudRoute(config, self.db, provider_for(fake, **provider_options))
-        self.agent = Agent(config, model, self.db, builtin.default_registry(), workspace, cloud=self.cloud)
+        self.agent = Agent(
+            config, model, self.db, builtin.default_registry(), workspace, cloud=self.cloud, understanding=understanding
+        )
 
     async def ask(self, text: str, **kwargs: Any) -> tuple[ReplyRecord, Events]:
         events: Events = []
