@@ -136,7 +136,7 @@ _CONTRACTIONS: dict[str, Words] = {
     "let's": ("let", "us"),
 }
 # words_of() follows every "n't" with "not", so these cover "don't" too.
-_NEGATIONS = frozenset(
+NEGATIONS = frozenset(
     {
         *("not", "no", "never", "nope", "nah", "nothing", "none", "neither", "nor", "cannot", "without", "dont"),
         *("doesnt", "didnt", "isnt", "arent", "wasnt", "werent", "cant", "couldnt", "shouldnt", "wouldnt", "wont"),
@@ -326,7 +326,7 @@ class IntentMatcher:
     def match(self, text: str) -> Intent | None:
         """The intent of one message, or None when only the model should decide what it means."""
         words = words_of(text)
-        if not words or not _NEGATIONS.isdisjoint(words):
+        if not words or not NEGATIONS.isdisjoint(words):
             return None
         words, request = self._strip_courtesy(words)
         if not words:
@@ -343,7 +343,7 @@ class IntentMatcher:
         if pending.action != "ask" or pending.then is None:
             return None
         words = words_of(text)
-        if not words or not _NEGATIONS.isdisjoint(words):
+        if not words or not NEGATIONS.isdisjoint(words):
             return None
         words, _ = self._strip_courtesy(words)
         if words[-1:] == ("one",):

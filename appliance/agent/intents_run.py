@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
@@ -37,7 +36,7 @@ async def run_intent(
         text = f"OK, I left the {str(intent.device).replace('_', ' ')} as it is."
     elif intent.action == "history":
         assert intent.device is not None
-        events = await asyncio.to_thread(device_history, db, intent.device) if db is not None else []
+        events = await db.call(device_history, db, intent.device) if db is not None else []
         text = _history_words(intent.device, events)
         found = [e.as_dict() for e in events]
         actions.append(_action("device_history", {"name": intent.device}, True, found, None, t0))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from appliance.agent.intent import words_of
+from appliance.agent.intent import NEGATIONS, words_of
 
 Act = Literal["read", "command", "wish", "history"]
 
@@ -118,10 +118,8 @@ SOIL_EXAMPLES = (
 
 # --- what kind of request --------------------------------------------------------------------------
 
-_NEGATIONS = _words(
-    "not no never nope nah nothing none neither nor cannot without dont doesnt didnt isnt arent wasnt "
-    "werent cant couldnt shouldnt wouldnt wont aint hasnt havent hadnt anymore"
-)
+# The rule parser's negations (one list, shared), and "anymore" ("we don't need the light anymore").
+_NEGATIONS = NEGATIONS | {"anymore"}
 # Words that make a message the model's, whatever else it says.
 _BLOCK = _stems(
     "if unless until till whenever every each daily weekly nightly tomorrow tonight later soon minute minutes "
@@ -159,6 +157,9 @@ _TYPOS = {"swich": "switch", "swtich": "switch", "swith": "switch", "trun": "tur
 _WHETHER = (("tell", "me", "if"), ("let", "me", "know", "if"), ("check", "if"), ("see", "if"), ("know", "if"))
 # "can we get some air in here": a wish, not a question about ability.
 _SUGGESTIONS = (("can", "we"), ("could", "we"), ("shall", "we"), ("let", "us"), ("lets",))
+# Looser than the rule parser's courtesy and closings on purpose: the parser acts on what it reads, so a
+# word it has no place for must send the message on; here nothing acts without the device's noun and a
+# plain value, so "mate", "innit" or "would you be so kind as to" may be dropped.
 _COURTESY = (
     ("would", "you", "be", "so", "kind", "as", "to"),
     ("would", "you", "mind"),
