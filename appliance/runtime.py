@@ -160,11 +160,16 @@ def device_registry(config: Config, db: Database) -> tuple[DeviceRegistry | None
     from appliance.hardware.approvals import ApprovalStore
     from appliance.hardware.backends import make_backend
     from appliance.hardware.devices import DeviceRegistry
+    from appliance.hardware.events import record_write
     from appliance.hardware.policy import RawBusPolicy
 
     backend = make_backend(config.hardware)
     approvals = ApprovalStore(db, timeout_s=config.hardware.approval_timeout_s)
-    return DeviceRegistry(config, backend, approvals), RawBusPolicy(config.hardware.raw_access, lambda: backend)
+    devices = DeviceRegistry(config, backend, approvals)
+    # Every write lands in the events table, whichever process made it (the daemon, or `devices set`
+    # with no daemon running), so "when did the fan go on?" has one answer.
+    devices.write_listeners.append(lambda name, value, by: record_write(db, name, value, by))
+    return devices, RawBusPolicy(config.hardware.raw_access, lambda: backend)
 
 
 class LazyDevices:
@@ -275,10 +280,6 @@ class Runtime:
             db.close()
             raise
         tools = tool_registry(config, devices, raw, memory, workspace)
-        if devices is not None:
-            from appliance.hardware.events import record_write
-
-            devices.write_listeners.append(lambda name, value, by: record_write(db, name, value, by))
         keeper = MemoryKeeper(config.memory, memory, db, scheduler, context_tokens=config.llm.context_tokens)
         cloud = CloudRoute(config, db)
         agent = Agent(

@@ -18,7 +18,7 @@ from appliance.hardware.approvals import ApprovalError, ApprovalStore
 from appliance.hardware.backends import SimulatedBackend
 from appliance.hardware.buses import SimulatedI2CBus, SimulatedSPIBus
 from appliance.hardware.devices import DeviceRegistry
-from appliance.hardware.events import EventBus, ThresholdWatcher
+from appliance.hardware.events import EventBus, ThresholdWatcher, device_history
 from appliance.hardware.policy import RawBusPolicy
 from appliance.memory.db import Database
 from appliance.runtime import tool_registry
@@ -310,6 +310,11 @@ def test_devices_cli_without_a_daemon(tmp_path: Path) -> None:
     read = cli("devices", "read", "living_room", data=tmp_path)
     assert read.returncode == 0 and "°C" in read.stdout and "hPa" in read.stdout and "%" in read.stdout
     assert "state: on" in cli("devices", "set", "fan", "on", data=tmp_path).stdout
+    db = Database(tmp_path / "picoagent.db")  # a write made with no daemon is an event too
+    try:
+        assert [(e.kind, e.data["value"]) for e in device_history(db, "fan")] == [("set", True)]
+    finally:
+        db.close()
     unknown = cli("devices", "read", "garage", data=tmp_path)
     assert (
         unknown.returncode == 1 and "no device named 'garage'" in unknown.stderr and "Traceback" not in unknown.stderr
