@@ -9,7 +9,7 @@ from appliance.agent.intent import Intent
 from appliance.agent.record import ReplyRecord
 from appliance.errors import PicoagentError
 from appliance.hardware.devices import DeviceRegistry
-from appliance.hardware.events import Event, device_history
+from appliance.hardware.events import HISTORY_DAYS, Event, device_history
 from appliance.memory.db import Database
 
 
@@ -89,7 +89,7 @@ async def run_intent(
 def _history_words(device: str, events: list[Event]) -> str:
     """A device's recent events in a sentence: "doorbell: pressed at 14:02 today, and 09:15 yesterday"."""
     if not events:
-        return f"{device}: nothing recorded in the last 7 days."
+        return f"{device}: nothing recorded in the last {HISTORY_DAYS} days."
     now = time.localtime()
     parts = []
     for event in events:
@@ -103,7 +103,7 @@ def _history_words(device: str, events: list[Event]) -> str:
         what = event.message.removeprefix(f"{device}: ").removeprefix(f"{device} ")
         parts.append(f"{what} at {time.strftime('%H:%M', when)} {day}")
     latest = "latest first" if len(parts) > 1 else "the latest"
-    return f"{device}: " + "; ".join(parts) + f" ({latest} of the last 7 days)."
+    return f"{device}: " + "; ".join(parts) + f" ({latest} of the last {HISTORY_DAYS} days)."
 
 
 def _action(

@@ -23,6 +23,8 @@ from appliance.memory.db import Database
 
 log = logging.getLogger(__name__)
 
+HISTORY_DAYS = 7  # how far back a device's history looks ("when did the fan go on?")
+
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt,
     ">=": operator.ge,
@@ -80,7 +82,7 @@ class EventBus:
         rows = self.db.rows("SELECT kind, device, message, data, at FROM events ORDER BY at DESC LIMIT ?", (limit,))
         return [Event(kind, device, message, json.loads(data or "{}"), at) for kind, device, message, data, at in rows]
 
-    def history(self, device: str, limit: int = 5, since_s: float = 7 * 86_400) -> list[Event]:
+    def history(self, device: str, limit: int = 5, since_s: float = HISTORY_DAYS * 86_400) -> list[Event]:
         """A device's latest events (presses, switching), newest first, from the last ``since_s`` seconds."""
         return device_history(self.db, device, limit, since_s)
 
@@ -110,7 +112,7 @@ def record_write(db: Database, device: str, value: bool | float, requested_by: s
     )
 
 
-def device_history(db: Database, device: str, limit: int = 5, since_s: float = 7 * 86_400) -> list[Event]:
+def device_history(db: Database, device: str, limit: int = 5, since_s: float = HISTORY_DAYS * 86_400) -> list[Event]:
     """A device's latest events, newest first, within ``since_s`` seconds (any process may have stored them)."""
     rows = db.rows(
         "SELECT kind, device, message, data, at FROM events WHERE device = ? AND at >= ? ORDER BY at DESC LIMIT ?",
