@@ -63,6 +63,9 @@ def model_path(config: Config) -> Path:
     from appliance.llm import models
 
     spec = model_spec(config)
+    entry = models.load_catalog().get(spec)
+    if entry is not None:
+        models.require_chat(entry)  # a file given by path is checked when it loads
     return models.resolve_model(spec, models_dir(config))
 
 

@@ -24,6 +24,7 @@ from appliance.llm import bert_gguf, models
 from appliance.llm.embeddings import CHAT, EMBEDDING_CONTEXT, LocalEmbedder, choose_embedding, embedder_for
 from appliance.llm.local import LocalModel
 from tests.reference_bert import load_reference
+from tests.test_cli import assert_clean_error, picoagent
 
 ENTRY = models.get_entry(models.default_embedding_model_name())
 SOURCE = models.conversion_source(ENTRY)
@@ -257,3 +258,17 @@ def test_llama_cpp_prints_nothing_of_its_own(model_path: Path, shipped: Path) ->
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout == "ok\n" and out.stderr == "", out.stderr
+
+
+def test_an_embedding_model_as_the_chat_model_is_a_clear_error(shipped: Path, tmp_path: Path) -> None:
+    """llm.model: minilm once ended in llama.cpp's "Memory is not initialized" traceback mid-chat."""
+    for spec, name in (("minilm", "minilm"), (str(shipped), shipped.name)):
+        config = tmp_path / "picoagent.yaml"
+        config.write_text(f"llm:\n  model: {spec}\n")
+        out = picoagent("chat", "-m", "hello", "--config", config, "--data-dir", tmp_path / "data", cwd=tmp_path)
+        assert_clean_error(out, 1)
+        assert f"error: {name} is an embedding model, not a chat model" in out.stderr
+        assert "memory.embedding_model" in out.stderr and out.stdout == ""
+    out = picoagent("models", "use", "minilm", "--config", config, "--data-dir", tmp_path / "data", cwd=tmp_path)
+    assert_clean_error(out, 1)
+    assert "minilm is an embedding model, not a chat model" in out.stderr

@@ -230,6 +230,14 @@ class LocalModel:
             n_threads_batch=batch,
             seed=self.seed,
         )
+        arch = llm.metadata.get("general.architecture", "")
+        if llm.metadata.get(f"{arch}.pooling_type", "0") not in ("0", "-1"):
+            llm.close()  # it pools its tokens into one vector: it embeds text, it cannot write a reply
+            raise ModelError(
+                f"{self.path.name} is an embedding model, not a chat model",
+                fix="pick a chat model for llm.model or `picoagent models use` (`picoagent models list`); "
+                "an embedding model belongs in memory.embedding_model",
+            )
         template = llm.metadata.get("tokenizer.chat_template")
         eos_id, bos_id = llm.token_eos(), llm.token_bos()
         eos = llm._model.token_get_text(eos_id) if eos_id != -1 else ""

@@ -237,16 +237,22 @@ def selected_model(models_dir: Path) -> str | None:
     return value or None
 
 
+def require_chat(entry: CatalogEntry) -> None:
+    """ModelError when a catalog entry is not a chat model (llm.model and `models use` need one)."""
+    if entry.kind != "chat":
+        raise ModelError(
+            f"{entry.name} is an {entry.kind} model, not a chat model",
+            fix=f"pick a chat model from `picoagent models list`; to use {entry.name} for memory, set "
+            f"memory.embedding_model: {entry.name} in the config",
+        )
+
+
 def select_model(name_or_path: str, models_dir: Path) -> str:
     """Remember the model to run (a catalog name or a .gguf path); returns what was stored."""
     catalog = load_catalog()
     if name_or_path in catalog:
         entry = catalog[name_or_path]
-        if entry.kind != "chat":
-            raise ModelError(
-                f"{entry.name} is an {entry.kind} model, not a chat model",
-                fix=f"set memory.embedding_model: {entry.name} in the config to use it for memory",
-            )
+        require_chat(entry)
         if installed_path(entry, models_dir) is None:
             raise ModelNotFoundError(
                 f"model {entry.name} is not installed in {models_dir}; install it before using it",
