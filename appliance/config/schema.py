@@ -47,7 +47,7 @@ class LlmConfig:
     """The local model and the llama.cpp runtime."""
 
     model: str = doc(
-        "catalog name or path to a .gguf file; empty: the model chosen with `picoagent models use`, "
+        "chat model: a catalog name or path to a .gguf file; empty: the model chosen with `picoagent models use`, "
         "else the packaged default",
         "",
     )
