@@ -257,6 +257,8 @@ def test_start_reads_on_where_an_answer_was_cut() -> None:
         ("fd00:ec2::254", "metadata"),
         ("169.254.1.1", "link-local"),
         ("fe80::1", "link-local"),
+        ("fec0::1", "site-local"),
+        ("feff:ffff::1", "site-local"),
         ("0.0.0.0", "unspecified"),
         ("::", "unspecified"),
         ("224.0.0.1", "multicast"),

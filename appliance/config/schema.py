@@ -278,7 +278,8 @@ class WebFetchConfig:
     timeout_s: float = doc("give up on a fetch after this long (redirects included)", 15.0)
     max_redirects: int = doc("most redirects followed (each one checked again)", 5)
     allow_private: list[str] = doc(
-        "private addresses or networks web_fetch may still reach, e.g. 192.168.1.20 or 10.0.0.0/24",
+        "addresses or networks web_fetch may still reach though private or the Pi's own, "
+        "e.g. 192.168.1.20 or 10.0.0.0/24",
         default_factory=list,
     )
 

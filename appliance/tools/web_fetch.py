@@ -2,11 +2,13 @@
 
 The guard against server-side request forgery sits where the connection is made: the aiohttp
 connector resolves host names through :class:`GuardedResolver`, which refuses a name when any of its
-addresses is loopback, private, link-local, metadata or otherwise not public, and hands the
-connector exactly the addresses it checked (numeric, so nothing is looked up again). A name that
-resolves to a public address for the check and to 127.0.0.1 for the connection (DNS rebinding) has
-no second lookup to exploit. Literal IP addresses in URLs never reach a resolver, so
-:func:`check_url` checks them itself; redirects are followed by hand, each new URL checked again.
+addresses is loopback, private, link-local, site-local, metadata or otherwise not public, or lies in
+one of the Pi's own networks as the kernel lists them (:mod:`appliance.tools.own_network`: on IPv6 the
+router and the NAS have global addresses), and hands the connector exactly the addresses it checked
+(numeric, so nothing is looked up again). A name that resolves to a public address for the check and
+to 127.0.0.1 for the connection (DNS rebinding) has no second lookup to exploit. Literal IP addresses
+in URLs never reach a resolver, so :func:`check_url` checks them itself; redirects are followed by
+hand, each new URL checked again.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import re
 import socket
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -28,6 +31,7 @@ from yarl import URL
 from appliance.config import WebFetchConfig
 from appliance.errors import ConfigError, ToolError
 from appliance.tools.html_text import html_to_text
+from appliance.tools.own_network import PROC_NET, OwnNetworks, read_own_networks
 from appliance.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -53,6 +57,8 @@ _METADATA_NAMES = frozenset(
 _CGNAT = ipaddress.ip_network("100.64.0.0/10")
 _PRIVATE = tuple(ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7"))
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# Deprecated (RFC 3879) but still routed inside some sites; Python counts it as global.
+_SITE_LOCAL = ipaddress.ip_network("fec0::/10")
 # 127.1, 2130706433, 0x7f.0.0.1: legacy forms the C library reads as addresses; refused rather than guessed.
 _NUMERIC_HOST = re.compile(r"(?:0x[0-9a-f]*|\d+)(?:\.(?:0x[0-9a-f]*|\d+))*", re.IGNORECASE)
 
@@ -100,12 +106,12 @@ def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
     return None
 
 
-def refused_address(ip: IPAddress, allow: Sequence[IPNetwork] = ()) -> str | None:
+def refused_address(ip: IPAddress, allow: Sequence[IPNetwork] = (), *, own: OwnNetworks | None = None) -> str | None:
     """Why a fetch must not connect to ``ip``, or None when it may.
 
-    Only public internet addresses are reachable, plus the networks in ``allow`` (the owner's
-    tools.web_fetch.allow_private). A metadata address stays refused unless listed on its own, so
-    allowing 169.254.0.0/16 for a device does not open the cloud's credentials service.
+    Only public internet addresses outside the Pi's ``own`` networks are reachable, plus the networks
+    in ``allow`` (the owner's tools.web_fetch.allow_private). A metadata address stays refused unless
+    listed on its own, so allowing 169.254.0.0/16 for a device does not open the cloud's credentials service.
     """
     if isinstance(ip, ipaddress.IPv6Address):
         ip = ipaddress.IPv6Address(int(ip))  # drop a %zone: it does not change what the address is
@@ -128,8 +134,13 @@ def refused_address(ip: IPAddress, allow: Sequence[IPNetwork] = ()) -> str | Non
     if isinstance(ip, ipaddress.IPv6Address):
         embedded = _embedded_ipv4(ip)
         if embedded is not None:
-            reason = refused_address(embedded, allow)
+            reason = refused_address(embedded, allow, own=own)
             return f"an address leading to {embedded}, {reason}" if reason else None
+        if ip in _SITE_LOCAL:
+            return "a site-local address (the local site's network)"
+    mine = own.reason(ip) if own is not None else None
+    if mine:
+        return mine
     if ip in _CGNAT:
         return "a carrier-grade NAT address (a provider's private network)"
     if any(ip.version == net.version and ip in net for net in _PRIVATE):
@@ -144,12 +155,12 @@ def refused_address(ip: IPAddress, allow: Sequence[IPNetwork] = ()) -> str | Non
 def _refusal(host: str, ip: IPAddress | None, reason: str) -> ToolError:
     where = host if ip is None or host == str(ip) else f"{host} ({ip})"
     return ToolError(
-        f"refused to fetch from {where}: {reason}; web_fetch only reaches public internet addresses "
-        "(the owner can open a private one in tools.web_fetch.allow_private)"
+        f"refused to fetch from {where}: {reason}; web_fetch only reaches public internet addresses outside "
+        "the Pi's own networks (the owner can open one in tools.web_fetch.allow_private)"
     )
 
 
-def check_url(url: str, allow: Sequence[IPNetwork] = ()) -> URL:
+def check_url(url: str, allow: Sequence[IPNetwork] = (), own: OwnNetworks | None = None) -> URL:
     """The URL to fetch, or ToolError: http(s) only, a host, no credentials, no refused literal address."""
     text = url.strip()
     if len(text) > 4096:
@@ -176,7 +187,7 @@ def check_url(url: str, allow: Sequence[IPNetwork] = ()) -> URL:
         if _NUMERIC_HOST.fullmatch(host):
             raise _refusal(host, None, "not an IP address written the usual way") from None
     else:
-        reason = refused_address(ip, allow)
+        reason = refused_address(ip, allow, own=own)
         if reason:
             raise _refusal(host, ip, reason)
     return parsed.with_fragment(None)
@@ -191,12 +202,16 @@ class GuardedResolver(AbstractResolver):
     """Resolves a host for the connector, refusing it when any of its addresses is refused.
 
     The connector connects to the numeric addresses returned here, so the addresses checked are the
-    addresses used. ``lookup`` replaces getaddrinfo (tests point made-up names at local servers).
+    addresses used. ``lookup`` replaces getaddrinfo (tests point made-up names at local servers);
+    ``own``: the Pi's own networks, refused like private ones.
     """
 
-    def __init__(self, allow: Sequence[IPNetwork] = (), lookup: Lookup | None = None) -> None:
+    def __init__(
+        self, allow: Sequence[IPNetwork] = (), lookup: Lookup | None = None, own: OwnNetworks | None = None
+    ) -> None:
         self.allow = list(allow)
         self.lookup = lookup or _system_lookup
+        self.own = own
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
@@ -215,7 +230,7 @@ class GuardedResolver(AbstractResolver):
             if info_family == socket.AF_INET6 and len(sockaddr) > 3 and sockaddr[3]:
                 address = f"{address.split('%')[0]}%{sockaddr[3]}"
             ip = ipaddress.ip_address(address)
-            reason = refused_address(ip, self.allow)
+            reason = refused_address(ip, self.allow, own=self.own)
             if reason:
                 raise _refusal(name, ip, reason)
             results.append(
@@ -338,8 +353,10 @@ async def _read(response: aiohttp.ClientResponse, config: WebFetchConfig, redire
     return Page(url, response.status, reason, declared, title, text, truncated, redirects)
 
 
-async def _follow(target: URL, config: WebFetchConfig, allow: Sequence[IPNetwork], lookup: Lookup | None) -> Page:
-    connector = aiohttp.TCPConnector(resolver=GuardedResolver(allow, lookup), use_dns_cache=False)
+async def _follow(
+    target: URL, config: WebFetchConfig, allow: Sequence[IPNetwork], lookup: Lookup | None, own: OwnNetworks
+) -> Page:
+    connector = aiohttp.TCPConnector(resolver=GuardedResolver(allow, lookup, own), use_dns_cache=False)
     headers = {"User-Agent": USER_AGENT, "Accept": _ACCEPT}
     # trust_env=False: a proxy from the environment would do its own lookups, past the guard.
     async with aiohttp.ClientSession(connector=connector, headers=headers, trust_env=False) as session:
@@ -359,19 +376,25 @@ async def _follow(target: URL, config: WebFetchConfig, allow: Sequence[IPNetwork
             except (ValueError, TypeError):
                 raise ToolError(f"{current} redirected to an invalid URL: {location[:200]!r}") from None
             try:
-                current, previous = check_url(str(following), allow), current
+                current, previous = check_url(str(following), allow, own), current
             except ToolError as exc:
                 raise ToolError(f"{current} redirected to {str(following)[:200]}: {exc.message}") from None
         raise ToolError(f"{target} redirected more than {config.max_redirects} times (the last to {current})")
 
 
-async def fetch_page(url: str, config: WebFetchConfig, *, lookup: Lookup | None = None) -> Page:
-    """Fetch ``url`` within the config's limits and address policy; every failure is a ToolError."""
+async def fetch_page(
+    url: str, config: WebFetchConfig, *, lookup: Lookup | None = None, proc_net: Path = PROC_NET
+) -> Page:
+    """Fetch ``url`` within the config's limits and address policy; every failure is a ToolError.
+
+    ``proc_net``: where the kernel lists the Pi's own networks (tests give a made-up home network).
+    """
     allow = allowed_networks(config.allow_private)
-    target = check_url(url, allow)
+    own = read_own_networks(proc_net)
+    target = check_url(url, allow, own)
     try:
         async with asyncio.timeout(config.timeout_s):
-            return await _follow(target, config, allow, lookup)
+            return await _follow(target, config, allow, lookup, own)
     except TimeoutError:
         raise ToolError(f"{target} did not answer within {config.timeout_s:g} s") from None
     except aiohttp.ClientConnectorCertificateError as exc:
@@ -382,8 +405,8 @@ async def fetch_page(url: str, config: WebFetchConfig, *, lookup: Lookup | None 
         raise ToolError(f"fetching {target} failed: {str(exc) or type(exc).__name__}") from None
 
 
-def register(registry: ToolRegistry, config: WebFetchConfig) -> None:
-    """Register web_fetch (read-only) when tools.web_fetch.enabled is on."""
+def register(registry: ToolRegistry, config: WebFetchConfig, *, proc_net: Path = PROC_NET) -> None:
+    """Register web_fetch (read-only) when tools.web_fetch.enabled is on (``proc_net``: see fetch_page)."""
     if not config.enabled:
         return
     allowed_networks(config.allow_private)  # a bad entry fails now, not at the first fetch
@@ -399,7 +422,7 @@ def register(registry: ToolRegistry, config: WebFetchConfig) -> None:
         """
         if start < 0:
             raise ToolError("start must be 0 or more")
-        page = await fetch_page(url, config)
+        page = await fetch_page(url, config, proc_net=proc_net)
         return page.for_model(start)
 
     registry.register(web_fetch, cacheable=True)
