@@ -208,9 +208,9 @@ class LazyDevices:
         """Read a device."""
         return await self.open().read(name)
 
-    async def set(self, name: str, value: Any, *, requested_by: str) -> SetResult:
-        """Set a device."""
-        return await self.open().set(name, value, requested_by=requested_by)
+    async def set(self, name: str, value: Any, *, requested_by: str, approval: str = "") -> SetResult:
+        """Set a device (``approval``: why a person must approve it, see DeviceRegistry.set_sync)."""
+        return await self.open().set(name, value, requested_by=requested_by, approval=approval)
 
     def close(self) -> None:
         """Release the devices if they were opened."""

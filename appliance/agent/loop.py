@@ -172,7 +172,7 @@ class Agent:
             raise UsageError(f"/{asked} needs the message after it", fix=f"e.g. /{asked} what is a qubit?")
         force = asked or force
         session = f"{channel}:{chat_id}"
-        stats = _TurnStats(started=time.perf_counter(), client=client or session, tools=self.tools.turn())
+        stats = _TurnStats(started=time.perf_counter(), client=client or session, tools=self.tools.turn(text))
         await self.tools.hooks.turn_start(TurnStart(text, channel, chat_id))
         emit = on_event or (lambda kind, data: None)
         stats.emit = emit
@@ -275,6 +275,10 @@ class Agent:
         )
         if not reply:
             record.text = "(no answer)" if final else "(stopped: too many tool rounds without an answer)"
+        held = stats.tools.trust.note() if stats.tools is not None else ""
+        if held:  # outside text in the turn held a device write or a fetch back: the person must know
+            record.text = f"{record.text}\n\n{held}"
+            emit("text", {"delta": f"\n\n{held}"})
         if self.memory is not None and stats.last_prompt_tokens:
             self.memory.after_turn(conversation, int(stats.last_prompt_tokens))
         return await self._finish(record, conversation, session, emit, use, local_tokens=stats)

@@ -63,11 +63,27 @@ def _check(config: Config, referenced: set[str]) -> None:
         except ValueError:
             where = f"tools.web_fetch.allow_private[{i}]"
             raise refuse(where, "an IP address or network, e.g. 192.168.1.20 or 10.0.0.0/24", entry) from None
+    for i, entry in enumerate(config.tools.web_fetch.trusted_hosts):
+        if not _is_host(entry):
+            where = f"tools.web_fetch.trusted_hosts[{i}]"
+            raise refuse(where, "a host name with no scheme or path, e.g. en.wikipedia.org", entry)
     _check_devices(config, refuse)
     for path in ("llm.threads", "llm.batch_threads"):
         threads = getattr(config.llm, path.split(".")[1])
         if threads != "auto" and not 1 <= int(threads) <= 256:
             raise refuse(path, "auto or a number of threads from 1 to 256", threads)
+
+
+_HOST_LABEL = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)", re.IGNORECASE)
+
+
+def _is_host(text: str) -> bool:
+    """Whether ``text`` is a bare host name or IP address (no scheme, port or path)."""
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return 0 < len(text) <= 253 and all(_HOST_LABEL.fullmatch(label) for label in text.rstrip(".").split("."))
+    return True
 
 
 # What each driver needs, and what it can do.

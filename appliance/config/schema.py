@@ -282,6 +282,11 @@ class WebFetchConfig:
         "e.g. 192.168.1.20 or 10.0.0.0/24",
         default_factory=list,
     )
+    trusted_hosts: list[str] = doc(
+        "hosts web_fetch may still reach once a turn has read outside text (a page, MCP, shell, a file), "
+        "besides those named in the message; subdomains count, e.g. en.wikipedia.org",
+        default_factory=list,
+    )
 
 
 @dataclass

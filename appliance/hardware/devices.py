@@ -171,8 +171,8 @@ class DeviceAccess(Protocol):
         """Read a device."""
         ...
 
-    async def set(self, name: str, value: Any, *, requested_by: str) -> SetResult:
-        """Set a device (or ask for approval)."""
+    async def set(self, name: str, value: Any, *, requested_by: str, approval: str = "") -> SetResult:
+        """Set a device (or ask for approval; ``approval``: why a person must approve, whatever the device says)."""
         ...
 
 
@@ -279,18 +279,22 @@ class DeviceRegistry:
                 log.exception("write listener failed")
         return state
 
-    def set_sync(self, name: str, value: Any, *, requested_by: str) -> SetResult:
-        """Set a device (blocking); a device needing approval gets a pending action instead."""
+    def set_sync(self, name: str, value: Any, *, requested_by: str, approval: str = "") -> SetResult:
+        """Set a device (blocking); a device needing approval gets a pending action instead.
+
+        ``approval``: why this write needs a person even when the device does not ("this turn read a
+        web page"); it is kept with the pending action, so whoever decides sees it.
+        """
         device, parsed = self._check_set(name, value)
-        if device.config.approval == "required":
-            pending = self.approvals.request(name, parsed, requested_by)
+        if device.config.approval == "required" or approval:
+            pending = self.approvals.request(name, parsed, f"{requested_by}: {approval}" if approval else requested_by)
             log.info("%s: write %s waits for approval %s", name, parsed, pending.id)
             return SetResult(name, parsed, False, pending=pending)
         return SetResult(name, parsed, True, self._write(device, parsed, requested_by))
 
-    async def set(self, name: str, value: Any, *, requested_by: str) -> SetResult:
-        """Set a device without blocking the event loop."""
-        return await asyncio.to_thread(self.set_sync, name, value, requested_by=requested_by)
+    async def set(self, name: str, value: Any, *, requested_by: str, approval: str = "") -> SetResult:
+        """Set a device without blocking the event loop (``approval``: see set_sync)."""
+        return await asyncio.to_thread(self.set_sync, name, value, requested_by=requested_by, approval=approval)
 
     def decide_sync(self, action_id: str, approve: bool, decided_by: str) -> PendingAction | SetResult:
         """A person's decision on a pending write; an approved one runs now, exactly as it was asked."""

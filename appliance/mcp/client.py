@@ -418,7 +418,10 @@ class McpClients:
 
         annotations = remote.get("annotations") or {}
         read_only = bool(annotations.get("readOnlyHint")) if isinstance(annotations, dict) else False
-        return Tool(name, adapt.description(remote), adapt.parameters(remote.get("inputSchema")), call, read_only)
+        parameters = adapt.parameters(remote.get("inputSchema"))
+        # whatever the server answers is its text, not the person's: it may carry orders (appliance.tools.trust)
+        outside = f"the MCP server {server.name}"
+        return Tool(name, adapt.description(remote), parameters, call, read_only, outside=outside)
 
     def tool_names(self, server: str) -> list[str]:
         """The registry names of a server's tools."""

@@ -1,7 +1,10 @@
 """The model's tools for devices: list, read, set — and, only when allowlisted, raw bus access.
 
 The model names a device; the registry decides (allowed operation, rate limit, approval). A device
-needing approval answers with a pending action for a person: no tool here can approve one.
+needing approval answers with a pending action for a person: no tool here can approve one. Once outside
+text is in the turn (a web page, an MCP answer, shell output, a workspace file: see
+:mod:`appliance.tools.trust`), every write waits for a person the same way, and the raw bus writes,
+which have no approval to wait for, are refused.
 """
 
 from __future__ import annotations
@@ -11,7 +14,14 @@ from typing import Any
 from appliance.errors import ToolError
 from appliance.hardware.devices import DeviceAccess
 from appliance.hardware.policy import RawBusPolicy
-from appliance.tools.registry import ToolRegistry
+from appliance.tools.registry import ToolRegistry, current_turn
+
+
+def _refuse_after_outside(what: str) -> None:
+    """ToolError when outside text is in the turn: a raw write has no approval to wait for."""
+    turn = current_turn()
+    if turn is not None and turn.trust.untrusted:
+        raise turn.trust.refuse(what)
 
 
 def register(registry: ToolRegistry, devices: DeviceAccess, raw: RawBusPolicy | None = None) -> None:
@@ -44,7 +54,11 @@ def register(registry: ToolRegistry, devices: DeviceAccess, raw: RawBusPolicy | 
             name: the device's name, from devices_list
             value: "on", "off", or a brightness like "40%"
         """
-        result = await devices.set(name, value, requested_by="model")
+        turn = current_turn()
+        outside = turn.trust.reason() if turn is not None and turn.trust.untrusted else ""
+        result = await devices.set(name, value, requested_by="model", approval=outside)
+        if turn is not None and outside and result.pending is not None:
+            turn.trust.hold_write(f"setting {name} {value}", result.pending.id)
         return result.describe()
 
     registry.register(devices_list, read_only=True)
@@ -87,6 +101,7 @@ def register(registry: ToolRegistry, devices: DeviceAccess, raw: RawBusPolicy | 
         """
         if not all(0 <= b <= 255 for b in data):
             raise ToolError("every byte must be from 0 to 255")
+        _refuse_after_outside(f"write to I2C device {address:#04x} on bus {bus}")
         await raw.run("i2c_write", bus, address, register, bytes(data))
         return f"wrote {len(data)} byte(s)"
 
@@ -100,6 +115,7 @@ def register(registry: ToolRegistry, devices: DeviceAccess, raw: RawBusPolicy | 
         """
         if not all(0 <= b <= 255 for b in data):
             raise ToolError("every byte must be from 0 to 255")
+        _refuse_after_outside(f"send to SPI device {bus}.{device}")
         answer = await raw.run("spi_transfer", bus, device, bytes(data))
         assert isinstance(answer, bytes)
         return list(answer)

@@ -4,12 +4,19 @@
 timeout or a spent turn budget all become a :class:`ToolResult` with ``ok=False`` that the model can read
 and act on. Every result passes the plugin hooks, is cut to ``max_output_chars`` and has the secrets
 file's values redacted before anyone sees it; read-only tools' results are reused for ``cache_s``.
+
+Each result also says whether it brought outside text into the turn (a tool registered with
+``outside=``, or an answer returned as :class:`~appliance.tools.trust.OutsideText`), and the turn's
+:class:`~appliance.tools.trust.TurnTrust` records it, a cached answer and a failure alike. While a tool
+runs, :func:`current_turn` gives it the turn it runs in (a context variable, so tools stay plain
+functions): device_set and web_fetch read there whether outside content is already in the turn.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import inspect
 import json
 import logging
@@ -24,6 +31,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from appliance.errors import PicoagentError, ToolError, UnknownToolError
 from appliance.plugins import Hooks
+from appliance.tools.trust import OutsideText, TurnTrust
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +53,7 @@ class Tool:
     read_only: bool = False
     cacheable: bool = False  # read-only and the same arguments give the same answer for a while
     examples: tuple[str, ...] = ()  # what people say when they need it: the local prompt's tools are ranked by them
+    outside: str = ""  # every answer (and error) is outside text: what it is, e.g. "a web page"
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI-style function description of this tool."""
@@ -62,6 +71,8 @@ class ToolResult:
     duration_s: float = 0.0
     error: str | None = None
     cached: bool = False  # reused from an identical read-only call moments ago
+    outside: str = ""  # the outside source its text came from ("" when none), e.g. "a web page"
+    outside_file: str = ""  # the workspace file it was read from (the model's own when it wrote it this turn)
 
     def for_model(self) -> str:
         """The text the model reads as the tool's answer."""
@@ -77,6 +88,7 @@ class ToolResult:
             "error": self.error,
             "duration_s": round(self.duration_s, 4),
             **({"cached": True} if self.cached else {}),
+            **({"outside": self.outside} if self.outside else {}),
         }
 
 
@@ -118,7 +130,12 @@ def _param_docs(docstring: str) -> dict[str, str]:
 
 
 def tool_from_function(
-    fn: Callable[..., Any], *, name: str | None = None, read_only: bool = False, cacheable: bool = False
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    read_only: bool = False,
+    cacheable: bool = False,
+    outside: str = "",
 ) -> Tool:
     """Describe a typed function as a tool (first docstring line = description)."""
     tool_name = name or fn.__name__
@@ -147,7 +164,8 @@ def tool_from_function(
         "required": required,
         "additionalProperties": False,
     }
-    return Tool(tool_name, description, parameters, fn, read_only or cacheable, cacheable, _examples(docstring))
+    examples = _examples(docstring)
+    return Tool(tool_name, description, parameters, fn, read_only or cacheable, cacheable, examples, outside)
 
 
 def _examples(docstring: str) -> tuple[str, ...]:
@@ -216,6 +234,7 @@ def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> asyncio
     """
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()  # current_turn() answers on the thread too
 
     def settle(value: Any, error: BaseException | None) -> None:
         if future.done():
@@ -233,16 +252,27 @@ def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> asyncio
         with contextlib.suppress(RuntimeError):  # the loop closed while the tool ran
             loop.call_soon_threadsafe(settle, value, error)
 
-    threading.Thread(target=target, name=f"tool-{getattr(fn, '__name__', 'call')}", daemon=True).start()
+    threading.Thread(
+        target=context.run, args=(target,), name=f"tool-{getattr(fn, '__name__', 'call')}", daemon=True
+    ).start()
     return future
 
 
 @dataclass
 class ToolTurn:
-    """One turn's use of the tools: how many calls it may still make."""
+    """One turn's use of the tools: how many calls it may still make, and what outside text it let in."""
 
     limit: int
     used: int = 0
+    trust: TurnTrust = field(default_factory=TurnTrust)
+
+
+_TURN: contextvars.ContextVar[ToolTurn | None] = contextvars.ContextVar("picoagent_tool_turn", default=None)
+
+
+def current_turn() -> ToolTurn | None:
+    """The turn the running tool was called in (None outside a turn: the CLI, the MCP server)."""
+    return _TURN.get()
 
 
 class Redactor:
@@ -276,14 +306,16 @@ class ToolRegistry:
         name: str | None = None,
         read_only: bool = False,
         cacheable: bool = False,
+        outside: str = "",
     ) -> Any:
         """Register a typed function as a tool; usable as ``@registry.register`` or called directly.
 
         ``cacheable``: its result may be reused for ``cache_s`` (read_file, not current_time).
+        ``outside``: every answer is text from outside the turn, and what it is ("a web page").
         """
 
         def add(func: Callable[..., Any]) -> Callable[..., Any]:
-            self.add(tool_from_function(func, name=name, read_only=read_only, cacheable=cacheable))
+            self.add(tool_from_function(func, name=name, read_only=read_only, cacheable=cacheable, outside=outside))
             return func
 
         return add(fn) if fn is not None else add
@@ -314,18 +346,24 @@ class ToolRegistry:
     def __len__(self) -> int:
         return len(self.tools)
 
-    def turn(self) -> ToolTurn:
-        """A fresh budget for one turn."""
-        return ToolTurn(self.per_turn)
+    def turn(self, said: str = "") -> ToolTurn:
+        """A fresh budget for one turn; ``said``: the person's message (the hosts it names stay fetchable)."""
+        return ToolTurn(self.per_turn, trust=TurnTrust(said))
 
     async def execute(
         self, name: str, arguments: Any, *, timeout_s: float = 30.0, turn: ToolTurn | None = None
     ) -> ToolResult:
         """Run a tool; every failure (unknown, bad arguments, exception, timeout, budget) is a result."""
-        result = await self._execute(name, arguments, timeout_s, turn)
+        token = _TURN.set(turn)
+        try:
+            result = await self._execute(name, arguments, timeout_s, turn)
+        finally:
+            _TURN.reset(token)
         result = await self.hooks.tool_result(result)
         result.output = self.redact(result.output)
         result.error = self.redact(result.error) if result.error else result.error
+        if turn is not None:
+            turn.trust.saw(result.outside, result.outside_file)
         return result
 
     async def _execute(self, name: str, arguments: Any, timeout_s: float, turn: ToolTurn | None) -> ToolResult:
@@ -346,6 +384,15 @@ class ToolRegistry:
         problem = check_arguments(tool, arguments)
         if problem:
             return failed(problem)
+        result = await self._call(tool, args, timeout_s, started, failed)
+        result.outside = result.outside or tool.outside  # an error of a web page or MCP server is its text too
+        return result
+
+    async def _call(
+        self, tool: Tool, args: dict[str, Any], timeout_s: float, started: float, failed: Callable[[str], ToolResult]
+    ) -> ToolResult:
+        """The tool's answer (or a reused one), with its exceptions and timeout as failed results."""
+        name = tool.name
         key = (name, json.dumps(args, sort_keys=True, default=str))
         if not tool.read_only:
             self._cache.clear()  # a write (a file, a relay, a shell command) may change any answer
@@ -353,7 +400,16 @@ class ToolRegistry:
             hit = self._cache.get(key)
             if hit is not None and hit[0] > self.clock():
                 cached = hit[1]
-                return ToolResult(name, args, True, cached.output, time.perf_counter() - started, cached=True)
+                return ToolResult(
+                    name,
+                    args,
+                    True,
+                    cached.output,
+                    time.perf_counter() - started,
+                    cached=True,
+                    outside=cached.outside,  # a cached page is outside text as much as a fetched one
+                    outside_file=cached.outside_file,
+                )
         try:
             if inspect.iscoroutinefunction(tool.function):
                 value = await asyncio.wait_for(tool.function(**args), timeout_s)
@@ -368,10 +424,12 @@ class ToolRegistry:
         except Exception as exc:  # a tool's bug must not end the turn
             log.warning("tool %s raised %s", name, exc, exc_info=True)
             return failed(f"{type(exc).__name__}: {exc}")
-        output = value if isinstance(value, str) else json.dumps(value, default=str)
+        output = str(value) if isinstance(value, str) else json.dumps(value, default=str)  # plain str: no marks
         if len(output) > self.max_output_chars:
             output = output[: self.max_output_chars] + f"\n[output truncated: {len(output)} characters in all]"
         result = ToolResult(name, args, True, output, time.perf_counter() - started)
+        if isinstance(value, OutsideText):
+            result.outside, result.outside_file = value.source, value.file
         if tool.cacheable and self.cache_s > 0:
             now = self.clock()
             self._cache = {k: v for k, v in self._cache.items() if v[0] > now}  # stays small: entries expire

@@ -136,4 +136,4 @@ def register(registry: ToolRegistry, config: ShellConfig, workspace: Path, timeo
                 raise ToolError(f"the shell is disabled: {exc.reason}. Fix: {exc.fix}") from None
         return describe(outcome, limits)
 
-    registry.register(shell)
+    registry.register(shell, outside="shell output")

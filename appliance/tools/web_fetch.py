@@ -9,6 +9,10 @@ router and the NAS have global addresses), and hands the connector exactly the a
 to 127.0.0.1 for the connection (DNS rebinding) has no second lookup to exploit. Literal IP addresses
 in URLs never reach a resolver, so :func:`check_url` checks them itself; redirects are followed by
 hand, each new URL checked again.
+
+A page is outside text that may carry orders (:mod:`appliance.tools.trust`): once one is in the turn,
+each hop of a later fetch must also go to a host the person named or ``tools.web_fetch.trusted_hosts``
+lists, so a page cannot send the conversation to a host of its choosing, not even through a redirect.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from appliance.config import WebFetchConfig
 from appliance.errors import ConfigError, ToolError
 from appliance.tools.html_text import html_to_text
 from appliance.tools.own_network import PROC_NET, OwnNetworks, read_own_networks
-from appliance.tools.registry import ToolRegistry
+from appliance.tools.registry import ToolRegistry, current_turn
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +45,7 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 # (family, type, proto, canonname, sockaddr), as socket.getaddrinfo gives them.
 AddrInfo = tuple[Any, Any, int, str, tuple[Any, ...]]
 Lookup = Callable[[str, int, int], Awaitable[Sequence[AddrInfo]]]
+HostCheck = Callable[[str], None]  # raises ToolError for a host this fetch may not go to
 
 USER_AGENT = "picoagent-web-fetch/0.1"
 _ACCEPT = "text/html,application/xhtml+xml,text/plain;q=0.9,application/json;q=0.9,*/*;q=0.1"
@@ -354,7 +359,12 @@ async def _read(response: aiohttp.ClientResponse, config: WebFetchConfig, redire
 
 
 async def _follow(
-    target: URL, config: WebFetchConfig, allow: Sequence[IPNetwork], lookup: Lookup | None, own: OwnNetworks
+    target: URL,
+    config: WebFetchConfig,
+    allow: Sequence[IPNetwork],
+    lookup: Lookup | None,
+    own: OwnNetworks,
+    host_check: HostCheck | None,
 ) -> Page:
     connector = aiohttp.TCPConnector(resolver=GuardedResolver(allow, lookup, own), use_dns_cache=False)
     headers = {"User-Agent": USER_AGENT, "Accept": _ACCEPT}
@@ -363,6 +373,8 @@ async def _follow(
         current, previous = target, None
         for redirects in range(config.max_redirects + 1):
             try:
+                if host_check is not None:
+                    host_check(current.host or "")
                 async with session.get(current, allow_redirects=False) as response:
                     location = response.headers.get("Location")
                     if response.status not in _REDIRECTS or not location:
@@ -383,18 +395,24 @@ async def _follow(
 
 
 async def fetch_page(
-    url: str, config: WebFetchConfig, *, lookup: Lookup | None = None, proc_net: Path = PROC_NET
+    url: str,
+    config: WebFetchConfig,
+    *,
+    lookup: Lookup | None = None,
+    proc_net: Path = PROC_NET,
+    host_check: HostCheck | None = None,
 ) -> Page:
     """Fetch ``url`` within the config's limits and address policy; every failure is a ToolError.
 
     ``proc_net``: where the kernel lists the Pi's own networks (tests give a made-up home network).
+    ``host_check``: asked before each hop, redirects included (the turn's trust, once outside text is in it).
     """
     allow = allowed_networks(config.allow_private)
     own = read_own_networks(proc_net)
     target = check_url(url, allow, own)
     try:
         async with asyncio.timeout(config.timeout_s):
-            return await _follow(target, config, allow, lookup, own)
+            return await _follow(target, config, allow, lookup, own, host_check)
     except TimeoutError:
         raise ToolError(f"{target} did not answer within {config.timeout_s:g} s") from None
     except aiohttp.ClientConnectorCertificateError as exc:
@@ -422,7 +440,13 @@ def register(registry: ToolRegistry, config: WebFetchConfig, *, proc_net: Path =
         """
         if start < 0:
             raise ToolError("start must be 0 or more")
-        page = await fetch_page(url, config, proc_net=proc_net)
+        turn = current_turn()
+
+        def host_check(host: str) -> None:
+            if turn is not None:  # a page already read this turn may be what asks for this fetch
+                turn.trust.check_host(host, config.trusted_hosts)
+
+        page = await fetch_page(url, config, proc_net=proc_net, host_check=host_check)
         return page.for_model(start)
 
-    registry.register(web_fetch, cacheable=True)
+    registry.register(web_fetch, cacheable=True, outside="a web page")

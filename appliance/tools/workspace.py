@@ -3,6 +3,9 @@
 Every path is taken relative to the workspace, resolved (symlinks followed) and refused when the
 result is not inside the workspace: ``../x``, ``/etc/passwd`` and a link pointing out all end the same
 way. Only the shell tool runs programs, and it runs them in the sandbox.
+
+A file read is outside text for the turn (:mod:`appliance.tools.trust`: someone else may have put
+orders in it), except a file the model wrote whole with write_file earlier in the same turn.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ import tempfile
 from pathlib import Path
 
 from appliance.errors import ToolError
-from appliance.tools.registry import ToolRegistry
+from appliance.tools.registry import ToolRegistry, current_turn
+from appliance.tools.trust import OutsideText
 
 MAX_READ_BYTES = 512 * 1024
 MAX_WRITE_CHARS = 1024 * 1024
@@ -70,7 +74,8 @@ class WorkspaceFiles:
         text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
         if len(data) > MAX_READ_BYTES:
             text += f"\n[file cut at {MAX_READ_BYTES // 1024} KiB]"
-        return text
+        shown = self.shown(real)
+        return OutsideText(text, f"the workspace file {shown}", file=shown)
 
     def write_file(self, path: str, content: str) -> str:
         """Write a text file in the workspace (replacing it; folders are created).
@@ -87,6 +92,9 @@ class WorkspaceFiles:
         if real == self.root or real.is_dir():
             raise ToolError(f"{path!r} is a folder")
         self._replace(real, content)
+        turn = current_turn()
+        if turn is not None:
+            turn.trust.wrote(self.shown(real))  # every word of it is the model's own (edit_file's are not)
         return f"wrote {len(content.encode())} bytes to {self.shown(real)}"
 
     def edit_file(self, path: str, old: str, new: str) -> str:
