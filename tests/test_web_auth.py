@@ -395,7 +395,13 @@ def test_a_session_cookie_grants_access_and_unsafe_methods_need_csrf(auth: Auth)
             resp = await client.get("/", headers=cookie)
             assert resp.status == 200 and await resp.text() == "status page"
             resp = await client.get("/api/session", headers=cookie)
-            assert await resp.json() == {"authenticated": True, "kind": "session", "name": "owner", "csrf": csrf}
+            assert await resp.json() == {
+                "authenticated": True,
+                "kind": "session",
+                "name": "owner",
+                "scope": "admin",
+                "csrf": csrf,
+            }
             resp = await client.post("/api/thing", headers=cookie, json={})
             assert resp.status == 403
             assert await resp.json() == {"error": "missing or wrong CSRF token"}
@@ -416,7 +422,7 @@ def test_a_session_cookie_grants_access_and_unsafe_methods_need_csrf(auth: Auth)
 
 def test_a_bearer_token_works_without_csrf_until_revoked(auth: Auth) -> None:
     async def scenario() -> None:
-        token = auth.add_token("home-assistant")
+        token = auth.add_token("home-assistant", scope="admin")
         bearer = {"Authorization": f"Bearer {token}"}
         async with served(auth) as client:
             resp = await client.get("/api/thing", headers=bearer)
@@ -432,6 +438,31 @@ def test_a_bearer_token_works_without_csrf_until_revoked(auth: Auth) -> None:
             assert auth.revoke_token("home-assistant")
             resp = await client.get("/api/thing", headers=bearer)
             assert resp.status == 401
+
+    run(scenario())
+
+
+def test_a_token_may_use_only_the_routes_its_scope_names(auth: Auth) -> None:
+    async def scenario() -> None:
+        chat = {"Authorization": f"Bearer {auth.add_token('chatty')}"}  # the default scope
+        async with served(auth) as client:
+            resp = await client.get("/api/session", headers=chat)
+            assert resp.status == 200 and (await resp.json())["scope"] == "chat"
+            # /api/thing is in no row of the table: only admin may use a route nobody decided about.
+            resp = await client.post("/api/thing", headers=chat, json={})
+            assert resp.status == 403
+            body = await resp.json()
+            assert body["error"] == "the API token 'chatty' may chat only; POST /api/thing needs the admin scope"
+            assert "picoagent tokens add NAME --scope admin" in body["fix"]
+            assert "picoagent tokens scope chatty admin" in body["fix"]
+            assert (body["scope"], body["needed"]) == ("chat", "admin")
+            assert (await client.get("/nowhere", headers=chat)).status == 404  # no route: no scope to name
+            assert auth.set_token_scope("chatty", "admin")
+            assert (await client.post("/api/thing", headers=chat, json={})).status == 200
+            assert not auth.set_token_scope("nobody", "chat")
+            with pytest.raises(UsageError) as info:
+                auth.set_token_scope("chatty", "root")
+            assert "unknown token scope 'root'" in info.value.message and "devices (" in (info.value.fix or "")
 
     run(scenario())
 
