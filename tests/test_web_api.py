@@ -478,3 +478,36 @@ def test_the_scope_table_names_real_routes_and_the_document_shows_it(app: web.Ap
     assert doc["paths"]["/api/approvals/{id}/{decision}"]["post"]["x-scope"] == "devices"
     assert doc["paths"]["/api/cron/{id}/run"]["post"]["x-scope"] == "admin"
     assert doc["paths"]["/v1/chat/completions"]["post"]["x-scope"] == "chat"
+
+
+def test_the_login_limit_for_all_addresses_together_trips(config: Config) -> None:
+    """Many addresses, each under its own limit, together reach web.login_attempts_per_minute_total."""
+    from appliance.llm.scripted import ScriptedModel
+
+    config.web.login_attempts_per_minute = 2
+    config.web.login_attempts_per_minute_total = 4
+    runtime = Runtime.open(config, model=ScriptedModel())
+    auth = Auth(runtime.db)
+    auth.set_password(PASSWORD)
+
+    async def attempt(url: str, source: str) -> tuple[int, str]:
+        # A real client address each: all of 127.0.0.0/8 is this machine's.
+        connector = aiohttp.TCPConnector(local_addr=(source, 0))
+        async with aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+            async with http.get(url) as page:
+                csrf = re.search(r'name="csrf" value="([^"]+)"', await page.text())
+            assert csrf
+            async with http.post(url, data={"password": "wrong password", "csrf": csrf.group(1)}) as response:
+                return response.status, await response.text()
+
+    async def main() -> None:
+        async with TestServer(build_app(WebState(runtime, auth))) as server:
+            url = str(server.make_url("/login"))
+            answers = [await attempt(url, f"127.0.0.{10 + i}") for i in range(5)]
+            assert [status for status, _ in answers] == [401, 401, 401, 401, 429]
+            assert "from all addresses together" in answers[-1][1]
+            # Each address stayed under its own limit of 2: the limit that tripped is the total.
+            assert (await attempt(url, "127.0.0.10"))[0] == 429
+
+    asyncio.run(main())
+    runtime.close()

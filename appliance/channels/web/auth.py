@@ -1,16 +1,16 @@
-"""Who may use the web face: the owner's password, login sessions, API tokens, CSRF and rate limits.
+"""Who may use the web face: the owner's password, login sessions, API tokens, CSRF and the login page.
 
 Secrets are stored only hashed: the password with scrypt (slow, salted), session ids and API tokens with
 sha256 (they are 256 random bits, so a fast hash is enough). Sessions live in the database, so a daemon
 restart does not log the owner out. Browsers authenticate with a cookie and must echo a CSRF token on
 every unsafe request; scripts send ``Authorization: Bearer pat_...`` and need no CSRF token, because
 nothing sends a bearer token on their behalf. A token may do what its scope allows (scopes.py holds the
-one table of routes and scopes); the owner's browser session may do everything.
+one table of routes and scopes); the owner's browser session may do everything. How often and how many
+at once the password may be tried is login_guard.py's.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import hmac
@@ -21,6 +21,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 from urllib.parse import quote, urlsplit
 
@@ -29,6 +30,7 @@ from aiohttp.typedefs import Handler, Middleware
 from multidict import MultiDictProxy
 from yarl import URL
 
+from appliance.channels.web.login_guard import LoginGuard
 from appliance.channels.web.scopes import (
     DEFAULT_SCOPE,
     SCOPE_HELP,
@@ -38,9 +40,9 @@ from appliance.channels.web.scopes import (
     needed_scope,
     parse_scope,
 )
+from appliance.config.schema import WebConfig
 from appliance.errors import UsageError
 from appliance.memory.db import Database
-from appliance.ratelimit import RateLimiter
 
 log = logging.getLogger(__name__)
 
@@ -476,9 +478,9 @@ def safe_next(target: str | None) -> str:
     return target if not parts.scheme and not parts.netloc else "/"
 
 
-def routes(auth: Auth, *, login_limiter: RateLimiter | None = None) -> list[web.RouteDef]:
+def routes(auth: Auth, *, login_guard: LoginGuard | None = None) -> list[web.RouteDef]:
     """The login, logout and session routes; the middleware protects everything else."""
-    limiter = login_limiter or RateLimiter(5, 60.0)
+    guard = login_guard or LoginGuard(WebConfig.login_attempts_per_minute, WebConfig.login_attempts_per_minute_total)
 
     def login_page(csrf: str, next_path: str, *, status: int = 200, error: str = "") -> web.Response:
         response = _page(_login_form(csrf, next_path, error), status=status)
@@ -500,13 +502,12 @@ def routes(auth: Auth, *, login_limiter: RateLimiter | None = None) -> list[web.
 
     async def post_login(request: web.Request) -> web.Response:
         client = request.remote or "unknown"
-        wait = limiter.hit(client)
-        if wait:
-            seconds = math.ceil(wait)
+        refused = guard.admit(request.remote)
+        if refused is not None:
             return _page(
-                f"<p class='error' role='alert'>Too many attempts. Try again in {seconds} seconds.</p>",
+                f"<p class='error' role='alert'>{html.escape(refused.message())}</p>",
                 status=429,
-                headers={"Retry-After": str(seconds)},
+                headers={"Retry-After": str(math.ceil(refused.wait_s))},
             )
         if not await auth.db.call(auth.has_password):
             return _page(_NO_PASSWORD, status=503)
@@ -517,8 +518,8 @@ def routes(auth: Auth, *, login_limiter: RateLimiter | None = None) -> list[web.
         if not cookie_csrf or not sent_csrf or not _same(cookie_csrf, sent_csrf):
             error = "The login form expired or your browser refused its cookie. Please try again."
             return login_page(login_csrf(request), next_path, status=403, error=error)
-        # scrypt takes tens of milliseconds of CPU: keep it off the event loop.
-        if not await asyncio.to_thread(auth.check_password, _field(form, "password")):
+        # scrypt takes tens of milliseconds of CPU and 16 MiB: off the event loop, a few at a time.
+        if not await guard.check(partial(auth.check_password, _field(form, "password"))):
             log.warning("web login from %s: wrong password", client)
             return login_page(cookie_csrf, next_path, status=401, error="wrong password")
         session_id, _ = await auth.db.call(auth.create_session)
