@@ -121,7 +121,8 @@ class Daemon:
             # Shown once, in the log people read at first start (journalctl -u picoagent).
             log.warning("first start: the web password is %s (change it with `picoagent passwd`)", password)
         auth.revoke_token(CLI_TOKEN_NAME)
-        _write_private(DaemonInfo.token_path(root), auth.add_token(CLI_TOKEN_NAME))
+        # The local CLI acts for the owner (approvals, devices, jobs): it gets the owner's scope.
+        _write_private(DaemonInfo.token_path(root), auth.add_token(CLI_TOKEN_NAME, scope="admin"))
 
         runner = web.AppRunner(
             build_app(state), handler_cancellation=True, access_log=None, shutdown_timeout=STOP_GRACE_S

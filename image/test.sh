@@ -66,6 +66,7 @@ ssh_authorized_keys:
   - $(cat "$T/id_ed25519.pub")
 web_password: "$PASSWORD"
 api_token: $TOKEN
+api_token_scope: read
 anthropic_api_key: $CLOUD_KEY
 EOF
 mcopy -o -i "$T/disk.img@@$BOOT_OFFSET" "$T/picoagent-setup.yaml" ::picoagent-setup.yaml

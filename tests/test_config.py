@@ -175,6 +175,14 @@ def test_stop_is_a_list_of_strings(tmp_path: Path) -> None:
         ("llm:\n  batch_threads: 1000\n", "llm.batch_threads: expected auto or a number of threads from 1 to 256"),
         ("llm:\n  context_tokens: 100\n", "llm.context_tokens: expected at least 256 tokens, got 100"),
         ("llm:\n  memory_margin_mb: -1\n", "llm.memory_margin_mb: expected 0 or more megabytes, got -1"),
+        (
+            "web:\n  login_attempts_per_minute_total: 0\n",
+            "web.login_attempts_per_minute_total: expected a positive whole number, got 0",
+        ),
+        (
+            "web:\n  login_attempts_per_minute: 10\n  login_attempts_per_minute_total: 5\n",
+            "web.login_attempts_per_minute_total: expected at least web.login_attempts_per_minute (10)",
+        ),
     ],
 )
 def test_values_out_of_range_are_refused(tmp_path: Path, yaml_text: str, message: str) -> None:

@@ -269,3 +269,20 @@ def test_device_commands_go_through_the_running_daemon(serve: Serve) -> None:
         "porch_light: state: on" in cli("devices", "read", "porch_light", data=serve.data, config=serve.config).stdout
     )
     assert "nothing is waiting" in cli("approvals", "list", data=serve.data, config=serve.config).stdout
+
+
+def test_tokens_get_a_scope_that_is_listed_and_can_be_changed(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "picoagent.yaml")
+    data = tmp_path / "data"
+    assert cli("tokens", "add", "openai-client", data=data, config=config).returncode == 0
+    added = cli("tokens", "add", "home-assistant", "--scope", "devices", data=data, config=config)
+    assert added.returncode == 0 and "scope devices" in added.stderr
+    listed = cli("tokens", "list", data=data, config=config).stdout.splitlines()
+    assert listed[0].split()[:2] == ["openai-client", "chat"]  # the default: chatting only
+    assert listed[1].split()[:2] == ["home-assistant", "devices"]
+    assert cli("tokens", "scope", "openai-client", "read", data=data, config=config).returncode == 0
+    assert cli("tokens", "list", data=data, config=config).stdout.split()[:2] == ["openai-client", "read"]
+    wrong = cli("tokens", "add", "x", "--scope", "root", data=data, config=config)
+    assert wrong.returncode == 2 and "invalid choice: 'root'" in wrong.stderr
+    missing = cli("tokens", "scope", "nobody", "chat", data=data, config=config)
+    assert missing.returncode == 2 and "no token named 'nobody'" in missing.stderr

@@ -286,3 +286,25 @@ def test_usage_counted_before_routing_existed_survives_the_routing_migration(
         assert db.usage(1)[0]["turns"] == 4 and db.spent_usd() == (0.0, 0.0)
     finally:
         db.close()
+
+
+def test_tokens_made_before_scopes_keep_owner_power_and_new_ones_default_to_chat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "picoagent.db"
+    index = [m.__name__ for m in MIGRATIONS].index("_m9_token_scopes")
+    monkeypatch.setattr(db_module, "MIGRATIONS", MIGRATIONS[:index])
+    old = Database(path)
+    old.write("INSERT INTO api_tokens (name, token_hash, created_at) VALUES ('home-assistant', 'h1', 1.0)")
+    old.close()
+    monkeypatch.setattr(db_module, "MIGRATIONS", MIGRATIONS)
+    db = Database(path)
+    try:
+        # Programs made for a token that could do everything keep working; their owner narrows them.
+        assert db.value("SELECT scope FROM api_tokens WHERE name = 'home-assistant'") == "admin"
+        db.write("INSERT INTO api_tokens (name, token_hash, created_at) VALUES ('new', 'h2', 2.0)")
+        assert db.value("SELECT scope FROM api_tokens WHERE name = 'new'") == "chat"  # never admin by accident
+        with pytest.raises(DatabaseError, match="CHECK constraint"):
+            db.write("UPDATE api_tokens SET scope = 'root' WHERE name = 'new'")
+    finally:
+        db.close()

@@ -70,6 +70,7 @@ ssh_authorized_keys:
   - ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKeyKeyKey me@laptop
 web_password: "{SECRETS["web_password"]}"
 api_token: {SECRETS["api_token"]}
+api_token_scope: devices
 telegram:
   bot_token: "{SECRETS["bot_token"]}"
   owner_id: 4242
@@ -105,7 +106,7 @@ def test_full_setup_is_applied_and_the_secrets_leave_the_boot_partition(root: Pa
     assert config["hardware"] == {"backend": "real"}  # what was there stays
 
     out = capsys.readouterr().out
-    assert "picoagent passwd --stdin" in out and "tokens add setup --stdin" in out
+    assert "picoagent passwd --stdin" in out and "tokens add setup --stdin --scope devices" in out
     assert SECRETS["web_password"] not in out and SECRETS["api_token"] not in out
 
     after = setup.read_text()

@@ -175,6 +175,73 @@ def test_denied_and_expired_approvals_never_run(registry: DeviceRegistry, clock:
     assert registry.approvals.pending() == []
 
 
+class _OtherDeciderSlipsIn:
+    """Our database connection, with another process's decision run right after our statement number ``at``.
+
+    Only between transactions, as SQLite would let another connection in. Deciding again at every ``at``
+    puts the competing decision at every point of ours: between a check and an update, if there is one.
+    """
+
+    def __init__(self, conn: Any, at: int, other: Any) -> None:
+        self._conn, self.at, self.other, self.count = conn, at, other, 0
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        cursor = self._conn.execute(sql, params)
+        self.count += 1
+        if self.count == self.at and not self._conn.in_transaction:
+            self.other()
+        return cursor
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+def test_an_approve_and_a_deny_at_the_same_moment_never_both_act(
+    registry: DeviceRegistry, clock: Clock, tmp_path: Path
+) -> None:
+    db = registry.approvals.db
+    other_db = Database(tmp_path / "hw.db")  # another process (the CLI, a Telegram button) on its own connection
+    other = ApprovalStore(other_db, timeout_s=60, clock=clock)
+    try:
+        for at in range(12):  # 0: the deny comes first; past our last statement: it comes after us
+            pending = registry.set_sync("gate", "on", requested_by="model").pending
+            assert pending is not None
+            outcomes: dict[str, str] = {}
+
+            def other_denies(action_id: str = pending.id, outcomes: dict[str, str] = outcomes) -> None:
+                try:
+                    other.decide(action_id, False, "cli:other")
+                    outcomes["deny"] = "won"
+                except ApprovalError as exc:
+                    outcomes["deny"] = exc.message
+
+            if at == 0:
+                other_denies()
+            real = db._conn
+            db._conn = _OtherDeciderSlipsIn(real, at, other_denies)
+            try:
+                registry.decide_sync(pending.id, True, "owner")
+                outcomes["approve"] = "won"
+            except ApprovalError as exc:
+                outcomes["approve"] = exc.message
+            finally:
+                db._conn = real
+            if "deny" not in outcomes:
+                other_denies()
+            stored = registry.approvals.get(pending.id)
+            winners = [who for who, outcome in outcomes.items() if outcome == "won"]
+            assert len(winners) == 1, (at, outcomes)
+            if winners == ["approve"]:
+                assert stored.status == "approved" and pin_state(registry, 5) is True, at
+                assert outcomes["deny"] == f"approval {pending.id} was already approved"
+            else:
+                assert stored.status == "denied" and pin_state(registry, 5) is False, (at, outcomes)
+                assert outcomes["approve"] == f"approval {pending.id} was already denied"
+            registry.devices["gate"].driver.set(False)
+    finally:
+        other_db.close()
+
+
 def test_the_model_has_no_way_to_approve(config: Config, registry: DeviceRegistry) -> None:
     tools = tool_registry(config, registry)
     assert {t.name for t in tools} >= {"devices_list", "device_read", "device_set"}

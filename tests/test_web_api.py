@@ -46,7 +46,7 @@ def run(app: web.Application, scenario: Scenario) -> None:
     """Serve the app on a real socket and run the scenario with a client and an API token."""
 
     async def main() -> None:
-        token = app[STATE].auth.add_token("tests")
+        token = app[STATE].auth.add_token("tests", scope="admin")
         async with TestClient(TestServer(app)) as client:
             await scenario(client, token)
 
@@ -381,7 +381,7 @@ def test_an_http_client_that_goes_away_stops_its_generation(config: Config, loca
                 await asyncio.sleep(0.02)
             assert not runtime.scheduler.busy, path
         db = runtime.db
-        stored = db.recent_messages(db.conversation("api", "api"), 2)
+        stored = db.recent_messages(db.conversation("api", "api@t"), 2)  # a chat token's own conversation
         assert stored[-1].content.endswith("[stopped]")  # cut short, not finished in the background
         await server.close()
 
@@ -395,7 +395,7 @@ def test_approvals_over_http(config: Config, local_model: LocalModel) -> None:
     config.devices["gate"] = DeviceConfig(driver="relay", pin=5, approval="required")
     runtime = Runtime.open(config, model=local_model)
     auth = Auth(runtime.db)
-    token = auth.add_token("t")
+    token = auth.add_token("t", scope="devices")  # switching and approving is what that scope is for
 
     async def main() -> None:
         async with TestClient(TestServer(build_app(WebState(runtime, auth)))) as client:
@@ -412,6 +412,102 @@ def test_approvals_over_http(config: Config, local_model: LocalModel) -> None:
             assert again.status == 409 and "already approved" in (await again.json())["error"]
             unknown = await client.post("/api/approvals/a-nothing/approve", headers=bearer(token))
             assert unknown.status == 404
+
+    asyncio.run(main())
+    runtime.close()
+
+
+def test_a_chat_token_can_chat_but_cannot_approve_or_read_history(config: Config, local_model: LocalModel) -> None:
+    """A token made the default way (`picoagent tokens add NAME`) is for chatting: an OpenAI client's token."""
+    from appliance.config import DeviceConfig
+
+    config.agent.temperature = 0.0
+    config.devices["gate"] = DeviceConfig(driver="relay", pin=5, approval="required")
+    runtime = Runtime.open(config, model=local_model)
+    auth = Auth(runtime.db)
+    token = auth.add_token("openai-client")
+    assert runtime.devices is not None
+    # The owner's own conversation in the web chat, which the token must not read in any way.
+    owner_chat = runtime.db.conversation("web", "web")
+    runtime.db.add_message(owner_chat, "user", "The door code is 4711.")
+
+    async def main() -> None:
+        pending = (await runtime.devices.set("gate", "on", requested_by="model")).pending  # type: ignore[union-attr]
+        assert pending is not None
+        async with TestClient(TestServer(build_app(WebState(runtime, auth)))) as client:
+            approve = await client.post(f"/api/approvals/{pending.id}/approve", headers=bearer(token))
+            assert approve.status == 403
+            refusal = await approve.json()
+            assert refusal["error"] == (
+                "the API token 'openai-client' may chat only;"
+                " POST /api/approvals/{id}/{decision} needs the devices scope"
+            )
+            assert refusal["fix"].startswith("make a token for this with `picoagent tokens add NAME --scope devices`")
+            assert runtime.devices.approvals.get(pending.id).status == "pending"  # type: ignore[union-attr]
+            history = await client.get("/api/history?session=web&channel=web", headers=bearer(token))
+            assert history.status == 403 and "needs the read scope" in (await history.json())["error"]
+            for method, path in (("GET", "/api/status"), ("GET", "/api/devices"), ("POST", "/api/devices/fan")):
+                assert (await client.request(method, path, headers=bearer(token), json={})).status == 403, path
+
+            request = {"messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 4}
+            completion = await client.post("/v1/chat/completions", json=request, headers=bearer(token))
+            assert completion.status == 200
+            chat = await client.post("/api/chat", json={"message": "Say hello."}, headers=bearer(token))
+            assert chat.status == 200
+            ws = await client.ws_connect("/ws", headers=bearer(token))  # the web chat's own session name
+            await ws.send_json({"type": "message", "text": "What did I tell you before?", "session": "web"})
+            while (event := await ws.receive_json())["type"] not in ("done", "error"):
+                pass
+            assert event["type"] == "done"
+            await ws.close()
+        # The token's turn ran in a conversation of its own: the owner's saw nothing of it.
+        owner = runtime.db.recent_messages(runtime.db.conversation("web", "web"), 10)
+        assert [m.content for m in owner] == ["The door code is 4711."]
+
+    asyncio.run(main())
+    runtime.close()
+
+
+def test_the_scope_table_names_real_routes_and_the_document_shows_it(app: web.Application) -> None:
+    from appliance.channels.web.scopes import ROUTE_SCOPES
+
+    routed = {(route.method, resource.canonical) for resource in app.router.resources() for route in resource}
+    assert set(ROUTE_SCOPES) <= routed, set(ROUTE_SCOPES) - routed  # no row for a route that went away
+    doc = openapi_document()
+    assert doc["paths"]["/api/history"]["get"]["x-scope"] == "read"
+    assert doc["paths"]["/api/approvals/{id}/{decision}"]["post"]["x-scope"] == "devices"
+    assert doc["paths"]["/api/cron/{id}/run"]["post"]["x-scope"] == "admin"
+    assert doc["paths"]["/v1/chat/completions"]["post"]["x-scope"] == "chat"
+
+
+def test_the_login_limit_for_all_addresses_together_trips(config: Config) -> None:
+    """Many addresses, each under its own limit, together reach web.login_attempts_per_minute_total."""
+    from appliance.llm.scripted import ScriptedModel
+
+    config.web.login_attempts_per_minute = 2
+    config.web.login_attempts_per_minute_total = 4
+    runtime = Runtime.open(config, model=ScriptedModel())
+    auth = Auth(runtime.db)
+    auth.set_password(PASSWORD)
+
+    async def attempt(url: str, source: str) -> tuple[int, str]:
+        # A real client address each: all of 127.0.0.0/8 is this machine's.
+        connector = aiohttp.TCPConnector(local_addr=(source, 0))
+        async with aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+            async with http.get(url) as page:
+                csrf = re.search(r'name="csrf" value="([^"]+)"', await page.text())
+            assert csrf
+            async with http.post(url, data={"password": "wrong password", "csrf": csrf.group(1)}) as response:
+                return response.status, await response.text()
+
+    async def main() -> None:
+        async with TestServer(build_app(WebState(runtime, auth))) as server:
+            url = str(server.make_url("/login"))
+            answers = [await attempt(url, f"127.0.0.{10 + i}") for i in range(5)]
+            assert [status for status, _ in answers] == [401, 401, 401, 401, 429]
+            assert "from all addresses together" in answers[-1][1]
+            # Each address stayed under its own limit of 2: the limit that tripped is the total.
+            assert (await attempt(url, "127.0.0.10"))[0] == 429
 
     asyncio.run(main())
     runtime.close()

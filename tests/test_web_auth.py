@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import re
 import sqlite3
+import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -29,14 +30,15 @@ from appliance.channels.web.auth import (
     SESSION_COOKIE,
     Auth,
     Principal,
-    RateLimiter,
     middleware,
     principal,
     routes,
     safe_next,
 )
+from appliance.channels.web.login_guard import SCRYPT_SLOTS, LoginGuard, client_key
 from appliance.errors import UsageError
 from appliance.memory.db import Database
+from appliance.ratelimit import RateLimiter
 from tests.fakes.clock import ManualClock
 
 PASSWORD = "correct horse battery"
@@ -103,9 +105,9 @@ async def ok(request: web.Request) -> web.Response:
     return web.Response(text="ok")
 
 
-def make_app(auth: Auth, limiter: RateLimiter | None = None) -> web.Application:
+def make_app(auth: Auth, guard: LoginGuard | None = None) -> web.Application:
     app = web.Application(middlewares=[middleware(auth)])
-    app.add_routes(routes(auth, login_limiter=limiter))
+    app.add_routes(routes(auth, login_guard=guard))
     app.add_routes(
         [
             web.get("/", page),
@@ -120,8 +122,8 @@ def make_app(auth: Auth, limiter: RateLimiter | None = None) -> web.Application:
 
 
 @asynccontextmanager
-async def served(auth: Auth, limiter: RateLimiter | None = None) -> AsyncIterator[TestClient[Any, Any]]:
-    async with TestClient(TestServer(make_app(auth, limiter))) as client:
+async def served(auth: Auth, guard: LoginGuard | None = None) -> AsyncIterator[TestClient[Any, Any]]:
+    async with TestClient(TestServer(make_app(auth, guard))) as client:
         yield client
 
 
@@ -323,10 +325,10 @@ def test_login_without_a_password_set_says_how_to_set_one(db: Database) -> None:
 
 def test_login_is_rate_limited_with_retry_after(auth: Auth) -> None:
     clock = Clock()
-    limiter = RateLimiter(5, 60.0, clock=clock)
+    guard = LoginGuard(5, 30, clock=clock)
 
     async def scenario() -> None:
-        async with served(auth, limiter) as client:
+        async with served(auth, guard) as client:
             for _ in range(5):
                 assert (await post_login(client, "wrong password!")).status == 401
             clock.now += 10
@@ -337,6 +339,139 @@ def test_login_is_rate_limited_with_retry_after(auth: Auth) -> None:
             assert (await post_login(client, PASSWORD)).status == 302
 
     run(scenario())
+
+
+@web.middleware
+async def remote_from_header(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Stands in for many hosts: this machine has one IPv6 address (::1), a home network's /64 has 2**64."""
+    return await handler(request.clone(remote=request.headers.get("X-Test-Remote", request.remote)))
+
+
+def test_addresses_in_one_ipv6_64_share_a_login_limit(auth: Auth) -> None:
+    app = web.Application(middlewares=[remote_from_header, middleware(auth)])
+    app.add_routes(routes(auth))  # the default: 5 attempts a minute per address
+
+    async def scenario() -> None:
+        async with TestClient(TestServer(app)) as client:
+
+            async def attempt(remote: str) -> int:
+                csrf = await login_form(client)
+                data = {"password": "wrong password", "csrf": csrf}
+                response = await client.post("/login", data=data, headers={"X-Test-Remote": remote})
+                return response.status
+
+            # Rotating the last 64 bits (privacy addresses, or an attacker's whole /64) is one address.
+            rotated = ["2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:a::3", "2001:db8:1:2:ffff::4"]
+            assert [await attempt(remote) for remote in rotated] == [401] * 4
+            assert await attempt("2001:db8:1:2:ffff:ffff:ffff:ffff") == 401
+            assert await attempt("2001:db8:1:2:1234::99") == 429
+            assert await attempt("2001:db8:1:3::1") == 401  # the next /64 is another network
+
+    run(scenario())
+
+
+def test_concurrent_logins_run_at_most_two_scrypt_at_once(auth: Auth, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each scrypt run holds 16 MiB: parallel logins wait for a slot instead of all running at once."""
+    logins = 6  # as many as the default thread pool runs at once on this 2-core machine
+    guard = LoginGuard(100, 100)
+    inside, most = 0, 0
+    count = threading.Lock()
+    release = threading.Event()
+    real_verify = auth_module.verify_password
+
+    def held_verify(password: str, encoded: str) -> bool:
+        nonlocal inside, most
+        with count:
+            inside += 1
+            most = max(most, inside)
+        release.wait()  # every run that got in stays in until the test has looked
+        try:
+            return real_verify(password, encoded)
+        finally:
+            with count:
+                inside -= 1
+
+    monkeypatch.setattr(auth_module, "verify_password", held_verify)
+
+    async def scenario() -> None:
+        async with served(auth, guard) as client:
+            csrf = await login_form(client)
+            posts = [asyncio.ensure_future(post_login(client, "wrong password!", csrf=csrf)) for _ in range(logins)]
+            try:
+                while inside + guard.waiting < logins:  # each login is in scrypt or waits for a slot
+                    await asyncio.sleep(0.01)
+                assert (most, guard.waiting) == (SCRYPT_SLOTS, logins - SCRYPT_SLOTS) == (2, 4)
+            finally:
+                release.set()
+            assert [r.status for r in await asyncio.gather(*posts)] == [401] * logins
+            assert most == SCRYPT_SLOTS and guard.waiting == 0
+
+    run(scenario())
+
+
+def test_a_login_whose_client_hangs_up_keeps_its_scrypt_slot_until_scrypt_ends(
+    auth: Auth, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread cannot be stopped: freeing the slot when the client goes away would let hang-ups pile up runs."""
+    guard = LoginGuard(100, 100)
+    inside, most = 0, 0
+    count = threading.Lock()
+    release = threading.Event()
+    real_verify = auth_module.verify_password
+
+    def held_verify(password: str, encoded: str) -> bool:
+        nonlocal inside, most
+        with count:
+            inside += 1
+            most = max(most, inside)
+        release.wait()
+        try:
+            return real_verify(password, encoded)
+        finally:
+            with count:
+                inside -= 1
+
+    monkeypatch.setattr(auth_module, "verify_password", held_verify)
+    cancelled = asyncio.Event()
+
+    @web.middleware
+    async def note_cancel(request: web.Request, handler: Any) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    app = web.Application(middlewares=[note_cancel, middleware(auth)])
+    app.add_routes(routes(auth, login_guard=guard))
+
+    async def scenario() -> None:
+        async with TestClient(TestServer(app)) as client:
+            csrf = await login_form(client)
+            gone = asyncio.ensure_future(post_login(client, "wrong password!", csrf=csrf))
+            try:
+                while inside < 1:
+                    await asyncio.sleep(0.01)
+                gone.cancel()  # the client hangs up while its scrypt runs
+                await cancelled.wait()
+                more = [asyncio.ensure_future(post_login(client, "wrong password!", csrf=csrf)) for _ in range(2)]
+                while inside + guard.waiting < 3:
+                    await asyncio.sleep(0.01)
+                assert (most, guard.waiting) == (2, 1)  # the hung-up run still holds its slot
+            finally:
+                release.set()
+            assert [r.status for r in await asyncio.gather(*more)] == [401, 401]
+
+    run(scenario())
+
+
+def test_login_limits_key_ipv6_by_64_and_ipv4_by_address() -> None:
+    assert client_key("2001:db8:1:2:aaaa:bbbb:cccc:dddd") == client_key("2001:db8:1:2::1") == "2001:db8:1:2::/64"
+    assert client_key("2001:db8:1:3::1") != client_key("2001:db8:1:2::1")
+    assert client_key("fe80::1%eth0") == "fe80::/64"
+    assert client_key("::ffff:192.0.2.7") == client_key("192.0.2.7") == "192.0.2.7"  # a v4 client on a v6 socket
+    assert client_key("192.0.2.8") != client_key("192.0.2.7")
+    assert client_key(None) == client_key("") == "unknown"
 
 
 def test_logout_needs_csrf_and_ends_the_session(auth: Auth) -> None:
@@ -395,7 +530,13 @@ def test_a_session_cookie_grants_access_and_unsafe_methods_need_csrf(auth: Auth)
             resp = await client.get("/", headers=cookie)
             assert resp.status == 200 and await resp.text() == "status page"
             resp = await client.get("/api/session", headers=cookie)
-            assert await resp.json() == {"authenticated": True, "kind": "session", "name": "owner", "csrf": csrf}
+            assert await resp.json() == {
+                "authenticated": True,
+                "kind": "session",
+                "name": "owner",
+                "scope": "admin",
+                "csrf": csrf,
+            }
             resp = await client.post("/api/thing", headers=cookie, json={})
             assert resp.status == 403
             assert await resp.json() == {"error": "missing or wrong CSRF token"}
@@ -416,7 +557,7 @@ def test_a_session_cookie_grants_access_and_unsafe_methods_need_csrf(auth: Auth)
 
 def test_a_bearer_token_works_without_csrf_until_revoked(auth: Auth) -> None:
     async def scenario() -> None:
-        token = auth.add_token("home-assistant")
+        token = auth.add_token("home-assistant", scope="admin")
         bearer = {"Authorization": f"Bearer {token}"}
         async with served(auth) as client:
             resp = await client.get("/api/thing", headers=bearer)
@@ -432,6 +573,31 @@ def test_a_bearer_token_works_without_csrf_until_revoked(auth: Auth) -> None:
             assert auth.revoke_token("home-assistant")
             resp = await client.get("/api/thing", headers=bearer)
             assert resp.status == 401
+
+    run(scenario())
+
+
+def test_a_token_may_use_only_the_routes_its_scope_names(auth: Auth) -> None:
+    async def scenario() -> None:
+        chat = {"Authorization": f"Bearer {auth.add_token('chatty')}"}  # the default scope
+        async with served(auth) as client:
+            resp = await client.get("/api/session", headers=chat)
+            assert resp.status == 200 and (await resp.json())["scope"] == "chat"
+            # /api/thing is in no row of the table: only admin may use a route nobody decided about.
+            resp = await client.post("/api/thing", headers=chat, json={})
+            assert resp.status == 403
+            body = await resp.json()
+            assert body["error"] == "the API token 'chatty' may chat only; POST /api/thing needs the admin scope"
+            assert "picoagent tokens add NAME --scope admin" in body["fix"]
+            assert "picoagent tokens scope chatty admin" in body["fix"]
+            assert (body["scope"], body["needed"]) == ("chat", "admin")
+            assert (await client.get("/nowhere", headers=chat)).status == 404  # no route: no scope to name
+            assert auth.set_token_scope("chatty", "admin")
+            assert (await client.post("/api/thing", headers=chat, json={})).status == 200
+            assert not auth.set_token_scope("nobody", "chat")
+            with pytest.raises(UsageError) as info:
+                auth.set_token_scope("chatty", "root")
+            assert "unknown token scope 'root'" in info.value.message and "devices (" in (info.value.fix or "")
 
     run(scenario())
 

@@ -114,7 +114,7 @@ def fuzz_target(tmp_path_factory: pytest.TempPathFactory, local_model: LocalMode
     runtime = Runtime.open(config, model=local_model)
     auth = Auth(runtime.db)
     auth.set_password("fuzzing password")
-    token = auth.add_token("fuzz")
+    token = auth.add_token("fuzz", scope="admin")  # every operation, past the scope check
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()

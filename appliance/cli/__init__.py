@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from appliance import __version__
+from appliance.channels.web.scopes import DEFAULT_SCOPE
+from appliance.channels.web.scopes import SCOPES as TOKEN_SCOPES
 from appliance.cli import models as models_cmd
 from appliance.cli.common import load
 from appliance.cli.common import print_json as _print_json
@@ -69,10 +71,21 @@ def build_parser() -> argparse.ArgumentParser:
     add = ksub.add_parser("add", parents=[common], help="make a token; it is shown once")
     add.add_argument("name")
     add.add_argument("--stdin", action="store_true", help="adopt the token read from standard input (pat_...)")
+    add.add_argument(
+        "--scope",
+        choices=TOKEN_SCOPES,
+        default=DEFAULT_SCOPE,
+        help="what it may do: chat (default; chat and the OpenAI API), read (also status, history, devices),"
+        " devices (also switch devices, approve writes), admin (everything)",
+    )
     add.set_defaults(handler=cmd_tokens_add)
-    ksub.add_parser("list", parents=[common], help="the tokens (never their values)").set_defaults(
+    ksub.add_parser("list", parents=[common], help="the tokens and their scopes (never their values)").set_defaults(
         handler=cmd_tokens_list
     )
+    scope = ksub.add_parser("scope", parents=[common], help="give a token another scope (its value stays)")
+    scope.add_argument("name")
+    scope.add_argument("scope", choices=TOKEN_SCOPES)
+    scope.set_defaults(handler=cmd_tokens_scope)
     revoke = ksub.add_parser("revoke", parents=[common], help="revoke a token")
     revoke.add_argument("name")
     revoke.set_defaults(handler=cmd_tokens_revoke)
@@ -359,12 +372,15 @@ def _auth(config: Config) -> Any:
 def cmd_tokens_add(args: argparse.Namespace) -> int:
     """Make an API token and show it once."""
     if args.stdin:
-        _auth(load(args)).add_token(args.name, sys.stdin.readline().strip())
-        print(f"token {args.name!r} added")
+        _auth(load(args)).add_token(args.name, sys.stdin.readline().strip(), scope=args.scope)
+        print(f"token {args.name!r} added (scope {args.scope})")
         return 0
-    token = _auth(load(args)).add_token(args.name)
+    token = _auth(load(args)).add_token(args.name, scope=args.scope)
     print(token)
-    print(f"(token {args.name!r}: shown this once; send it as `Authorization: Bearer ...`)", file=sys.stderr)
+    print(
+        f"(token {args.name!r}, scope {args.scope}: shown this once; send it as `Authorization: Bearer ...`)",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -376,7 +392,17 @@ def cmd_tokens_list(args: argparse.Namespace) -> int:
         return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "never"
 
     for info in _auth(load(args)).list_tokens():
-        print(f"{info.name:24} created {when(info.created_at)}  last used {when(info.last_used_at)}")
+        print(f"{info.name:24} {info.scope:8} created {when(info.created_at)}  last used {when(info.last_used_at)}")
+    return 0
+
+
+def cmd_tokens_scope(args: argparse.Namespace) -> int:
+    """Give an API token another scope."""
+    from appliance.errors import UsageError
+
+    if not _auth(load(args)).set_token_scope(args.name, args.scope):
+        raise UsageError(f"no token named {args.name!r}", fix="picoagent tokens list shows them")
+    print(f"token {args.name!r} now has scope {args.scope}")
     return 0
 
 

@@ -39,6 +39,7 @@ def _check(config: Config, referenced: set[str]) -> None:
         ("web.port", 1, 65_535, "a TCP port from 1 to 65535"),
         ("web.session_days", 0.001, 3650, "a positive number of days"),
         ("web.login_attempts_per_minute", 1, 10_000, "a positive whole number"),
+        ("web.login_attempts_per_minute_total", 1, 100_000, "a positive whole number"),
         ("tools.per_turn", 1, 1000, "a whole number from 1 to 1000"),
         ("tools.max_output_chars", 100, 10_000_000, "at least 100 characters"),
         ("tools.cache_s", 0, 86_400, "0 or more seconds"),
@@ -57,6 +58,13 @@ def _check(config: Config, referenced: set[str]) -> None:
             value = getattr(value, key)
         if not low <= value <= high:
             raise refuse(path, expected, value)
+    if config.web.login_attempts_per_minute_total < config.web.login_attempts_per_minute:
+        raise refuse(
+            "web.login_attempts_per_minute_total",
+            f"at least web.login_attempts_per_minute ({config.web.login_attempts_per_minute}): it counts every"
+            " address's attempts together",
+            config.web.login_attempts_per_minute_total,
+        )
     for i, entry in enumerate(config.tools.web_fetch.allow_private):
         try:
             ipaddress.ip_network(entry, strict=False)

@@ -70,7 +70,12 @@ class WebConfig:
     port: int = doc("TCP port", 8080)
     secure_cookies: bool = doc("mark session cookies Secure (only when served over HTTPS)", False)
     session_days: float = doc("how long a web login lasts", 7.0)
-    login_attempts_per_minute: int = doc("failed logins allowed per minute from one address", 5)
+    login_attempts_per_minute: int = doc(
+        "login attempts allowed per minute from one address (IPv6: from one /64 network)", 5
+    )
+    login_attempts_per_minute_total: int = doc(
+        "login attempts allowed per minute from all addresses together (bounds guessing from many addresses)", 30
+    )
 
 
 DRIVERS = ("relay", "led", "button", "motion", "bme280", "bh1750", "mcp3008")

@@ -50,6 +50,13 @@ class PendingAction:
         return f"{self.id}: set {self.device} {value} (asked by {self.requested_by})"
 
 
+_COLUMNS = "id, device, value, requested_by, created_at, expires_at, status, decided_by, decided_at, result"
+
+
+def _action(row: tuple[Any, ...]) -> PendingAction:
+    return PendingAction(row[0], row[1], json.loads(row[2]), *row[3:])
+
+
 class ApprovalStore:
     """Pending actions in the database, so they survive a restart and any process can decide them."""
 
@@ -78,14 +85,10 @@ class ApprovalStore:
     def get(self, action_id: str) -> PendingAction:
         """One action by id (ApprovalError when unknown)."""
         self._expire()
-        row = self.db.row(
-            "SELECT id, device, value, requested_by, created_at, expires_at, status, decided_by, decided_at, result"
-            " FROM approvals WHERE id = ?",
-            (action_id,),
-        )
+        row = self.db.row(f"SELECT {_COLUMNS} FROM approvals WHERE id = ?", (action_id,))
         if row is None:
             raise ApprovalError(f"no approval {action_id!r}", fix="picoagent approvals list shows the pending ones")
-        return PendingAction(row[0], row[1], json.loads(row[2]), *row[3:])
+        return _action(row)
 
     def pending(self) -> list[PendingAction]:
         """Actions waiting for a person, oldest first."""
@@ -94,18 +97,25 @@ class ApprovalStore:
         return [self.get(i) for i in ids]
 
     def decide(self, action_id: str, approve: bool, decided_by: str) -> PendingAction:
-        """Approve or deny a pending action; returns it as decided (the caller runs an approved one)."""
-        action = self.get(action_id)
-        if action.status == "expired":
-            raise ApprovalError(f"approval {action_id} expired; ask again")
-        if action.status != "pending":
-            raise ApprovalError(f"approval {action_id} was already {action.status}")
+        """Approve or deny a pending action, once; returns the stored row as decided (the caller runs it).
+
+        The check and the change are one statement, so of two decisions at the same moment (a Telegram
+        button and the CLI, in two processes) exactly one changes the row; the other is told who won.
+        """
         status: Status = "approved" if approve else "denied"
-        self.db.write(
-            "UPDATE approvals SET status = ?, decided_by = ?, decided_at = ? WHERE id = ? AND status = 'pending'",
-            (status, decided_by, self.clock(), action_id),
-        )
-        return self.get(action_id)
+        now = self.clock()
+        with self.db.transaction() as conn:
+            rows = conn.execute(
+                "UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?"
+                f" WHERE id = ? AND status = 'pending' AND expires_at > ? RETURNING {_COLUMNS}",
+                (status, decided_by, now, action_id, now),
+            ).fetchall()
+        if len(rows) == 1:
+            return _action(rows[0])
+        action = self.get(action_id)  # unknown, expired or decided: say which
+        if action.status in ("expired", "pending"):
+            raise ApprovalError(f"approval {action_id} expired; ask again")
+        raise ApprovalError(f"approval {action_id} was already {action.status}")
 
     def record_result(self, action_id: str, result: str, *, failed: bool = False) -> None:
         """What happened when an approved action ran."""

@@ -299,8 +299,9 @@ class DeviceRegistry:
     def decide_sync(self, action_id: str, approve: bool, decided_by: str) -> PendingAction | SetResult:
         """A person's decision on a pending write; an approved one runs now, exactly as it was asked."""
         action = self.approvals.decide(action_id, approve, decided_by)
-        if not approve:
+        if action.status != "approved":
             return action
+        # What runs is the stored row this decision won: its device and value, nothing the caller passed.
         device = self.get(action.device)
         try:
             state = self._write(device, action.value, f"{action.requested_by}, approved by {decided_by}")

@@ -271,6 +271,20 @@ def _m8_embedding_cache(db: sqlite3.Connection) -> None:
     )
 
 
+def _m9_token_scopes(db: sqlite3.Connection) -> None:
+    # What each API token may do (appliance/channels/web/scopes.py). Tokens made before scopes existed
+    # could do everything, and programs rely on that: they keep it (admin) until their owner narrows them.
+    # New rows name their scope; the column's default is the narrowest, never admin.
+    _script(
+        db,
+        """
+        ALTER TABLE api_tokens ADD COLUMN scope TEXT NOT NULL DEFAULT 'chat'
+            CHECK (scope IN ('chat', 'read', 'devices', 'admin'));
+        UPDATE api_tokens SET scope = 'admin';
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m1_conversations,
     _m2_web_auth,
@@ -280,4 +294,5 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m6_usage,
     _m7_routing,
     _m8_embedding_cache,
+    _m9_token_scopes,
 ]

@@ -9,7 +9,7 @@ python3-yaml, so it does not depend on the picoagent release. In order:
 3. secrets (Telegram token, cloud keys) into /etc/picoagent/secrets.env (0640 root:picoagent: the
    daemon, user picoagent, reads it; nobody else can), and the matching config in picoagent.yaml;
 4. the web password and an API token, through `picoagent passwd --stdin` / `picoagent tokens add
-   NAME --stdin` as user picoagent (only their hashes are stored);
+   NAME --stdin --scope SCOPE` as user picoagent (only their hashes are stored);
 5. the setup file on the FAT partition is overwritten in place with blanks (so the clusters that held
    the secrets no longer do), then rewritten without the secrets, with what was done and any errors;
 6. SSH host keys (the image ships none), and the root partition and file system grown to the card;
@@ -317,7 +317,7 @@ class FirstBoot:
                 providers[provider] = entry
         if providers:
             config["providers"] = providers
-        unknown = set(setup) - {*steps, "telegram", *SECRET_KEYS}
+        unknown = set(setup) - {*steps, "telegram", "api_token_scope", *SECRET_KEYS}
         if unknown:
             self.error("unknown settings ignored: " + ", ".join(sorted(unknown)))
         self.secrets(secrets)
@@ -325,8 +325,11 @@ class FirstBoot:
         if setup.get("web_password"):
             self.picoagent(["passwd", "--stdin"], str(setup["web_password"]), "web password set")
         if setup.get("api_token"):
+            scope = str(setup.get("api_token_scope") or "chat")  # what `picoagent tokens add` gives by default
             self.picoagent(
-                ["tokens", "add", "setup", "--stdin"], str(setup["api_token"]).strip(), "API token 'setup' added"
+                ["tokens", "add", "setup", "--stdin", "--scope", scope],
+                str(setup["api_token"]).strip(),
+                f"API token 'setup' added (scope {scope})",
             )
 
     def wipe(self, setup: dict[str, Any]) -> None:

@@ -131,7 +131,7 @@ async def _in_process_server(history: int) -> tuple[Any, Any, str, Any]:
     runtime = Runtime.open(config, model=ScriptedModel())
     auth = Auth(runtime.db)
     auth.set_password("benchmark password")
-    token = auth.add_token("bench")
+    token = auth.add_token("bench", scope="read")  # read: its chats continue the conversation made below
     db = runtime.db
     conversation = db.conversation("api", "bench")
     for i in range(history // 2):

@@ -13,6 +13,7 @@ from aiohttp import WSCloseCode, web
 from appliance import __version__
 from appliance.channels.web import auth as web_auth
 from appliance.channels.web import chat, cron, devices, openai_api, telegram_hook
+from appliance.channels.web.login_guard import LoginGuard
 from appliance.channels.web.openapi import openapi_document
 from appliance.channels.web.state import STATE, WebState
 from appliance.errors import ConfigError, PicoagentError, UsageError
@@ -146,7 +147,8 @@ async def close_sockets(app: web.Application) -> None:
 
 def build_app(state: WebState) -> web.Application:
     """The daemon's web application."""
-    limiter = web_auth.RateLimiter(state.runtime.config.web.login_attempts_per_minute, 60.0)
+    web_config = state.runtime.config.web
+    guard = LoginGuard(web_config.login_attempts_per_minute, web_config.login_attempts_per_minute_total)
     app = web.Application(middlewares=[errors_middleware, web_auth.middleware(state.auth)], client_max_size=1_000_000)
     app[STATE] = state
     app.on_shutdown.append(close_sockets)
@@ -163,7 +165,7 @@ def build_app(state: WebState) -> web.Application:
             *chat.routes(),
             *openai_api.routes(),
             *telegram_hook.routes(),
-            *web_auth.routes(state.auth, login_limiter=limiter),
+            *web_auth.routes(state.auth, login_guard=guard),
             web.static("/static", STATIC),
         ]
     )

@@ -1,15 +1,16 @@
-"""Who may use the web face: the owner's password, login sessions, API tokens, CSRF and rate limits.
+"""Who may use the web face: the owner's password, login sessions, API tokens, CSRF and the login page.
 
 Secrets are stored only hashed: the password with scrypt (slow, salted), session ids and API tokens with
 sha256 (they are 256 random bits, so a fast hash is enough). Sessions live in the database, so a daemon
 restart does not log the owner out. Browsers authenticate with a cookie and must echo a CSRF token on
 every unsafe request; scripts send ``Authorization: Bearer pat_...`` and need no CSRF token, because
-nothing sends a bearer token on their behalf.
+nothing sends a bearer token on their behalf. A token may do what its scope allows (scopes.py holds the
+one table of routes and scopes); the owner's browser session may do everything. How often and how many
+at once the password may be tried is login_guard.py's.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import hmac
@@ -20,6 +21,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 from urllib.parse import quote, urlsplit
 
@@ -28,9 +30,19 @@ from aiohttp.typedefs import Handler, Middleware
 from multidict import MultiDictProxy
 from yarl import URL
 
+from appliance.channels.web.login_guard import LoginGuard
+from appliance.channels.web.scopes import (
+    DEFAULT_SCOPE,
+    SCOPE_HELP,
+    SCOPE_MAY,
+    Scope,
+    allows,
+    needed_scope,
+    parse_scope,
+)
+from appliance.config.schema import WebConfig
 from appliance.errors import UsageError
 from appliance.memory.db import Database
-from appliance.ratelimit import RateLimiter
 
 log = logging.getLogger(__name__)
 
@@ -68,14 +80,16 @@ class TokenInfo:
     name: str
     created_at: float
     last_used_at: float | None
+    scope: Scope
 
 
 @dataclass(frozen=True)
 class Principal:
-    """Who made a request: the owner's browser session or a named API token."""
+    """Who made a request: the owner's browser session or a named API token, and what it may do."""
 
     kind: Literal["session", "token"]
     name: str
+    scope: Scope
     csrf: str | None = None
 
 
@@ -214,11 +228,12 @@ class Auth:
 
     # --- API tokens ------------------------------------------------------------------------------
 
-    def add_token(self, name: str, token: str | None = None) -> str:
-        """Create an API token called ``name`` and return it; it is shown this once and stored hashed.
+    def add_token(self, name: str, token: str | None = None, *, scope: str = DEFAULT_SCOPE) -> str:
+        """Create an API token called ``name`` that may do what ``scope`` allows; returned once, stored hashed.
 
         ``token`` adopts a value made elsewhere (the image's setup file): ``pat_`` and 20+ more characters.
         """
+        checked = parse_scope(scope)
         name = name.strip()
         if not name:
             raise UsageError("an API token needs a name", fix="name it after what will use it, e.g. `home-assistant`")
@@ -235,16 +250,25 @@ class Auth:
                     fix="choose another name, or revoke the old token first",
                 )
             conn.execute(
-                "INSERT INTO api_tokens (name, token_hash, created_at) VALUES (?, ?, ?)",
-                (name, _sha256(token), self.clock()),
+                "INSERT INTO api_tokens (name, token_hash, created_at, scope) VALUES (?, ?, ?, ?)",
+                (name, _sha256(token), self.clock(), checked),
             )
-        log.info("API token %s added", name)
+        log.info("API token %s added (scope %s)", name, checked)
         return token
 
     def list_tokens(self) -> list[TokenInfo]:
-        """Every API token's name and dates, oldest first (never the token)."""
-        rows = self.db.rows("SELECT name, created_at, last_used_at FROM api_tokens ORDER BY id")
-        return [TokenInfo(str(r[0]), float(r[1]), None if r[2] is None else float(r[2])) for r in rows]
+        """Every API token's name, dates and scope, oldest first (never the token)."""
+        rows = self.db.rows("SELECT name, created_at, last_used_at, scope FROM api_tokens ORDER BY id")
+        return [TokenInfo(str(r[0]), float(r[1]), None if r[2] is None else float(r[2]), r[3]) for r in rows]
+
+    def set_token_scope(self, name: str, scope: str) -> bool:
+        """Give the API token called ``name`` another scope (the token itself stays); False when there is none."""
+        checked = parse_scope(scope)
+        with self.db.transaction() as conn:
+            if conn.execute("UPDATE api_tokens SET scope = ? WHERE name = ?", (checked, name)).rowcount == 0:
+                return False
+        log.info("API token %s: scope now %s", name, checked)
+        return True
 
     def revoke_token(self, name: str) -> bool:
         """Delete the API token called ``name``; False when there is none."""
@@ -260,16 +284,16 @@ class Auth:
             return None
         token_hash = _sha256(token)
         rows = self.db.rows(
-            "SELECT id, name, created_at, last_used_at FROM api_tokens WHERE token_hash = ?", (token_hash,)
+            "SELECT id, name, created_at, last_used_at, scope FROM api_tokens WHERE token_hash = ?", (token_hash,)
         )
         if not rows:
             return None
-        row_id, name, created_at, last_used_at = rows[0]
+        row_id, name, created_at, last_used_at, scope = rows[0]
         now = self.clock()
         if last_used_at is None or now - last_used_at >= TOKEN_TOUCH_INTERVAL_S:
             self.db.write("UPDATE api_tokens SET last_used_at = ? WHERE id = ?", (now, row_id))
             last_used_at = now
-        return TokenInfo(str(name), float(created_at), float(last_used_at))
+        return TokenInfo(str(name), float(created_at), float(last_used_at), scope)
 
 
 # --- aiohttp glue --------------------------------------------------------------------------------
@@ -339,13 +363,36 @@ async def _authenticate(auth: Auth, request: web.Request) -> tuple[Principal | N
         if scheme.lower() != "bearer":
             return None, True
         info = await auth.db.call(auth.check_token, token.strip())
-        return (Principal(kind="token", name=info.name), False) if info else (None, True)
+        return (Principal(kind="token", name=info.name, scope=info.scope), False) if info else (None, True)
     session_id = request.cookies.get(SESSION_COOKIE)
     if session_id:
         session = await auth.db.call(auth.session, session_id)
         if session:
-            return Principal(kind="session", name="owner", csrf=session.csrf), False
+            return Principal(kind="session", name="owner", scope="admin", csrf=session.csrf), False
     return None, False
+
+
+def _out_of_scope(request: web.Request, found: Principal) -> web.Response | None:
+    """A 403 naming the scope needed when this route is beyond the principal's scope, else None."""
+    resource = request.match_info.route.resource
+    if resource is None:  # no such route: the router's own 404 or 405 answers
+        return None
+    route = resource.canonical
+    need = needed_scope(request.method, route)
+    if allows(found.scope, need):
+        return None
+    log.warning("API token %s (scope %s) refused %s %s", found.name, found.scope, request.method, route)
+    return web.json_response(
+        {
+            "error": f"the API token {found.name!r} may {SCOPE_MAY[found.scope]}; {request.method} {route}"
+            f" needs the {need} scope",
+            "fix": f"make a token for this with `picoagent tokens add NAME --scope {need}` ({SCOPE_HELP[need]}),"
+            f" or widen this one with `picoagent tokens scope {found.name} {need}`",
+            "scope": found.scope,
+            "needed": need,
+        },
+        status=403,
+    )
 
 
 def middleware(auth: Auth) -> Middleware:
@@ -369,6 +416,9 @@ def middleware(auth: Auth) -> Middleware:
             if request.headers.get("Upgrade", "").lower() == "websocket" and not _same_origin(request):
                 log.warning("refused a websocket from origin %s", request.headers.get("Origin"))
                 return _json_error(403, "websocket from a foreign origin refused")
+        refused = _out_of_scope(request, found)
+        if refused is not None:
+            return refused
         request[AUTH_KEY] = found
         return await handler(request)
 
@@ -428,9 +478,9 @@ def safe_next(target: str | None) -> str:
     return target if not parts.scheme and not parts.netloc else "/"
 
 
-def routes(auth: Auth, *, login_limiter: RateLimiter | None = None) -> list[web.RouteDef]:
+def routes(auth: Auth, *, login_guard: LoginGuard | None = None) -> list[web.RouteDef]:
     """The login, logout and session routes; the middleware protects everything else."""
-    limiter = login_limiter or RateLimiter(5, 60.0)
+    guard = login_guard or LoginGuard(WebConfig.login_attempts_per_minute, WebConfig.login_attempts_per_minute_total)
 
     def login_page(csrf: str, next_path: str, *, status: int = 200, error: str = "") -> web.Response:
         response = _page(_login_form(csrf, next_path, error), status=status)
@@ -452,13 +502,12 @@ def routes(auth: Auth, *, login_limiter: RateLimiter | None = None) -> list[web.
 
     async def post_login(request: web.Request) -> web.Response:
         client = request.remote or "unknown"
-        wait = limiter.hit(client)
-        if wait:
-            seconds = math.ceil(wait)
+        refused = guard.admit(request.remote)
+        if refused is not None:
             return _page(
-                f"<p class='error' role='alert'>Too many attempts. Try again in {seconds} seconds.</p>",
+                f"<p class='error' role='alert'>{html.escape(refused.message())}</p>",
                 status=429,
-                headers={"Retry-After": str(seconds)},
+                headers={"Retry-After": str(math.ceil(refused.wait_s))},
             )
         if not await auth.db.call(auth.has_password):
             return _page(_NO_PASSWORD, status=503)
@@ -469,8 +518,8 @@ def routes(auth: Auth, *, login_limiter: RateLimiter | None = None) -> list[web.
         if not cookie_csrf or not sent_csrf or not _same(cookie_csrf, sent_csrf):
             error = "The login form expired or your browser refused its cookie. Please try again."
             return login_page(login_csrf(request), next_path, status=403, error=error)
-        # scrypt takes tens of milliseconds of CPU: keep it off the event loop.
-        if not await asyncio.to_thread(auth.check_password, _field(form, "password")):
+        # scrypt takes tens of milliseconds of CPU and 16 MiB: off the event loop, a few at a time.
+        if not await guard.check(partial(auth.check_password, _field(form, "password"))):
             log.warning("web login from %s: wrong password", client)
             return login_page(cookie_csrf, next_path, status=401, error="wrong password")
         session_id, _ = await auth.db.call(auth.create_session)
@@ -501,7 +550,7 @@ def routes(auth: Auth, *, login_limiter: RateLimiter | None = None) -> list[web.
         if found is None:  # only when mounted without the middleware
             return web.json_response({"authenticated": False, "login": "/login"}, status=401)
         return web.json_response(
-            {"authenticated": True, "kind": found.kind, "name": found.name, "csrf": found.csrf},
+            {"authenticated": True, "kind": found.kind, "name": found.name, "scope": found.scope, "csrf": found.csrf},
             headers={"Cache-Control": "no-store"},
         )
 

@@ -4,6 +4,9 @@ Websocket protocol (JSON text frames). The client sends ``{"type": "message", "t
 "session": ...}`` or ``{"type": "cancel"}``; the server answers with events ``queued`` (position),
 ``thinking``, ``tool_call``, ``tool_result``, ``text`` (delta), ``done`` (the reply record) and
 ``error`` (message). One message at a time per connection; closing the socket cancels its turn.
+
+A token that may only chat (scope ``chat``) has conversations of its own: its session names are kept
+apart from the owner's and other programs', so it cannot read their history through the model either.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from appliance.channels.web.auth import principal
+from appliance.channels.web.auth import Principal, principal
+from appliance.channels.web.scopes import allows
 from appliance.channels.web.state import STATE, WebState
 from appliance.errors import PicoagentError
 
@@ -52,6 +56,16 @@ def _principal(request: web.Request) -> str:
     return found.name if found else "anonymous"
 
 
+def conversation_key(found: Principal | None, session: str) -> str:
+    """The chat id a session's conversation is stored under: ``session@token`` for a chat-only token.
+
+    Session names cannot hold ``@``, so no one else can name a chat-only token's conversations.
+    """
+    if found is not None and not allows(found.scope, "read"):
+        return f"{session}@{found.name}"
+    return session
+
+
 async def api_chat(request: web.Request) -> web.Response:
     """Answer one message; returns the reply record."""
     from appliance.channels.web.app import read_json
@@ -62,9 +76,10 @@ async def api_chat(request: web.Request) -> web.Response:
     route = body.get("route")
     if route not in (None, "local", "cloud"):
         raise _error(400, '"route" must be "local" or "cloud" (or absent: routing.mode decides)')
+    chat_id = conversation_key(principal(request), session)
     task = asyncio.ensure_future(
         state.runtime.agent.turn(
-            text, channel="api", chat_id=session, client=f"api:{_principal(request)}:{session}", force=route
+            text, channel="api", chat_id=chat_id, client=f"api:{_principal(request)}:{session}", force=route
         )
     )
     state.turns.add(task)
@@ -104,17 +119,18 @@ async def api_reset(request: web.Request) -> web.Response:
     session = body.get("session", "web")
     if not isinstance(session, str) or not _SESSION.fullmatch(session):
         raise _error(400, '"session" must be 1-64 letters, digits or _.:-')
-    await state.runtime.agent.reset("web", session)
+    await state.runtime.agent.reset("web", conversation_key(principal(request), session))
     return web.json_response({"reset": session})
 
 
 class _Connection:
     """One websocket: a sender task keeps events in order; at most one turn runs at a time."""
 
-    def __init__(self, state: WebState, ws: web.WebSocketResponse, principal: str) -> None:
+    def __init__(self, state: WebState, ws: web.WebSocketResponse, found: Principal | None) -> None:
         self.state = state
         self.ws = ws
-        self.client = f"ws:{principal}:{next(_connections)}"
+        self.principal = found
+        self.client = f"ws:{found.name if found else 'anonymous'}:{next(_connections)}"
         self.outbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         self.turn: asyncio.Task[Any] | None = None
 
@@ -129,7 +145,11 @@ class _Connection:
     async def run_turn(self, text: str, session: str) -> None:
         try:
             await self.state.runtime.agent.turn(
-                text, channel="web", chat_id=session, client=self.client, on_event=self.send
+                text,
+                channel="web",
+                chat_id=conversation_key(self.principal, session),
+                client=self.client,
+                on_event=self.send,
             )
         except asyncio.CancelledError:
             self.send("error", {"message": "stopped"})
@@ -175,7 +195,7 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
     state = request.app[STATE]
     ws = web.WebSocketResponse(heartbeat=30, max_msg_size=64 * 1024)
     await ws.prepare(request)
-    conn = _Connection(state, ws, _principal(request))
+    conn = _Connection(state, ws, principal(request))
     sender = asyncio.ensure_future(conn.sender())
     state.sockets.add(ws)
     try:

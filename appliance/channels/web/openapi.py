@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from appliance import __version__
+from appliance.channels.web.scopes import SCOPE_HELP, needed_scope
 
 
 def _json(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
@@ -15,6 +16,7 @@ ERROR = {"$ref": "#/components/schemas/Error"}
 UNAUTHORIZED = _json(ERROR, "authentication required")
 DEVICE = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
 BAD_REQUEST = _json(ERROR, "the request is malformed; the error says how")
+OUT_OF_SCOPE = _json(ERROR, "the API token's scope does not cover this route; the error names the scope needed")
 
 
 def _body(schema: dict[str, Any], *, required: bool = True) -> dict[str, Any]:
@@ -60,12 +62,19 @@ def openapi_document() -> dict[str, Any]:
             "content": {"type": "string"},
         },
     }
-    return {
+    document: dict[str, Any] = {
         "openapi": "3.0.3",
         "info": {"title": "picoagent", "version": __version__, "description": "The appliance's LAN API."},
         "components": {
             "securitySchemes": {
-                "bearer": {"type": "http", "scheme": "bearer", "description": "a token from `picoagent tokens add`"},
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "a token from `picoagent tokens add NAME --scope SCOPE`; each operation's"
+                    " x-scope names the narrowest scope that may call it ("
+                    + "; ".join(f"{name}: {text}" for name, text in SCOPE_HELP.items())
+                    + ")",
+                },
                 "session": {"type": "apiKey", "in": "cookie", "name": "pa_session"},
             },
             "schemas": {
@@ -250,3 +259,10 @@ def openapi_document() -> dict[str, Any]:
             },
         },
     }
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            # The same table the middleware enforces, so the document cannot promise what is refused.
+            operation["x-scope"] = needed_scope(method.upper(), path)
+            if operation["x-scope"] != "chat":
+                operation["responses"].setdefault("403", OUT_OF_SCOPE)
+    return document

@@ -1,0 +1,75 @@
+"""What an API token may do: its scope, and the one table of which scope each route needs.
+
+Scopes are ordered, each holding the ones before it: ``chat`` talks to the assistant (the web chat's
+socket, POST /api/chat, the OpenAI-compatible /v1 API); ``read`` also reads status, history, devices,
+approvals, events and jobs; ``devices`` also switches devices and decides approvals; ``admin`` is the
+owner (a browser logged in with the password is always admin). A route missing from the table needs
+``admin``, so a new route is closed to narrower tokens until someone decides otherwise here.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from appliance.errors import UsageError
+
+Scope = Literal["chat", "read", "devices", "admin"]
+SCOPES: tuple[Scope, ...] = ("chat", "read", "devices", "admin")  # each holds the ones before it
+DEFAULT_SCOPE: Scope = "chat"  # what `picoagent tokens add` gives: the least a program needs to chat
+
+SCOPE_HELP: dict[Scope, str] = {
+    "chat": "chat only: the web chat socket, /api/chat and the OpenAI-compatible /v1 API",
+    "read": "chat, and read status, history, devices, approvals, events and jobs",
+    "devices": "read, and switch devices and approve or deny their pending writes",
+    "admin": "everything the owner can do",
+}
+# "the API token 'x' may ...", in refusals
+SCOPE_MAY: dict[Scope, str] = {
+    "chat": "chat only",
+    "read": "chat and read",
+    "devices": "chat, read and switch devices",
+    "admin": "do everything",
+}
+
+# (method, route as aiohttp names it) -> the narrowest scope that may use it. HEAD is looked up as GET.
+ROUTE_SCOPES: dict[tuple[str, str], Scope] = {
+    ("GET", "/chat"): "chat",
+    ("GET", "/ws"): "chat",
+    ("POST", "/api/chat"): "chat",
+    ("POST", "/api/reset"): "chat",
+    ("POST", "/v1/chat/completions"): "chat",
+    ("GET", "/v1/models"): "chat",
+    ("GET", "/api/session"): "chat",
+    ("GET", "/api/openapi.json"): "chat",
+    ("POST", "/logout"): "chat",
+    ("GET", "/"): "read",
+    ("GET", "/api/status"): "read",
+    ("GET", "/api/history"): "read",
+    ("GET", "/api/devices"): "read",
+    ("GET", "/api/devices/{name}"): "read",
+    ("GET", "/api/approvals"): "read",
+    ("GET", "/api/events"): "read",
+    ("GET", "/api/cron"): "read",
+    ("POST", "/api/devices/{name}"): "devices",
+    ("POST", "/api/approvals/{id}/{decision}"): "devices",
+}
+
+
+def needed_scope(method: str, route: str) -> Scope:
+    """The narrowest scope that may call ``method route`` (admin for any route the table does not name)."""
+    return ROUTE_SCOPES.get(("GET" if method == "HEAD" else method, route), "admin")
+
+
+def allows(have: Scope, need: Scope) -> bool:
+    """Whether a token of scope ``have`` may use a route that needs ``need``."""
+    return SCOPES.index(have) >= SCOPES.index(need)
+
+
+def parse_scope(value: str) -> Scope:
+    """A scope named by a person, or a UsageError listing the scopes."""
+    if value not in SCOPES:
+        raise UsageError(
+            f"unknown token scope {value!r}",
+            fix="use one of: " + "; ".join(f"{name} ({SCOPE_HELP[name]})" for name in SCOPES),
+        )
+    return value
