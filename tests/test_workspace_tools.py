@@ -125,3 +125,61 @@ def test_output_is_cut_with_a_note_and_secrets_are_redacted(scene: tuple[ToolReg
     assert "lights are on" in shown  # secrets shorter than 4 characters are not redacted
     failing = call(registry, "edit_file", path="env.txt", old=f"{SECRET}!", new="x")
     assert SECRET not in (failing.error or "") and SECRET not in failing.output
+
+
+@pytest.mark.parametrize("tool", ["read_file", "write_file"])
+def test_a_parent_folder_swapped_for_a_link_mid_call_is_not_followed(
+    scene: tuple[ToolRegistry, Path, Path], monkeypatch: pytest.MonkeyPatch, tool: str
+) -> None:
+    """A shell command runs beside the file tools: it can swap a folder on the path for a link to outside
+    after the path was checked. The swap is made just before the file itself is opened (the last moment
+    any implementation can open it): the call must neither read nor write outside."""
+    registry, root, outside = scene
+    elsewhere = outside.parent / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "data.txt").write_text("CANARY\n")
+    (root / "notes").mkdir()
+    (root / "notes" / "data.txt").write_text("inside\n")
+    real_open = os.open
+    swapped: list[str] = []
+
+    def open_after_a_swap(path: object, flags: int, *args: object, **kwargs: object) -> int:
+        name = os.path.basename(os.fsdecode(os.fspath(path)))  # type: ignore[arg-type]
+        if not swapped and (name == "data.txt" or name.startswith(".tmp-")):
+            (root / "notes").rename(root / "moved")
+            (root / "notes").symlink_to(elsewhere)
+            swapped.append(name)
+        return real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", open_after_a_swap)
+    if tool == "read_file":
+        result = call(registry, "read_file", path="notes/data.txt")
+        assert "CANARY" not in result.output and "CANARY" not in (result.error or "")
+        assert result.output == "inside\n"  # the folder that was there when the walk passed it
+    else:
+        result = call(registry, "write_file", path="notes/data.txt", content="pwned\n")
+        assert result.ok, result
+    monkeypatch.undo()
+    assert swapped, "the swap never happened: the test did not reach the window"
+    assert (elsewhere / "data.txt").read_text() == "CANARY\n"
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["data.txt"]  # no temporary file left there either
+    if tool == "write_file":
+        assert (root / "moved" / "data.txt").read_text() == "pwned\n"
+
+
+def test_links_are_walked_like_paths_and_refused_when_they_lead_out(scene: tuple[ToolRegistry, Path, Path]) -> None:
+    registry, root, outside = scene
+    (root / "notes" / "deep").mkdir(parents=True)
+    (root / "notes" / "todo.md").write_text("milk\n")
+    (root / "notes" / "deep" / "back").symlink_to("../todo.md")  # relative, stays inside
+    (root / "as_shell").symlink_to("/workspace/notes")  # how a link made in the sandbox looks
+    (root / "notes" / "up").symlink_to("../..")  # relative, out of the workspace
+    assert call(registry, "read_file", path="notes/deep/back").output == "milk\n"
+    assert call(registry, "read_file", path="as_shell/todo.md").output == "milk\n"
+    assert call(registry, "write_file", path="as_shell/deep/new.txt", content="x").output == (
+        "wrote 1 bytes to notes/deep/new.txt"
+    )
+    escaped = call(registry, "read_file", path=f"notes/up/{outside.name}")
+    assert not escaped.ok and "outside the workspace" in (escaped.error or "")
+    dotted = call(registry, "read_file", path="notes/../notes/todo.md")
+    assert not dotted.ok and "'..'" in (dotted.error or "") and "e.g. notes/todo.md" in (dotted.error or "")
