@@ -175,6 +175,7 @@ def test_stop_is_a_list_of_strings(tmp_path: Path) -> None:
         ("llm:\n  batch_threads: 1000\n", "llm.batch_threads: expected auto or a number of threads from 1 to 256"),
         ("llm:\n  context_tokens: 100\n", "llm.context_tokens: expected at least 256 tokens, got 100"),
         ("llm:\n  memory_margin_mb: -1\n", "llm.memory_margin_mb: expected 0 or more megabytes, got -1"),
+        ("tools:\n  workspace_max_mb: 0\n", "tools.workspace_max_mb: expected at least 1 MiB (what the workspace"),
     ],
 )
 def test_values_out_of_range_are_refused(tmp_path: Path, yaml_text: str, message: str) -> None:

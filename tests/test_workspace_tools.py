@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from appliance.config import Config
+from appliance.runtime import base_registry
 from appliance.tools import workspace
 from appliance.tools.registry import Redactor, ToolRegistry, ToolResult, ToolTurn
 
@@ -183,3 +185,23 @@ def test_links_are_walked_like_paths_and_refused_when_they_lead_out(scene: tuple
     assert not escaped.ok and "outside the workspace" in (escaped.error or "")
     dotted = call(registry, "read_file", path="notes/../notes/todo.md")
     assert not dotted.ok and "'..'" in (dotted.error or "") and "e.g. notes/todo.md" in (dotted.error or "")
+
+
+def test_a_write_over_the_workspace_quota_is_refused_and_loses_nothing(config: Config, tmp_path: Path) -> None:
+    config.data_dir = str(tmp_path)
+    config.tools.workspace_max_mb = 1
+    config.tools.shell.enabled = False
+    registry = base_registry(config)
+    root = tmp_path / "workspace"
+    assert call(registry, "write_file", path="a.txt", content="start\n" + "a" * 450_000).ok
+    refused = call(registry, "write_file", path="notes/b.txt", content="b" * 700_000)
+    error = refused.error or ""
+    assert not refused.ok and error.startswith("the workspace is full:")
+    assert "tools.workspace_max_mb" in error and "Nothing was written" in error and "rm " in error
+    assert not (root / "notes" / "b.txt").exists()
+    assert (root / "a.txt").read_text() == "start\n" + "a" * 450_000
+    assert call(registry, "write_file", path="a.txt", content="start\n" + "c" * 500_000).ok  # counts the difference
+    grown = call(registry, "edit_file", path="a.txt", old="start", new="x" * 600_000)
+    assert not grown.ok and "the workspace is full" in (grown.error or "")
+    assert (root / "a.txt").read_text() == "start\n" + "c" * 500_000
+    assert sorted(p.name for p in root.iterdir()) == ["a.txt"]  # no folder made, no temporary file left

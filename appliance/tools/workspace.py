@@ -10,7 +10,8 @@ path other than ``/workspace/...`` (how the shell sees the workspace) or the wor
 A link met on the way is read, not followed: its target is walked the same way, from the folder
 that holds it, and refused when it leads outside (``..`` out of the workspace, or an absolute path
 elsewhere). Writes go to a temporary file in the same folder (opened through its fd), renamed over
-the old one. Only the shell tool runs programs, and it runs them in the sandbox.
+the old one; a write that would take the workspace past its quota (``appliance.tools.quota``) is
+refused before anything is touched. Only the shell tool runs programs, and it runs them in the sandbox.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from appliance.errors import ToolError
+from appliance.tools import quota
 from appliance.tools.registry import ToolRegistry
 
 MAX_READ_BYTES = 512 * 1024
@@ -47,8 +49,9 @@ class Spot:
 class WorkspaceFiles:
     """The workspace as the model's file tools see it."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, max_bytes: int = 0) -> None:
         self.root = root.resolve()
+        self.max_bytes = max_bytes  # the quota (tools.workspace_max_mb); 0: none
 
     def parts(self, path: str) -> list[str]:
         """The components of ``path`` below the workspace, or ToolError when it would lead outside."""
@@ -243,8 +246,38 @@ class WorkspaceFiles:
             lines.append(f"[{len(entries) - MAX_ENTRIES} more entries not shown]")
         return "\n".join(lines) or "(empty folder)"
 
+    def _make_room(self, path: str, size: int) -> None:
+        """Refuse a write of ``size`` bytes that would take the workspace past its quota."""
+        if self.max_bytes <= 0:
+            return
+        try:
+            used = quota.usage(self.root)
+        except FileNotFoundError:
+            used = 0
+        except quota.TooDeep:
+            raise ToolError(quota.over_note(None, self.max_bytes).strip("[]")) from None
+        need = quota.blocks(size) - self._blocks_freed(path)
+        if need > 0 and used + need > self.max_bytes:
+            raise ToolError(
+                f"the workspace is full: {quota.mib(used)} used of {quota.mib(self.max_bytes)} "
+                f"(tools.workspace_max_mb), and this write needs {quota.mib(need)} more. Nothing was written. "
+                f"{quota.WHAT_TO_DO}"
+            )
+
+    def _blocks_freed(self, path: str) -> int:
+        """What replacing the file at ``path`` gives back (0 when it does not exist or has other links)."""
+        try:
+            with self.locate(path) as spot:
+                if not spot.name:
+                    return 0
+                info = os.stat(spot.name, dir_fd=spot.folder, follow_symlinks=False)
+        except (ToolError, OSError):  # not there yet (a folder on its way missing too): nothing freed
+            return 0
+        return info.st_blocks * 512 if info.st_nlink == 1 else 0
+
     def _replace(self, path: str, data: bytes) -> str:
         """Write atomically: a file half-written by a full disk never replaces the old one."""
+        self._make_room(path, len(data))
         with self.locate(path, make_folders=True) as spot:
             if not spot.name:
                 raise ToolError(f"{path!r} is a folder")
@@ -291,9 +324,9 @@ def _why(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-def register(registry: ToolRegistry, root: Path) -> WorkspaceFiles:
-    """Register the file tools on this workspace."""
-    files = WorkspaceFiles(root)
+def register(registry: ToolRegistry, root: Path, max_mb: int = 0) -> WorkspaceFiles:
+    """Register the file tools on this workspace, with its quota in MiB (0: none)."""
+    files = WorkspaceFiles(root, max_mb * 1024 * 1024)
     registry.register(files.read_file, name="read_file", cacheable=True)
     registry.register(files.write_file, name="write_file")
     registry.register(files.edit_file, name="edit_file")
