@@ -205,3 +205,22 @@ def test_a_write_over_the_workspace_quota_is_refused_and_loses_nothing(config: C
     assert not grown.ok and "the workspace is full" in (grown.error or "")
     assert (root / "a.txt").read_text() == "start\n" + "c" * 500_000
     assert sorted(p.name for p in root.iterdir()) == ["a.txt"]  # no folder made, no temporary file left
+
+
+def test_edit_file_never_loses_what_read_file_would_cut_or_replace(scene: tuple[ToolRegistry, Path, Path]) -> None:
+    """read_file shows the first 512 KiB, decoded leniently; edit_file must edit the whole file, bytes intact."""
+    registry, root, _ = scene
+    big = "milk\n" + "x" * (workspace.MAX_READ_BYTES + 1000) + "\nend\n"
+    (root / "big.txt").write_text(big)
+    assert call(registry, "edit_file", path="big.txt", old="milk", new="oat milk").ok
+    assert (root / "big.txt").read_text() == "oat " + big
+    latin = b"caf\xe9 milk\n"  # not UTF-8: a lenient decode would turn \xe9 into U+FFFD for good
+    (root / "latin.txt").write_bytes(latin)
+    refused = call(registry, "edit_file", path="latin.txt", old="milk", new="tea")
+    assert not refused.ok and "not UTF-8" in (refused.error or "")
+    assert (root / "latin.txt").read_bytes() == latin
+    huge = root / "huge.txt"
+    huge.write_text("milk\n" + "y" * workspace.MAX_WRITE_CHARS)
+    too_big = call(registry, "edit_file", path="huge.txt", old="milk", new="tea")
+    assert not too_big.ok and "too big for edit_file" in (too_big.error or "") and "sed" in (too_big.error or "")
+    assert huge.read_text().startswith("milk\n") and huge.stat().st_size == 5 + workspace.MAX_WRITE_CHARS

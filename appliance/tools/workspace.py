@@ -162,6 +162,14 @@ class WorkspaceFiles:
         Args:
             path: the file's path relative to the workspace, e.g. "notes/todo.md"
         """
+        data = self._read(path, MAX_READ_BYTES)
+        text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
+        if len(data) > MAX_READ_BYTES:
+            text += f"\n[file cut at {MAX_READ_BYTES // 1024} KiB]"
+        return text
+
+    def _read(self, path: str, limit: int) -> bytes:
+        """Up to ``limit`` + 1 bytes of a regular text file (one more: the caller sees it was longer)."""
         with self.locate(path) as spot:
             if not spot.name:
                 raise ToolError(f"{path!r} is a folder: use list_dir")
@@ -171,17 +179,14 @@ class WorkspaceFiles:
                 with open(fd, "rb") as handle:
                     if not stat.S_ISREG(os.fstat(fd).st_mode):
                         raise ToolError(f"{path!r} is not a regular file")
-                    data = handle.read(MAX_READ_BYTES + 1)
+                    data = handle.read(limit + 1)
             except FileNotFoundError:
                 raise ToolError(f"no file {path!r} in the workspace") from None
             except OSError as exc:
                 raise ToolError(f"cannot read {path!r}: {_why(exc)}") from None
         if b"\x00" in data[:8192]:
             raise ToolError(f"{path!r} is a binary file")
-        text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
-        if len(data) > MAX_READ_BYTES:
-            text += f"\n[file cut at {MAX_READ_BYTES // 1024} KiB]"
-        return text
+        return data
 
     def write_file(self, path: str, content: str) -> str:
         """Write a text file in the workspace (replacing it; folders are created).
@@ -210,7 +215,19 @@ class WorkspaceFiles:
         """
         if not old:
             raise ToolError("old must not be empty")
-        text = self.read_file(path)
+        # The whole file, decoded strictly: what read_file cuts or replaces must never be written back.
+        data = self._read(path, MAX_WRITE_CHARS)
+        if len(data) > MAX_WRITE_CHARS:
+            raise ToolError(
+                f"{path!r} is too big for edit_file (over {MAX_WRITE_CHARS // 1024} KiB): edit it with the shell, "
+                "e.g. sed -i 's/old/new/' FILE"
+            )
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ToolError(
+                f"{path!r} is not UTF-8 text: edit it with the shell, e.g. sed -i 's/old/new/' FILE"
+            ) from None
         count = text.count(old)
         if count != 1:
             where = "does not occur" if count == 0 else f"occurs {count} times (include more context)"
