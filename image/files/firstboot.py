@@ -70,7 +70,7 @@ CLOUD = {
         },
     ),
 }
-HOSTNAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+HOSTNAME_RE = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")  # fullmatch: "$" would let a newline through
 
 
 class FirstBoot:
@@ -152,7 +152,7 @@ class FirstBoot:
 
     def hostname(self, name: Any) -> None:
         name = str(name).strip().lower()
-        if not HOSTNAME_RE.match(name):
+        if not HOSTNAME_RE.fullmatch(name):
             self.error(f"hostname {name!r} is not valid (letters, digits and -, up to 63): kept the old one")
             return
         self.write("etc/hostname", name + "\n")
