@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 from appliance.config import Config
+from appliance.errors import ToolError
 from appliance.runtime import base_registry
-from appliance.tools import workspace
+from appliance.tools import quota, workspace
 from appliance.tools.registry import Redactor, ToolRegistry, ToolResult, ToolTurn
 
 SECRET = "sk-live-0123456789abcdef"
@@ -224,3 +226,15 @@ def test_edit_file_never_loses_what_read_file_would_cut_or_replace(scene: tuple[
     too_big = call(registry, "edit_file", path="huge.txt", old="milk", new="tea")
     assert not too_big.ok and "too big for edit_file" in (too_big.error or "") and "sed" in (too_big.error or "")
     assert huge.read_text().startswith("milk\n") and huge.stat().st_size == 5 + workspace.MAX_WRITE_CHARS
+
+
+def test_a_workspace_too_deep_to_measure_counts_as_over_its_quota(tmp_path: Path) -> None:
+    root = tmp_path / "workspace"
+    deep = root.joinpath(*["d"] * (quota.MAX_DEPTH + 1))
+    deep.mkdir(parents=True)
+    files = workspace.WorkspaceFiles(root, 1 << 30)
+    with pytest.raises(ToolError, match=f"nested deeper than {quota.MAX_DEPTH} levels.*Nothing was written"):
+        files.write_file("a.txt", "x")
+    assert not (root / "a.txt").exists()
+    shutil.rmtree(root / "d")
+    assert files.write_file("a.txt", "x") == "wrote 1 bytes to a.txt"

@@ -20,7 +20,9 @@ relative to its parent with O_NOFOLLOW (as the file tools do), so a link swapped
 command never takes it outside the workspace. Cost: one lstat per entry, measured by
 tests/bench/workspace.py at about 3 µs an entry on the development machine (10,000 files: 30 ms a
 write; a Pi 4 is a few times slower), nothing next to a model round. While a command runs the walk
-is repeated at most every second, and never takes more than a tenth of one core.
+is repeated at most every second, and never takes more than a tenth of one core. A workspace that
+cannot be walked whole (folders nested deeper than MAX_DEPTH, or one that cannot be read) counts as
+over the quota, with the reason: fail closed, or a folder made unreadable would hide what it holds.
 """
 
 from __future__ import annotations
@@ -38,66 +40,76 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _MIB = 1024 * 1024
 
 
-class TooDeep(Exception):
-    """The workspace holds folders nested deeper than MAX_DEPTH: its size cannot be known."""
+class Unmeasurable(Exception):
+    """Part of the workspace cannot be walked (nested too deep, or not readable): the quota counts as passed."""
 
 
 def usage(root: Path, *, stop_above: int | None = None) -> int:
     """Bytes the workspace takes on the disk (blocks, as ``du -s``); links are not followed.
 
     ``stop_above``: stop walking once the total passes it (the answer is then only "more than that").
-    Raises TooDeep when folders are nested deeper than MAX_DEPTH.
+    Raises Unmeasurable when folders are nested deeper than MAX_DEPTH or one cannot be read.
     """
     seen: set[tuple[int, int]] = set()  # hard-linked files, counted once
-    top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    totals = [0]
+    stack: list[tuple[int, list[str], str]] = []  # an open folder, its subfolders still to walk, its path
     try:
-        totals = [os.fstat(top).st_blocks * 512]
-        stack = [(top, _scan(top, seen, totals))]  # an open folder and its subfolders still to walk
-    except BaseException:
-        os.close(top)
-        raise
-    try:
+        top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        stack.append((top, [], "."))
+        totals[0] = os.fstat(top).st_blocks * 512
+        stack[-1][1].extend(_scan(top, ".", seen, totals))
         while stack:
             if stop_above is not None and totals[0] > stop_above:
                 break
-            folder, subfolders = stack[-1]
+            folder, subfolders, where = stack[-1]
             if not subfolders:
                 os.close(stack.pop()[0])
                 continue
             name = subfolders.pop()
+            path = name if where == "." else f"{where}/{name}"
+            if len(stack) >= MAX_DEPTH:
+                raise Unmeasurable(f"folders are nested deeper than {MAX_DEPTH} levels (in {where})")
             try:
                 fd = os.open(name, _DIR_FLAGS, dir_fd=folder)
             except OSError as exc:
                 if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR):
                     continue  # removed or swapped for a link since it was listed: nothing to walk
-                raise
-            if len(stack) >= MAX_DEPTH:
-                os.close(fd)
-                raise TooDeep(f"folders are nested deeper than {MAX_DEPTH} levels")
-            stack.append((fd, _scan(fd, seen, totals)))
+                raise _unreadable(path, exc) from None
+            stack.append((fd, [], path))
+            stack[-1][1].extend(_scan(fd, path, seen, totals))
     finally:
-        for fd, _ in stack:
+        for fd, _, _ in stack:
             os.close(fd)
     return totals[0]
 
 
-def _scan(folder: int, seen: set[tuple[int, int]], totals: list[int]) -> list[str]:
+def _scan(folder: int, where: str, seen: set[tuple[int, int]], totals: list[int]) -> list[str]:
     """Add the blocks of a folder's entries to ``totals[0]``; return its subfolders' names."""
     subfolders = []
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except FileNotFoundError:
-                continue
-            if info.st_nlink > 1 and not entry.is_dir(follow_symlinks=False):
-                if (info.st_dev, info.st_ino) in seen:
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except FileNotFoundError:
                     continue
-                seen.add((info.st_dev, info.st_ino))
-            totals[0] += info.st_blocks * 512
-            if entry.is_dir(follow_symlinks=False):
-                subfolders.append(entry.name)
+                is_dir = entry.is_dir(follow_symlinks=False)
+                if info.st_nlink > 1 and not is_dir:
+                    if (info.st_dev, info.st_ino) in seen:
+                        continue
+                    seen.add((info.st_dev, info.st_ino))
+                totals[0] += info.st_blocks * 512
+                if is_dir:
+                    subfolders.append(entry.name)
+    except OSError as exc:
+        raise _unreadable(where, exc) from None
     return subfolders
+
+
+def _unreadable(path: str, exc: OSError) -> Unmeasurable:
+    return Unmeasurable(
+        f"the folder {path} cannot be read ({exc.strerror or exc}): make it readable (chmod u+rwx) or remove it"
+    )
 
 
 def mib(size: int) -> str:
@@ -118,13 +130,12 @@ WHAT_TO_DO = (
 )
 
 
-def over_note(used: int | None, max_bytes: int) -> str:
+def over_note(used: int | Unmeasurable, max_bytes: int) -> str:
     """What a command's result says when the workspace is over its quota ("" when it is not)."""
-    if used is None:
+    if isinstance(used, Unmeasurable):
         return (
-            f"[the workspace cannot be measured: folders are nested deeper than {MAX_DEPTH} levels, so it counts "
-            f"as over its quota of {mib(max_bytes)} (tools.workspace_max_mb) and nothing more can be written. "
-            "Remove the deep folders (rm -r FOLDER)]"
+            f"[the workspace cannot be measured: {used}. Until it can, it counts as over its quota of "
+            f"{mib(max_bytes)} (tools.workspace_max_mb) and nothing more can be written]"
         )
     if used <= max_bytes:
         return ""
@@ -146,7 +157,7 @@ class Watch:
         self._next_look = 0.0
         if max_bytes > 0:
             start = self._measure()
-            self.full_at_start = start is None or start >= max_bytes
+            self.full_at_start = isinstance(start, Unmeasurable) or start >= max_bytes
             self._next_look = clock() + LOOK_EVERY_S
 
     def file_limit(self, max_file_bytes: int) -> int:
@@ -161,7 +172,7 @@ class Watch:
         used = self._measure(stop_above=self.max_bytes)
         cost = self.clock() - started
         self._next_look = self.clock() + max(LOOK_EVERY_S, cost / WALK_SHARE)
-        return used is None or used > self.max_bytes
+        return isinstance(used, Unmeasurable) or used > self.max_bytes
 
     def note(self) -> str:
         """After the command: what its result says about the quota ("" when the workspace is under it)."""
@@ -169,8 +180,10 @@ class Watch:
             return ""
         return over_note(self._measure(), self.max_bytes)
 
-    def _measure(self, stop_above: int | None = None) -> int | None:
+    def _measure(self, stop_above: int | None = None) -> int | Unmeasurable:
         try:
             return usage(self.root, stop_above=stop_above)
-        except TooDeep:
-            return None
+        except Unmeasurable as exc:
+            return exc
+        except OSError as exc:  # the workspace folder itself: the command then fails on its own
+            return Unmeasurable(f"the workspace folder cannot be read ({exc.strerror or exc})")

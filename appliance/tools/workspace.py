@@ -271,8 +271,8 @@ class WorkspaceFiles:
             used = quota.usage(self.root)
         except FileNotFoundError:
             used = 0
-        except quota.TooDeep:
-            raise ToolError(quota.over_note(None, self.max_bytes).strip("[]")) from None
+        except quota.Unmeasurable as exc:
+            raise ToolError(quota.over_note(exc, self.max_bytes).strip("[]") + ". Nothing was written.") from None
         need = quota.blocks(size) - self._blocks_freed(path)
         if need > 0 and used + need > self.max_bytes:
             raise ToolError(
