@@ -113,7 +113,9 @@ def _unreadable(path: str, exc: OSError) -> Unmeasurable:
 
 
 def mib(size: int) -> str:
-    """A size in MiB for people: 1.2 MiB, 0.4 MiB, 1024 MiB."""
+    """A size for people: 12 KiB, 1.2 MiB, 1024 MiB."""
+    if size < _MIB:
+        return f"{-(-size // 1024)} KiB"
     value = size / _MIB
     text = f"{value:.1f}".removesuffix(".0") if value < 10 else f"{value:.0f}"
     return f"{text} MiB"
