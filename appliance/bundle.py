@@ -35,7 +35,7 @@ PREFIX = "release/"
 # Files the install step consumes and deletes (a release does not keep 100 MB of wheels around).
 CONSUMED_PREFIX = "wheels/"
 _CHUNK = 1 << 20
-_VERSION = re.compile(r"^\d+(\.\d+)*$")
+_VERSION = re.compile(r"[0-9]+(\.[0-9]+)*")  # ASCII digits (\d takes any script's); fullmatch: nothing after
 
 
 class BundleError(PicoagentError, ValueError):
@@ -44,7 +44,7 @@ class BundleError(PicoagentError, ValueError):
 
 def parse_version(text: str) -> tuple[int, ...]:
     """``"0.1.0.317"`` -> ``(0, 1, 0, 317)``; dotted integers only, so that order is never ambiguous."""
-    if not isinstance(text, str) or not _VERSION.match(text):
+    if not isinstance(text, str) or not _VERSION.fullmatch(text):
         raise BundleError(f"version {text!r} is not dotted numbers like 0.1.0.317")
     parts = [int(p) for p in text.split(".")]
     while len(parts) > 1 and parts[-1] == 0:

@@ -101,8 +101,8 @@ def base_registry(config: Config) -> ToolRegistry:
     )
     builtin.register(registry)
     workspace_root = data_dir(config) / "workspace"
-    workspace_tools.register(registry, workspace_root)
-    shell.register(registry, tools.shell, workspace_root, config.agent.tool_timeout_s)
+    workspace_tools.register(registry, workspace_root, tools.workspace_max_mb)
+    shell.register(registry, tools.shell, workspace_root, config.agent.tool_timeout_s, tools.workspace_max_mb)
     web_fetch.register(registry, tools.web_fetch)
     load_plugins(registry.hooks, tools.plugins)
     return registry

@@ -183,6 +183,7 @@ def test_stop_is_a_list_of_strings(tmp_path: Path) -> None:
             "web:\n  login_attempts_per_minute: 10\n  login_attempts_per_minute_total: 5\n",
             "web.login_attempts_per_minute_total: expected at least web.login_attempts_per_minute (10)",
         ),
+        ("tools:\n  workspace_max_mb: 0\n", "tools.workspace_max_mb: expected at least 1 MiB (what the workspace"),
     ],
 )
 def test_values_out_of_range_are_refused(tmp_path: Path, yaml_text: str, message: str) -> None:

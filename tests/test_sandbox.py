@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from appliance.config import ShellConfig
+from appliance.config import Config, ShellConfig
 from appliance.doctor import _check_sandbox
+from appliance.runtime import base_registry
 from appliance.tools import sandbox, shell
 from appliance.tools.registry import ToolRegistry
 from tests.test_config import write
@@ -187,3 +188,51 @@ def _wait(probe: object, wanted: bool, timeout_s: float = 5.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+# --- the workspace quota (tools.workspace_max_mb) ---------------------------------------------------------
+
+
+@needs_bwrap
+@pytest.mark.parametrize("where", ["here", "service"])
+def test_shell_calls_under_the_file_limit_cannot_fill_the_workspace_past_its_quota(
+    where: str, config: Config, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Each command writes less than tools.shell.max_file_mb; together they pass the quota: the command
+    that passes it is told so, the next ones cannot write, and nothing the person had is lost."""
+    config.data_dir = str(tmp_path)  # the workspace is tmp_path/workspace, as the service's below
+    config.tools.workspace_max_mb = 1
+    config.tools.shell.max_file_mb = 1
+    config.tools.shell.sandbox_socket = request.getfixturevalue("service")[0] if where == "service" else ""
+    root = tmp_path / "workspace"
+    root.mkdir(exist_ok=True)
+    registry = base_registry(config)
+    part = "head -c 400000 /dev/zero > part{}.bin"  # 392 KiB on the disk, under the 1 MiB file limit
+    assert run_shell(registry, part.format(1)) == "[exit code 0]"
+    assert run_shell(registry, part.format(2)) == "[exit code 0]"
+    passed = run_shell(registry, part.format(3))
+    assert passed.startswith("[exit code 0]")
+    assert "the workspace is over its quota" in passed and "tools.workspace_max_mb" in passed
+    assert "rm " in passed  # what to do
+    refused = run_shell(registry, part.format(4) + "; echo more >> part1.bin")
+    assert "File size limit exceeded" in refused and "the workspace is over its quota" in refused
+    assert (root / "part4.bin").stat().st_size == 0
+    for kept in (1, 2, 3):  # nothing the person had is lost, nothing was appended
+        assert (root / f"part{kept}.bin").stat().st_size == 400_000
+    written = asyncio.run(registry.execute("write_file", {"path": "notes.txt", "content": "x"}, timeout_s=5))
+    assert not written.ok and "the workspace is full" in (written.error or "")
+    assert not (root / "notes.txt").exists()
+    assert run_shell(registry, "rm part3.bin part4.bin && ls") == "[exit code 0]\npart1.bin\npart2.bin"
+    assert run_shell(registry, "echo fits > notes.txt") == "[exit code 0]"
+
+
+@needs_bwrap
+def test_a_command_that_writes_past_the_quota_is_stopped(tmp_path: Path) -> None:
+    limits = sandbox.Limits(timeout_s=120, max_file_mb=1, workspace_max_bytes=1 << 20)
+    outcome = sandbox.run(
+        "for i in 1 2 3 4; do head -c 400000 /dev/zero > f$i; done; echo written; sleep 100", tmp_path, limits
+    )
+    assert outcome.stopped == "quota" and outcome.exit_code is None
+    assert "written" in outcome.output
+    said = shell.describe(outcome, limits)
+    assert said.startswith("[stopped: the workspace passed its quota of 1 MiB (tools.workspace_max_mb)")

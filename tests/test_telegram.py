@@ -6,12 +6,15 @@ these tests check the channel (access, streaming, buttons, approvals, pairing, d
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
+import io
 import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,7 +32,8 @@ from appliance.channels.web.app import build_app
 from appliance.channels.web.auth import Auth
 from appliance.channels.web.state import WebState
 from appliance.channels.web.telegram_hook import SECRET_HEADER, WEBHOOK_PATH
-from appliance.config import Config, DeviceConfig
+from appliance.cli.common import load
+from appliance.config import CHECKOUT_CONFIG, Config, DeviceConfig
 from appliance.llm.base import Generation, GenerationRequest
 from appliance.llm.scripted import ScriptedModel
 from appliance.outbox import Notifier, Outbox
@@ -661,3 +665,31 @@ def test_a_webhook_telegram_refuses_is_reported(config: Config) -> None:
     config.telegram.webhook_secret = WEBHOOK_SECRET
     config.telegram.webhook_url = "http://pi.example.net/telegram/webhook"  # config validation forbids this
     run(config, scenario)
+
+
+# --- the token in the log -------------------------------------------------------------------------------------
+
+
+def test_the_bot_token_never_reaches_the_log_even_at_debug(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """httpx logs every request's URL, and a Bot API URL holds the token: at log_level debug, through the
+    CLI's own logging setup, a whole exchange with the real library must leave no token in the log."""
+    path = tmp_path / "picoagent.yaml"
+    path.write_text(CHECKOUT_CONFIG.read_text().replace("\nlog_level: warning\n", "\nlog_level: debug\n"))
+    monkeypatch.setattr(logging.root, "handlers", [])  # pytest's own handlers come back afterwards
+    monkeypatch.setattr(logging.root, "level", logging.root.level)
+    for name in ("httpx", "httpcore"):
+        monkeypatch.setattr(logging.getLogger(name), "level", logging.getLogger(name).level)
+    stream = io.StringIO()
+    config = load(argparse.Namespace(config=str(path), data_dir=str(tmp_path / "data")), log_stream=stream)
+    assert config.log_level == "debug" and logging.getLogger().isEnabledFor(logging.DEBUG)
+
+    async def scenario(h: Harness) -> None:
+        h.fake.push_message(OWNER, OWNER, "turn on the porch light")
+        await h.reply_to(OWNER)
+        logging.getLogger("telegram.elsewhere").debug("a URL logged by anything: %s%s/getMe", h.fake.base_url, TOKEN)
+
+    run(config, scenario)
+    logged = stream.getvalue()
+    assert "DEBUG telegram" in logged  # debug logging was really on, for the library too
+    assert TOKEN not in logged and TOKEN.split(":")[1] not in logged
+    assert "/bot[redacted]/getMe" in logged  # the second guard, for whatever else logs such a URL

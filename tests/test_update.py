@@ -318,6 +318,17 @@ def test_versions_order_numerically_and_refuse_words() -> None:
         parse_version("1.0-beta")
 
 
+@pytest.mark.parametrize("text", ["1.2.3\n", "\u0661.\u0662", "1.2.3 ", " 1.2", "", "1..2"])
+def test_a_version_is_ascii_dotted_numbers_and_nothing_after(text: str) -> None:
+    """It names a folder (releases/<version>): a trailing newline or other digits must not get through."""
+    with pytest.raises(BundleError, match="is not dotted numbers"):
+        parse_version(text)
+    raw = json.loads(Manifest("1.0", "0", ARCH, ()).to_json())
+    raw["version"] = text
+    with pytest.raises(BundleError):
+        Manifest.from_json(json.dumps(raw).encode())
+
+
 def test_a_manifest_may_not_escape_the_release(tmp_path: Path) -> None:
     raw = json.loads(Manifest("1.0", "0", ARCH, ()).to_json())
     raw["files"] = {"../../etc/passwd": {"size": 1, "sha256": "0" * 64, "mode": 420}}

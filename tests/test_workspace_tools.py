@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
-from appliance.tools import workspace
+from appliance.config import Config
+from appliance.errors import ToolError
+from appliance.runtime import base_registry
+from appliance.tools import quota, workspace
 from appliance.tools.registry import Redactor, ToolRegistry, ToolResult, ToolTurn
 
 SECRET = "sk-live-0123456789abcdef"
@@ -125,3 +129,112 @@ def test_output_is_cut_with_a_note_and_secrets_are_redacted(scene: tuple[ToolReg
     assert "lights are on" in shown  # secrets shorter than 4 characters are not redacted
     failing = call(registry, "edit_file", path="env.txt", old=f"{SECRET}!", new="x")
     assert SECRET not in (failing.error or "") and SECRET not in failing.output
+
+
+@pytest.mark.parametrize("tool", ["read_file", "write_file"])
+def test_a_parent_folder_swapped_for_a_link_mid_call_is_not_followed(
+    scene: tuple[ToolRegistry, Path, Path], monkeypatch: pytest.MonkeyPatch, tool: str
+) -> None:
+    """A shell command runs beside the file tools: it can swap a folder on the path for a link to outside
+    after the path was checked. The swap is made just before the file itself is opened (the last moment
+    any implementation can open it): the call must neither read nor write outside."""
+    registry, root, outside = scene
+    elsewhere = outside.parent / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "data.txt").write_text("CANARY\n")
+    (root / "notes").mkdir()
+    (root / "notes" / "data.txt").write_text("inside\n")
+    real_open = os.open
+    swapped: list[str] = []
+
+    def open_after_a_swap(path: object, flags: int, *args: object, **kwargs: object) -> int:
+        name = os.path.basename(os.fsdecode(os.fspath(path)))  # type: ignore[arg-type]
+        if not swapped and (name == "data.txt" or name.startswith(".tmp-")):
+            (root / "notes").rename(root / "moved")
+            (root / "notes").symlink_to(elsewhere)
+            swapped.append(name)
+        return real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", open_after_a_swap)
+    if tool == "read_file":
+        result = call(registry, "read_file", path="notes/data.txt")
+        assert "CANARY" not in result.output and "CANARY" not in (result.error or "")
+        assert result.output == "inside\n"  # the folder that was there when the walk passed it
+    else:
+        result = call(registry, "write_file", path="notes/data.txt", content="pwned\n")
+        assert result.ok, result
+    monkeypatch.undo()
+    assert swapped, "the swap never happened: the test did not reach the window"
+    assert (elsewhere / "data.txt").read_text() == "CANARY\n"
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["data.txt"]  # no temporary file left there either
+    if tool == "write_file":
+        assert (root / "moved" / "data.txt").read_text() == "pwned\n"
+
+
+def test_links_are_walked_like_paths_and_refused_when_they_lead_out(scene: tuple[ToolRegistry, Path, Path]) -> None:
+    registry, root, outside = scene
+    (root / "notes" / "deep").mkdir(parents=True)
+    (root / "notes" / "todo.md").write_text("milk\n")
+    (root / "notes" / "deep" / "back").symlink_to("../todo.md")  # relative, stays inside
+    (root / "as_shell").symlink_to("/workspace/notes")  # how a link made in the sandbox looks
+    (root / "notes" / "up").symlink_to("../..")  # relative, out of the workspace
+    assert call(registry, "read_file", path="notes/deep/back").output == "milk\n"
+    assert call(registry, "read_file", path="as_shell/todo.md").output == "milk\n"
+    assert call(registry, "write_file", path="as_shell/deep/new.txt", content="x").output == (
+        "wrote 1 bytes to notes/deep/new.txt"
+    )
+    escaped = call(registry, "read_file", path=f"notes/up/{outside.name}")
+    assert not escaped.ok and "outside the workspace" in (escaped.error or "")
+    dotted = call(registry, "read_file", path="notes/../notes/todo.md")
+    assert not dotted.ok and "'..'" in (dotted.error or "") and "e.g. notes/todo.md" in (dotted.error or "")
+
+
+def test_a_write_over_the_workspace_quota_is_refused_and_loses_nothing(config: Config, tmp_path: Path) -> None:
+    config.data_dir = str(tmp_path)
+    config.tools.workspace_max_mb = 1
+    config.tools.shell.enabled = False
+    registry = base_registry(config)
+    root = tmp_path / "workspace"
+    assert call(registry, "write_file", path="a.txt", content="start\n" + "a" * 450_000).ok
+    refused = call(registry, "write_file", path="notes/b.txt", content="b" * 700_000)
+    error = refused.error or ""
+    assert not refused.ok and error.startswith("the workspace is full:")
+    assert "tools.workspace_max_mb" in error and "Nothing was written" in error and "rm " in error
+    assert not (root / "notes" / "b.txt").exists()
+    assert (root / "a.txt").read_text() == "start\n" + "a" * 450_000
+    assert call(registry, "write_file", path="a.txt", content="start\n" + "c" * 500_000).ok  # counts the difference
+    grown = call(registry, "edit_file", path="a.txt", old="start", new="x" * 600_000)
+    assert not grown.ok and "the workspace is full" in (grown.error or "")
+    assert (root / "a.txt").read_text() == "start\n" + "c" * 500_000
+    assert sorted(p.name for p in root.iterdir()) == ["a.txt"]  # no folder made, no temporary file left
+
+
+def test_edit_file_never_loses_what_read_file_would_cut_or_replace(scene: tuple[ToolRegistry, Path, Path]) -> None:
+    """read_file shows the first 512 KiB, decoded leniently; edit_file must edit the whole file, bytes intact."""
+    registry, root, _ = scene
+    big = "milk\n" + "x" * (workspace.MAX_READ_BYTES + 1000) + "\nend\n"
+    (root / "big.txt").write_text(big)
+    assert call(registry, "edit_file", path="big.txt", old="milk", new="oat milk").ok
+    assert (root / "big.txt").read_text() == "oat " + big
+    latin = b"caf\xe9 milk\n"  # not UTF-8: a lenient decode would turn \xe9 into U+FFFD for good
+    (root / "latin.txt").write_bytes(latin)
+    refused = call(registry, "edit_file", path="latin.txt", old="milk", new="tea")
+    assert not refused.ok and "not UTF-8" in (refused.error or "")
+    assert (root / "latin.txt").read_bytes() == latin
+    huge = root / "huge.txt"
+    huge.write_text("milk\n" + "y" * workspace.MAX_WRITE_CHARS)
+    too_big = call(registry, "edit_file", path="huge.txt", old="milk", new="tea")
+    assert not too_big.ok and "too big for edit_file" in (too_big.error or "") and "sed" in (too_big.error or "")
+    assert huge.read_text().startswith("milk\n") and huge.stat().st_size == 5 + workspace.MAX_WRITE_CHARS
+
+
+def test_a_workspace_too_deep_to_measure_counts_as_over_its_quota(tmp_path: Path) -> None:
+    root = tmp_path / "workspace"
+    deep = root.joinpath(*["d"] * (quota.MAX_DEPTH + 1))
+    deep.mkdir(parents=True)
+    files = workspace.WorkspaceFiles(root, 1 << 30)
+    with pytest.raises(ToolError, match=f"nested deeper than {quota.MAX_DEPTH} levels.*Nothing was written"):
+        files.write_file("a.txt", "x")
+    assert not (root / "a.txt").exists()
+    shutil.rmtree(root / "d")
+    assert files.write_file("a.txt", "x") == "wrote 1 bytes to a.txt"

@@ -13,13 +13,11 @@ if TYPE_CHECKING:
 
 def load(args: argparse.Namespace, *, log_stream: Any = None) -> Config:
     """The config for this command, with logging set up from it (to stderr, or ``log_stream``)."""
-    import logging
-
+    from appliance import logs
     from appliance.config import load_config
 
     config = load_config(getattr(args, "config", None), data_dir=getattr(args, "data_dir", None))
-    stream = log_stream or sys.stderr
-    logging.basicConfig(level=config.log_level.upper(), stream=stream, format="%(levelname)s %(name)s: %(message)s")
+    logs.configure(config.log_level, log_stream or sys.stderr)
     return config
 
 

@@ -43,6 +43,7 @@ def _check(config: Config, referenced: set[str]) -> None:
         ("tools.per_turn", 1, 1000, "a whole number from 1 to 1000"),
         ("tools.max_output_chars", 100, 10_000_000, "at least 100 characters"),
         ("tools.cache_s", 0, 86_400, "0 or more seconds"),
+        ("tools.workspace_max_mb", 1, 1_048_576, "at least 1 MiB (what the workspace may take on the SD card)"),
         ("tools.shell.memory_mb", 16, 1_048_576, "at least 16 MiB"),
         ("tools.shell.cpu_s", 1, 86_400, "a positive number of seconds"),
         ("tools.shell.max_file_mb", 1, 1_048_576, "at least 1 MiB"),

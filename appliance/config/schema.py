@@ -313,6 +313,9 @@ class ToolsConfig:
     per_turn: int = doc("most tool calls in one turn; further calls are refused with a note", 8)
     max_output_chars: int = doc("a tool's output is cut here (with a note saying so)", 4000)
     cache_s: float = doc("a read-only tool's result is reused for this long with the same arguments; 0: off", 30.0)
+    workspace_max_mb: int = doc(
+        "most the workspace may take on the disk, in MiB; writes past it are refused until files are deleted", 1024
+    )
     shell: ShellConfig = doc("the sandboxed shell", default_factory=ShellConfig)
     web_fetch: WebFetchConfig = doc("fetching web pages", default_factory=WebFetchConfig)
     mcp: dict[str, McpServerConfig] = doc("MCP servers whose tools the model may use, by name", default_factory=dict)

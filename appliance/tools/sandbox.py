@@ -9,7 +9,9 @@ an empty environment but PATH/HOME/LANG, and SIGKILL when we die.
 Limits: CPU seconds, address space, file size and open files per process (rlimits, inherited by
 bwrap and everything under it); processes at once through RLIMIT_NPROC, which the kernel does not
 enforce for root, so as root a pids (and memory) cgroup of our own takes over when we may create one.
-On a Pi the picoagent-sandbox unit adds TasksMax and MemoryMax around it all.
+On a Pi the picoagent-sandbox unit adds TasksMax and MemoryMax around it all. The workspace's total
+size (``appliance.tools.quota``): a command that starts over the quota runs with a file size limit
+of 0 (it can delete, not write), one that passes it is stopped, and the outcome says so.
 
 Everything is gone when ``run`` returns: bwrap's PID 1 takes the whole namespace down with it when the
 command exits (background processes too), and on a timeout, too much output or a cancel we kill bwrap,
@@ -31,6 +33,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from appliance.tools import quota
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +66,7 @@ class Limits:
     max_file_mb: int = 64
     max_processes: int = 64
     max_output_bytes: int = 256 * 1024
+    workspace_max_bytes: int = 0  # the workspace's quota (tools.workspace_max_mb); 0: none
 
     def as_dict(self) -> dict[str, Any]:
         """The limits as JSON-ready data (the sandbox service's request)."""
@@ -74,8 +79,9 @@ class Outcome:
 
     exit_code: int | None  # None: we stopped it
     output: str
-    stopped: str = ""  # why we stopped it: "timeout", "output", "cancelled"
+    stopped: str = ""  # why we stopped it: "timeout", "output", "cancelled", "quota"
     duration_s: float = 0.0
+    workspace: str = ""  # after it: the workspace is over its quota, and what to do ("" when it is not)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (the sandbox service's answer)."""
@@ -278,12 +284,14 @@ def run(command: str, workspace: Path, limits: Limits, *, cancel_fd: int | None 
         cgroup.remove()
         raise SandboxUnavailable(ROOT_UNCAPPED, FIX_ROOT)
     nproc = limits.max_processes + (_tasks_of(os.getuid()) if os.getuid() != 0 else 0)
+    watch = quota.Watch(workspace, limits.workspace_max_bytes)
+    file_bytes = watch.file_limit(limits.max_file_mb * 1024 * 1024)
 
     def limit_child() -> None:  # between fork and exec, in the child: inherited by bwrap and the command
         mb = 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_mb * mb,) * 2)
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 1))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.max_file_mb * mb,) * 2)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes,) * 2)
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
@@ -328,6 +336,9 @@ def run(command: str, workspace: Path, limits: Limits, *, cancel_fd: int | None 
                     del output[limits.max_output_bytes :]
                     stopped = "output"
                     break
+            if watch.passed():
+                stopped = "quota"
+                break
     finally:
         if stopped or proc.poll() is None:
             _kill(proc)
@@ -339,6 +350,7 @@ def run(command: str, workspace: Path, limits: Limits, *, cancel_fd: int | None 
         output.decode("utf-8", errors="replace"),
         stopped,
         round(time.monotonic() - started, 3),
+        watch.note(),
     )
 
 

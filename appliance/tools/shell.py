@@ -15,7 +15,7 @@ from typing import Any
 
 from appliance.config import ShellConfig
 from appliance.errors import ToolError
-from appliance.tools import sandbox
+from appliance.tools import quota, sandbox
 from appliance.tools.registry import ToolRegistry
 
 SERVICE_SOCKET = "/run/picoagent-sandbox/sandbox.sock"  # ListenStream= of systemd/picoagent-sandbox.socket
@@ -23,7 +23,7 @@ MAX_COMMAND_CHARS = 8000
 MAX_REPLY_BYTES = 64 * 1024 * 1024
 
 
-def limits_for(config: ShellConfig, timeout_s: float) -> sandbox.Limits:
+def limits_for(config: ShellConfig, timeout_s: float, workspace_max_mb: int = 0) -> sandbox.Limits:
     """The sandbox limits for one command; it stops a little before the tool's own timeout."""
     return sandbox.Limits(
         timeout_s=max(0.5, timeout_s - 1.0),
@@ -32,19 +32,24 @@ def limits_for(config: ShellConfig, timeout_s: float) -> sandbox.Limits:
         max_file_mb=config.max_file_mb,
         max_processes=config.max_processes,
         max_output_bytes=config.max_output_kb * 1024,
+        workspace_max_bytes=workspace_max_mb * 1024 * 1024,
     )
 
 
 def describe(outcome: sandbox.Outcome, limits: sandbox.Limits) -> str:
-    """How the command ended, then its output (first: a long output is cut at its end)."""
+    """How the command ended and the quota's note, then its output (first: a long output is cut at its end)."""
     notes = {
         "timeout": f"[stopped: still running after {limits.timeout_s:g} s; every process was ended]",
         "output": f"[stopped: output passed {limits.max_output_bytes // 1024} KiB; every process was ended]",
         "cancelled": "[stopped: cancelled]",
+        "quota": (
+            f"[stopped: the workspace passed its quota of {quota.mib(limits.workspace_max_bytes)} "
+            "(tools.workspace_max_mb); every process was ended]"
+        ),
     }
-    tail = notes.get(outcome.stopped) or f"[exit code {outcome.exit_code}]"
-    text = outcome.output.rstrip("\n")
-    return f"{tail}\n{text}" if text else tail
+    parts = [notes.get(outcome.stopped) or f"[exit code {outcome.exit_code}]", outcome.workspace]
+    parts.append(outcome.output.rstrip("\n"))
+    return "\n".join(part for part in parts if part)
 
 
 def via_service(socket_path: str, command: str, limits: sandbox.Limits) -> sandbox.Outcome:
@@ -82,7 +87,13 @@ def exchange(conn: socket.socket, command: str, limits: sandbox.Limits) -> sandb
         raise ToolError("the sandbox service gave no answer (see `journalctl -u picoagent-sandbox@*`)") from None
     if "error" in answer:
         raise ToolError(f"sandbox unavailable: {answer['error']} ({answer.get('fix', '')})")
-    return sandbox.Outcome(answer["exit_code"], answer["output"], answer.get("stopped", ""), answer["duration_s"])
+    return sandbox.Outcome(
+        answer["exit_code"],
+        answer["output"],
+        answer.get("stopped", ""),
+        answer["duration_s"],
+        answer.get("workspace", ""),
+    )
 
 
 def service_socket(config: ShellConfig) -> str:
@@ -105,8 +116,10 @@ def unavailable(config: ShellConfig) -> sandbox.SandboxUnavailable | None:
     return sandbox.check()
 
 
-def register(registry: ToolRegistry, config: ShellConfig, workspace: Path, timeout_s: float) -> None:
-    """Register the shell tool (when enabled)."""
+def register(
+    registry: ToolRegistry, config: ShellConfig, workspace: Path, timeout_s: float, workspace_max_mb: int = 0
+) -> None:
+    """Register the shell tool (when enabled); ``workspace_max_mb`` is the workspace's quota (0: none)."""
     if not config.enabled:
         return
 
@@ -122,7 +135,7 @@ def register(registry: ToolRegistry, config: ShellConfig, workspace: Path, timeo
             raise ToolError("the command is empty")
         if len(command) > MAX_COMMAND_CHARS:
             raise ToolError(f"the command is too long (at most {MAX_COMMAND_CHARS} characters)")
-        limits = limits_for(config, timeout_s)
+        limits = limits_for(config, timeout_s, workspace_max_mb)
         path = service_socket(config)
         if path:
             outcome = via_service(path, command, limits)

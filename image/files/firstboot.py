@@ -12,6 +12,8 @@ python3-yaml, so it does not depend on the picoagent release. In order:
    NAME --stdin --scope SCOPE` as user picoagent (only their hashes are stored);
 5. the setup file on the FAT partition is overwritten in place with blanks (so the clusters that held
    the secrets no longer do), then rewritten without the secrets, with what was done and any errors;
+   this happens even when applying failed half-way (the failure is one of the errors), so a secret
+   never stays on the card because something else went wrong;
 6. SSH host keys (the image ships none), and the root partition and file system grown to the card;
 7. a marker that stops the unit from ever running again.
 
@@ -68,7 +70,7 @@ CLOUD = {
         },
     ),
 }
-HOSTNAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+HOSTNAME_RE = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")  # fullmatch: "$" would let a newline through
 
 
 class FirstBoot:
@@ -150,7 +152,7 @@ class FirstBoot:
 
     def hostname(self, name: Any) -> None:
         name = str(name).strip().lower()
-        if not HOSTNAME_RE.match(name):
+        if not HOSTNAME_RE.fullmatch(name):
             self.error(f"hostname {name!r} is not valid (letters, digits and -, up to 63): kept the old one")
             return
         self.write("etc/hostname", name + "\n")
@@ -346,11 +348,17 @@ class FirstBoot:
         if isinstance(clean.get("telegram"), dict):
             clean["telegram"] = {k: v for k, v in clean["telegram"].items() if k != "bot_token"}
         now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-        text = [
-            f"# picoagent first boot applied this file on {now}.",
-            "# Its secrets were moved to the Pi (/etc/picoagent/secrets.env, picoagent's database) and erased here.",
-            "# Editing it again has no effect: first boot runs once. Change settings on the Pi itself.",
-        ]
+        text = [f"# picoagent first boot applied this file on {now}."]
+        if self.errors:
+            text.append(
+                "# Its secrets were erased here. Settings with an ERROR below were not applied: set them on the Pi "
+                "itself (ssh, `picoagent passwd`, /etc/picoagent/secrets.env)."
+            )
+        else:
+            text.append(
+                "# Its secrets were moved to the Pi (/etc/picoagent/secrets.env, picoagent's database) and erased here."
+            )
+        text.append("# Editing it again has no effect: first boot runs once. Change settings on the Pi itself.")
         text += [f"# done: {line}" for line in self.done]
         text += [f"# ERROR: {line}" for line in self.errors]
         text.append("")
@@ -393,8 +401,12 @@ class FirstBoot:
     def main(self) -> int:
         setup = self.read_setup()
         if setup is not None:
-            self.apply(setup)
-            self.wipe(setup)
+            try:
+                self.apply(setup)
+            except Exception as exc:  # on the card and in the journal; the steps after it still run
+                self.error(f"applying the settings stopped: {type(exc).__name__}: {exc}")
+            finally:  # whatever happened, the secrets leave the card
+                self.wipe(setup)
         for step in (self.host_keys, self.grow_root):
             try:
                 step()

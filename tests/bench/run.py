@@ -28,6 +28,7 @@ from tests.bench import (
     sandbox,
     spine,
     understanding,
+    workspace,
 )
 
 
@@ -65,6 +66,7 @@ def main() -> int:
         "early_abort": lambda: routing.bench_early_abort(path, 6, 1 if args.quick else 2),
         "escalation_auc": lambda: escalation.bench_escalation(2 if args.quick else 5),
         "shell_sandbox": lambda: sandbox.bench_shell_overhead(20 if args.quick else 60),
+        "workspace_quota": lambda: workspace.bench_quota(10_000, reps),
         "e2e": lambda: e2e.bench_e2e(30 if args.quick else 60),
     }
     for name, bench in benches.items():

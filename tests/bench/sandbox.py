@@ -17,7 +17,7 @@ def bench_shell_overhead(n: int) -> None:
     if problem is not None:
         print(f"sandbox: skipped ({problem.reason})")
         return
-    limits = sandbox.Limits(timeout_s=10)
+    limits = sandbox.Limits(timeout_s=10, workspace_max_bytes=1024 << 20)  # as the appliance runs it: quota on
     with tempfile.TemporaryDirectory() as folder:
         workspace = Path(folder)
         (workspace / "a.txt").write_text("a")
