@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from appliance.memory.store import MemoryStore
-from appliance.tools.registry import ToolRegistry
+from appliance.tools.registry import ToolRegistry, current_turn
 
 
 def register(registry: ToolRegistry, store: MemoryStore) -> None:
@@ -20,6 +20,9 @@ def register(registry: ToolRegistry, store: MemoryStore) -> None:
         Args:
             fact: one short sentence, e.g. "Anna's birthday is 14 March"
         """
+        turn = current_turn()
+        if turn is not None and turn.trust.untrusted:  # a page must not plant what later turns recall as true
+            raise turn.trust.refuse_lasting(f"remember {fact!r}")
         memory = await asyncio.to_thread(store.add, fact, source="model")
         return f"remembered (memory {memory.id})"
 

@@ -136,6 +136,19 @@ class TurnTrust:
             "raw bus writes wait for a turn without outside content (the person can ask again)"
         )
 
+    def refuse_lasting(self, what: str) -> ToolError:
+        """A write later turns read (SOUL.md, USER.md, skills/, a memory), refused while outside content is in.
+
+        Device writes wait for a person; these cannot (nobody approves a file), and an order planted in
+        the prompt's own files or in a memory would be obeyed in every later turn, long after the page.
+        """
+        self.held.append(f"I did not {what}: {self.reason()}, and after that nothing that later turns read is changed.")
+        return ToolError(
+            f"refused to {what}: {self.reason()}, which may carry instructions that are not the person's; "
+            "SOUL.md, USER.md, skills/ and memories change only in a turn without outside content "
+            "(the person can ask again)"
+        )
+
     def check_host(self, host: str, trusted: Sequence[str]) -> None:
         """ToolError (noted for the reply) when outside content is in the turn and ``host`` was not named or trusted."""
         if not self.untrusted or host_matches(host, named_hosts(self.said)) or host_matches(host, trusted):

@@ -14,7 +14,9 @@ the old one; a write that would take the workspace past its quota (``appliance.t
 refused before anything is touched. Only the shell tool runs programs, and it runs them in the sandbox.
 
 A file read is outside text for the turn (:mod:`appliance.tools.trust`: someone else may have put
-orders in it), except a file the model wrote whole with write_file earlier in the same turn.
+orders in it), except a file the model wrote whole with write_file earlier in the same turn. Once
+outside text is in a turn, the files every later prompt reads (SOUL.md, USER.md, skills/) are not
+written: an order planted there would outlast the page that carried it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from appliance.tools import quota
 from appliance.tools.registry import ToolRegistry, current_turn
 from appliance.tools.trust import OutsideText
 
+# What every later turn's prompt reads (appliance.agent.context): never written after outside text came in.
+LASTING = frozenset({"SOUL.md", "USER.md", "skills"})
 MAX_READ_BYTES = 512 * 1024
 MAX_WRITE_CHARS = 1024 * 1024
 MAX_ENTRIES = 200
@@ -301,10 +305,12 @@ class WorkspaceFiles:
 
     def _replace(self, path: str, data: bytes) -> str:
         """Write atomically: a file half-written by a full disk never replaces the old one."""
+        _hold_lasting("/".join(self.parts(path)))  # before any folder is made
         self._make_room(path, len(data))
         with self.locate(path, make_folders=True) as spot:
             if not spot.name:
                 raise ToolError(f"{path!r} is a folder")
+            _hold_lasting(spot.shown)  # again where the walk led: a link may point into skills/
             temporary = f".tmp-{secrets.token_hex(6)}"
             try:
                 fd = os.open(
@@ -324,6 +330,13 @@ class WorkspaceFiles:
             except OSError as exc:
                 raise ToolError(f"cannot write {spot.shown}: {_why(exc)}") from None
             return spot.shown
+
+
+def _hold_lasting(shown: str) -> None:
+    """Refuse to write what later prompts read (:data:`LASTING`) once outside content is in the turn."""
+    turn = current_turn()
+    if turn is not None and turn.trust.untrusted and shown.split("/", 1)[0] in LASTING:
+        raise turn.trust.refuse_lasting(f"write {shown}")
 
 
 def _shown(names: list[str]) -> str:
