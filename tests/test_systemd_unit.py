@@ -144,3 +144,39 @@ def test_install_service_lays_out_a_release_the_units_and_a_config(tmp_path: Pat
     assert (tmp_path / "etc" / "picoagent" / "secrets.env").stat().st_mode & 0o777 == 0o600
     again = subprocess.run(["sh", str(script)], env={**os.environ, "ROOT": str(tmp_path)}, capture_output=True)
     assert again.returncode == 0  # re-running keeps the owner's config and moves the link atomically
+
+
+KERNEL_INTERFACES = {
+    "bpf",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "userfaultfd",
+    "perf_event_open",
+}
+
+
+def denied_syscalls(unit: Path) -> set[str]:
+    """The system calls a unit's SystemCallFilter=~ lines deny, groups expanded by systemd-analyze."""
+
+    def expand(name: str) -> set[str]:
+        if not name.startswith("@"):
+            return {name}
+        listed = analyze("syscall-filter", name).stdout.splitlines()[1:]
+        names = {line.strip() for line in listed if line.strip() and not line.strip().startswith("#")}
+        return set().union(*(expand(n) for n in names)) if names else set()
+
+    denied: set[str] = set()
+    for value in settings_of(unit).get("SystemCallFilter", []):
+        if value.startswith("~"):
+            for name in value[1:].split():
+                denied |= expand(name)
+    return denied
+
+
+def test_the_sandbox_unit_denies_kernel_interfaces_bubblewrap_does_not_need() -> None:
+    missing = KERNEL_INTERFACES - denied_syscalls(SANDBOX_SERVICE)
+    assert not missing, f"picoagent-sandbox@.service leaves these system calls open: {sorted(missing)}"
