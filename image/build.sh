@@ -92,13 +92,17 @@ for fs in proc sys dev; do
 done
 in_root() { chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
 
-say "users: picoagent (groups gpio, i2c, spi)"
+say "users: picoagent (groups gpio, i2c, spi, picoagent-sandbox), picoagent-sandbox (the shell sandbox)"
 for group in gpio i2c spi; do
     in_root getent group "$group" >/dev/null || in_root groupadd --system "$group"
 done
 in_root id picoagent >/dev/null 2>&1 ||
     in_root useradd --system --home-dir /var/lib/picoagent --no-create-home --shell /usr/sbin/nologin picoagent
-in_root usermod -a -G gpio,i2c,spi picoagent
+# As systemd/install-service.sh: the sandbox's own user, whose group the daemon joins for the workspace.
+in_root id picoagent-sandbox >/dev/null 2>&1 ||
+    in_root useradd --system --user-group --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin \
+        picoagent-sandbox
+in_root usermod -a -G gpio,i2c,spi,picoagent-sandbox picoagent
 # No password anywhere: root is locked (SSH keys only, from picoagent-setup.yaml).
 in_root usermod -p '*' root
 
@@ -180,7 +184,12 @@ chown 0:"$PGID" "$ROOT/etc/picoagent/picoagent.yaml" && chmod 0640 "$ROOT/etc/pi
 # The daemon (user picoagent) reads its secrets itself: readable by its group, by nobody else.
 install -m 0640 -o 0 -g "$PGID" /dev/null "$ROOT/etc/picoagent/secrets.env"
 install -m 0644 "$OTA_PUB" "$ROOT/etc/picoagent/ota.pub"
-install -d -m 0750 -o "$PUID" -g "$PGID" "$ROOT/var/lib/picoagent" "$ROOT/var/lib/picoagent/workspace"
+# The state directory and the workspace it shares with the sandbox, as systemd/picoagent.tmpfiles says
+# (systemd-tmpfiles applies that file again at every boot).
+SGID=$(in_root getent group picoagent-sandbox | cut -d: -f3)
+install -d -m 0750 -o "$PUID" -g "$PGID" "$ROOT/var/lib/picoagent"
+install -d -m 2770 -o "$PUID" -g "$SGID" "$ROOT/var/lib/picoagent/workspace"
+install -D -m 0644 "$REPO/systemd/picoagent.tmpfiles" "$ROOT/etc/tmpfiles.d/picoagent.conf"
 
 install -m 0644 "$REPO/systemd/picoagent.service" "$REPO/systemd/picoagent-sandbox.socket" \
     "$REPO/systemd/picoagent-sandbox@.service" "$ROOT/etc/systemd/system/"

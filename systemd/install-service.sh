@@ -1,11 +1,13 @@
 #!/bin/sh
 # `make install-service`: install this checkout as the picoagent service on this machine (a Pi).
 #
-# As root: makes the picoagent user (groups gpio, i2c, spi), copies the checkout's tracked files to
+# As root: makes the picoagent user (groups gpio, i2c, spi, picoagent-sandbox) and the shell sandbox's
+# own user picoagent-sandbox, copies the checkout's tracked files to
 # /opt/picoagent/releases/<version> with a venv of its own, points /opt/picoagent/current at it (the
 # layout OTA updates use: `make ota` works the same on such a Pi as on the image),
-# writes /etc/picoagent/picoagent.yaml when there is none (no devices: declare yours), and enables
-# picoagent-sandbox.socket (the shell tool's bubblewrap) and picoagent.service.
+# writes /etc/picoagent/picoagent.yaml when there is none (no devices: declare yours), makes the state
+# directory and the shared workspace (systemd/picoagent.tmpfiles), and enables picoagent-sandbox.socket
+# (the shell tool's bubblewrap) and picoagent.service.
 # ROOT=DIR installs into DIR instead of / and skips users, udev and systemctl (what the tests use).
 set -eu
 
@@ -27,7 +29,13 @@ if [ -z "$ROOT" ]; then
     if ! id picoagent >/dev/null 2>&1; then
         useradd --system --home-dir /var/lib/picoagent --no-create-home --shell /usr/sbin/nologin picoagent
     fi
-    usermod -a -G gpio,i2c,spi picoagent
+    # The shell sandbox runs as a user of its own (picoagent-sandbox@.service); the daemon joins its
+    # group, which owns the workspace they share and nothing else.
+    if ! id picoagent-sandbox >/dev/null 2>&1; then
+        useradd --system --user-group --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin \
+            picoagent-sandbox
+    fi
+    usermod -a -G gpio,i2c,spi,picoagent-sandbox picoagent
 fi
 
 say "release $VERSION"
@@ -70,7 +78,8 @@ elif [ ! -f "$ROOT/etc/picoagent/ota.pub" ]; then
     say "no keys/ota.pub: OTA updates are refused until /etc/picoagent/ota.pub holds the laptop's public key"
 fi
 
-install -d "$ROOT/etc/systemd/system" "$ROOT/etc/udev/rules.d" "$ROOT/etc/modules-load.d"
+install -d "$ROOT/etc/systemd/system" "$ROOT/etc/udev/rules.d" "$ROOT/etc/modules-load.d" "$ROOT/etc/tmpfiles.d"
+install -m 0644 "$SRC/systemd/picoagent.tmpfiles" "$ROOT/etc/tmpfiles.d/picoagent.conf"
 install -m 0644 "$SRC/systemd/picoagent.service" "$SRC/systemd/picoagent-sandbox.socket" \
     "$SRC/systemd/picoagent-sandbox@.service" "$SRC/systemd/picoagent-update-boot.service" "$ROOT/etc/systemd/system/"
 install -m 0644 "$SRC/systemd/99-picoagent-gpio.rules" "$ROOT/etc/udev/rules.d/"
@@ -80,7 +89,16 @@ if [ -z "$ROOT" ]; then
     chgrp -R picoagent /etc/picoagent
     # The daemon (user picoagent) reads both itself; nobody else may.
     chmod 0640 /etc/picoagent/picoagent.yaml /etc/picoagent/secrets.env
-    install -d -o picoagent -g picoagent -m 0750 /var/lib/picoagent /var/lib/picoagent/workspace
+    WORKSPACE=/var/lib/picoagent/workspace
+    shared=$(stat -c %G "$WORKSPACE" 2>/dev/null || echo none)
+    systemd-tmpfiles --create /etc/tmpfiles.d/picoagent.conf
+    if [ "$shared" = picoagent ]; then
+        # A workspace from before the sandbox had a user of its own: hand its files to the shared group.
+        # As picoagent, who owns them all: root does not walk a tree that commands could write.
+        say "sharing $WORKSPACE with the picoagent-sandbox group"
+        runuser -u picoagent -- sh -c 'chgrp -R picoagent-sandbox "$1" && chmod -R g+rwX "$1" &&
+            find "$1" -type d -exec chmod g+s {} +' sh "$WORKSPACE"
+    fi
     modprobe i2c-dev 2>/dev/null || true
     udevadm control --reload && udevadm trigger || true
     systemctl daemon-reload

@@ -10,7 +10,8 @@ io_uring, the key store, userfaultfd, perf events, ptrace, mounts and the like (
 Limits: CPU seconds, address space, file size and open files per process (rlimits, inherited by
 bwrap and everything under it); processes at once through RLIMIT_NPROC, which the kernel does not
 enforce for root, so as root a pids (and memory) cgroup of our own takes over when we may create one.
-On a Pi the picoagent-sandbox unit adds TasksMax and MemoryMax around it all.
+On a Pi the picoagent-sandbox unit adds TasksMax and MemoryMax around it all, and runs it as a user
+of its own (picoagent-sandbox), who shares only the workspace with the daemon, through a group.
 
 Everything is gone when ``run`` returns: bwrap's PID 1 takes the whole namespace down with it when the
 command exits (background processes too), and on a timeout, too much output or a cancel we kill bwrap,

@@ -3,6 +3,10 @@
 Every path is taken relative to the workspace, resolved (symlinks followed) and refused when the
 result is not inside the workspace: ``../x``, ``/etc/passwd`` and a link pointing out all end the same
 way. Only the shell tool runs programs, and it runs them in the sandbox.
+
+Files are made with the process's umask, like any other: under systemd (UMask=0007) that leaves them
+readable and writable by the workspace's group, which is how the shell sandbox, a user of its own,
+reads and changes what the model wrote here (systemd/picoagent.tmpfiles).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from appliance.errors import ToolError
+from appliance.fileio import umask
 from appliance.tools.registry import ToolRegistry
 
 MAX_READ_BYTES = 512 * 1024
@@ -141,6 +146,9 @@ class WorkspaceFiles:
             self.resolve(self.shown(real.parent))  # a folder made through a link must still be inside
             fd, temporary = tempfile.mkstemp(dir=real.parent, prefix=".tmp-")
             try:
+                # mkstemp makes 0600: give the new file what open() would, and keep a replaced file's x bits.
+                executable = real.stat().st_mode & 0o111 if real.exists() else 0
+                os.fchmod(fd, (0o666 | executable) & ~umask())
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:
                     handle.write(content)
                 os.replace(temporary, real)
