@@ -13,8 +13,12 @@
 #   4. the disk: a FAT boot partition (mkfs.vfat + mcopy) and an ext4 root (mkfs.ext4 -d) in an MBR
 #      image made with sfdisk and dd -- no loop devices, no FAT mounts (this machine has neither).
 set -eu
+umask 022
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
+# As root on a checkout another user owns, git refuses to read it ("dubious ownership"): building an
+# image of it is trusting it, for this run and this checkout only (as systemd/install-service.sh does).
+export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0="$REPO"
 . "$HERE/common.sh"
 
 START=$(date +%s)
@@ -109,7 +113,7 @@ in_root usermod -p '*' root
 say "release $VERSION in $RELEASE"
 mkdir -p "$ROOT$RELEASE"
 (cd "$REPO" && git ls-files -z | xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
-    tar --null -T - -cf -) | tar -xf - --no-same-owner -C "$ROOT$RELEASE"
+    tar --null -T - -cf -) | tar -xf - --no-same-owner --no-same-permissions -C "$ROOT$RELEASE"
 # The venv is made the way an OTA update makes it (firmware_tools/install-release.sh, from wheels, no
 # network), with the image's own python3 under qemu-user.
 mkdir -p "$ROOT$RELEASE/wheels"
@@ -157,6 +161,8 @@ fi
 NOW=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 printf '{"version": "%s", "arch": "aarch64", "installed": "%s"}\n' "$VERSION" "$NOW" > "$ROOT$RELEASE/.release.json"
 ln -sfn "releases/$VERSION" "$ROOT/opt/picoagent/current"
+# picoagent-update-boot.service runs this copy of the updater, outside every release (appliance/boot_updater.py).
+(cd "$ROOT$RELEASE" && python3 -m appliance.boot_updater --root "$ROOT" --release "$ROOT$RELEASE")
 
 say "configuration: /etc/picoagent, units, network, SSH, first boot"
 install -d -m 0750 -o 0 -g "$(in_root getent group picoagent | cut -d: -f3)" "$ROOT/etc/picoagent"

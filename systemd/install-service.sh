@@ -9,9 +9,18 @@
 # directory and the shared workspace (systemd/picoagent.tmpfiles), and enables picoagent-sandbox.socket
 # (the shell tool's bubblewrap) and picoagent.service.
 # ROOT=DIR installs into DIR instead of / and skips users, udev and systemctl (what the tests use).
+#
+# Everything installed belongs to root and only root may change it, whoever owns the checkout (say
+# pi): picoagent-update-boot.service and `update apply` run as root, and a release its owner could
+# edit would make that owner root. The boot-time rollback runs /usr/local/lib/picoagent/updater.pyz,
+# written here from the release (appliance/boot_updater.py), never the release's own files.
 set -eu
+umask 022
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
+# Running this as root on this checkout is trusting it, so git may read it even when another user owns
+# it (git refuses that by default: "dubious ownership"); for this run only, for this checkout only.
+export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0="$SRC"
 ROOT=${ROOT:-}
 PYTHON=${PYTHON:-/usr/bin/python3}
 # The same version an OTA bundle of this commit gets (pyproject version + commit count), so updates compare.
@@ -40,7 +49,8 @@ fi
 
 say "release $VERSION"
 mkdir -p "$ROOT$RELEASE"
-(cd "$SRC" && git ls-files -z | xargs -0 tar -cf -) | tar -xf - -C "$ROOT$RELEASE"
+# GNU tar run by root keeps the archive's owners and modes (the checkout's): it must not.
+(cd "$SRC" && git ls-files -z | xargs -0 tar -cf -) | tar -xf - --no-same-owner --no-same-permissions -C "$ROOT$RELEASE"
 if [ -z "$ROOT" ] && [ ! -x "$RELEASE/.venv/bin/picoagent" ]; then
     say "building the venv (llama-cpp-python compiles once; pip's cache reuses it)"
     "$PYTHON" -m venv "$RELEASE/.venv"
@@ -57,6 +67,13 @@ fi
 # The current link switches atomically (rename over it), as an OTA update does.
 "$PYTHON" -c 'import os, sys; os.symlink(sys.argv[1], sys.argv[2] + ".new"); os.replace(sys.argv[2] + ".new", sys.argv[2])' \
     "releases/$VERSION" "$ROOT/opt/picoagent/current"
+if [ "$(id -u)" = 0 ]; then
+    # Also what an older install-service left behind (it kept the checkout's owner): root's, not writable by others.
+    chown -R 0:0 "$ROOT/opt/picoagent"
+    chmod -R go-w "$ROOT/opt/picoagent"
+fi
+# The boot-time rollback's own copy of the updater, from this release, outside every release.
+(cd "$ROOT$RELEASE" && "$PYTHON" -m appliance.boot_updater --root "${ROOT:-/}")
 
 install -d -m 0750 "$ROOT/etc/picoagent"
 if [ ! -f "$ROOT/etc/picoagent/picoagent.yaml" ]; then
