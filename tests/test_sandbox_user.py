@@ -225,12 +225,16 @@ if step == "before":
     files.write_file("notes/todo.md", "milk\\n")  # the model's write_file, in a folder it makes
 else:
     sys.stdout.write(files.read_file("made/out.txt") + files.read_file("notes/todo.md"))
+    try:
+        files.read_file("private.txt")
+    except Exception as exc:  # what the model reads: why, and how to share it again
+        sys.stdout.write(str(exc) + "\\n")
     files.edit_file("made/out.txt", "by the sandbox", "edited by the daemon")  # a file the sandbox owns
     files.write_file("made/deeper/new.md", "new\\n")  # in a folder the sandbox made
 """
 SANDBOX_SIDE = (
     "cat SOUL.md notes/todo.md >/dev/null && echo oat >> notes/todo.md && mkdir made && "
-    "echo 'by the sandbox' > made/out.txt && ls -ld . made made/out.txt"
+    "echo 'by the sandbox' > made/out.txt && (umask 077 && echo mine > private.txt) && ls -ld . made made/out.txt"
 )
 SANDBOX_AGAIN = "cat made/out.txt made/deeper/new.md && echo more >> made/deeper/new.md && rm notes/todo.md"
 
@@ -245,7 +249,8 @@ def test_the_daemon_and_the_sandbox_share_the_workspace_both_ways(host: Host) ->
     answer = ask_service(host, workspace, SANDBOX_SIDE, env)
     assert answer.get("exit_code") == 0, answer
     said = run_as(host, host.daemon, sys.executable, "-c", DAEMON_SIDE, str(workspace), "after", env=env)
-    assert said == "by the sandbox\nmilk\noat\n", said
+    hint = "cannot read 'private.txt': Permission denied (if a shell command made it private, share it again"
+    assert said.startswith(f"by the sandbox\nmilk\noat\n{hint}") and "chmod -R g+rwX private.txt" in said, said
     again = ask_service(host, workspace, SANDBOX_AGAIN, env)
     assert again.get("exit_code") == 0 and "edited by the daemon\nnew\n" in again["output"], again
     assert (workspace / "made/deeper/new.md").read_text() == "new\nmore\n"

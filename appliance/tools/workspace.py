@@ -11,7 +11,9 @@ reads and changes what the model wrote here (systemd/picoagent.tmpfiles).
 
 from __future__ import annotations
 
+import errno
 import os
+import shlex
 import stat
 import tempfile
 from pathlib import Path
@@ -69,7 +71,7 @@ class WorkspaceFiles:
         except FileNotFoundError:
             raise ToolError(f"no file {path!r} in the workspace") from None
         except OSError as exc:
-            raise ToolError(f"cannot read {path!r}: {exc.strerror}") from None
+            raise ToolError(f"cannot read {path!r}: {exc.strerror}{_private_hint(exc, path)}") from None
         if b"\x00" in data[:8192]:
             raise ToolError(f"{path!r} is a binary file")
         text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
@@ -156,7 +158,15 @@ class WorkspaceFiles:
                 Path(temporary).unlink(missing_ok=True)
                 raise
         except OSError as exc:
-            raise ToolError(f"cannot write {self.shown(real)}: {exc.strerror}") from None
+            shown = self.shown(real)
+            raise ToolError(f"cannot write {shown}: {exc.strerror}{_private_hint(exc, shown)}") from None
+
+
+def _private_hint(exc: OSError, path: str) -> str:
+    """What to do when a shell command made a file or folder private to the sandbox's user."""
+    if exc.errno != errno.EACCES:
+        return ""
+    return f" (if a shell command made it private, share it again in the shell: chmod -R g+rwX {shlex.quote(path)})"
 
 
 def register(registry: ToolRegistry, root: Path) -> WorkspaceFiles:
