@@ -31,3 +31,14 @@ def write_atomic(path: Path, text: str, *, mode: int = 0o644) -> None:
         Path(tmp).unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
+
+
+def umask() -> int:
+    """This process's umask, read without setting it (os.umask sets it, for every thread at once)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022

@@ -6,14 +6,17 @@ The layout (the image and ``make install-service`` make it; ``--root DIR`` moves
     /opt/picoagent/current               symlink to releases/<version>, replaced atomically (rename(2))
     /opt/picoagent/update.json           the journal: current, previous, pending switch, last result
     /etc/picoagent/ota.pub               the trusted Ed25519 key (the image bakes it in)
+    /usr/local/lib/picoagent/updater.pyz this updater for picoagent-update-boot.service, outside every
+                                         release (appliance/boot_updater.py says who may write it)
 
 Every step leaves the device bootable when the updater is killed right after it: a release directory
 appears by one rename only once it is complete and self-tested, ``current`` changes by one rename, and a
 switch is journalled as *pending* before it happens, so the next run (or the next boot, through
 picoagent-update-boot.service) rolls back a release that never confirmed its health.
 
-Only the standard library and ``cryptography`` are used: ``python3 -m appliance.update boot`` runs with
-Debian's python3 from the release directory, even when a release's venv is broken.
+Only the standard library and ``cryptography`` are used: the boot-time copy runs with Debian's python3
+(``python3 -I updater.pyz boot``), even when a release's venv is broken. A release's files are never run
+as root at boot.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from appliance import boot_updater
 from appliance.bundle import BundleError, Manifest, extract_verified, load_public_keys, parse_version, verify_tree
 from appliance.errors import PicoagentError, exit_for_people
 from appliance.fileio import fsync_dir, write_atomic
@@ -357,9 +361,17 @@ class Updater:
             pending=None, current=version, previous=previous, last=self._result("ok", version, "healthy")
         )
         _step("confirmed")
+        self._refresh_boot_updater(release, manifest)
         self._prune(keep={version, previous})
         self.say(f"{version} is running and healthy")
         return version
+
+    def _refresh_boot_updater(self, release: Path, manifest: Manifest) -> None:
+        """The boot-time updater from the new, healthy release's signed files; on any doubt keep the old."""
+        try:
+            boot_updater.install(release, self.layout.root, {f.path: f.sha256 for f in manifest.files})
+        except (boot_updater.BootUpdaterError, OSError) as exc:
+            self.say(f"the boot-time updater was kept as it was: {exc}")
 
     def _switch(self, release: Path) -> None:
         """Point ``current`` at ``release`` with one rename (a temporary link renamed over the old one)."""

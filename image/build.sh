@@ -13,8 +13,12 @@
 #   4. the disk: a FAT boot partition (mkfs.vfat + mcopy) and an ext4 root (mkfs.ext4 -d) in an MBR
 #      image made with sfdisk and dd -- no loop devices, no FAT mounts (this machine has neither).
 set -eu
+umask 022
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
+# As root on a checkout another user owns, git refuses to read it ("dubious ownership"): building an
+# image of it is trusting it, for this run and this checkout only (as systemd/install-service.sh does).
+export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0="$REPO"
 . "$HERE/common.sh"
 
 START=$(date +%s)
@@ -92,20 +96,24 @@ for fs in proc sys dev; do
 done
 in_root() { chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
 
-say "users: picoagent (groups gpio, i2c, spi)"
+say "users: picoagent (groups gpio, i2c, spi, picoagent-sandbox), picoagent-sandbox (the shell sandbox)"
 for group in gpio i2c spi; do
     in_root getent group "$group" >/dev/null || in_root groupadd --system "$group"
 done
 in_root id picoagent >/dev/null 2>&1 ||
     in_root useradd --system --home-dir /var/lib/picoagent --no-create-home --shell /usr/sbin/nologin picoagent
-in_root usermod -a -G gpio,i2c,spi picoagent
+# As systemd/install-service.sh: the sandbox's own user, whose group the daemon joins for the workspace.
+in_root id picoagent-sandbox >/dev/null 2>&1 ||
+    in_root useradd --system --user-group --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin \
+        picoagent-sandbox
+in_root usermod -a -G gpio,i2c,spi,picoagent-sandbox picoagent
 # No password anywhere: root is locked (SSH keys only, from picoagent-setup.yaml).
 in_root usermod -p '*' root
 
 say "release $VERSION in $RELEASE"
 mkdir -p "$ROOT$RELEASE"
 (cd "$REPO" && git ls-files -z | xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
-    tar --null -T - -cf -) | tar -xf - --no-same-owner -C "$ROOT$RELEASE"
+    tar --null -T - -cf -) | tar -xf - --no-same-owner --no-same-permissions -C "$ROOT$RELEASE"
 # The venv is made the way an OTA update makes it (firmware_tools/install-release.sh, from wheels, no
 # network), with the image's own python3 under qemu-user.
 mkdir -p "$ROOT$RELEASE/wheels"
@@ -153,6 +161,8 @@ fi
 NOW=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 printf '{"version": "%s", "arch": "aarch64", "installed": "%s"}\n' "$VERSION" "$NOW" > "$ROOT$RELEASE/.release.json"
 ln -sfn "releases/$VERSION" "$ROOT/opt/picoagent/current"
+# picoagent-update-boot.service runs this copy of the updater, outside every release (appliance/boot_updater.py).
+(cd "$ROOT$RELEASE" && python3 -m appliance.boot_updater --root "$ROOT" --release "$ROOT$RELEASE")
 
 say "configuration: /etc/picoagent, units, network, SSH, first boot"
 install -d -m 0750 -o 0 -g "$(in_root getent group picoagent | cut -d: -f3)" "$ROOT/etc/picoagent"
@@ -180,7 +190,12 @@ chown 0:"$PGID" "$ROOT/etc/picoagent/picoagent.yaml" && chmod 0640 "$ROOT/etc/pi
 # The daemon (user picoagent) reads its secrets itself: readable by its group, by nobody else.
 install -m 0640 -o 0 -g "$PGID" /dev/null "$ROOT/etc/picoagent/secrets.env"
 install -m 0644 "$OTA_PUB" "$ROOT/etc/picoagent/ota.pub"
-install -d -m 0750 -o "$PUID" -g "$PGID" "$ROOT/var/lib/picoagent" "$ROOT/var/lib/picoagent/workspace"
+# The state directory and the workspace it shares with the sandbox, as systemd/picoagent.tmpfiles says
+# (systemd-tmpfiles applies that file again at every boot).
+SGID=$(in_root getent group picoagent-sandbox | cut -d: -f3)
+install -d -m 0750 -o "$PUID" -g "$PGID" "$ROOT/var/lib/picoagent"
+install -d -m 2770 -o "$PUID" -g "$SGID" "$ROOT/var/lib/picoagent/workspace"
+install -D -m 0644 "$REPO/systemd/picoagent.tmpfiles" "$ROOT/etc/tmpfiles.d/picoagent.conf"
 
 install -m 0644 "$REPO/systemd/picoagent.service" "$REPO/systemd/picoagent-sandbox.socket" \
     "$REPO/systemd/picoagent-sandbox@.service" "$ROOT/etc/systemd/system/"

@@ -132,6 +132,10 @@ $SSH 'set -e
     for u in picoagent-firstboot ssh avahi-daemon systemd-networkd systemd-timesyncd; do systemctl is-active -q $u; done
     if journalctl -b -q | grep -i "ordering cycle"; then exit 1; fi
     test "$(systemctl is-active picoagent-sandbox.socket)" = active
+    echo "workspace: $(stat -c "%a %U:%G" /var/lib/picoagent/workspace); sandbox user: $(id picoagent-sandbox)"
+    test "$(stat -c "%a %U:%G" /var/lib/picoagent/workspace)" = "2770 picoagent:picoagent-sandbox"
+    test "$(stat -c "%a %U" /usr/local/lib/picoagent/updater.pyz)" = "644 root"
+    test -z "$(find /opt/picoagent ! -user root -print -quit)"
     test -e /var/lib/picoagent-image/firstboot.done
     echo "secrets.env: $(stat -c "%a %U:%G" /etc/picoagent/secrets.env)"
     test "$(stat -c %a /etc/picoagent/secrets.env)" = 640

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
@@ -18,7 +20,7 @@ import pytest
 from appliance.config import Config, ShellConfig
 from appliance.doctor import _check_sandbox
 from appliance.runtime import base_registry
-from appliance.tools import sandbox, shell
+from appliance.tools import sandbox, seccomp, shell
 from appliance.tools.registry import ToolRegistry
 from tests.test_config import write
 
@@ -236,3 +238,77 @@ def test_a_command_that_writes_past_the_quota_is_stopped(tmp_path: Path) -> None
     assert "written" in outcome.output
     said = shell.describe(outcome, limits)
     assert said.startswith("[stopped: the workspace passed its quota of 1 MiB (tools.workspace_max_mb)")
+
+
+# Each: a system call, and arguments with which the kernel itself answers something other than EPERM
+# (a bad pointer, an unknown command, no such process), so EPERM can only come from the filter.
+PROBE = r"""
+import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+x86 = os.uname().machine == "x86_64"
+calls = {
+    "bpf": (321 if x86 else 280, 9999, None, 0),
+    "io_uring_setup": (425, 0, None),
+    "io_uring_enter": (426, -1, 0, 0, 0, None, 0),
+    "io_uring_register": (427, -1, 0, None, 0),
+    "keyctl": (250 if x86 else 219, 9999, 0, 0, 0, 0),
+    "add_key": (248 if x86 else 217, None, None, None, 0, 0),
+    "request_key": (249 if x86 else 218, None, None, None, 0),
+    "userfaultfd": (323 if x86 else 282, 1 | 0x100000),  # user-mode only (allowed), plus a bad flag
+    "perf_event_open": (298 if x86 else 241, None, 0, -1, -1, 0),
+    "ptrace": (101 if x86 else 117, 16, 999999999, 0, 0),  # PTRACE_ATTACH to no process
+    "process_vm_readv": (310 if x86 else 270, 999999999, None, 0, None, 0, 0),
+}
+for name, (nr, *args) in calls.items():
+    args = [ctypes.c_long(a) if isinstance(a, int) else a for a in args]
+    ctypes.set_errno(0)
+    result = libc.syscall(ctypes.c_long(nr), *args)
+    print(name, errno.errorcode.get(ctypes.get_errno(), "?") if result == -1 else "allowed")
+print("getpid", "allowed" if libc.syscall(ctypes.c_long(39 if x86 else 172)) == os.getpid() else "broken")
+"""
+
+
+@needs_bwrap
+def test_kernel_interfaces_are_refused_inside_the_sandbox(tmp_path: Path) -> None:
+    (tmp_path / "probe.py").write_text(PROBE)
+    outcome = sandbox.run("python3 probe.py", tmp_path, sandbox.Limits(timeout_s=20))
+    assert outcome.exit_code == 0, outcome.output
+    said = dict(line.split() for line in outcome.output.splitlines())
+    print(said)
+    assert said.pop("getpid") == "allowed"  # everything else still works
+    assert said == {name: "EPERM" for name in said} and len(said) == 11, outcome.output
+    if os.uname().machine == "x86_64":  # an x32 system call is not a way around the table: it is killed
+        x32 = "python3 -c 'import ctypes; ctypes.CDLL(None).syscall(ctypes.c_long(0x40000000 | 39))'; echo $?"
+        killed = sandbox.run(x32, tmp_path, sandbox.Limits(timeout_s=20))
+        assert killed.output.strip().splitlines()[-1] == str(128 + signal.SIGSYS), killed.output
+
+
+def _kernel_numbers(header: Path) -> dict[str, int]:
+    return {m[1]: int(m[2]) for m in re.finditer(r"#define __NR_(\w+)\s+(\d+)\b", header.read_text())}
+
+
+def test_the_seccomp_numbers_are_the_kernels() -> None:
+    """Our tables against the installed kernel headers (linux-libc-dev): x86_64's, and the generic one aarch64 uses."""
+    x86 = [
+        *Path("/usr/include").glob("*/asm/unistd_64.h"),
+        *Path("/usr").glob("x86_64-linux-gnu/include/asm/unistd_64.h"),
+    ]
+    generic = Path("/usr/include/asm-generic/unistd.h")
+    if not x86 or not generic.exists():
+        pytest.fail("the kernel headers are missing: sudo apt-get install linux-libc-dev")
+    for arch, header in (("x86_64", x86[0]), ("aarch64", generic)):
+        kernel = _kernel_numbers(header)
+        ours = seccomp.NUMBERS[arch]
+        known = {name for name in ours if name in kernel}  # newer headers drop removed calls (lookup_dcookie)
+        assert {name: kernel[name] for name in known} == {name: ours[name] for name in known}, arch
+        assert len(known) >= len(ours) - 2, f"{arch}: the header at {header} lacks most of our calls"
+        missing = {name for name in seccomp.DENIED if name in kernel} - set(ours)
+        assert not missing, f"{arch}: denied but not in our table: {missing}"
+    assert set(seccomp.DENIED) - set(seccomp.NUMBERS["aarch64"]) == {"iopl", "ioperm"}  # x86 only
+
+
+def test_an_architecture_without_a_table_is_refused_with_a_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(seccomp.platform, "machine", lambda: "armv7l")
+    with pytest.raises(sandbox.SandboxUnavailable) as caught:
+        sandbox.seccomp_fd()
+    assert "armv7l" in caught.value.reason and "64-bit" in caught.value.fix

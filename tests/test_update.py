@@ -16,16 +16,19 @@ import tarfile
 import time
 import urllib.error
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
 
+from appliance import boot_updater
 from appliance.bundle import MANIFEST, BundleError, Manifest, parse_version, read_manifest
 from appliance.update import RELEASE_FILE, STEPS, Layout, Updater, release_info
 from firmware_tools import release as host
 from tests.fakes import ota_release
 
 ARCH = os.uname().machine
+REPO = Path(__file__).resolve().parents[1]
 INSTALL = ("/bin/sh", "install.sh")
 SELFTEST = ("/bin/sh", "selftest.sh")
 
@@ -47,8 +50,22 @@ class Device:
         (root / "etc/picoagent").mkdir(parents=True)
         (root / "etc/picoagent/ota.pub").write_bytes(key.with_suffix(".pub").read_bytes())
 
-    def bundle(self, version: str, *markers: str, arch: str = ARCH, min_version: str = "0", key: Path | None = None):
+    def bundle(
+        self,
+        version: str,
+        *markers: str,
+        arch: str = ARCH,
+        min_version: str = "0",
+        key: Path | None = None,
+        updater: str = "",
+    ):
         tree = ota_release.make_tree(self.tools / f"tree-{version}-{'-'.join(markers)}-{arch}", *markers)
+        if updater:  # the release carries the updater's modules (a real one does), update.py tagged
+            for name in boot_updater.MODULES:
+                (tree / name).parent.mkdir(parents=True, exist_ok=True)
+                (tree / name).write_bytes((REPO / name).read_bytes())
+            with (tree / "appliance/update.py").open("a") as f:
+                f.write(f"# {updater}\n")
         out = self.tools / f"{version}-{'-'.join(markers)}-{arch}.bundle"
         return host.build_bundle(
             out,
@@ -309,6 +326,55 @@ def test_a_bundle_of_the_checkout_carries_its_tracked_files_and_wheels(tmp_path:
     assert {"appliance/update.py", "firmware_tools/install-release.sh", "wheels/example-1.0-py3-none-any.whl"} <= names
     assert manifest.arch == "aarch64" and manifest.version == host.version() and len(manifest.commit) == 40
     assert manifest.install == host.INSTALL and manifest.selftest == host.SELFTEST
+
+
+def boot_copy(device: Device) -> str:
+    """Which tag the boot-time updater's update.py carries ("" when there is none)."""
+    path = boot_updater.target(device.root)
+    if not path.exists():
+        return ""
+    with zipfile.ZipFile(path) as archive:
+        text = archive.read("appliance/update.py").decode()
+    last = text.rstrip().splitlines()[-1]
+    return last[2:] if last.startswith("# 1.") else "untagged"
+
+
+def test_an_update_brings_its_boot_updater_and_nothing_else_replaces_it(device: Device) -> None:
+    assert boot_copy(device) == ""  # 1.0 carried no updater: none was written
+    assert device.apply(device.bundle("1.1", updater="1.1")).returncode == 0
+    assert boot_copy(device) == "1.1"  # from the signed, healthy release
+    bad = device.apply(device.bundle("1.2", "UNHEALTHY", updater="1.2"), timeout=3)
+    assert bad.returncode == 1 and boot_copy(device) == "1.1"  # never from a release that was not healthy
+    (device.layout.releases / "1.1/appliance/update.py").write_text("raise SystemExit('changed')\n")
+    assert device.run("rollback").returncode == 0 and boot_copy(device) == "1.1"  # a rollback keeps it
+    # It is what picoagent-update-boot.service runs: isolated, on its own.
+    booted = subprocess.run(
+        ["/usr/bin/python3", "-I", str(boot_updater.target(device.root)), "boot", "--root", str(device.root)],
+        capture_output=True,
+        text=True,
+        cwd="/",
+    )
+    assert booted.returncode == 0 and booted.stdout.strip() == "nothing to do", booted.stdout + booted.stderr
+
+
+def test_the_boot_updater_takes_only_checked_modules_that_run(tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    for name in boot_updater.MODULES:
+        (release / name).parent.mkdir(parents=True, exist_ok=True)
+        (release / name).write_bytes((REPO / name).read_bytes())
+    signed = {name: hashlib.sha256((release / name).read_bytes()).hexdigest() for name in boot_updater.MODULES}
+    first = boot_updater.install(release, tmp_path, signed)
+    before = first.read_bytes()
+    assert boot_updater.install(release, tmp_path, signed).read_bytes() == before  # the same bytes every time
+    (release / "appliance/errors.py").write_text("changed after it was checked\n")
+    with pytest.raises(boot_updater.BootUpdaterError, match="differs from its signed manifest"):
+        boot_updater.install(release, tmp_path, signed)
+    with pytest.raises(boot_updater.BootUpdaterError, match=r"does not list appliance/update\.py"):
+        boot_updater.install(release, tmp_path, {k: v for k, v in signed.items() if k != "appliance/update.py"})
+    (release / "appliance/errors.py").write_text("import a_module_the_zip_lacks\n")
+    with pytest.raises(boot_updater.BootUpdaterError, match=r"does not start.*a_module_the_zip_lacks"):
+        boot_updater.install(release, tmp_path)  # install-service's way: no manifest, but it must run
+    assert first.read_bytes() == before and [p.name for p in first.parent.iterdir()] == ["updater.pyz"]
 
 
 def test_versions_order_numerically_and_refuse_words() -> None:

@@ -4,14 +4,16 @@ What the command sees: the workspace read-write at /workspace, /usr (and the /bi
 few /etc files read-only, a private size-limited /tmp, /proc of its own PID namespace, and /dev with
 null, zero and urandom only. No network (its own empty network namespace), its own user, IPC, UTS and
 cgroup namespaces, no capabilities, no further user namespaces, a new session (no TIOCSTI into ours),
-an empty environment but PATH/HOME/LANG, and SIGKILL when we die.
+an empty environment but PATH/HOME/LANG, SIGKILL when we die, and a seccomp filter that refuses bpf,
+io_uring, the key store, userfaultfd, perf events, ptrace, mounts and the like (``seccomp.py``).
 
 Limits: CPU seconds, address space, file size and open files per process (rlimits, inherited by
 bwrap and everything under it); processes at once through RLIMIT_NPROC, which the kernel does not
 enforce for root, so as root a pids (and memory) cgroup of our own takes over when we may create one.
-On a Pi the picoagent-sandbox unit adds TasksMax and MemoryMax around it all. The workspace's total
-size (``appliance.tools.quota``): a command that starts over the quota runs with a file size limit
-of 0 (it can delete, not write), one that passes it is stopped, and the outcome says so.
+On a Pi the picoagent-sandbox unit adds TasksMax and MemoryMax around it all, and runs it as a user
+of its own (picoagent-sandbox), who shares only the workspace with the daemon, through a group. The
+workspace's total size (``appliance.tools.quota``): a command that starts over the quota runs with a
+file size limit of 0 (it can delete, not write), one that passes it is stopped, and the outcome says so.
 
 Everything is gone when ``run`` returns: bwrap's PID 1 takes the whole namespace down with it when the
 command exits (background processes too), and on a timeout, too much output or a cancel we kill bwrap,
@@ -34,7 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from appliance.tools import quota
+from appliance.tools import quota, seccomp
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,7 @@ ROOT_UNCAPPED = (
     "so nothing would stop a fork bomb"
 )
 FIX_INSTALL = "install bubblewrap (sudo apt-get install bubblewrap)"
+FIX_ARCH = "run picoagent on a 64-bit system (x86_64, or aarch64: 64-bit Raspberry Pi OS or Debian arm64)"
 FIX_ROOT = "run picoagent as an ordinary user, or under systemd (make install-service)"
 FIX_USERNS = (
     "allow unprivileged user namespaces (sysctl user.max_user_namespaces=10000, and on kernels that have it "
@@ -102,8 +105,22 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap", path="/usr/bin:/bin:/usr/local/bin:" + os.environ.get("PATH", ""))
 
 
-def bwrap_argv(bwrap: str, workspace: Path, command: str) -> list[str]:
-    """The bwrap command line that runs ``command`` with /bin/sh in the sandbox."""
+def seccomp_fd() -> int:
+    """A pipe's read end holding the seccomp program for ``bwrap --seccomp`` (the caller closes it)."""
+    try:
+        program = seccomp.program()
+    except seccomp.UnsupportedArchitecture as exc:
+        raise SandboxUnavailable(f"there is no seccomp filter for this architecture ({exc})", FIX_ARCH) from None
+    read, write = os.pipe()  # a few hundred bytes: the pipe holds them all, bwrap reads to the end
+    try:
+        os.write(write, program)
+    finally:
+        os.close(write)
+    return read
+
+
+def bwrap_argv(bwrap: str, workspace: Path, command: str, filter_fd: int) -> list[str]:
+    """The bwrap command line that runs ``command`` with /bin/sh in the sandbox; ``filter_fd``: seccomp_fd()."""
     argv = [
         bwrap,
         "--unshare-all",  # IPC, PID, network, UTS, cgroup (and user when it can)
@@ -161,6 +178,8 @@ def bwrap_argv(bwrap: str, workspace: Path, command: str) -> list[str]:
         SANDBOX_WORKSPACE,
         "--chdir",
         SANDBOX_WORKSPACE,
+        "--seccomp",
+        str(filter_fd),
         "--",
         "/bin/sh",
         "-c",
@@ -279,9 +298,11 @@ def run(command: str, workspace: Path, limits: Limits, *, cancel_fd: int | None 
         raise SandboxUnavailable("bubblewrap is not installed", FIX_INSTALL)
     workspace = workspace.resolve()
     workspace.mkdir(parents=True, exist_ok=True)
+    filter_fd = seccomp_fd()
     cgroup = _Cgroup(limits)
     if os.getuid() == 0 and not cgroup.caps_processes:
         cgroup.remove()
+        os.close(filter_fd)
         raise SandboxUnavailable(ROOT_UNCAPPED, FIX_ROOT)
     nproc = limits.max_processes + (_tasks_of(os.getuid()) if os.getuid() != 0 else 0)
     watch = quota.Watch(workspace, limits.workspace_max_bytes)
@@ -300,18 +321,21 @@ def run(command: str, workspace: Path, limits: Limits, *, cancel_fd: int | None 
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
-            bwrap_argv(bwrap, workspace, command),
+            bwrap_argv(bwrap, workspace, command, filter_fd),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             preexec_fn=limit_child,  # rlimits and the cgroup must be in place before bwrap forks
             start_new_session=True,
             close_fds=True,
+            pass_fds=(filter_fd,),
             env={"PATH": SANDBOX_PATH},
         )
     except OSError as exc:
         cgroup.remove()
         raise SandboxUnavailable(f"cannot start bubblewrap: {exc}", FIX_INSTALL) from None
+    finally:
+        os.close(filter_fd)
     assert proc.stdout is not None
     output = bytearray()
     stopped = ""
@@ -381,15 +405,22 @@ def _probe() -> SandboxUnavailable | None:
         return SandboxUnavailable(ROOT_UNCAPPED, FIX_ROOT)
     probe_dir = Path("/tmp") if os.access("/tmp", os.W_OK) else Path.cwd()
     try:
+        filter_fd = seccomp_fd()
+    except SandboxUnavailable as exc:
+        return exc
+    try:
         done = subprocess.run(
-            bwrap_argv(bwrap, probe_dir, "exit 0"),
+            bwrap_argv(bwrap, probe_dir, "exit 0", filter_fd),
             capture_output=True,
             timeout=10,
             env={"PATH": SANDBOX_PATH},
+            pass_fds=(filter_fd,),
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return SandboxUnavailable(f"bubblewrap did not run: {exc}", FIX_INSTALL)
+    finally:
+        os.close(filter_fd)
     if done.returncode != 0:
         said = done.stderr.decode(errors="replace").strip().splitlines()
         reason = said[-1] if said else f"exit code {done.returncode}"

@@ -17,6 +17,10 @@ A file read is outside text for the turn (:mod:`appliance.tools.trust`: someone 
 orders in it), except a file the model wrote whole with write_file earlier in the same turn. Once
 outside text is in a turn, the files every later prompt reads (SOUL.md, USER.md, skills/) are not
 written: an order planted there would outlast the page that carried it.
+
+Files are made with the process's umask, like any other: under systemd (UMask=0007) that leaves them
+readable and writable by the workspace's group, which is how the shell sandbox, a user of its own,
+reads and changes what the model wrote here (systemd/picoagent.tmpfiles).
 """
 
 from __future__ import annotations
@@ -25,12 +29,14 @@ import contextlib
 import errno
 import os
 import secrets
+import shlex
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from appliance.errors import ToolError
+from appliance.fileio import umask
 from appliance.tools import quota
 from appliance.tools.registry import ToolRegistry, current_turn
 from appliance.tools.trust import OutsideText
@@ -191,7 +197,7 @@ class WorkspaceFiles:
             except FileNotFoundError:
                 raise ToolError(f"no file {path!r} in the workspace") from None
             except OSError as exc:
-                raise ToolError(f"cannot read {path!r}: {_why(exc)}") from None
+                raise ToolError(f"cannot read {path!r}: {_why(exc)}{_private_hint(exc, path)}") from None
         if b"\x00" in data[:8192]:
             raise ToolError(f"{path!r} is a binary file")
         return data, spot.shown
@@ -303,6 +309,14 @@ class WorkspaceFiles:
             return 0
         return info.st_blocks * 512 if info.st_nlink == 1 else 0
 
+    @staticmethod
+    def _executable(spot: Spot) -> int:
+        """The x bits of the file a write replaces (0 for a new one)."""
+        try:
+            return os.stat(spot.name, dir_fd=spot.folder, follow_symlinks=False).st_mode & 0o111
+        except OSError:
+            return 0
+
     def _replace(self, path: str, data: bytes) -> str:
         """Write atomically: a file half-written by a full disk never replaces the old one."""
         _hold_lasting("/".join(self.parts(path)))  # before any folder is made
@@ -320,6 +334,8 @@ class WorkspaceFiles:
                     dir_fd=spot.folder,
                 )
                 try:
+                    # What open() would give a new file (the umask's), keeping a replaced file's x bits.
+                    os.fchmod(fd, (0o666 | self._executable(spot)) & ~umask())
                     with os.fdopen(fd, "wb") as handle:
                         handle.write(data)
                     os.replace(temporary, spot.name, src_dir_fd=spot.folder, dst_dir_fd=spot.folder)
@@ -328,7 +344,7 @@ class WorkspaceFiles:
                         os.unlink(temporary, dir_fd=spot.folder)
                     raise
             except OSError as exc:
-                raise ToolError(f"cannot write {spot.shown}: {_why(exc)}") from None
+                raise ToolError(f"cannot write {spot.shown}: {_why(exc)}{_private_hint(exc, spot.shown)}") from None
             return spot.shown
 
 
@@ -352,6 +368,13 @@ def _link_target(name: str, folder: int) -> str | None:
         if exc.errno == errno.EINVAL:
             return None
         raise
+
+
+def _private_hint(exc: OSError, path: str) -> str:
+    """What to do when a shell command made a file or folder private to the sandbox's user."""
+    if exc.errno != errno.EACCES:
+        return ""
+    return f" (if a shell command made it private, share it again in the shell: chmod -R g+rwX {shlex.quote(path)})"
 
 
 def _why(exc: OSError) -> str:
