@@ -15,6 +15,21 @@ from appliance.config.load import _describe
 from appliance.config.schema import Config
 from appliance.errors import ConfigError
 
+# A DNS name: labels of letters, digits and hyphens, not starting or ending with a hyphen.
+_LABEL = r"(?!-)[a-z0-9-]{1,63}(?<!-)"
+NAME_RE = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
+ALLOWED_HOSTS_EXAMPLE = "a host name or an IP address without scheme or port, e.g. pi.home.arpa or 192.168.1.20"
+
+
+def allowed_host_entry(entry: str) -> str | None:
+    """A ``web.allowed_hosts`` entry as the Host check compares it, or None when it is no name or address."""
+    value = entry.strip().lower().rstrip(".")
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        pass
+    return value if NAME_RE.fullmatch(value) and len(value) <= 253 else None
+
 
 def _check(config: Config, referenced: set[str]) -> None:
     """Range checks that types alone cannot express (values from references are never shown)."""
@@ -63,6 +78,9 @@ def _check(config: Config, referenced: set[str]) -> None:
         except ValueError:
             where = f"tools.web_fetch.allow_private[{i}]"
             raise refuse(where, "an IP address or network, e.g. 192.168.1.20 or 10.0.0.0/24", entry) from None
+    for i, entry in enumerate(config.web.allowed_hosts):
+        if allowed_host_entry(entry) is None:
+            raise refuse(f"web.allowed_hosts[{i}]", ALLOWED_HOSTS_EXAMPLE, entry)
     _check_devices(config, refuse)
     for path in ("llm.threads", "llm.batch_threads"):
         threads = getattr(config.llm, path.split(".")[1])
