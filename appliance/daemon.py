@@ -18,6 +18,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,11 +116,9 @@ class Daemon:
             runtime.devices.listeners.append(state.events.input_listener)
             if self.config.events:
                 watcher = ThresholdWatcher(self.config.events, runtime.devices.read, state.events)
-        if not auth.has_password():
-            password = Auth.generate_password()
-            auth.set_password(password)
-            # Shown once, in the log people read at first start (journalctl -u picoagent).
-            log.warning("first start: the web password is %s (change it with `picoagent passwd`)", password)
+        # The first password goes to a 0600 file and, when a person started us in a terminal, onto that
+        # terminal: never into a log, where journald would keep it.
+        first_password = auth.set_initial_password() if not auth.has_password() else None
         auth.revoke_token(CLI_TOKEN_NAME)
         _write_private(DaemonInfo.token_path(root), auth.add_token(CLI_TOKEN_NAME))
 
@@ -145,6 +144,8 @@ class Daemon:
             loop.add_signal_handler(sig, self.stopping.set)
         loop.add_signal_handler(signal.SIGHUP, self.reload)
         log.warning("serving on http://%s:%d (picoagent %s)", self.host, actual_port, __version__)
+        if first_password is not None:
+            self._announce_first_password(first_password, auth.initial_password_path, actual_port)
         sd_notify(f"READY=1\nSTATUS=serving on {self.host}:{actual_port}")
         self._tasks = [asyncio.ensure_future(self._sample_temperature())]
         watchdog_us = int(os.environ.get("WATCHDOG_USEC", "0") or 0)
@@ -174,6 +175,17 @@ class Daemon:
             path.unlink(missing_ok=True)
         log.warning("stopped")
         return 0
+
+    def _announce_first_password(self, password: str, kept: Path, port: int) -> None:
+        """Show the first password on the terminal that started us, if any; the log only says where it is."""
+        from appliance.channels.web.site import first_password_text, site_url
+
+        if sys.stdout.isatty():
+            print(first_password_text(password, kept, site_url(self.host, port)), flush=True)
+        log.warning(
+            "first start: a web password was made; `picoagent passwd --show-initial` shows it "
+            "(as the user picoagent runs as, or with sudo), `picoagent passwd` changes it"
+        )
 
     async def _start_background(self, runtime: Runtime, state: Any) -> None:
         """Notifications, persistent tasks, the scheduler, the heartbeat and Telegram."""

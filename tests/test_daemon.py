@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import os
+import pty
 import signal
 import socket
 import subprocess
@@ -15,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from appliance.config import CHECKOUT_CONFIG
+from appliance.config import CHECKOUT_CONFIG, Config
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -161,29 +164,109 @@ def test_systemd_notify_ready_watchdog_and_stopping(tmp_path: Path) -> None:
         sink.close()
 
 
-def test_first_start_generates_a_password_and_passwd_changes_it(tmp_path: Path) -> None:
+def passwd(data: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """`picoagent passwd ARGS` on a data dir (the checkout's config)."""
+    return subprocess.run(
+        [sys.executable, "-m", "appliance", "--data-dir", str(data), "passwd", *args],
+        input=stdin,
+        cwd=ROOT,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_the_first_password_goes_to_a_private_file_and_show_initial_reads_it_until_it_is_changed(
+    tmp_path: Path,
+) -> None:
     daemon = Serve(tmp_path, free_port())
     try:
         wait_healthy(daemon.port)
-        assert "first start: the web password is " in daemon.text()
     finally:
         assert daemon.stop() == 0
+    kept = daemon.data / "initial-password"
+    assert kept.stat().st_mode & 0o777 == 0o600
+    password = kept.read_text().strip()
+    assert len(password) >= 16
+    # Not a terminal (systemd's journal, a log file): the log says where the password is, never what it is.
+    assert password not in daemon.text()
+    assert "picoagent passwd --show-initial" in daemon.text()
+    shown = passwd(daemon.data, "--show-initial")
+    assert shown.returncode == 0 and shown.stdout.splitlines()[0] == password, shown.stderr
+    # A second start keeps the password and says nothing more about it.
+    again = Serve(tmp_path, free_port())
+    try:
+        wait_healthy(again.port)
+    finally:
+        assert again.stop() == 0
+    assert kept.read_text().strip() == password and "--show-initial" not in again.text()
 
-    def passwd(password: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "appliance", "--data-dir", str(daemon.data), "passwd", "--stdin"],
-            input=password + "\n",
-            cwd=ROOT,
-            env=env(),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-
-    changed = passwd("a much better password")
+    changed = passwd(daemon.data, "--stdin", stdin="a much better password\n")
     assert changed.returncode == 0 and "web password set" in changed.stdout
-    short = passwd("short")
+    assert not kept.exists()
+    gone = passwd(daemon.data, "--show-initial")
+    assert gone.returncode == 2 and "was changed" in gone.stderr and "picoagent passwd" in gone.stderr
+    short = passwd(daemon.data, "--stdin", stdin="short\n")
     assert short.returncode == 2 and "error:" in short.stderr and "Traceback" not in short.stderr
+
+
+def test_the_first_password_is_in_no_log_record_at_any_level(config: Config, caplog: pytest.LogCaptureFixture) -> None:
+    from appliance.daemon import Daemon
+
+    caplog.set_level(logging.DEBUG)
+    config.llm.preload = False
+
+    async def main() -> None:
+        daemon = Daemon(config, host="127.0.0.1", port=0)
+        served = asyncio.ensure_future(daemon.run())
+        while getattr(daemon, "cron", None) is None and not served.done():  # fully started
+            await asyncio.sleep(0.02)
+        daemon.stopping.set()
+        assert await served == 0
+
+    asyncio.run(main())
+    password = (config.resolve_path(config.data_dir) / "initial-password").read_text().strip()
+    assert caplog.records
+    leaked = [r for r in caplog.records if password in r.getMessage() or password in repr(r.args)]
+    assert not leaked, [r.getMessage() for r in leaked]
+
+
+def test_on_a_terminal_the_first_password_is_printed_once(tmp_path: Path) -> None:
+    """`make run` in a terminal: the person who started it sees the password there, once."""
+    config = write_config(tmp_path / "picoagent.yaml")
+
+    def start_on_a_terminal() -> str:
+        port = free_port()
+        leader, follower = pty.openpty()
+        argv = [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(tmp_path / "data")]
+        proc = subprocess.Popen(
+            [*argv, "serve", "--host", "127.0.0.1", "--port", str(port)],
+            cwd=ROOT, env=env(), stdin=follower, stdout=follower, stderr=follower,
+        )  # fmt: skip
+        os.close(follower)
+        seen = b""
+        try:
+            wait_healthy(port, timeout=30)
+            proc.send_signal(signal.SIGTERM)
+            while True:  # read until the daemon exits and the terminal closes
+                try:
+                    chunk = os.read(leader, 4096)
+                except OSError:  # EIO: every writer is gone
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+        finally:
+            proc.wait(timeout=30)
+            os.close(leader)
+        return seen.decode(errors="replace")
+
+    first = start_on_a_terminal()
+    password = (tmp_path / "data" / "initial-password").read_text().strip()
+    assert first.count(password) == 1, first
+    second = start_on_a_terminal()
+    assert password not in second and "stopped" in second
 
 
 def test_tokens_are_shown_once_listed_without_values_and_revocable(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from appliance import __version__
+from appliance.cli import access as access_cmd
 from appliance.cli import models as models_cmd
 from appliance.cli.common import load
 from appliance.cli.common import print_json as _print_json
@@ -60,9 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true", help="print /api/status as JSON")
     status.set_defaults(handler=cmd_status)
 
-    passwd = sub.add_parser("passwd", parents=[common], help="set the web page's password")
-    passwd.add_argument("--stdin", action="store_true", help="read the new password from standard input")
-    passwd.set_defaults(handler=cmd_passwd)
+    access_cmd.add_parser(sub, common)
 
     tokens = sub.add_parser("tokens", parents=[common], help="API tokens for programs (Authorization: Bearer)")
     ksub = tokens.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -320,31 +319,6 @@ def cmd_status(args: argparse.Namespace) -> int:
     )
     for reply in status["recent"][:5]:
         print(f"  {reply['route']:>6}  {reply['total_s']:.2f} s  {reply['session']}  {reply['reason']}")
-    return 0
-
-
-def cmd_passwd(args: argparse.Namespace) -> int:
-    """Set the web password."""
-    import getpass
-
-    from appliance.channels.web.auth import Auth
-    from appliance.errors import UsageError
-    from appliance.memory.db import Database
-    from appliance.runtime import data_dir
-
-    config = load(args)
-    if args.stdin:
-        password = sys.stdin.readline().rstrip("\n")
-    else:
-        password = getpass.getpass("new web password: ")
-        if getpass.getpass("again: ") != password:
-            raise UsageError("the two passwords differ; nothing was changed")
-    db = Database(data_dir(config) / "picoagent.db")
-    try:
-        Auth(db).set_password(password)
-    finally:
-        db.close()
-    print("web password set")
     return 0
 
 

@@ -20,6 +20,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote, urlsplit
 
@@ -28,7 +29,8 @@ from aiohttp.typedefs import Handler, Middleware
 from multidict import MultiDictProxy
 from yarl import URL
 
-from appliance.errors import UsageError
+from appliance.errors import PicoagentError, UsageError
+from appliance.fileio import write_atomic
 from appliance.memory.db import Database
 from appliance.ratelimit import RateLimiter
 
@@ -44,6 +46,9 @@ STATIC_PREFIX = "/static/"
 
 MIN_PASSWORD_LENGTH = 8
 PASSWORD_SETTING = "web.password"
+# The first password, made at the first start, is kept here (0600, in the data dir) and never logged;
+# `picoagent passwd --show-initial` reads it, and setting a password deletes it.
+INITIAL_PASSWORD_FILE = "initial-password"
 # scrypt at n=2**14, r=8 costs 16 MiB and tens of milliseconds: affordable on a Pi Zero 2 W, slow to guess.
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
 SCRYPT_MAXMEM = 64 * 1024 * 1024
@@ -156,6 +161,17 @@ class Auth:
                 f"the web password must be at least {MIN_PASSWORD_LENGTH} characters long",
                 fix="choose a longer one (a few words make a good password)",
             )
+        self._store_password(password)
+        # Once the owner chose a password, the copy of the first one must not outlive it.
+        try:
+            self.initial_password_path.unlink(missing_ok=True)
+        except OSError as exc:
+            raise PicoagentError(
+                f"the password is set, but the first one's copy {self.initial_password_path} stays: {exc.strerror}",
+                fix="delete that file by hand",
+            ) from None
+
+    def _store_password(self, password: str) -> None:
         encoded = hash_password(password)
         first = not self.has_password()
         with self.db.transaction() as conn:
@@ -178,6 +194,29 @@ class Auth:
     def generate_password() -> str:
         """A fresh random password, 16 URL-safe characters (96 bits)."""
         return secrets.token_urlsafe(12)
+
+    @property
+    def initial_password_path(self) -> Path:
+        """Where the first password is kept until the owner sets one (beside the database)."""
+        return self.db.path.parent / INITIAL_PASSWORD_FILE
+
+    def set_initial_password(self) -> str:
+        """Make the first password: written to a 0600 file first (so it is never lost), then set; returned."""
+        password = self.generate_password()
+        path = self.initial_password_path
+        try:
+            write_atomic(path, password + "\n", mode=0o600)
+        except OSError as exc:
+            raise PicoagentError(
+                f"cannot keep the first web password in {path}: {exc.strerror}",
+                fix="make the data dir writable by the user picoagent runs as, or set one with `picoagent passwd`",
+            ) from None
+        try:
+            self._store_password(password)
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
+        return password
 
     # --- sessions --------------------------------------------------------------------------------
 
