@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import pty
+import shutil
 import signal
 import socket
 import subprocess
@@ -40,11 +41,19 @@ def env(**extra: str) -> dict[str, str]:
     return {**base, **extra}
 
 
-def wait_healthy(port: int, timeout: float = 15.0) -> None:
+def wait_healthy(port: int, timeout: float = 15.0, *, tls_data: Path | None = None) -> None:
+    """Until /healthz answers 200; over HTTPS trusting only the certificate in ``tls_data`` when given."""
+    from appliance.channels.web.certificate import read_certificate
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        certificate = read_certificate(tls_data) if tls_data is not None else None
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as response:
+            if tls_data is not None and certificate is None:
+                raise OSError("no certificate yet")
+            url = f"{'https' if certificate else 'http'}://127.0.0.1:{port}/healthz"
+            context = certificate.client_context() if certificate else None
+            with urllib.request.urlopen(url, timeout=1, context=context) as response:
                 if response.status == 200:
                     return
         except OSError:
@@ -55,8 +64,10 @@ def wait_healthy(port: int, timeout: float = 15.0) -> None:
 class Serve:
     """A `picoagent serve` subprocess with its own config and data dir."""
 
-    def __init__(self, tmp: Path, port: int, **environ: str) -> None:
+    def __init__(self, tmp: Path, port: int, *, tls: bool = False, **environ: str) -> None:
         self.config = write_config(tmp / "picoagent.yaml")
+        if tls:
+            self.config.write_text(self.config.read_text().replace("tls: off", "tls: auto"))
         self.data = tmp / "data"
         self.port = port
         self.log = tmp / "serve.log"
@@ -352,3 +363,42 @@ def test_device_commands_go_through_the_running_daemon(serve: Serve) -> None:
         "porch_light: state: on" in cli("devices", "read", "porch_light", data=serve.data, config=serve.config).stdout
     )
     assert "nothing is waiting" in cli("approvals", "list", data=serve.data, config=serve.config).stdout
+
+
+def test_with_tls_auto_status_shows_the_https_url_and_fingerprint_the_curl_command_works_and_http_redirects(
+    tmp_path: Path,
+) -> None:
+    from appliance.channels.web.certificate import read_certificate
+
+    daemon = Serve(tmp_path, free_port(), tls=True)
+    try:
+        wait_healthy(daemon.port, timeout=30, tls_data=daemon.data)
+        certificate = read_certificate(daemon.data)
+        assert certificate is not None and "127.0.0.1" in certificate.addresses
+        shown = cli("status", data=daemon.data, config=daemon.config)
+        assert shown.returncode == 0, shown.stderr
+        assert "(HTTPS; plain http:// is redirected)" in shown.stdout and "web: https://" in shown.stdout
+        assert f"public key SHA-256: {certificate.fingerprint}" in shown.stdout
+        command = next(line.strip() for line in shown.stdout.splitlines() if line.strip().startswith("curl "))
+        # The printed command, as printed, against this daemon (its URL names the .local host: ask 127.0.0.1).
+        argv = [*command.split()[:-1], f"https://127.0.0.1:{daemon.port}/healthz"]
+        if shutil.which("curl"):
+            pinned = subprocess.run(["curl", "-sS", *argv[1:]], capture_output=True, text=True, timeout=30)
+            assert pinned.returncode == 0 and '"status": "ok"' in pinned.stdout, pinned.stderr
+            plain = subprocess.run(
+                ["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code} %{redirect_url}",
+                 f"http://127.0.0.1:{daemon.port}/healthz"],
+                capture_output=True, text=True, timeout=30,
+            )  # fmt: skip
+            assert plain.stdout == f"308 https://127.0.0.1:{daemon.port}/healthz", plain.stderr
+        as_json = json.loads(cli("status", "--json", data=daemon.data, config=daemon.config).stdout)
+        assert as_json["web"]["tls"] is True and as_json["web"]["certificate"]["pin"] == certificate.pin
+        first = passwd(daemon.data, "--config", str(daemon.config), "--show-initial")
+        assert first.returncode == 0 and certificate.fingerprint in first.stdout, first.stderr
+        devices = cli("devices", "set", "fan", "on", data=daemon.data, config=daemon.config)
+        assert "state: on" in devices.stdout, devices.stderr  # the CLI talks to the daemon over HTTPS
+    finally:
+        assert daemon.stop() == 0
+    log = daemon.text()
+    assert f"serving on https://127.0.0.1:{daemon.port}" in log and certificate.fingerprint in log
+    assert "Traceback" not in log

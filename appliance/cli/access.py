@@ -64,7 +64,8 @@ def _show_initial(root: Path, config: Config) -> int:
     Only the file is read, never the database: root may run this, and must not leave root-owned files there.
     """
     from appliance.channels.web.auth import INITIAL_PASSWORD_FILE
-    from appliance.channels.web.site import site_url
+    from appliance.channels.web.certificate import read_certificate
+    from appliance.channels.web.site import certificate_lines, site_url
     from appliance.errors import PicoagentError, UsageError
 
     kept = root / INITIAL_PASSWORD_FILE
@@ -83,6 +84,9 @@ def _show_initial(root: Path, config: Config) -> int:
             fix="set a new one with `picoagent passwd` if you do not know the current one",
         ) from None
     print(password)
-    url = site_url(config.web.host, config.web.port)
+    certificate = read_certificate(root) if config.web.tls == "auto" else None
+    url = site_url(config.web.host, config.web.port, scheme="https" if certificate else "http")
     print(f"  open {url} and sign in with it; `picoagent passwd` changes it (and deletes this copy)")
+    if certificate is not None:
+        print("\n".join(certificate_lines(certificate, url)))
     return 0

@@ -471,12 +471,13 @@ def routes(auth: Auth, *, login_limiter: RateLimiter | None = None) -> list[web.
     """The login, logout and session routes; the middleware protects everything else."""
     limiter = login_limiter or RateLimiter(5, 60.0)
 
-    def login_page(csrf: str, next_path: str, *, status: int = 200, error: str = "") -> web.Response:
+    def login_page(
+        request: web.Request, csrf: str, next_path: str, *, status: int = 200, error: str = ""
+    ) -> web.Response:
         response = _page(_login_form(csrf, next_path, error), status=status)
         # Double-submit cookie: a cross-site page can post the form but cannot read or set this cookie.
-        response.set_cookie(
-            LOGIN_CSRF_COOKIE, csrf, path="/login", httponly=True, samesite="Strict", secure=auth.secure_cookies
-        )
+        secure = auth.secure_cookies or request.secure  # over HTTPS a cookie never goes back over plain HTTP
+        response.set_cookie(LOGIN_CSRF_COOKIE, csrf, path="/login", httponly=True, samesite="Strict", secure=secure)
         return response
 
     def login_csrf(request: web.Request) -> str:
@@ -487,7 +488,7 @@ def routes(auth: Auth, *, login_limiter: RateLimiter | None = None) -> list[web.
     async def get_login(request: web.Request) -> web.Response:
         if not await auth.db.call(auth.has_password):
             return _page(_NO_PASSWORD, status=503)
-        return login_page(login_csrf(request), safe_next(request.query.get("next")))
+        return login_page(request, login_csrf(request), safe_next(request.query.get("next")))
 
     async def post_login(request: web.Request) -> web.Response:
         client = request.remote or "unknown"
@@ -507,11 +508,11 @@ def routes(auth: Auth, *, login_limiter: RateLimiter | None = None) -> list[web.
         sent_csrf = _field(form, "csrf")
         if not cookie_csrf or not sent_csrf or not _same(cookie_csrf, sent_csrf):
             error = "The login form expired or your browser refused its cookie. Please try again."
-            return login_page(login_csrf(request), next_path, status=403, error=error)
+            return login_page(request, login_csrf(request), next_path, status=403, error=error)
         # scrypt takes tens of milliseconds of CPU: keep it off the event loop.
         if not await asyncio.to_thread(auth.check_password, _field(form, "password")):
             log.warning("web login from %s: wrong password", client)
-            return login_page(cookie_csrf, next_path, status=401, error="wrong password")
+            return login_page(request, cookie_csrf, next_path, status=401, error="wrong password")
         session_id, _ = await auth.db.call(auth.create_session)
         log.info("web login from %s", client)
         response = _redirect(next_path)
@@ -521,7 +522,7 @@ def routes(auth: Auth, *, login_limiter: RateLimiter | None = None) -> list[web.
             path="/",
             httponly=True,
             samesite="Strict",
-            secure=auth.secure_cookies,
+            secure=auth.secure_cookies or request.secure,
             max_age=int(auth.session_ttl_s),
         )
         response.del_cookie(LOGIN_CSRF_COOKIE, path="/login")

@@ -40,9 +40,12 @@ LOOPBACK_ADDRESSES = frozenset({"127.0.0.1", "::1"})
 def normal_address(text: str) -> str | None:
     """``text`` as a canonical IP address (``::1``, ``192.168.1.20``), or None when it is not one."""
     try:
-        return str(ipaddress.ip_address(text))
+        address = ipaddress.ip_address(text)
     except ValueError:
         return None
+    # A dual-stack socket sees IPv4 clients as ::ffff:a.b.c.d; they reached the IPv4 address.
+    mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
+    return str(mapped or address)
 
 
 def host_of(header: str) -> str | None:

@@ -9,6 +9,10 @@ from __future__ import annotations
 import ipaddress
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from appliance.channels.web.certificate import SiteCertificate
 
 
 def site_url(host: str, port: int, *, scheme: str = "http") -> str:
@@ -26,12 +30,22 @@ def site_url(host: str, port: int, *, scheme: str = "http") -> str:
     return f"{scheme}://{shown}" + ("" if port == default else f":{port}")
 
 
-def first_password_text(password: str, kept: Path, url: str) -> str:
+def certificate_lines(certificate: SiteCertificate, url: str) -> list[str]:
+    """How to know the appliance is itself: its public key's fingerprint, and curl pinned to it."""
+    return [
+        f"  certificate (self-signed) public key SHA-256: {certificate.fingerprint}",
+        "    the browser warns once: compare this with its certificate details (Public Key fingerprint)",
+        f"    curl: {certificate.curl_command(url.rstrip('/') + '/healthz')}",
+    ]
+
+
+def first_password_text(password: str, kept: Path, url: str, certificate: SiteCertificate | None = None) -> str:
     """The first password, where it is kept, and where to use it (for a terminal, never a log)."""
-    return "\n".join(
-        [
-            f"picoagent: the web password is {password}",
-            f"  open {url} and sign in with it; change it with `picoagent passwd`",
-            f"  until then `picoagent passwd --show-initial` shows it again (kept in {kept}, mode 0600)",
-        ]
-    )
+    lines = [
+        f"picoagent: the web password is {password}",
+        f"  open {url} and sign in with it; change it with `picoagent passwd`",
+        f"  until then `picoagent passwd --show-initial` shows it again (kept in {kept}, mode 0600)",
+    ]
+    if certificate is not None:
+        lines += certificate_lines(certificate, url)
+    return "\n".join(lines)
