@@ -134,6 +134,9 @@ def test_the_shipped_template_applies_cleanly(root: Path) -> None:
     assert firstboot.main(["--root", str(root)]) == 0
     assert (root / "etc/hostname").read_text() == "picoagent\n"
     assert not (root / "etc/picoagent/secrets.env").exists()
+    # No web_password: the notes on the card say where the page is and how to get the one the Pi makes.
+    notes = (root / "boot/firmware/picoagent-setup.yaml").read_text()
+    assert "# done: web page https://picoagent.local:8080" in notes and "passwd --show-initial" in notes
 
 
 def test_bad_values_are_reported_on_the_card_and_secrets_still_wiped(root: Path) -> None:
@@ -185,3 +188,17 @@ def test_overwrite_in_place_leaves_no_old_bytes(root: Path) -> None:
         del firstboot.open
     assert writes and set(writes[0]) == {ord("#")}
     assert SECRETS["web_password"] not in setup.read_text()
+
+
+def test_the_image_config_loads_and_serves_https(tmp_path: Path) -> None:
+    """/etc/picoagent/picoagent.yaml as image/build.sh writes it: valid, and web.tls is auto on the image."""
+    from appliance.config import load_config
+
+    build = (SCRIPT.parent.parent / "build.sh").read_text()
+    heredoc = build.split('cat > "$ROOT/etc/picoagent/picoagent.yaml" <<YAML\n', 1)[1].split("\nYAML\n", 1)[0]
+    text = heredoc.replace("$LLM_MODEL", '""').replace("\\`", "`")
+    assert "$" not in text, "the heredoc expands a variable this test does not know"
+    path = tmp_path / "picoagent.yaml"
+    path.write_text(text)
+    config = load_config(path, environ={})
+    assert config.web.tls == "auto" and config.hardware.backend == "real" and config.devices == {}
