@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import getpass
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -66,6 +68,7 @@ def _show_initial(root: Path, config: Config) -> int:
     from appliance.channels.web.auth import INITIAL_PASSWORD_FILE
     from appliance.channels.web.certificate import read_certificate
     from appliance.channels.web.site import certificate_lines, site_url
+    from appliance.daemon import DaemonInfo
     from appliance.errors import PicoagentError, UsageError
 
     kept = root / INITIAL_PASSWORD_FILE
@@ -85,7 +88,11 @@ def _show_initial(root: Path, config: Config) -> int:
         ) from None
     print(password)
     certificate = read_certificate(root) if config.web.tls == "auto" else None
-    url = site_url(config.web.host, config.web.port, scheme="https" if certificate else "http")
+    host, port = config.web.host, config.web.port
+    with contextlib.suppress(OSError, ValueError, KeyError):  # the running daemon's port, when it runs
+        running = json.loads(DaemonInfo.path(root).read_text())
+        host, port = str(running["host"]), int(running["port"])
+    url = site_url(host, port, scheme="https" if certificate else "http")
     print(f"  open {url} and sign in with it; `picoagent passwd` changes it (and deletes this copy)")
     if certificate is not None:
         print("\n".join(certificate_lines(certificate, url)))
