@@ -1,6 +1,8 @@
 """`picoagent serve`: the composition root. Builds every service, owns their lifecycle.
 
-Start: runtime (database, model worker, agent), web auth, the aiohttp site; then ``READY=1`` to
+Start: runtime (database, model worker, agent), web auth, the aiohttp site (with ``web.tls: auto``:
+HTTPS with the data dir's certificate and plain HTTP redirected on the same port, the certificate checked
+for renewal once a day; see channels/web/listener.py and certificate.py); then ``READY=1`` to
 systemd, watchdog pings, a status line, and the model loading in the background. SIGTERM/SIGINT:
 stop taking requests, let turns in flight finish (briefly), cancel the rest, close the model and
 the database, exit 0. SIGHUP: re-read the config; an invalid one is refused, with the reason
@@ -18,6 +20,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +37,7 @@ log = logging.getLogger(__name__)
 STOP_GRACE_S = 10.0
 TASK_POLL_S = 5.0  # a task added by another process (the CLI) starts within this
 TEMPERATURE_EVERY_S = 30.0
+CERTIFICATE_CHECK_S = 86_400.0
 CLI_TOKEN_NAME = "local-cli"
 
 
@@ -63,6 +67,7 @@ class DaemonInfo:
     port: int
     version: str
     started_at: float
+    scheme: str = "http"  # https when web.tls is auto (the CLI then trusts the data dir's certificate only)
 
     @staticmethod
     def path(root: Path) -> Path:
@@ -99,6 +104,10 @@ class Daemon:
 
         from appliance.channels.web.app import build_app
         from appliance.channels.web.auth import Auth
+        from appliance.channels.web.certificate import ensure_certificate
+        from appliance.channels.web.hosts import SiteNames
+        from appliance.channels.web.listener import DualSite
+        from appliance.channels.web.site import site_url
         from appliance.channels.web.state import WebState
 
         loop = asyncio.get_running_loop()
@@ -115,20 +124,31 @@ class Daemon:
             runtime.devices.listeners.append(state.events.input_listener)
             if self.config.events:
                 watcher = ThresholdWatcher(self.config.events, runtime.devices.read, state.events)
-        if not auth.has_password():
-            password = Auth.generate_password()
-            auth.set_password(password)
-            # Shown once, in the log people read at first start (journalctl -u picoagent).
-            log.warning("first start: the web password is %s (change it with `picoagent passwd`)", password)
+        # The first password goes to a 0600 file and, when a person started us in a terminal, onto that
+        # terminal: never into a log, where journald would keep it.
+        first_password = auth.set_initial_password() if not auth.has_password() else None
         auth.revoke_token(CLI_TOKEN_NAME)
         # The local CLI acts for the owner (approvals, devices, jobs): it gets the owner's scope.
         _write_private(DaemonInfo.token_path(root), auth.add_token(CLI_TOKEN_NAME, scope="admin"))
 
+        site_names = SiteNames.for_config(self.config)
+        certificate = None
+        if web_cfg.tls == "auto":
+            try:
+                certificate, _ = await asyncio.to_thread(ensure_certificate, root, site_names)
+            except PicoagentError:
+                runtime.close()
+                raise
         runner = web.AppRunner(
-            build_app(state), handler_cancellation=True, access_log=None, shutdown_timeout=STOP_GRACE_S
+            build_app(state, site_names), handler_cancellation=True, access_log=None, shutdown_timeout=STOP_GRACE_S
         )
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port)
+        tls = certificate.server_context() if certificate is not None else None
+        site: web.BaseSite
+        if tls is not None:
+            site = DualSite(runner, self.host, self.port, ssl_context=tls, site_names=site_names)
+        else:
+            site = web.TCPSite(runner, self.host, self.port)
         try:
             await site.start()
         except OSError as exc:
@@ -138,14 +158,27 @@ class Daemon:
                 f"cannot listen on {self.host}:{self.port}: {exc.strerror}",
                 fix="is picoagent already running? pick another port with --port or web.port",
             ) from None
-        actual_port = self.port or _bound_port(site)
-        info = DaemonInfo(os.getpid(), self.host, actual_port, __version__, state.started_at)
+        actual_port = site.port if isinstance(site, DualSite) else self.port or _bound_port(site)
+        scheme = "https" if tls is not None else "http"
+        state.web = {"url": site_url(self.host, actual_port, scheme=scheme), "tls": tls is not None}
+        if certificate is not None:
+            state.web["certificate"] = certificate.as_dict()
+        info = DaemonInfo(os.getpid(), self.host, actual_port, __version__, state.started_at, scheme)
         _write_private(DaemonInfo.path(root), json.dumps(info.__dict__))
 
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stopping.set)
         loop.add_signal_handler(signal.SIGHUP, self.reload)
-        log.warning("serving on http://%s:%d (picoagent %s)", self.host, actual_port, __version__)
+        log.warning("serving on %s://%s:%d (picoagent %s)", scheme, self.host, actual_port, __version__)
+        if certificate is not None:
+            log.warning(
+                "TLS certificate for %s; its public key's SHA-256 fingerprint: %s (curl: --pinnedpubkey %s)",
+                ", ".join(certificate.names + certificate.addresses),
+                certificate.fingerprint,
+                certificate.pin,
+            )
+        if first_password is not None:
+            self._announce_first_password(first_password, auth.initial_password_path, state.web["url"], certificate)
         sd_notify(f"READY=1\nSTATUS=serving on {self.host}:{actual_port}")
         self._tasks = [asyncio.ensure_future(self._sample_temperature())]
         watchdog_us = int(os.environ.get("WATCHDOG_USEC", "0") or 0)
@@ -155,6 +188,8 @@ class Daemon:
             self._tasks.append(asyncio.ensure_future(self._preload()))
         if watcher is not None:
             self._tasks.append(asyncio.ensure_future(watcher.run()))
+        if tls is not None:
+            self._tasks.append(asyncio.ensure_future(self._renew_certificate(root, tls)))
         self._tasks.append(asyncio.ensure_future(runtime.start_mcp()))
         await self._start_background(runtime, state)
 
@@ -175,6 +210,17 @@ class Daemon:
             path.unlink(missing_ok=True)
         log.warning("stopped")
         return 0
+
+    def _announce_first_password(self, password: str, kept: Path, url: str, certificate: Any) -> None:
+        """Show the first password on the terminal that started us, if any; the log only says where it is."""
+        from appliance.channels.web.site import first_password_text
+
+        if sys.stdout.isatty():
+            print(first_password_text(password, kept, url, certificate), flush=True)
+        log.warning(
+            "first start: a web password was made; `picoagent passwd --show-initial` shows it "
+            "(as the user picoagent runs as, or with sudo), `picoagent passwd` changes it"
+        )
 
     async def _start_background(self, runtime: Runtime, state: Any) -> None:
         """Notifications, persistent tasks, the scheduler, the heartbeat and Telegram."""
@@ -282,6 +328,25 @@ class Daemon:
             sd_notify(f"STATUS=serving on {self.host}:{self.port}, model {self.state.runtime.model.name} loaded")
         await self.state.runtime.agent.prepare_understanding()  # the embedding model: ~0.3 s
 
+    async def _renew_certificate(self, root: Path, context: Any) -> None:
+        """Once a day: renew the certificate when it is due or the addresses changed, without a restart."""
+        from appliance.channels.web.certificate import refresh_certificate
+        from appliance.channels.web.hosts import SiteNames
+
+        while True:
+            await asyncio.sleep(CERTIFICATE_CHECK_S)
+            try:
+                names = await asyncio.to_thread(SiteNames.for_config, self.config)
+                renewed = await asyncio.to_thread(refresh_certificate, root, names, context)
+            except PicoagentError as exc:
+                log.error("TLS certificate not renewed: %s", exc.for_people())
+                continue
+            except Exception:  # a bug here must not end renewal for good: tomorrow tries again
+                log.exception("TLS certificate not renewed")
+                continue
+            if renewed is not None:
+                self.state.web["certificate"] = renewed.as_dict()
+
     async def _watchdog(self, every_s: float) -> None:
         while True:
             sd_notify("WATCHDOG=1")
@@ -307,8 +372,9 @@ class Daemon:
             sd_notify(f"STATUS=config reload refused: {exc.message}")
             return
         old = self.config
-        if (new.web.host, new.web.port) != (old.web.host, old.web.port) or new.data_dir != old.data_dir:
-            log.warning("SIGHUP: web.host, web.port and data_dir apply at the next restart")
+        listening = ("host", "port", "tls", "allowed_hosts")
+        if any(getattr(new.web, k) != getattr(old.web, k) for k in listening) or new.data_dir != old.data_dir:
+            log.warning("SIGHUP: web.host, web.port, web.tls, web.allowed_hosts and data_dir apply at the next restart")
         try:
             if new.llm != old.llm:
                 replacement = local_model(new)

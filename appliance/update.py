@@ -30,6 +30,7 @@ import os
 import platform
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -82,6 +83,11 @@ class Layout:
     @property
     def lock(self) -> Path:
         return self.base / ".update.lock"
+
+    @property
+    def web_certificate(self) -> Path:
+        """The web face's own certificate when it serves HTTPS (web.tls: auto; see channels/web/certificate.py)."""
+        return self.root / "var/lib/picoagent/tls/cert.pem"
 
     @property
     def trusted_keys(self) -> list[Path]:
@@ -396,7 +402,7 @@ class Updater:
         why = "no answer from /healthz"
         while time.monotonic() < deadline:
             try:
-                with urllib.request.urlopen(self.health_url, timeout=5) as resp:
+                with urllib.request.urlopen(self.health_url, timeout=5, context=self._health_tls()) as resp:
                     body = json.loads(resp.read() or b"{}")
                 running = body.get("version")
                 if body.get("status") != "ok":
@@ -411,6 +417,11 @@ class Updater:
                 why = f"no answer from /healthz ({exc})"
             time.sleep(0.5)
         return False, f"{why} within {self.health_timeout_s:.0f} s"
+
+    def _health_tls(self) -> ssl.SSLContext | None:
+        """Over HTTPS (http:// is then redirected), trust the device's own certificate and nothing else."""
+        certificate = self.layout.web_certificate
+        return ssl.create_default_context(cafile=str(certificate)) if certificate.exists() else None
 
     @staticmethod
     def _unit_ready() -> bool:

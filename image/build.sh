@@ -182,6 +182,9 @@ secrets_file: secrets.env
 llm:
   # Empty: the packaged default (smollm2-135m) or the one chosen with \`picoagent models use\`.
   model: $LLM_MODEL
+web:
+  # HTTPS with a certificate this Pi makes at its first start; plain http:// is redirected to it.
+  tls: auto
 hardware:
   backend: real
 devices: {}

@@ -7,7 +7,8 @@
 # firmware boot path (qemu 7.2 has no Pi 4 machine). The copy is 2 GiB bigger than the image, so first
 # boot must grow the root partition and file system to fill it.
 #
-# Checks: /healthz answers; /api/status with the setup file's API token reports the model; over SSH
+# Checks: /healthz answers over HTTPS (plain http:// redirected); /api/status with the setup file's API
+# token reports the model; the journal has the certificate's fingerprint, never the web password; over SSH
 # with the setup file's key: the services, the hostname, the secrets file's mode, the grown root, and
 # the doctor finding the embedding model the image build converted; after shutdown: no secret left
 # anywhere in the FAT partition's bytes, the setup file rewritten.
@@ -86,29 +87,46 @@ qemu-system-aarch64 -M virt -cpu cortex-a72 -smp 2 -m 2048 \
     -display none -monitor none -serial file:"$LOG" -no-reboot &
 QEMU_PID=$!
 
-# http GET URL [TOKEN]: prints the body; fails unless 200.
+SSH="ssh -i $T/id_ed25519 -p $SSH_PORT -o StrictHostKeyChecking=no -o UserKnownHostsFile=$T/known_hosts -o ConnectTimeout=20 -o BatchMode=yes root@127.0.0.1"
+CERT=$T/web-cert.pem
+
+# http GET URL [TOKEN]: prints the body; fails unless 200. The image serves HTTPS (web.tls: auto) with the
+# certificate it made at its first start: fetched over SSH, it is the one certificate trusted here.
 http() {
-    python3 - "$@" <<'PY'
-import sys, urllib.request
-req = urllib.request.Request(sys.argv[1])
-if len(sys.argv) > 2:
-    req.add_header("Authorization", "Bearer " + sys.argv[2])
-with urllib.request.urlopen(req, timeout=10) as resp:
+    python3 - "$CERT" "$@" <<'PY'
+import ssl, sys, urllib.request
+context = ssl.create_default_context(cafile=sys.argv[1])
+req = urllib.request.Request(sys.argv[2])
+if len(sys.argv) > 3:
+    req.add_header("Authorization", "Bearer " + sys.argv[3])
+with urllib.request.urlopen(req, timeout=10, context=context) as resp:
     sys.stdout.write(resp.read().decode())
 PY
 }
 
-say "waiting for http://127.0.0.1:$HTTP_PORT/healthz (up to $TIMEOUT s; emulated, so slow)"
+say "waiting for https://127.0.0.1:$HTTP_PORT/healthz (up to $TIMEOUT s; emulated, so slow)"
 while :; do
-    if body=$(http "http://127.0.0.1:$HTTP_PORT/healthz" 2>/dev/null); then break; fi
+    if [ -s "$CERT" ] || { $SSH 'cat /var/lib/picoagent/tls/cert.pem' > "$CERT" 2>/dev/null || rm -f "$CERT"; }; then
+        if [ -s "$CERT" ] && body=$(http "https://127.0.0.1:$HTTP_PORT/healthz" 2>/dev/null); then break; fi
+    fi
     kill -0 "$QEMU_PID" 2>/dev/null || die "qemu exited before picoagent answered"
     [ $(( $(date +%s) - START )) -lt "$TIMEOUT" ] || die "no answer from /healthz after $TIMEOUT s"
     sleep 2
 done
 BOOT_S=$(( $(date +%s) - START ))
-say "OK /healthz after $BOOT_S s (qemu start to HTTP): $body"
+say "OK /healthz over HTTPS after $BOOT_S s (qemu start to HTTPS): $body"
+redirect=$(python3 - "$HTTP_PORT" <<'PY'
+import http.client, sys
+conn = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=10)
+conn.request("GET", "/healthz")
+resp = conn.getresponse()
+print(resp.status, resp.getheader("Location"))
+PY
+)
+[ "$redirect" = "308 https://127.0.0.1:$HTTP_PORT/healthz" ] || die "plain http:// was not redirected to https://: $redirect"
+say "OK plain http:// redirected: $redirect"
 
-status=$(http "http://127.0.0.1:$HTTP_PORT/api/status" "$TOKEN") || die "/api/status refused the setup file's API token"
+status=$(http "https://127.0.0.1:$HTTP_PORT/api/status" "$TOKEN") || die "/api/status refused the setup file's API token"
 MODEL=$(printf '%s' "$status" | python3 -c 'import json, sys; m = json.load(sys.stdin)["model"]; print(m["name"], m["path"])')
 printf '%s' "$MODEL" | grep -qi gguf || die "/api/status reports no model file: $MODEL"
 if [ -n "${EXPECT_MODEL:-}" ]; then
@@ -116,11 +134,10 @@ if [ -n "${EXPECT_MODEL:-}" ]; then
         die "/api/status reports $MODEL, not the baked-in $(basename "$EXPECT_MODEL")"
 fi
 say "OK /api/status with the API token: model $MODEL"
-if http "http://127.0.0.1:$HTTP_PORT/api/status" "pat_wrong_token_0123456789abcdef" >/dev/null 2>&1; then
+if http "https://127.0.0.1:$HTTP_PORT/api/status" "pat_wrong_token_0123456789abcdef" >/dev/null 2>&1; then
     die "/api/status accepted a wrong token"
 fi
 
-SSH="ssh -i $T/id_ed25519 -p $SSH_PORT -o StrictHostKeyChecking=no -o UserKnownHostsFile=$T/known_hosts -o ConnectTimeout=20 -o BatchMode=yes root@127.0.0.1"
 say "over SSH as root with the setup file's key"
 $SSH 'set -e
     echo "hostname: $(hostname)"
@@ -150,7 +167,10 @@ $SSH 'set -e
     doctor=$(runuser -u picoagent -- /opt/picoagent/current/.venv/bin/picoagent doctor 2>&1 || true)
     echo "$doctor" | grep "embeddings:"
     echo "$doctor" | grep -q "^\[ok  \] embeddings: minilm: .*all-MiniLM-L6-v2.Q8_0.gguf"
-    test "$(systemctl is-failed picoagent-firstboot)" != failed' || die "checks over SSH failed"
+    test "$(systemctl is-failed picoagent-firstboot)" != failed
+    journalctl -b -q -u picoagent | grep "public key.s SHA-256 fingerprint"' || die "checks over SSH failed"
+if $SSH "journalctl -b -q | grep -cF '$PASSWORD'" >/dev/null; then die "the web password is in the journal"; fi
+say "OK the journal shows the certificate's fingerprint and never the web password"
 ROOT_BYTES=$($SSH 'df -B1 --output=size / | tail -1' | tr -d ' ')
 [ "$ROOT_BYTES" -gt $(( (GROW_MB + 200) * 1024 * 1024 )) ] || die "the root file system did not grow ($ROOT_BYTES bytes)"
 
@@ -160,7 +180,7 @@ ROOT_BYTES=$($SSH 'df -B1 --output=size / | tail -1' | tr -d ' ')
 if [ "${OTA:-1}" = 1 ]; then
     OTA_KEY=${OTA_KEY:-$REPO/keys/ota.key}
     [ -f "$OTA_KEY" ] || die "$OTA_KEY is missing (the key whose ota.pub the image trusts)"
-    OLD=$(http "http://127.0.0.1:$HTTP_PORT/healthz" | python3 -c 'import json, sys; print(json.load(sys.stdin)["version"])')
+    OLD=$(http "https://127.0.0.1:$HTTP_PORT/healthz" | python3 -c 'import json, sys; print(json.load(sys.stdin)["version"])')
     NEW=$OLD.1
     say "OTA: bundling $NEW for aarch64 and pushing it over SSH"
     (cd "$REPO" && python3 -m firmware_tools bundle --arch aarch64 --key "$OTA_KEY" --version "$NEW" \
@@ -170,12 +190,12 @@ if [ "${OTA:-1}" = 1 ]; then
         -i "$T/id_ed25519" -o StrictHostKeyChecking=no -o UserKnownHostsFile="$T/known_hosts") >&2 ||
         die "the OTA update was refused or rolled back"
     OTA_S=$(( $(date +%s) - OTA_START ))
-    now=$(http "http://127.0.0.1:$HTTP_PORT/healthz")
+    now=$(http "https://127.0.0.1:$HTTP_PORT/healthz")
     printf '%s' "$now" | grep -qF "\"$NEW\"" || die "after the update /healthz says $now, not $NEW"
     say "OK OTA: $OLD -> $NEW in $OTA_S s (emulated: upload, verify, venv from wheels, self-test, restart)"
     $SSH '/opt/picoagent/current/.venv/bin/picoagent update check' >&2
     $SSH '/opt/picoagent/current/.venv/bin/picoagent update rollback' >&2 || die "update rollback failed"
-    now=$(http "http://127.0.0.1:$HTTP_PORT/healthz")
+    now=$(http "https://127.0.0.1:$HTTP_PORT/healthz")
     printf '%s' "$now" | grep -qF "\"$OLD\"" || die "after the rollback /healthz says $now, not $OLD"
     say "OK OTA: rolled back to $OLD by hand"
     rm -f "$T/ota.bundle"

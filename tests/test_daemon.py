@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import os
+import pty
+import shutil
 import signal
 import socket
 import subprocess
@@ -15,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from appliance.config import CHECKOUT_CONFIG
+from appliance.config import CHECKOUT_CONFIG, Config
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,11 +41,19 @@ def env(**extra: str) -> dict[str, str]:
     return {**base, **extra}
 
 
-def wait_healthy(port: int, timeout: float = 15.0) -> None:
+def wait_healthy(port: int, timeout: float = 15.0, *, tls_data: Path | None = None) -> None:
+    """Until /healthz answers 200; over HTTPS trusting only the certificate in ``tls_data`` when given."""
+    from appliance.channels.web.certificate import read_certificate
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        certificate = read_certificate(tls_data) if tls_data is not None else None
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as response:
+            if tls_data is not None and certificate is None:
+                raise OSError("no certificate yet")
+            url = f"{'https' if certificate else 'http'}://127.0.0.1:{port}/healthz"
+            context = certificate.client_context() if certificate else None
+            with urllib.request.urlopen(url, timeout=1, context=context) as response:
                 if response.status == 200:
                     return
         except OSError:
@@ -52,8 +64,10 @@ def wait_healthy(port: int, timeout: float = 15.0) -> None:
 class Serve:
     """A `picoagent serve` subprocess with its own config and data dir."""
 
-    def __init__(self, tmp: Path, port: int, **environ: str) -> None:
+    def __init__(self, tmp: Path, port: int, *, tls: bool = False, **environ: str) -> None:
         self.config = write_config(tmp / "picoagent.yaml")
+        if tls:
+            self.config.write_text(self.config.read_text().replace("tls: off", "tls: auto"))
         self.data = tmp / "data"
         self.port = port
         self.log = tmp / "serve.log"
@@ -161,29 +175,109 @@ def test_systemd_notify_ready_watchdog_and_stopping(tmp_path: Path) -> None:
         sink.close()
 
 
-def test_first_start_generates_a_password_and_passwd_changes_it(tmp_path: Path) -> None:
+def passwd(data: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """`picoagent passwd ARGS` on a data dir (the checkout's config)."""
+    return subprocess.run(
+        [sys.executable, "-m", "appliance", "--data-dir", str(data), "passwd", *args],
+        input=stdin,
+        cwd=ROOT,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_the_first_password_goes_to_a_private_file_and_show_initial_reads_it_until_it_is_changed(
+    tmp_path: Path,
+) -> None:
     daemon = Serve(tmp_path, free_port())
     try:
         wait_healthy(daemon.port)
-        assert "first start: the web password is " in daemon.text()
     finally:
         assert daemon.stop() == 0
+    kept = daemon.data / "initial-password"
+    assert kept.stat().st_mode & 0o777 == 0o600
+    password = kept.read_text().strip()
+    assert len(password) >= 16
+    # Not a terminal (systemd's journal, a log file): the log says where the password is, never what it is.
+    assert password not in daemon.text()
+    assert "picoagent passwd --show-initial" in daemon.text()
+    shown = passwd(daemon.data, "--show-initial")
+    assert shown.returncode == 0 and shown.stdout.splitlines()[0] == password, shown.stderr
+    # A second start keeps the password and says nothing more about it.
+    again = Serve(tmp_path, free_port())
+    try:
+        wait_healthy(again.port)
+    finally:
+        assert again.stop() == 0
+    assert kept.read_text().strip() == password and "--show-initial" not in again.text()
 
-    def passwd(password: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "appliance", "--data-dir", str(daemon.data), "passwd", "--stdin"],
-            input=password + "\n",
-            cwd=ROOT,
-            env=env(),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-
-    changed = passwd("a much better password")
+    changed = passwd(daemon.data, "--stdin", stdin="a much better password\n")
     assert changed.returncode == 0 and "web password set" in changed.stdout
-    short = passwd("short")
+    assert not kept.exists()
+    gone = passwd(daemon.data, "--show-initial")
+    assert gone.returncode == 2 and "was changed" in gone.stderr and "picoagent passwd" in gone.stderr
+    short = passwd(daemon.data, "--stdin", stdin="short\n")
     assert short.returncode == 2 and "error:" in short.stderr and "Traceback" not in short.stderr
+
+
+def test_the_first_password_is_in_no_log_record_at_any_level(config: Config, caplog: pytest.LogCaptureFixture) -> None:
+    from appliance.daemon import Daemon
+
+    caplog.set_level(logging.DEBUG)
+    config.llm.preload = False
+
+    async def main() -> None:
+        daemon = Daemon(config, host="127.0.0.1", port=0)
+        served = asyncio.ensure_future(daemon.run())
+        while getattr(daemon, "cron", None) is None and not served.done():  # fully started
+            await asyncio.sleep(0.02)
+        daemon.stopping.set()
+        assert await served == 0
+
+    asyncio.run(main())
+    password = (config.resolve_path(config.data_dir) / "initial-password").read_text().strip()
+    assert caplog.records
+    leaked = [r for r in caplog.records if password in r.getMessage() or password in repr(r.args)]
+    assert not leaked, [r.getMessage() for r in leaked]
+
+
+def test_on_a_terminal_the_first_password_is_printed_once(tmp_path: Path) -> None:
+    """`make run` in a terminal: the person who started it sees the password there, once."""
+    config = write_config(tmp_path / "picoagent.yaml")
+
+    def start_on_a_terminal() -> str:
+        port = free_port()
+        leader, follower = pty.openpty()
+        argv = [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(tmp_path / "data")]
+        proc = subprocess.Popen(
+            [*argv, "serve", "--host", "127.0.0.1", "--port", str(port)],
+            cwd=ROOT, env=env(), stdin=follower, stdout=follower, stderr=follower,
+        )  # fmt: skip
+        os.close(follower)
+        seen = b""
+        try:
+            wait_healthy(port, timeout=30)
+            proc.send_signal(signal.SIGTERM)
+            while True:  # read until the daemon exits and the terminal closes
+                try:
+                    chunk = os.read(leader, 4096)
+                except OSError:  # EIO: every writer is gone
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+        finally:
+            proc.wait(timeout=30)
+            os.close(leader)
+        return seen.decode(errors="replace")
+
+    first = start_on_a_terminal()
+    password = (tmp_path / "data" / "initial-password").read_text().strip()
+    assert first.count(password) == 1, first
+    second = start_on_a_terminal()
+    assert password not in second and "stopped" in second
 
 
 def test_tokens_are_shown_once_listed_without_values_and_revocable(tmp_path: Path) -> None:
@@ -286,3 +380,42 @@ def test_tokens_get_a_scope_that_is_listed_and_can_be_changed(tmp_path: Path) ->
     assert wrong.returncode == 2 and "invalid choice: 'root'" in wrong.stderr
     missing = cli("tokens", "scope", "nobody", "chat", data=data, config=config)
     assert missing.returncode == 2 and "no token named 'nobody'" in missing.stderr
+
+
+def test_with_tls_auto_status_shows_the_https_url_and_fingerprint_the_curl_command_works_and_http_redirects(
+    tmp_path: Path,
+) -> None:
+    from appliance.channels.web.certificate import read_certificate
+
+    daemon = Serve(tmp_path, free_port(), tls=True)
+    try:
+        wait_healthy(daemon.port, timeout=30, tls_data=daemon.data)
+        certificate = read_certificate(daemon.data)
+        assert certificate is not None and "127.0.0.1" in certificate.addresses
+        shown = cli("status", data=daemon.data, config=daemon.config)
+        assert shown.returncode == 0, shown.stderr
+        assert "(HTTPS; plain http:// is redirected)" in shown.stdout and "web: https://" in shown.stdout
+        assert f"public key SHA-256: {certificate.fingerprint}" in shown.stdout
+        command = next(line.strip() for line in shown.stdout.splitlines() if line.strip().startswith("curl "))
+        # The printed command, as printed, against this daemon (its URL names the .local host: ask 127.0.0.1).
+        argv = [*command.split()[:-1], f"https://127.0.0.1:{daemon.port}/healthz"]
+        if shutil.which("curl"):
+            pinned = subprocess.run(["curl", "-sS", *argv[1:]], capture_output=True, text=True, timeout=30)
+            assert pinned.returncode == 0 and '"status": "ok"' in pinned.stdout, pinned.stderr
+            plain = subprocess.run(
+                ["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code} %{redirect_url}",
+                 f"http://127.0.0.1:{daemon.port}/healthz"],
+                capture_output=True, text=True, timeout=30,
+            )  # fmt: skip
+            assert plain.stdout == f"308 https://127.0.0.1:{daemon.port}/healthz", plain.stderr
+        as_json = json.loads(cli("status", "--json", data=daemon.data, config=daemon.config).stdout)
+        assert as_json["web"]["tls"] is True and as_json["web"]["certificate"]["pin"] == certificate.pin
+        first = passwd(daemon.data, "--config", str(daemon.config), "--show-initial")
+        assert first.returncode == 0 and certificate.fingerprint in first.stdout, first.stderr
+        devices = cli("devices", "set", "fan", "on", data=daemon.data, config=daemon.config)
+        assert "state: on" in devices.stdout, devices.stderr  # the CLI talks to the daemon over HTTPS
+    finally:
+        assert daemon.stop() == 0
+    log = daemon.text()
+    assert f"serving on https://127.0.0.1:{daemon.port}" in log and certificate.fingerprint in log
+    assert "Traceback" not in log

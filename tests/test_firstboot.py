@@ -135,6 +135,9 @@ def test_the_shipped_template_applies_cleanly(root: Path) -> None:
     assert firstboot.main(["--root", str(root)]) == 0
     assert (root / "etc/hostname").read_text() == "picoagent\n"
     assert not (root / "etc/picoagent/secrets.env").exists()
+    # No web_password: the notes on the card say where the page is and how to get the one the Pi makes.
+    notes = (root / "boot/firmware/picoagent-setup.yaml").read_text()
+    assert "# done: web page https://picoagent.local:8080" in notes and "passwd --show-initial" in notes
 
 
 def test_bad_values_are_reported_on_the_card_and_secrets_still_wiped(root: Path) -> None:
@@ -206,3 +209,17 @@ def test_a_failure_while_applying_still_wipes_the_secrets_and_is_reported(root: 
     assert "set them on the Pi itself" in after  # the header no longer says everything moved to the Pi
     assert "error: applying the settings stopped" in capsys.readouterr().err
     assert (root / "var/lib/picoagent-image/firstboot.done").exists()
+
+
+def test_the_image_config_loads_and_serves_https(tmp_path: Path) -> None:
+    """/etc/picoagent/picoagent.yaml as image/build.sh writes it: valid, and web.tls is auto on the image."""
+    from appliance.config import load_config
+
+    build = (SCRIPT.parent.parent / "build.sh").read_text()
+    heredoc = build.split('cat > "$ROOT/etc/picoagent/picoagent.yaml" <<YAML\n', 1)[1].split("\nYAML\n", 1)[0]
+    text = heredoc.replace("$LLM_MODEL", '""').replace("\\`", "`")
+    assert "$" not in text, "the heredoc expands a variable this test does not know"
+    path = tmp_path / "picoagent.yaml"
+    path.write_text(text)
+    config = load_config(path, environ={})
+    assert config.web.tls == "auto" and config.hardware.backend == "real" and config.devices == {}

@@ -440,3 +440,43 @@ def test_release_file_is_what_marks_a_release_complete(tmp_path: Path) -> None:
     assert release_info(tmp_path / "r") is None
     (tmp_path / "r" / RELEASE_FILE).write_text('{"version": "1.0"}')
     assert release_info(tmp_path / "r") == {"version": "1.0"}
+
+
+def test_the_health_check_follows_the_redirect_to_https_trusting_the_appliance_certificate_only(
+    tmp_path: Path,
+) -> None:
+    """An image serves HTTPS (web.tls: auto): http://127.0.0.1:8080/healthz answers with a redirect."""
+    import asyncio
+
+    from aiohttp import web
+
+    from appliance.channels.web.certificate import ensure_certificate
+    from appliance.channels.web.hosts import SiteNames
+    from appliance.channels.web.listener import DualSite
+
+    names = SiteNames(frozenset({"localhost"}), frozenset({"127.0.0.1"}))
+    root = tmp_path / "root"
+    ensure_certificate(root / "var/lib/picoagent", names)  # the device's own data dir
+    impostor, _ = ensure_certificate(tmp_path / "elsewhere", names)
+
+    async def healthz(request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok", "version": "2.0"})
+
+    async def check(served_by: Path) -> tuple[bool, str]:
+        app = web.Application()
+        app.router.add_get("/healthz", healthz)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        certificate, _ = ensure_certificate(served_by, names)
+        site = DualSite(runner, "127.0.0.1", 0, ssl_context=certificate.server_context(), site_names=names)
+        await site.start()
+        try:
+            url = f"http://127.0.0.1:{site.port}/healthz"
+            updater = Updater(root, restart=None, health_url=url, health_timeout_s=3, systemd=False, say=print)
+            return await asyncio.to_thread(updater._wait_healthy, "2.0")
+        finally:
+            await runner.cleanup()
+
+    assert asyncio.run(check(root / "var/lib/picoagent")) == (True, "healthy")
+    healthy, why = asyncio.run(check(impostor.cert_path.parent.parent))
+    assert not healthy and "CERTIFICATE_VERIFY_FAILED" in why

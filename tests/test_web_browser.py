@@ -1,7 +1,9 @@
 """The web pages in a real browser: sign-in, the status page, the chat streaming a real reply, phone layout.
 
 A real `picoagent serve` (real model, real database in a temporary folder) runs as a subprocess; Playwright
-drives Debian's Chromium against it. Screenshots land in test-artifacts/ at the repo root for people to look at.
+drives Debian's Chromium against it, once over plain HTTP (web.tls: off) and once over HTTPS (web.tls: auto,
+Chromium trusting exactly the daemon's public key). Screenshots land in test-artifacts/ at the repo root for
+people to look at.
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+
+from appliance.config import CHECKOUT_CONFIG
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -50,15 +55,28 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real daemon on a free port with a known password; its base URL."""
+@dataclass(frozen=True)
+class Served:
+    """The daemon under test: its base URL, and the public key pin the browser trusts when it serves HTTPS."""
+
+    base: str
+    spki: str = ""
+
+
+@pytest.fixture(scope="module", params=["off", "auto"], ids=["tls-off", "tls-auto"])
+def server(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Served]:
+    """A real daemon on a free port with a known password, over plain HTTP and over HTTPS (web.tls)."""
+    from appliance.channels.web.certificate import read_certificate
+
+    tls = request.param == "auto"
     data = tmp_path_factory.mktemp("web-data")
+    config = data.parent / f"{data.name}.yaml"
+    config.write_text(CHECKOUT_CONFIG.read_text().replace("tls: off", f"tls: {request.param}"))
     env = {k: v for k, v in os.environ.items() if k != "PICOAGENT_CONFIG"}
-    cli = [sys.executable, "-m", "appliance", "--data-dir", str(data)]
+    cli = [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(data)]
     subprocess.run([*cli, "passwd", "--stdin"], input=PASSWORD + "\n", text=True, env=env, check=True, timeout=60)
     port = _free_port()
-    base = f"http://127.0.0.1:{port}"
+    base = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     log_path = data / "serve.log"
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
@@ -69,8 +87,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         while True:
             if proc.poll() is not None:
                 pytest.fail(f"picoagent serve exited with {proc.returncode}:\n{log_path.read_text()}")
+            certificate = read_certificate(data) if tls else None
             try:
-                with urllib.request.urlopen(base + "/healthz", timeout=2) as response:
+                if tls and certificate is None:
+                    raise OSError("no certificate yet")
+                context = certificate.client_context() if certificate else None
+                with urllib.request.urlopen(base + "/healthz", timeout=2, context=context) as response:
                     if response.status == 200:
                         break
             except OSError:
@@ -78,7 +100,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             if time.monotonic() > deadline:
                 pytest.fail(f"picoagent serve did not answer /healthz in 30 s:\n{log_path.read_text()}")
             time.sleep(0.1)
-        yield base
+        yield Served(base, certificate.pin.removeprefix("sha256//") if certificate else "")
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -97,15 +119,17 @@ def requested() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def browser(requested: list[str]) -> Iterator[sync_api.Browser]:
+def browser(server: Served, requested: list[str]) -> Iterator[sync_api.Browser]:
+    # Over HTTPS, Chromium trusts the daemon's own public key and nothing else: its certificate checks stay on.
+    trust = [f"--ignore-certificate-errors-spki-list={server.spki}"] if server.spki else []
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=[*CHROMIUM_ARGS, *trust])
         yield browser
         browser.close()
 
 
-def _context(browser: sync_api.Browser, server: str, requested: list[str]) -> sync_api.BrowserContext:
-    context = browser.new_context(base_url=server, viewport=DESKTOP)
+def _context(browser: sync_api.Browser, server: Served, requested: list[str]) -> sync_api.BrowserContext:
+    context = browser.new_context(base_url=server.base, viewport=DESKTOP)
     context.set_default_timeout(15_000)
     context.on("request", lambda request: requested.append(request.url))
     context.on("page", lambda page: page.on("websocket", lambda ws: requested.append(ws.url)))
@@ -113,7 +137,7 @@ def _context(browser: sync_api.Browser, server: str, requested: list[str]) -> sy
 
 
 @pytest.fixture(scope="module")
-def context(browser: sync_api.Browser, server: str, requested: list[str]) -> Iterator[sync_api.BrowserContext]:
+def context(browser: sync_api.Browser, server: Served, requested: list[str]) -> Iterator[sync_api.BrowserContext]:
     """The owner's browser, shared by the tests after sign-in."""
     context = _context(browser, server, requested)
     yield context
@@ -143,7 +167,7 @@ def _no_horizontal_scroll(page: sync_api.Page) -> None:
 
 
 def test_signing_in_wrong_then_right_lands_on_the_status_page(
-    browser: sync_api.Browser, server: str, requested: list[str]
+    browser: sync_api.Browser, server: Served, requested: list[str]
 ) -> None:
     context = _context(browser, server, requested)
     page = context.new_page()
@@ -152,7 +176,7 @@ def test_signing_in_wrong_then_right_lands_on_the_status_page(
     _sign_in(page, "not the password")
     expect(page.get_by_role("alert")).to_contain_text("wrong password")
     _sign_in(page, PASSWORD)
-    page.wait_for_url(server + "/")
+    page.wait_for_url(server.base + "/")
     expect(page.locator("#m-name")).to_have_text("smollm2-135m")
     expect(page.locator("#m-loaded")).to_have_text("loaded")
     context.close()
@@ -228,6 +252,18 @@ def test_a_question_by_meaning_offers_buttons_and_a_tap_answers_it(page: sync_ap
     page.get_by_label("Message").fill("switch the porch light off")  # the rule parser: back as it was
     page.get_by_label("Message").press("Enter")
     expect(page.locator(".msg-assistant").last.locator(".msg-text")).to_contain_text("Done: porch_light")
+
+
+def test_over_https_plain_http_is_redirected_and_the_session_cookie_is_secure(
+    page: sync_api.Page, context: sync_api.BrowserContext, server: Served
+) -> None:
+    if not server.spki:
+        pytest.skip("web.tls: off serves plain HTTP (the cookie's Secure flag is web.secure_cookies there)")
+    page.goto(server.base.replace("https://", "http://") + "/chat")
+    assert page.url == server.base + "/chat"
+    expect(page.locator("#conn-text")).to_have_text("connected")  # the chat's stream runs over wss://
+    session = next(c for c in context.cookies() if c["name"] == "pa_session")
+    assert session["secure"] and session["httpOnly"]
 
 
 def test_the_browser_never_left_the_appliance(requested: list[str]) -> None:

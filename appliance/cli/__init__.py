@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from appliance import __version__
 from appliance.channels.web.scopes import DEFAULT_SCOPE
 from appliance.channels.web.scopes import SCOPES as TOKEN_SCOPES
+from appliance.cli import access as access_cmd
 from appliance.cli import models as models_cmd
 from appliance.cli.common import load
 from appliance.cli.common import print_json as _print_json
@@ -62,9 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true", help="print /api/status as JSON")
     status.set_defaults(handler=cmd_status)
 
-    passwd = sub.add_parser("passwd", parents=[common], help="set the web page's password")
-    passwd.add_argument("--stdin", action="store_true", help="read the new password from standard input")
-    passwd.set_defaults(handler=cmd_passwd)
+    access_cmd.add_parser(sub, common)
 
     tokens = sub.add_parser("tokens", parents=[common], help="API tokens for programs (Authorization: Bearer)")
     ksub = tokens.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -291,11 +290,13 @@ def _daemon_get(config: Config, path: str, body: dict[str, Any] | None = None, *
             f"cannot read {DaemonInfo.token_path(root)}", fix="run as the picoagent user or with sudo"
         ) from None
     host = "127.0.0.1" if info["host"] in ("0.0.0.0", "::", "") else info["host"]
+    scheme = info.get("scheme", "http")
+    context = _daemon_tls(root) if scheme == "https" else None
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(f"http://{host}:{info['port']}{path}", data=data, headers=headers)
+    request = urllib.request.Request(f"{scheme}://{host}:{info['port']}{path}", data=data, headers=headers)
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
             return json.loads(response.read())
     except urllib.error.HTTPError as exc:
         try:
@@ -307,6 +308,23 @@ def _daemon_get(config: Config, path: str, body: dict[str, Any] | None = None, *
         raise PicoagentError(f"the daemon answered {exc.code} for {path}") from None
     except (urllib.error.URLError, OSError):
         return None
+
+
+def _daemon_tls(root: Any) -> Any:
+    """An SSL context trusting exactly the daemon's own certificate (in its data dir), host names checked."""
+    from appliance.channels.web.certificate import folder, read_certificate
+    from appliance.errors import PicoagentError
+
+    try:
+        certificate = read_certificate(root)
+    except PermissionError:
+        raise PicoagentError(f"cannot read {folder(root)}", fix="run as the picoagent user or with sudo") from None
+    if certificate is None:
+        raise PicoagentError(
+            f"the daemon serves HTTPS, but its certificate is not in {folder(root)}",
+            fix="restart it (`systemctl restart picoagent`): it makes a new one",
+        )
+    return certificate.client_context()
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -331,33 +349,17 @@ def cmd_status(args: argparse.Namespace) -> int:
         f"pi: {f'{temp} °C' if temp is not None else 'temperature not available'}, load {health['load'][0]}, "
         f"{health['memory_available_mb']} MB free of {health['memory_total_mb']}, disk {health['disk_free_gb']} GB free"
     )
+    web = status.get("web") or {}
+    if web.get("url"):
+        print(f"web: {web['url']}" + (" (HTTPS; plain http:// is redirected)" if web.get("tls") else ""))
+    if web.get("certificate"):
+        from appliance.channels.web.certificate import curl_command
+
+        certificate = web["certificate"]
+        print(f"  certificate public key SHA-256: {certificate['fingerprint_sha256']}")
+        print(f"  {curl_command(certificate['pin'], web['url'] + '/healthz')}")
     for reply in status["recent"][:5]:
         print(f"  {reply['route']:>6}  {reply['total_s']:.2f} s  {reply['session']}  {reply['reason']}")
-    return 0
-
-
-def cmd_passwd(args: argparse.Namespace) -> int:
-    """Set the web password."""
-    import getpass
-
-    from appliance.channels.web.auth import Auth
-    from appliance.errors import UsageError
-    from appliance.memory.db import Database
-    from appliance.runtime import data_dir
-
-    config = load(args)
-    if args.stdin:
-        password = sys.stdin.readline().rstrip("\n")
-    else:
-        password = getpass.getpass("new web password: ")
-        if getpass.getpass("again: ") != password:
-            raise UsageError("the two passwords differ; nothing was changed")
-    db = Database(data_dir(config) / "picoagent.db")
-    try:
-        Auth(db).set_password(password)
-    finally:
-        db.close()
-    print("web password set")
     return 0
 
 

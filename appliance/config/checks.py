@@ -15,6 +15,22 @@ from appliance.config.load import _describe
 from appliance.config.schema import Config
 from appliance.errors import ConfigError
 
+# A DNS name: labels of letters, digits and hyphens, not starting or ending with a hyphen.
+_LABEL = r"(?!-)[a-z0-9-]{1,63}(?<!-)"
+NAME_RE = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
+ALLOWED_HOSTS_EXAMPLE = "a host name or an IP address without scheme or port, e.g. pi.home.arpa or 192.168.1.20"
+
+
+def host_entry(entry: str) -> str | None:
+    """A host list's entry (``web.allowed_hosts``, ``tools.web_fetch.trusted_hosts``) as it is compared:
+    lower case, no final dot; None when it is no bare host name or IP address (a scheme, port or path)."""
+    value = entry.strip().lower().rstrip(".")
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        pass
+    return value if NAME_RE.fullmatch(value) and len(value) <= 253 else None
+
 
 def _check(config: Config, referenced: set[str]) -> None:
     """Range checks that types alone cannot express (values from references are never shown)."""
@@ -73,26 +89,17 @@ def _check(config: Config, referenced: set[str]) -> None:
             where = f"tools.web_fetch.allow_private[{i}]"
             raise refuse(where, "an IP address or network, e.g. 192.168.1.20 or 10.0.0.0/24", entry) from None
     for i, entry in enumerate(config.tools.web_fetch.trusted_hosts):
-        if not _is_host(entry):
+        if host_entry(entry) is None:
             where = f"tools.web_fetch.trusted_hosts[{i}]"
             raise refuse(where, "a host name with no scheme or path, e.g. en.wikipedia.org", entry)
+    for i, entry in enumerate(config.web.allowed_hosts):
+        if host_entry(entry) is None:
+            raise refuse(f"web.allowed_hosts[{i}]", ALLOWED_HOSTS_EXAMPLE, entry)
     _check_devices(config, refuse)
     for path in ("llm.threads", "llm.batch_threads"):
         threads = getattr(config.llm, path.split(".")[1])
         if threads != "auto" and not 1 <= int(threads) <= 256:
             raise refuse(path, "auto or a number of threads from 1 to 256", threads)
-
-
-_HOST_LABEL = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)", re.IGNORECASE)
-
-
-def _is_host(text: str) -> bool:
-    """Whether ``text`` is a bare host name or IP address (no scheme, port or path)."""
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return 0 < len(text) <= 253 and all(_HOST_LABEL.fullmatch(label) for label in text.rstrip(".").split("."))
-    return True
 
 
 # What each driver needs, and what it can do.

@@ -185,6 +185,8 @@ def _convert(
             raise wrong
         return _build(typing.cast(type, tp), value, path + ".", lookup, referenced)
     if origin is Literal:
+        if isinstance(value, bool) and ("on" if value else "off") in get_args(tp):
+            return "on" if value else "off"  # YAML reads an unquoted on / off as true / false
         if value in get_args(tp):
             return str(value) if isinstance(value, _Secret) else value
         raise wrong

@@ -68,7 +68,18 @@ class WebConfig:
 
     host: str = doc("address to listen on; 0.0.0.0 is every interface, 127.0.0.1 this machine only", "0.0.0.0")
     port: int = doc("TCP port", 8080)
-    secure_cookies: bool = doc("mark session cookies Secure (only when served over HTTPS)", False)
+    tls: Literal["off", "auto"] = doc(
+        "auto: HTTPS with a certificate made for this machine's names and addresses (in the data dir, renewed "
+        "before it expires), plain http:// on the same port redirected; off: plain HTTP (development, or behind "
+        "a reverse proxy that does HTTPS)",
+        "off",
+    )
+    allowed_hosts: list[str] = doc(
+        "more names or addresses the web face answers to (a DNS name, a reverse proxy's name); localhost, the "
+        "host name, NAME.local and this machine's addresses always work; any other Host gets 421",
+        default_factory=list,
+    )
+    secure_cookies: bool = doc("mark session cookies Secure even over plain HTTP (a proxy in front does HTTPS)", False)
     session_days: float = doc("how long a web login lasts", 7.0)
     login_attempts_per_minute: int = doc(
         "login attempts allowed per minute from one address (IPv6: from one /64 network)", 5

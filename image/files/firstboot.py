@@ -163,7 +163,7 @@ class FirstBoot:
         self.write("etc/hosts", "\n".join(lines) + "\n")
         if self.live:
             self.run(["hostname", name], check=False)
-        self.ok(f"hostname {name} (http://{name}.local:8080)")
+        self.ok(f"hostname {name} (https://{name}.local:8080)")
 
     def timezone(self, zone: Any) -> None:
         zone = str(zone).strip()
@@ -333,6 +333,21 @@ class FirstBoot:
                 str(setup["api_token"]).strip(),
                 f"API token 'setup' added (scope {scope})",
             )
+        self.web_note(bool(setup.get("web_password")))
+
+    def web_note(self, has_password: bool) -> None:
+        """Where the web page is and how to sign in (never a password: this log is the journal's)."""
+        hostname = self.path("etc/hostname")
+        name = (hostname.read_text().strip() if hostname.exists() else "") or "picoagent"
+        password = (
+            "your web_password"
+            if has_password
+            else f"the password its first start makes: `ssh root@{name}.local {PICOAGENT} passwd --show-initial`"
+        )
+        self.ok(
+            f"web page https://{name}.local:8080 ({password}); "
+            f"the certificate's fingerprint: `{PICOAGENT} status` or `journalctl -u picoagent`"
+        )
 
     def wipe(self, setup: dict[str, Any]) -> None:
         """Overwrite the setup file in place, then rewrite it without the secrets."""

@@ -1,4 +1,9 @@
-"""The daemon's figures: idle memory, start-up to healthy, per-message overhead, many websocket clients."""
+"""The daemon's figures: idle memory, start-up to healthy, per-message overhead, many websocket clients.
+
+Start-up, the API round trip and the websocket clients are measured both ways: over plain HTTP
+(web.tls: off) and over HTTPS on the daemon's own one-port site (web.tls: auto, the Pi image's default),
+against the same goals.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +12,15 @@ import json
 import os
 import signal
 import socket
+import ssl
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +34,16 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _config(tmp: Path, preload: bool) -> Path:
+def _config(tmp: Path, preload: bool, tls: bool = False) -> Path:
     path = tmp / "picoagent.yaml"
-    path.write_text(CHECKOUT_CONFIG.read_text().replace("preload: true", f"preload: {str(preload).lower()}"))
+    text = CHECKOUT_CONFIG.read_text().replace("preload: true", f"preload: {str(preload).lower()}")
+    path.write_text(text.replace("tls: off", "tls: auto") if tls else text)
     return path
 
 
-def _serve(tmp: Path, port: int, preload: bool) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, "-m", "appliance", "--config", str(_config(tmp, preload)), "--data-dir", str(tmp / "d")]
+def _serve(tmp: Path, port: int, preload: bool, tls: bool = False) -> subprocess.Popen[bytes]:
+    config = _config(tmp, preload, tls)
+    cmd = [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(tmp / "d")]
     env = {k: v for k, v in os.environ.items() if k not in ("PICOAGENT_CONFIG", "NOTIFY_SOCKET")}
     return subprocess.Popen(
         [*cmd, "serve", "--host", "127.0.0.1", "--port", str(port)],
@@ -44,17 +54,26 @@ def _serve(tmp: Path, port: int, preload: bool) -> subprocess.Popen[bytes]:
     )
 
 
-def _get(url: str, token: str | None = None) -> Any:
+def _get(url: str, token: str | None = None, context: ssl.SSLContext | None = None) -> Any:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=2) as response:
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=2, context=context) as response:
         return json.loads(response.read())
 
 
-def _until_healthy(port: int, timeout: float = 20.0) -> float:
+def _until_healthy(port: int, timeout: float = 20.0, tls_data: Path | None = None) -> float:
+    """Until /healthz answers; over HTTPS (trusting the data dir's certificate only) when ``tls_data`` is given."""
+    from appliance.channels.web.certificate import read_certificate
+
     started = time.perf_counter()
     while time.perf_counter() - started < timeout:
         try:
-            _get(f"http://127.0.0.1:{port}/healthz")
+            if tls_data is None:
+                _get(f"http://127.0.0.1:{port}/healthz")
+            else:
+                certificate = read_certificate(tls_data)
+                if certificate is None:
+                    raise OSError("no certificate yet")
+                _get(f"https://127.0.0.1:{port}/healthz", context=certificate.client_context())
             return time.perf_counter() - started
         except OSError:
             time.sleep(0.005)
@@ -73,20 +92,25 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
     proc.wait(timeout=30)
 
 
-def bench_serve_start(reps: int) -> None:
-    """`picoagent serve` started to /healthz answering 200 (baseline: starting Python itself)."""
+def bench_serve_start(reps: int, tls: bool = False) -> dict[str, Any]:
+    """`picoagent serve` started to /healthz answering 200 (baseline: starting Python itself).
+
+    With ``tls``: web.tls auto, so the first start also makes the key and certificate, and /healthz is asked
+    over HTTPS.
+    """
     times = []
     for _ in range(reps):
         with tempfile.TemporaryDirectory() as tmp:
             port = _free_port()
             started = time.perf_counter()
-            proc = _serve(Path(tmp), port, preload=False)
-            _until_healthy(port)
+            proc = _serve(Path(tmp), port, preload=False, tls=tls)
+            _until_healthy(port, tls_data=Path(tmp) / "d" if tls else None)
             times.append(time.perf_counter() - started)
             _stop(proc)
     value = statistics.median(times)
     baseline = median_of(lambda: wall([sys.executable, "-c", "pass"]), reps)
-    report("serve_to_healthz_s", value, baseline, "value <= 1.5 s", value <= 1.5, runs=reps)
+    name = "serve_to_healthz_tls_s" if tls else "serve_to_healthz_s"
+    return report(name, value, baseline, "value <= 1.5 s", value <= 1.5, runs=reps)
 
 
 def bench_idle_rss() -> None:
@@ -114,12 +138,35 @@ def bench_idle_rss() -> None:
     report("serve_idle_rss_mib", idle, loaded, "value <= 50 MiB", idle <= 50, with_default_model_mib=round(loaded, 1))
 
 
-async def _in_process_server(history: int) -> tuple[Any, Any, str, Any]:
-    """A real aiohttp server on loopback with the scripted instant model, and a conversation of `history`."""
+@dataclass
+class _InProcess:
+    """The appliance's app served on loopback in this process: plain (TestServer) or HTTPS (the daemon's site)."""
+
+    base: str
+    runtime: Any
+    token: str
+    close: Callable[[], Awaitable[None]]
+    ssl: ssl.SSLContext | bool = True  # aiohttp's default when plain; the certificate's trust when HTTPS
+
+    def url(self, path: str, scheme: str = "http") -> str:
+        secure = {"http": "https", "ws": "wss"}[scheme] if self.base.startswith("https") else scheme
+        return secure + "://" + self.base.split("://", 1)[1] + path
+
+
+async def _in_process_server(history: int, tls: bool = False) -> _InProcess:
+    """A real aiohttp server on loopback with the scripted instant model, and a conversation of `history`.
+
+    With ``tls`` it is the daemon's own site (channels/web/listener.py) with a certificate made for it, and
+    the client trusts that certificate only.
+    """
+    from aiohttp import web
     from aiohttp.test_utils import TestServer
 
     from appliance.channels.web.app import build_app
     from appliance.channels.web.auth import Auth
+    from appliance.channels.web.certificate import ensure_certificate
+    from appliance.channels.web.hosts import SiteNames
+    from appliance.channels.web.listener import DualSite
     from appliance.channels.web.state import WebState
     from appliance.config import load_config
     from appliance.llm.scripted import ScriptedModel
@@ -137,32 +184,46 @@ async def _in_process_server(history: int) -> tuple[Any, Any, str, Any]:
     for i in range(history // 2):
         db.add_message(conversation, "user", f"question {i}: how warm is the living room right now?")
         db.add_message(conversation, "assistant", f"answer {i}: it is 21.{i % 10} degrees and the humidity is 40%.")
-    server = TestServer(build_app(WebState(runtime, auth)), host="127.0.0.1")
-    await server.start_server()
-    return server, runtime, token, config
+    names = SiteNames.for_config(config)
+    app = build_app(WebState(runtime, auth), names)
+    if not tls:
+        server = TestServer(app, host="127.0.0.1")
+        await server.start_server()
+        return _InProcess(str(server.make_url("")).rstrip("/"), runtime, token, server.close)
+    certificate, _ = ensure_certificate(Path(tmp), names)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = DualSite(runner, "127.0.0.1", 0, ssl_context=certificate.server_context(), site_names=names)
+    await site.start()
+    return _InProcess(f"https://127.0.0.1:{site.port}", runtime, token, runner.cleanup, certificate.client_context())
 
 
-def bench_api_chat_overhead(n: int) -> None:
-    """POST /api/chat round trip with an instant model and a 100-message history (baseline: the model call)."""
+def bench_api_chat_overhead(n: int, tls: bool = False, warmup: int = 10) -> dict[str, Any]:
+    """POST /api/chat round trip with an instant model and a 100-message history (baseline: the model call).
+
+    With ``tls`` the same over HTTPS on the daemon's own site (one kept-alive connection, as a client has).
+    """
     import aiohttp
 
     from appliance.llm.base import ChatMessage, GenerationRequest
 
     async def main() -> tuple[list[float], list[float]]:
-        server, runtime, token, _ = await _in_process_server(100)
-        headers = {"Authorization": f"Bearer {token}"}
-        url = str(server.make_url("/api/chat"))
+        server = await _in_process_server(100, tls)
+        runtime = server.runtime
+        headers = {"Authorization": f"Bearer {server.token}"}
+        url = server.url("/api/chat")
         rounds, model_only = [], []
         async with aiohttp.ClientSession() as http:
-            for i in range(n + 10):
+            for i in range(n + warmup):
                 started = time.perf_counter()
-                async with http.post(url, json={"message": f"hello {i}", "session": "bench"}, headers=headers) as r:
+                body = {"message": f"hello {i}", "session": "bench"}
+                async with http.post(url, json=body, headers=headers, ssl=server.ssl) as r:
                     assert r.status == 200, await r.text()
                     await r.json()
                 elapsed = time.perf_counter() - started
                 t0 = time.perf_counter()
                 await runtime.scheduler.generate(GenerationRequest([ChatMessage("user", f"hello {i}")]))
-                if i >= 10:  # warm-up excluded
+                if i >= warmup:  # warm-up excluded
                     rounds.append(elapsed)
                     model_only.append(time.perf_counter() - t0)
         await server.close()
@@ -171,25 +232,26 @@ def bench_api_chat_overhead(n: int) -> None:
 
     rounds, model_only = asyncio.run(main())
     value, baseline = statistics.median(rounds), statistics.median(model_only)
-    report(
-        "api_chat_overhead_p50_s",
+    return report(
+        "api_chat_overhead_tls_p50_s" if tls else "api_chat_overhead_p50_s",
         value - baseline,
         baseline,
         "value <= 0.020 s",
         value - baseline <= 0.020,
-        p99_s=round(sorted(rounds)[int(len(rounds) * 0.99) - 1], 4),
+        p99_s=round(sorted(rounds)[max(int(len(rounds) * 0.99) - 1, 0)], 4),
         history_messages=100,
         messages=n,
     )
 
 
-def bench_ws_concurrency(clients: int, messages: int) -> None:
-    """Many websocket clients at once, each sending messages one after another: none lost."""
+def bench_ws_concurrency(clients: int, messages: int, tls: bool = False) -> dict[str, Any]:
+    """Many websocket clients at once, each sending messages one after another: none lost (wss:// with tls)."""
     import aiohttp
 
-    async def client(http: Any, url: str, origin: str, index: int, latencies: list[float]) -> int:
+    async def client(http: Any, server: _InProcess, index: int, latencies: list[float]) -> int:
         answered = 0
-        async with http.ws_connect(url, headers={"Origin": origin}) as ws:
+        origin = server.url("")
+        async with http.ws_connect(server.url("/ws", "ws"), headers={"Origin": origin}, ssl=server.ssl) as ws:
             for m in range(messages):
                 started = time.perf_counter()
                 text = f"client {index} message {m}"
@@ -206,24 +268,21 @@ def bench_ws_concurrency(clients: int, messages: int) -> None:
         return answered
 
     async def main() -> tuple[int, list[float], float]:
-        server, runtime, token, _ = await _in_process_server(0)
-        origin = str(server.make_url("/")).rstrip("/")
+        server = await _in_process_server(0, tls)
         latencies: list[float] = []
         started = time.perf_counter()
-        async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"}) as http:
-            counts = await asyncio.gather(
-                *(client(http, str(server.make_url("/ws")), origin, i, latencies) for i in range(clients))
-            )
+        async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {server.token}"}) as http:
+            counts = await asyncio.gather(*(client(http, server, i, latencies) for i in range(clients)))
         total = time.perf_counter() - started
         await server.close()
-        runtime.close()
+        server.runtime.close()
         return sum(counts), latencies, total
 
     answered, latencies, total = asyncio.run(main())
     latencies.sort()
     expected = clients * messages
-    report(
-        "ws_concurrency_answered",
+    return report(
+        "ws_concurrency_tls_answered" if tls else "ws_concurrency_answered",
         answered,
         expected,
         f"all {expected} answered, none lost",
@@ -231,6 +290,6 @@ def bench_ws_concurrency(clients: int, messages: int) -> None:
         clients=clients,
         messages_each=messages,
         p50_s=round(latencies[len(latencies) // 2], 4),
-        p99_s=round(latencies[int(len(latencies) * 0.99) - 1], 4),
+        p99_s=round(latencies[max(int(len(latencies) * 0.99) - 1, 0)], 4),
         wall_s=round(total, 3),
     )

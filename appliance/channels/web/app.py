@@ -12,7 +12,7 @@ from aiohttp import WSCloseCode, web
 
 from appliance import __version__
 from appliance.channels.web import auth as web_auth
-from appliance.channels.web import chat, cron, devices, openai_api, telegram_hook
+from appliance.channels.web import chat, cron, devices, hosts, openai_api, telegram_hook
 from appliance.channels.web.login_guard import LoginGuard
 from appliance.channels.web.openapi import openapi_document
 from appliance.channels.web.state import STATE, WebState
@@ -145,11 +145,17 @@ async def close_sockets(app: web.Application) -> None:
         await ws.close(code=WSCloseCode.GOING_AWAY, message=b"server stopping")
 
 
-def build_app(state: WebState) -> web.Application:
-    """The daemon's web application."""
-    web_config = state.runtime.config.web
-    guard = LoginGuard(web_config.login_attempts_per_minute, web_config.login_attempts_per_minute_total)
-    app = web.Application(middlewares=[errors_middleware, web_auth.middleware(state.auth)], client_max_size=1_000_000)
+def build_app(state: WebState, site: hosts.SiteNames | None = None) -> web.Application:
+    """The daemon's web application, answering only to ``site``'s names (default: read from the config now)."""
+    config = state.runtime.config
+    guard = LoginGuard(config.web.login_attempts_per_minute, config.web.login_attempts_per_minute_total)
+    # The Host check comes first: a request for a foreign name (DNS rebinding) touches nothing else.
+    middlewares = [
+        hosts.middleware(site or hosts.SiteNames.for_config(config)),
+        errors_middleware,
+        web_auth.middleware(state.auth),
+    ]
+    app = web.Application(middlewares=middlewares, client_max_size=1_000_000)
     app[STATE] = state
     app.on_shutdown.append(close_sockets)
     app.add_routes(

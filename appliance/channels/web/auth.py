@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote, urlsplit
 
@@ -41,7 +42,8 @@ from appliance.channels.web.scopes import (
     parse_scope,
 )
 from appliance.config.schema import WebConfig
-from appliance.errors import UsageError
+from appliance.errors import PicoagentError, UsageError
+from appliance.fileio import write_atomic
 from appliance.memory.db import Database
 
 log = logging.getLogger(__name__)
@@ -56,6 +58,9 @@ STATIC_PREFIX = "/static/"
 
 MIN_PASSWORD_LENGTH = 8
 PASSWORD_SETTING = "web.password"
+# The first password, made at the first start, is kept here (0600, in the data dir) and never logged;
+# `picoagent passwd --show-initial` reads it, and setting a password deletes it.
+INITIAL_PASSWORD_FILE = "initial-password"
 # scrypt at n=2**14, r=8 costs 16 MiB and tens of milliseconds: affordable on a Pi Zero 2 W, slow to guess.
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
 SCRYPT_MAXMEM = 64 * 1024 * 1024
@@ -170,6 +175,17 @@ class Auth:
                 f"the web password must be at least {MIN_PASSWORD_LENGTH} characters long",
                 fix="choose a longer one (a few words make a good password)",
             )
+        self._store_password(password)
+        # Once the owner chose a password, the copy of the first one must not outlive it.
+        try:
+            self.initial_password_path.unlink(missing_ok=True)
+        except OSError as exc:
+            raise PicoagentError(
+                f"the password is set, but the first one's copy {self.initial_password_path} stays: {exc.strerror}",
+                fix="delete that file by hand",
+            ) from None
+
+    def _store_password(self, password: str) -> None:
         encoded = hash_password(password)
         first = not self.has_password()
         with self.db.transaction() as conn:
@@ -192,6 +208,29 @@ class Auth:
     def generate_password() -> str:
         """A fresh random password, 16 URL-safe characters (96 bits)."""
         return secrets.token_urlsafe(12)
+
+    @property
+    def initial_password_path(self) -> Path:
+        """Where the first password is kept until the owner sets one (beside the database)."""
+        return self.db.path.parent / INITIAL_PASSWORD_FILE
+
+    def set_initial_password(self) -> str:
+        """Make the first password: written to a 0600 file first (so it is never lost), then set; returned."""
+        password = self.generate_password()
+        path = self.initial_password_path
+        try:
+            write_atomic(path, password + "\n", mode=0o600)
+        except OSError as exc:
+            raise PicoagentError(
+                f"cannot keep the first web password in {path}: {exc.strerror}",
+                fix="make the data dir writable by the user picoagent runs as, or set one with `picoagent passwd`",
+            ) from None
+        try:
+            self._store_password(password)
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
+        return password
 
     # --- sessions --------------------------------------------------------------------------------
 
@@ -482,12 +521,13 @@ def routes(auth: Auth, *, login_guard: LoginGuard | None = None) -> list[web.Rou
     """The login, logout and session routes; the middleware protects everything else."""
     guard = login_guard or LoginGuard(WebConfig.login_attempts_per_minute, WebConfig.login_attempts_per_minute_total)
 
-    def login_page(csrf: str, next_path: str, *, status: int = 200, error: str = "") -> web.Response:
+    def login_page(
+        request: web.Request, csrf: str, next_path: str, *, status: int = 200, error: str = ""
+    ) -> web.Response:
         response = _page(_login_form(csrf, next_path, error), status=status)
         # Double-submit cookie: a cross-site page can post the form but cannot read or set this cookie.
-        response.set_cookie(
-            LOGIN_CSRF_COOKIE, csrf, path="/login", httponly=True, samesite="Strict", secure=auth.secure_cookies
-        )
+        secure = auth.secure_cookies or request.secure  # over HTTPS a cookie never goes back over plain HTTP
+        response.set_cookie(LOGIN_CSRF_COOKIE, csrf, path="/login", httponly=True, samesite="Strict", secure=secure)
         return response
 
     def login_csrf(request: web.Request) -> str:
@@ -498,7 +538,7 @@ def routes(auth: Auth, *, login_guard: LoginGuard | None = None) -> list[web.Rou
     async def get_login(request: web.Request) -> web.Response:
         if not await auth.db.call(auth.has_password):
             return _page(_NO_PASSWORD, status=503)
-        return login_page(login_csrf(request), safe_next(request.query.get("next")))
+        return login_page(request, login_csrf(request), safe_next(request.query.get("next")))
 
     async def post_login(request: web.Request) -> web.Response:
         client = request.remote or "unknown"
@@ -517,11 +557,11 @@ def routes(auth: Auth, *, login_guard: LoginGuard | None = None) -> list[web.Rou
         sent_csrf = _field(form, "csrf")
         if not cookie_csrf or not sent_csrf or not _same(cookie_csrf, sent_csrf):
             error = "The login form expired or your browser refused its cookie. Please try again."
-            return login_page(login_csrf(request), next_path, status=403, error=error)
+            return login_page(request, login_csrf(request), next_path, status=403, error=error)
         # scrypt takes tens of milliseconds of CPU and 16 MiB: off the event loop, a few at a time.
         if not await guard.check(partial(auth.check_password, _field(form, "password"))):
             log.warning("web login from %s: wrong password", client)
-            return login_page(cookie_csrf, next_path, status=401, error="wrong password")
+            return login_page(request, cookie_csrf, next_path, status=401, error="wrong password")
         session_id, _ = await auth.db.call(auth.create_session)
         log.info("web login from %s", client)
         response = _redirect(next_path)
@@ -531,7 +571,7 @@ def routes(auth: Auth, *, login_guard: LoginGuard | None = None) -> list[web.Rou
             path="/",
             httponly=True,
             samesite="Strict",
-            secure=auth.secure_cookies,
+            secure=auth.secure_cookies or request.secure,
             max_age=int(auth.session_ttl_s),
         )
         response.del_cookie(LOGIN_CSRF_COOKIE, path="/login")

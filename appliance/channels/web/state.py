@@ -90,6 +90,7 @@ class WebState:
     cron: Scheduler | None = None
     telegram: TelegramChannel | None = None  # set by the daemon; receives POST /telegram/webhook
     readings: dict[str, tuple[float, list[dict[str, Any]]]] = field(default_factory=dict)  # sensor cache
+    web: dict[str, Any] = field(default_factory=dict)  # how the daemon serves: url, tls, certificate
     metrics: ApplianceMetrics = field(init=False)
 
     def __post_init__(self) -> None:
@@ -183,6 +184,7 @@ class WebState:
             "devices": [],
             "events": [],
             "update": running_status(),
+            "web": self.web,
         }
 
 
