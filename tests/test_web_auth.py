@@ -32,9 +32,8 @@ from appliance.channels.web.auth import (
     Principal,
     middleware,
     principal,
-    routes,
-    safe_next,
 )
+from appliance.channels.web.login import routes, safe_next
 from appliance.channels.web.login_guard import SCRYPT_SLOTS, LoginGuard, client_key
 from appliance.errors import UsageError
 from appliance.memory.db import Database

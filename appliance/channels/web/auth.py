@@ -6,7 +6,7 @@ restart does not log the owner out. Browsers authenticate with a cookie and must
 every unsafe request; scripts send ``Authorization: Bearer pat_...`` and need no CSRF token, because
 nothing sends a bearer token on their behalf. A token may do what its scope allows (scopes.py holds the
 one table of routes and scopes); the owner's browser session may do everything. How often and how many
-at once the password may be tried is login_guard.py's.
+at once the password may be tried is login_guard.py's; the login page and its routes are login.py's.
 """
 
 from __future__ import annotations
@@ -14,24 +14,20 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import html
 import logging
-import math
 import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 from multidict import MultiDictProxy
 from yarl import URL
 
-from appliance.channels.web.login_guard import LoginGuard
 from appliance.channels.web.scopes import (
     DEFAULT_SCOPE,
     SCOPE_HELP,
@@ -41,7 +37,6 @@ from appliance.channels.web.scopes import (
     needed_scope,
     parse_scope,
 )
-from appliance.config.schema import WebConfig
 from appliance.errors import PicoagentError, UsageError
 from appliance.fileio import write_atomic
 from appliance.memory.db import Database
@@ -105,7 +100,7 @@ def _sha256(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
-def _same(a: str, b: str) -> bool:
+def same_secret(a: str, b: str) -> bool:
     # compare_digest refuses non-ASCII str; headers and form fields may carry any characters.
     return hmac.compare_digest(a.encode("utf-8"), b.encode("utf-8"))
 
@@ -353,7 +348,7 @@ def _wants_json(path: str) -> bool:
     return path.startswith(("/api/", "/v1/")) or path == "/ws"
 
 
-def _redirect(location: str) -> web.Response:
+def redirect_to(location: str) -> web.Response:
     return web.Response(status=302, headers={"Location": location})
 
 
@@ -369,7 +364,7 @@ def _unauthenticated(request: web.Request, *, bad_token: bool) -> web.Response:
             status=401,
             headers={"WWW-Authenticate": challenge},
         )
-    return _redirect("/login?next=" + quote(request.path_qs, safe="/"))
+    return redirect_to("/login?next=" + quote(request.path_qs, safe="/"))
 
 
 def _same_origin(request: web.Request) -> bool:
@@ -388,7 +383,7 @@ def _same_origin(request: web.Request) -> bool:
     return (theirs.host.lower(), theirs.port) == (ours.host.lower(), ours.port)
 
 
-def _field(form: MultiDictProxy[Any], name: str) -> str:
+def form_field(form: MultiDictProxy[Any], name: str) -> str:
     value = form.get(name)
     return value if isinstance(value, str) else ""
 
@@ -449,8 +444,8 @@ def middleware(auth: Auth) -> Middleware:
             if request.method not in SAFE_METHODS:
                 sent = request.headers.get(CSRF_HEADER)
                 if sent is None and request.content_type == "application/x-www-form-urlencoded":
-                    sent = _field(await request.post(), "csrf")
-                if not sent or not found.csrf or not _same(sent, found.csrf):
+                    sent = form_field(await request.post(), "csrf")
+                if not sent or not found.csrf or not same_secret(sent, found.csrf):
                     return _json_error(403, "missing or wrong CSRF token")
             if request.headers.get("Upgrade", "").lower() == "websocket" and not _same_origin(request):
                 log.warning("refused a websocket from origin %s", request.headers.get("Origin"))
@@ -462,141 +457,3 @@ def middleware(auth: Auth) -> Middleware:
         return await handler(request)
 
     return authenticate
-
-
-# --- login pages ---------------------------------------------------------------------------------
-
-_PAGE_HEADERS = {
-    "Cache-Control": "no-store",
-    "Content-Security-Policy": (
-        "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-    ),
-    "Referrer-Policy": "no-referrer",
-    "X-Frame-Options": "DENY",
-}
-
-
-def _page(body: str, *, status: int, headers: dict[str, str] | None = None) -> web.Response:
-    text = (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<meta name="color-scheme" content="light dark">'
-        '<title>picoagent · sign in</title><link rel="stylesheet" href="/static/app.css"></head>'
-        f'<body class="auth-page"><main><h1>picoagent</h1>{body}</main></body></html>'
-    )
-    headers = {**_PAGE_HEADERS, **(headers or {})}
-    return web.Response(text=text, status=status, content_type="text/html", headers=headers)
-
-
-def _login_form(csrf: str, next_path: str, error: str = "") -> str:
-    message = f'<p class="error" role="alert">{html.escape(error)}</p>' if error else ""
-    return (
-        f'{message}<form method="post" action="/login">'
-        '<label for="password">Password</label>'
-        '<input id="password" name="password" type="password" autocomplete="current-password" required autofocus>'
-        f'<input type="hidden" name="csrf" value="{html.escape(csrf)}">'
-        f'<input type="hidden" name="next" value="{html.escape(next_path)}">'
-        '<button type="submit">Sign in</button></form>'
-    )
-
-
-_NO_PASSWORD = (
-    "<p>No web password has been set yet.</p>"
-    "<p>On the appliance, run <code>picoagent passwd</code> to set one, then reload this page.</p>"
-)
-
-
-def safe_next(target: str | None) -> str:
-    """``target`` when it is a path on this site, else ``/`` (no open redirects)."""
-    if not target or not target.startswith("/") or target.startswith("//"):
-        return "/"
-    # Browsers read a backslash as a slash (`/\evil.com`), and control characters can hide a scheme.
-    if "\\" in target or any(ord(c) < 0x20 or ord(c) == 0x7F for c in target):
-        return "/"
-    parts = urlsplit(target)
-    return target if not parts.scheme and not parts.netloc else "/"
-
-
-def routes(auth: Auth, *, login_guard: LoginGuard | None = None) -> list[web.RouteDef]:
-    """The login, logout and session routes; the middleware protects everything else."""
-    guard = login_guard or LoginGuard(WebConfig.login_attempts_per_minute, WebConfig.login_attempts_per_minute_total)
-
-    def login_page(
-        request: web.Request, csrf: str, next_path: str, *, status: int = 200, error: str = ""
-    ) -> web.Response:
-        response = _page(_login_form(csrf, next_path, error), status=status)
-        # Double-submit cookie: a cross-site page can post the form but cannot read or set this cookie.
-        secure = auth.secure_cookies or request.secure  # over HTTPS a cookie never goes back over plain HTTP
-        response.set_cookie(LOGIN_CSRF_COOKIE, csrf, path="/login", httponly=True, samesite="Strict", secure=secure)
-        return response
-
-    def login_csrf(request: web.Request) -> str:
-        current = request.cookies.get(LOGIN_CSRF_COOKIE, "")
-        # Reuse a well-formed cookie so that two open login tabs both keep working.
-        return current if 20 <= len(current) <= 100 and current.isascii() else secrets.token_urlsafe(32)
-
-    async def get_login(request: web.Request) -> web.Response:
-        if not await auth.db.call(auth.has_password):
-            return _page(_NO_PASSWORD, status=503)
-        return login_page(request, login_csrf(request), safe_next(request.query.get("next")))
-
-    async def post_login(request: web.Request) -> web.Response:
-        client = request.remote or "unknown"
-        refused = guard.admit(request.remote)
-        if refused is not None:
-            return _page(
-                f"<p class='error' role='alert'>{html.escape(refused.message())}</p>",
-                status=429,
-                headers={"Retry-After": str(math.ceil(refused.wait_s))},
-            )
-        if not await auth.db.call(auth.has_password):
-            return _page(_NO_PASSWORD, status=503)
-        form = await request.post()
-        next_path = safe_next(_field(form, "next") or request.query.get("next"))
-        cookie_csrf = request.cookies.get(LOGIN_CSRF_COOKIE, "")
-        sent_csrf = _field(form, "csrf")
-        if not cookie_csrf or not sent_csrf or not _same(cookie_csrf, sent_csrf):
-            error = "The login form expired or your browser refused its cookie. Please try again."
-            return login_page(request, login_csrf(request), next_path, status=403, error=error)
-        # scrypt takes tens of milliseconds of CPU and 16 MiB: off the event loop, a few at a time.
-        if not await guard.check(partial(auth.check_password, _field(form, "password"))):
-            log.warning("web login from %s: wrong password", client)
-            return login_page(request, cookie_csrf, next_path, status=401, error="wrong password")
-        session_id, _ = await auth.db.call(auth.create_session)
-        log.info("web login from %s", client)
-        response = _redirect(next_path)
-        response.set_cookie(
-            SESSION_COOKIE,
-            session_id,
-            path="/",
-            httponly=True,
-            samesite="Strict",
-            secure=auth.secure_cookies or request.secure,
-            max_age=int(auth.session_ttl_s),
-        )
-        response.del_cookie(LOGIN_CSRF_COOKIE, path="/login")
-        return response
-
-    async def post_logout(request: web.Request) -> web.Response:
-        session_id = request.cookies.get(SESSION_COOKIE)
-        if session_id:
-            await auth.db.call(auth.end_session, session_id)
-        response = _redirect("/login")
-        response.del_cookie(SESSION_COOKIE, path="/")
-        return response
-
-    async def get_session(request: web.Request) -> web.Response:
-        found = principal(request)
-        if found is None:  # only when mounted without the middleware
-            return web.json_response({"authenticated": False, "login": "/login"}, status=401)
-        return web.json_response(
-            {"authenticated": True, "kind": found.kind, "name": found.name, "scope": found.scope, "csrf": found.csrf},
-            headers={"Cache-Control": "no-store"},
-        )
-
-    return [
-        web.get("/login", get_login),
-        web.post("/login", post_login),
-        web.post("/logout", post_logout),
-        web.get("/api/session", get_session),
-    ]
