@@ -43,6 +43,7 @@ from appliance.fileio import fsync_dir
 MODULES = (
     "appliance/__init__.py",
     "appliance/update.py",
+    "appliance/update_cli.py",
     "appliance/bundle.py",
     "appliance/errors.py",
     "appliance/fileio.py",

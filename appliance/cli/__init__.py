@@ -211,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     rstats.add_argument("--json", action="store_true", help="print as JSON")
     rstats.set_defaults(handler=cmd_routing_stats)
     update = sub.add_parser("update", help="over-the-air updates of this device (as root)")
-    from appliance.update import add_arguments as update_arguments
+    from appliance.update_cli import add_arguments as update_arguments
 
     update_arguments(update)
     update.set_defaults(handler=cmd_update)
@@ -1148,7 +1148,7 @@ def cmd_tasks_run(args: argparse.Namespace) -> int:
 
 def cmd_update(args: argparse.Namespace) -> int:
     """`picoagent update check|apply|rollback|boot` (see appliance/update.py)."""
-    from appliance.update import run
+    from appliance.update_cli import run
 
     return run(args)
 
