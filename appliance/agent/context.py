@@ -9,7 +9,10 @@ turns. The tool protocol is the one small instruct models are trained on: a call
 from __future__ import annotations
 
 import json
+import logging
+import os
 import re
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -20,6 +23,8 @@ from appliance.agent.skills import SKILLS_DIR, SkillCatalog
 from appliance.llm.base import ChatMessage
 from appliance.memory.db import StoredMessage
 from appliance.tools.registry import Tool, ToolRegistry, ToolResult
+
+log = logging.getLogger(__name__)
 
 TOOL_CALL_START = "<tool_call>"
 TOOL_CALL_END = "</tool_call>"
@@ -48,8 +53,13 @@ class Workspace:
         return self.skills
 
     def ensure(self, assistant_name: str) -> list[Path]:
-        """Create the workspace and its files on first run; return the files created."""
+        """Create the workspace, its files and skills/ on first run; return the files created.
+
+        skills/ exists from the start so that the shell sandbox always sees it read-only (a command
+        can then neither fill it nor put a link in its place).
+        """
         self.root.mkdir(parents=True, exist_ok=True)
+        (self.root / SKILLS_DIR).mkdir(exist_ok=True)
         created = []
         for name in WORKSPACE_FILES:
             path = self.root / name
@@ -61,9 +71,14 @@ class Workspace:
 
     def read(self, name: str) -> str:
         """A workspace file's text without its <!-- comments --> ("" when absent)."""
-        try:
-            text = (self.root / name).read_text(encoding="utf-8")
+        try:  # not through a link: a command could have put one where the file was (to a secret, say)
+            fd = os.open(self.root / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            with open(fd, encoding="utf-8") as file:
+                text = file.read() if stat.S_ISREG(os.fstat(fd).st_mode) else ""
         except FileNotFoundError:
+            return ""
+        except (OSError, UnicodeDecodeError) as exc:
+            log.warning("%s is not read: %s", name, exc)
             return ""
         return _COMMENT.sub("", text).strip()
 

@@ -112,6 +112,10 @@ class SkillCatalog:
         """Read every ``<root>/<name>/SKILL.md``; bad ones are logged, skipped and listed in problems."""
         skills: dict[str, Skill] = {}
         problems: list[str] = []
+        if root.is_symlink():  # the shell may not write skills/, but it may have made a link in its place
+            problem = f"{SKILLS_DIR}: is a link, not a folder (no skill is read through a link)"
+            log.warning("skills skipped: %s", problem)
+            return cls(root, problems=(problem,))
         if not root.is_dir():
             return cls(root)
         real_root = root.resolve()

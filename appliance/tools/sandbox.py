@@ -30,6 +30,7 @@ import resource
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from dataclasses import asdict, dataclass
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from appliance.tools import quota, seccomp
+from appliance.tools.trust import LASTING
 
 log = logging.getLogger(__name__)
 
@@ -119,8 +121,31 @@ def seccomp_fd() -> int:
     return read
 
 
-def bwrap_argv(bwrap: str, workspace: Path, command: str, filter_fd: int) -> list[str]:
-    """The bwrap command line that runs ``command`` with /bin/sh in the sandbox; ``filter_fd``: seccomp_fd()."""
+def lasting_fds(workspace: Path) -> dict[str, int]:
+    """O_PATH fds of the workspace's SOUL.md, USER.md and skills/ (trust.LASTING), for read-only binds.
+
+    Every later prompt reads them, so no command may change them (a page read this turn could have
+    asked for it). Opened without following links and bound through /proc/self/fd: a link planted in
+    their place is never bound, and nothing swapped in after this is either. The caller closes them.
+    """
+    fds: dict[str, int] = {}
+    for name in LASTING:
+        try:
+            fd = os.open(workspace / name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        if stat.S_ISREG(os.fstat(fd).st_mode) or stat.S_ISDIR(os.fstat(fd).st_mode):
+            fds[name] = fd
+        else:
+            os.close(fd)
+    return fds
+
+
+def bwrap_argv(
+    bwrap: str, workspace: Path, command: str, filter_fd: int, read_only: dict[str, int] | None = None
+) -> list[str]:
+    """The bwrap command line that runs ``command`` with /bin/sh in the sandbox; ``filter_fd``: seccomp_fd();
+    ``read_only``: lasting_fds(), bound read-only over the workspace's own."""
     argv = [
         bwrap,
         "--unshare-all",  # IPC, PID, network, UTS, cgroup (and user when it can)
@@ -176,6 +201,10 @@ def bwrap_argv(bwrap: str, workspace: Path, command: str, filter_fd: int) -> lis
         "--bind",
         str(workspace),
         SANDBOX_WORKSPACE,
+    ]
+    for name, fd in (read_only or {}).items():
+        argv += ["--ro-bind", f"/proc/self/fd/{fd}", f"{SANDBOX_WORKSPACE}/{name}"]
+    argv += [
         "--chdir",
         SANDBOX_WORKSPACE,
         "--seccomp",
@@ -318,24 +347,26 @@ def run(command: str, workspace: Path, limits: Limits, *, cancel_fd: int | None 
         resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
         cgroup.enter()
 
+    read_only = lasting_fds(workspace)
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
-            bwrap_argv(bwrap, workspace, command, filter_fd),
+            bwrap_argv(bwrap, workspace, command, filter_fd, read_only),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             preexec_fn=limit_child,  # rlimits and the cgroup must be in place before bwrap forks
             start_new_session=True,
             close_fds=True,
-            pass_fds=(filter_fd,),
+            pass_fds=(filter_fd, *read_only.values()),
             env={"PATH": SANDBOX_PATH},
         )
     except OSError as exc:
         cgroup.remove()
         raise SandboxUnavailable(f"cannot start bubblewrap: {exc}", FIX_INSTALL) from None
     finally:
-        os.close(filter_fd)
+        for fd in (filter_fd, *read_only.values()):
+            os.close(fd)
     assert proc.stdout is not None
     output = bytearray()
     stopped = ""

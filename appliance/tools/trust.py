@@ -27,6 +27,10 @@ from yarl import URL
 
 from appliance.errors import ToolError
 
+# What every later turn's prompt reads (appliance.agent.context): after outside content came into a turn
+# the file tools do not write them, and the shell sandbox never can (it sees them read-only).
+LASTING = ("SOUL.md", "USER.md", "skills")
+
 # A token that may name a host: a URL, name[:port][/path], an IPv4 address, a bracketed IPv6 address.
 _TOKEN = re.compile(r"[^\s<>\"'(),;!?`]+")
 _LABEL = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)")

@@ -39,10 +39,8 @@ from appliance.errors import ToolError
 from appliance.fileio import umask
 from appliance.tools import quota
 from appliance.tools.registry import ToolRegistry, current_turn
-from appliance.tools.trust import OutsideText
+from appliance.tools.trust import LASTING, OutsideText
 
-# What every later turn's prompt reads (appliance.agent.context): never written after outside text came in.
-LASTING = frozenset({"SOUL.md", "USER.md", "skills"})
 MAX_READ_BYTES = 512 * 1024
 MAX_WRITE_CHARS = 1024 * 1024
 MAX_ENTRIES = 200
