@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from appliance.tools import sandbox
+from tests.test_systemd_unit import settings_of
 
 REPO = Path(__file__).resolve().parents[1]
 DAEMON_UNIT = REPO / "systemd" / "picoagent.service"
@@ -40,15 +41,6 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="switching to the units' users needs root"),
     pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) is missing"),
 ]
-
-
-def settings_of(path: Path) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if "=" in line and not line.startswith("#"):
-            key, value = line.split("=", 1)
-            found.setdefault(key, []).append(value)
-    return found
 
 
 @dataclass(frozen=True)

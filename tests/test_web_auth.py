@@ -369,41 +369,46 @@ def test_addresses_in_one_ipv6_64_share_a_login_limit(auth: Auth) -> None:
     run(scenario())
 
 
+class HeldScrypt:
+    """verify_password held until ``release`` is set: how many runs are inside now, and the most at once."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.inside = self.most = 0
+        self.count = threading.Lock()
+        self.release = threading.Event()
+        self.real_verify = auth_module.verify_password
+        monkeypatch.setattr(auth_module, "verify_password", self.verify)
+
+    def verify(self, password: str, encoded: str) -> bool:
+        with self.count:
+            self.inside += 1
+            self.most = max(self.most, self.inside)
+        self.release.wait()  # every run that got in stays in until the test has looked
+        try:
+            return self.real_verify(password, encoded)
+        finally:
+            with self.count:
+                self.inside -= 1
+
+
 def test_concurrent_logins_run_at_most_two_scrypt_at_once(auth: Auth, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each scrypt run holds 16 MiB: parallel logins wait for a slot instead of all running at once."""
     logins = 6  # as many as the default thread pool runs at once on this 2-core machine
     guard = LoginGuard(100, 100)
-    inside, most = 0, 0
-    count = threading.Lock()
-    release = threading.Event()
-    real_verify = auth_module.verify_password
-
-    def held_verify(password: str, encoded: str) -> bool:
-        nonlocal inside, most
-        with count:
-            inside += 1
-            most = max(most, inside)
-        release.wait()  # every run that got in stays in until the test has looked
-        try:
-            return real_verify(password, encoded)
-        finally:
-            with count:
-                inside -= 1
-
-    monkeypatch.setattr(auth_module, "verify_password", held_verify)
+    held = HeldScrypt(monkeypatch)
 
     async def scenario() -> None:
         async with served(auth, guard) as client:
             csrf = await login_form(client)
             posts = [asyncio.ensure_future(post_login(client, "wrong password!", csrf=csrf)) for _ in range(logins)]
             try:
-                while inside + guard.waiting < logins:  # each login is in scrypt or waits for a slot
+                while held.inside + guard.waiting < logins:  # each login is in scrypt or waits for a slot
                     await asyncio.sleep(0.01)
-                assert (most, guard.waiting) == (SCRYPT_SLOTS, logins - SCRYPT_SLOTS) == (2, 4)
+                assert (held.most, guard.waiting) == (SCRYPT_SLOTS, logins - SCRYPT_SLOTS) == (2, 4)
             finally:
-                release.set()
+                held.release.set()
             assert [r.status for r in await asyncio.gather(*posts)] == [401] * logins
-            assert most == SCRYPT_SLOTS and guard.waiting == 0
+            assert held.most == SCRYPT_SLOTS and guard.waiting == 0
 
     run(scenario())
 
@@ -413,24 +418,7 @@ def test_a_login_whose_client_hangs_up_keeps_its_scrypt_slot_until_scrypt_ends(
 ) -> None:
     """A thread cannot be stopped: freeing the slot when the client goes away would let hang-ups pile up runs."""
     guard = LoginGuard(100, 100)
-    inside, most = 0, 0
-    count = threading.Lock()
-    release = threading.Event()
-    real_verify = auth_module.verify_password
-
-    def held_verify(password: str, encoded: str) -> bool:
-        nonlocal inside, most
-        with count:
-            inside += 1
-            most = max(most, inside)
-        release.wait()
-        try:
-            return real_verify(password, encoded)
-        finally:
-            with count:
-                inside -= 1
-
-    monkeypatch.setattr(auth_module, "verify_password", held_verify)
+    held = HeldScrypt(monkeypatch)
     cancelled = asyncio.Event()
 
     @web.middleware
@@ -449,16 +437,16 @@ def test_a_login_whose_client_hangs_up_keeps_its_scrypt_slot_until_scrypt_ends(
             csrf = await login_form(client)
             gone = asyncio.ensure_future(post_login(client, "wrong password!", csrf=csrf))
             try:
-                while inside < 1:
+                while held.inside < 1:
                     await asyncio.sleep(0.01)
                 gone.cancel()  # the client hangs up while its scrypt runs
                 await cancelled.wait()
                 more = [asyncio.ensure_future(post_login(client, "wrong password!", csrf=csrf)) for _ in range(2)]
-                while inside + guard.waiting < 3:
+                while held.inside + guard.waiting < 3:
                     await asyncio.sleep(0.01)
-                assert (most, guard.waiting) == (2, 1)  # the hung-up run still holds its slot
+                assert (held.most, guard.waiting) == (2, 1)  # the hung-up run still holds its slot
             finally:
-                release.set()
+                held.release.set()
             assert [r.status for r in await asyncio.gather(*more)] == [401, 401]
 
     run(scenario())
