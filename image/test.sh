@@ -168,6 +168,18 @@ $SSH 'set -e
     echo "$doctor" | grep "embeddings:"
     echo "$doctor" | grep -q "^\[ok  \] embeddings: minilm: .*all-MiniLM-L6-v2.Q8_0.gguf"
     test "$(systemctl is-failed picoagent-firstboot)" != failed
+    # The shell tool through picoagent-sandbox.socket, as the daemon uses it: the service runs as its own
+    # user, sees no host process, has the seccomp filter, cannot write SOUL.md, and shares what it writes.
+    probe="id -u; ls /proc | grep -c \"^[0-9]\"; echo made > from-sandbox.txt; echo x >> SOUL.md || echo SOUL.md read-only; python3 -c \"import ctypes; libc = ctypes.CDLL(None, use_errno=True); print(\\\"bpf\\\", libc.syscall(280, 0, 0, 0), ctypes.get_errno())\""
+    args=$(python3 -c "import json, sys; print(json.dumps({\"command\": sys.argv[1]}))" "$probe")
+    shell=$(runuser -u picoagent -- /opt/picoagent/current/.venv/bin/picoagent tools run shell --args "$args")
+    said=$(echo "$shell" | python3 -c "import json, sys; print(json.load(sys.stdin)[\"result\"])")
+    echo "shell through the sandbox service: $(echo "$said" | tr "\n" " ")"
+    test "$(echo "$said" | sed -n 2p)" = "$(id -u picoagent-sandbox)"
+    test "$(echo "$said" | sed -n 3p)" -le 5
+    echo "$said" | grep -qx "SOUL.md read-only"
+    echo "$said" | grep -qx "bpf -1 1"
+    test "$(runuser -u picoagent -- cat /var/lib/picoagent/workspace/from-sandbox.txt)" = made
     journalctl -b -q -u picoagent | grep "public key.s SHA-256 fingerprint"' || die "checks over SSH failed"
 if $SSH "journalctl -b -q | grep -cF '$PASSWORD'" >/dev/null; then die "the web password is in the journal"; fi
 say "OK the journal shows the certificate's fingerprint and never the web password"

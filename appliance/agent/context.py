@@ -74,7 +74,11 @@ class Workspace:
         try:  # not through a link: a command could have put one where the file was (to a secret, say)
             fd = os.open(self.root / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
             with open(fd, encoding="utf-8") as file:
-                text = file.read() if stat.S_ISREG(os.fstat(fd).st_mode) else ""
+                info = os.fstat(fd)
+                if info.st_uid not in (os.getuid(), 0):  # the shell sandbox's user made it (on a Pi: not us)
+                    log.warning("%s is not read: it belongs to uid %d, not to picoagent or root", name, info.st_uid)
+                    return ""
+                text = file.read() if stat.S_ISREG(info.st_mode) else ""
         except FileNotFoundError:
             return ""
         except (OSError, UnicodeDecodeError) as exc:
