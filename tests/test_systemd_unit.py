@@ -75,7 +75,9 @@ def test_the_sandbox_service_has_namespaces_but_no_network_devices_or_secrets() 
     # A user of its own (tests/test_sandbox_user.py shows what that keeps it from), the daemon's /proc hidden.
     assert service["User"] == ["picoagent-sandbox"] and service["Group"] == ["picoagent-sandbox"]
     assert service["ProtectProc"] == ["invisible"] and service["PrivateNetwork"] == ["yes"]
-    assert service["RestrictAddressFamilies"] == ["AF_UNIX"] and service["PrivateDevices"] == ["yes"]
+    # No IP at all; AF_NETLINK because bwrap brings up the loopback of the command's network namespace
+    # over NETLINK_ROUTE (with AF_UNIX alone every command failed under systemd: found by make image-test).
+    assert service["RestrictAddressFamilies"] == ["AF_UNIX AF_NETLINK"] and service["PrivateDevices"] == ["yes"]
     assert service["StandardInput"] == ["socket"] and service["StandardOutput"] == ["socket"]
     assert "-/etc/picoagent" in service["InaccessiblePaths"][0].split()
     assert service["BindPaths"] == ["/var/lib/picoagent/workspace"]
