@@ -189,9 +189,10 @@ def denied_syscalls(unit: Path) -> set[str]:
     return denied
 
 
-def test_the_sandbox_unit_denies_kernel_interfaces_bubblewrap_does_not_need() -> None:
-    missing = KERNEL_INTERFACES - denied_syscalls(SANDBOX_SERVICE)
-    assert not missing, f"picoagent-sandbox@.service leaves these system calls open: {sorted(missing)}"
+@pytest.mark.parametrize("unit", [SANDBOX_SERVICE, UNIT], ids=lambda unit: unit.name)
+def test_both_units_deny_kernel_interfaces_they_do_not_need(unit: Path) -> None:
+    missing = KERNEL_INTERFACES - denied_syscalls(unit)
+    assert not missing, f"{unit.name} leaves these system calls open: {sorted(missing)}"
 
 
 def foreign_checkout(tmp_path: Path) -> Path:
