@@ -90,9 +90,9 @@ def test_metrics_and_healthz_keep_answering_our_own_names(app: web.Application) 
     assert set(seen.values()) == {200}
 
 
-def test_the_machine_addresses_are_read_from_proc_without_netlink() -> None:
+def test_the_machine_addresses_are_read_from_proc_without_netlink(tmp_path: Path) -> None:
     """The hardened unit allows no AF_NETLINK, so getifaddrs() fails there: the addresses come from /proc."""
-    from appliance.channels.web.hosts import addresses_from_proc
+    from appliance.channels.web.hosts import machine_addresses
 
     fib_trie = """Main:
   +-- 0.0.0.0/0 3 0 5
@@ -114,7 +114,10 @@ Local:
         "00000000000000000000000000000001 01 80 10 80       lo\n"
         "fd000000000000000000000000000002 04 40 00 82     eth0\n"
     )
-    assert addresses_from_proc(fib_trie, if_inet6) == {"127.0.0.1", "192.168.1.20", "::1", "fd00::2"}
+    (tmp_path / "fib_trie").write_text(fib_trie)
+    (tmp_path / "if_inet6").write_text(if_inet6)
+    assert machine_addresses(tmp_path) == {"127.0.0.1", "192.168.1.20", "::1", "fd00::2"}
+    assert machine_addresses(tmp_path / "missing") == set()
 
 
 def test_site_names_hold_the_host_name_its_mdns_name_and_the_configured_ones(config: Config) -> None:

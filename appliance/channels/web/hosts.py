@@ -27,6 +27,8 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from appliance.config.checks import NAME_RE, host_entry
+from appliance.errors import ToolError
+from appliance.tools.own_network import PROC_NET, read_own_networks
 
 if TYPE_CHECKING:
     from appliance.config import Config
@@ -67,42 +69,17 @@ def host_of(header: str) -> str | None:
     return name if NAME_RE.fullmatch(name) else None
 
 
-def addresses_from_proc(fib_trie: str, if_inet6: str) -> set[str]:
-    """The machine's IPv4 addresses (``/proc/net/fib_trie``'s local /32 hosts) and IPv6 ones (``if_inet6``).
+def machine_addresses(proc_net: Path = PROC_NET) -> set[str]:
+    """This machine's own addresses as /proc/net lists them (tools/own_network.py reads it for web_fetch too).
 
     IPv6 link-local addresses are left out: a URL naming one needs a zone (``%eth0``) that browsers refuse.
+    Empty when /proc cannot be read: the address a connection came in on still counts.
     """
-    found: set[str] = set()
-    previous = ""
-    for line in fib_trie.splitlines():
-        text = line.strip()
-        if text == "/32 host LOCAL" and previous.startswith("|-- "):
-            address = normal_address(previous[4:].strip())
-            if address:
-                found.add(address)
-        previous = text
-    for line in if_inet6.splitlines():
-        fields = line.split()
-        if len(fields) < 4 or len(fields[0]) != 32:
-            continue
-        try:
-            address6 = ipaddress.IPv6Address(bytes.fromhex(fields[0]))
-        except ValueError:
-            continue
-        if not address6.is_link_local:
-            found.add(str(address6))
-    return found
-
-
-def machine_addresses(proc: Path = Path("/proc/net")) -> set[str]:
-    """This machine's own addresses, read from /proc (empty when /proc cannot be read)."""
-    texts = []
-    for name in ("fib_trie", "if_inet6"):
-        try:
-            texts.append((proc / name).read_text())
-        except OSError:
-            texts.append("")  # no IPv6, or no /proc: the connection's own address still counts
-    return addresses_from_proc(*texts)
+    try:
+        own = read_own_networks(proc_net)
+    except ToolError:
+        return set()
+    return {str(address) for address, _ in own.addresses if not (address.version == 6 and address.is_link_local)}
 
 
 @dataclass(frozen=True)
