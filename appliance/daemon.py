@@ -104,7 +104,6 @@ class Daemon:
 
         from appliance.channels.web.app import build_app
         from appliance.channels.web.auth import Auth
-        from appliance.channels.web.certificate import ensure_certificate
         from appliance.channels.web.hosts import SiteNames
         from appliance.channels.web.listener import DualSite
         from appliance.channels.web.site import site_url
@@ -134,6 +133,9 @@ class Daemon:
         site_names = SiteNames.for_config(self.config)
         certificate = None
         if web_cfg.tls == "auto":
+            # Only here: cryptography's x509 costs ~8 MiB of resident memory a plain-HTTP daemon does not need.
+            from appliance.channels.web.certificate import ensure_certificate
+
             try:
                 certificate, _ = await asyncio.to_thread(ensure_certificate, root, site_names)
             except PicoagentError:
