@@ -134,7 +134,8 @@ def lasting_fds(workspace: Path) -> dict[str, int]:
             fd = os.open(workspace / name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
             continue
-        if stat.S_ISREG(os.fstat(fd).st_mode) or stat.S_ISDIR(os.fstat(fd).st_mode):
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
             fds[name] = fd
         else:
             os.close(fd)
