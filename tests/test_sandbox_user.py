@@ -18,6 +18,7 @@ import os
 import shlex
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -109,8 +110,29 @@ class Host:
         return self.base / absolute.lstrip("/")
 
 
+@pytest.fixture(scope="module")
+def reachable() -> Iterator[None]:
+    """Let the test users reach this checkout and its venv (they run its code) while the module runs.
+
+    A checkout may sit in a folder only root can enter (a clone in `mktemp -d`, 0700): each such folder
+    on the way gets o+x (enter, not list) for the duration, and its mode back afterwards.
+    """
+    changed: list[tuple[Path, int]] = []
+    for top in {REPO, Path(sys.prefix)}:
+        for folder in [top, *top.parents]:
+            mode = folder.stat().st_mode
+            if not mode & stat.S_IXOTH:
+                changed.append((folder, stat.S_IMODE(mode)))
+                folder.chmod(stat.S_IMODE(mode) | stat.S_IXOTH)
+    try:
+        yield
+    finally:
+        for folder, mode in changed:
+            folder.chmod(mode)
+
+
 @pytest.fixture
-def host() -> Iterator[Host]:
+def host(reachable: None) -> Iterator[Host]:
     names = Names()
     daemon, sandbox_id = names.identity(DAEMON_UNIT), names.identity(SANDBOX_UNIT)
     base = Path(tempfile.mkdtemp(prefix="picoagent-users-"))

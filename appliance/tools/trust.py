@@ -23,8 +23,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from yarl import URL
-
 from appliance.errors import ToolError
 
 # What every later turn's prompt reads (appliance.agent.context): after outside content came into a turn
@@ -60,6 +58,8 @@ def _host(token: str) -> str | None:
     """The host a token of a message names, or None."""
     token = token.strip(".:").lower()
     if "://" in token:
+        from yarl import URL  # here: the shell sandbox's service imports this module for LASTING alone
+
         try:
             host = URL(token).host
         except (ValueError, TypeError):
