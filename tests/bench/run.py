@@ -2,7 +2,8 @@
 
 Prints one JSON object per benchmark: bench, value, baseline, ratio, goal, ok (plus details).
 Runs are interleaved (baseline, candidate, baseline, ...) and the median is kept, so a noisy
-neighbour hurts both sides alike. Never part of `make test`: timings on shared machines are noise.
+neighbour hurts both sides alike. Never timed in `make test` (timings on shared machines are noise), but
+every benchmark runs there once at its smallest size (tests/test_bench_smoke.py), so none can rot.
 """
 
 from __future__ import annotations
@@ -31,48 +32,75 @@ from tests.bench import (
     workspace,
 )
 
+# Benchmarks that have a smoke test of their own (tests/test_bench_*.py); test_bench_smoke.py runs the rest.
+SMOKED_ELSEWHERE = frozenset(
+    {
+        "serve_start_tls",
+        "api_chat",
+        "api_chat_tls",
+        "ws_concurrency",
+        "ws_concurrency_tls",
+        "intent_semantic",
+        "local_prompt",
+        "embedding_quant",
+        "recall_by_meaning",
+        "recall_embed_query",
+        "escalation_auc",
+        "workspace_quota",
+        "e2e",
+    }
+)
+
+
+def benches(path: Path, size: str = "full") -> dict[str, Callable[[], object]]:
+    """Every benchmark by name, at ``size``: full (make bench), quick (fewer repetitions) or smoke (the
+    smallest that still runs every step once: make test checks they finish and print their JSON lines)."""
+    quick, smoke = size in ("quick", "smoke"), size == "smoke"
+    reps = 1 if smoke else 3 if quick else 5
+    cores = os.cpu_count() or 1
+    return {
+        "help": lambda: spine.bench_help(reps * 2),
+        "one_shot": lambda: spine.bench_one_shot(path, reps),
+        "decode": lambda: spine.bench_decode(path, cores, 8 if smoke else 128, reps),
+        "ttft": lambda: spine.bench_ttft_turn2(path, reps),
+        "contention": lambda: spine.bench_contention(path, 8 if smoke else 96, reps),
+        "serve_start": lambda: daemon.bench_serve_start(reps),
+        "serve_start_tls": lambda: daemon.bench_serve_start(reps, tls=True),
+        "idle_rss": daemon.bench_idle_rss,
+        "api_chat": lambda: daemon.bench_api_chat_overhead(100 if quick else 300),
+        "api_chat_tls": lambda: daemon.bench_api_chat_overhead(100 if quick else 300, tls=True),
+        "ws_concurrency": lambda: daemon.bench_ws_concurrency(50, 5),
+        "ws_concurrency_tls": lambda: daemon.bench_ws_concurrency(50, 5, tls=True),
+        "intent": lambda: intent.bench_intent(2 if smoke else 200),
+        "intent_semantic": lambda: understanding.bench_semantic(),
+        "local_prompt": lambda: understanding.bench_local_prompt(path, reps=2 if quick else 3),
+        "embedding_quant": lambda: understanding.bench_embedding_quant(1 if quick else 3),
+        "device_read": lambda: hardware.bench_device_read(5 if smoke else 300),
+        "memory_search": lambda: memory.bench_memory(n=2_000, queries=5) if smoke else memory.bench_memory(),
+        "memory_recall": lambda: (
+            memory.bench_recall_overhead(n=200, queries=5) if smoke else memory.bench_recall_overhead()
+        ),
+        "recall_by_meaning": lambda: recall.bench_recall("test"),
+        "recall_embed_query": lambda: recall.bench_embed_query(2 if quick else 4),
+        "routing_decision": lambda: routing.bench_decision_overhead(5 if smoke else 300 if quick else 1000),
+        "early_abort": lambda: routing.bench_early_abort(path, 1 if smoke else 6, 1 if quick else 2),
+        "escalation_auc": lambda: escalation.bench_escalation(2 if quick else 5),
+        "shell_sandbox": lambda: sandbox.bench_shell_overhead(2 if smoke else 20 if quick else 60),
+        "workspace_quota": lambda: workspace.bench_quota(10_000, reps),
+        "e2e": lambda: e2e.bench_e2e(30 if quick else 60),
+    }
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--only", help="run benchmarks whose name contains this")
     args = parser.parse_args()
-    reps = 3 if args.quick else 5
     path = models.packaged_path(models.get_entry(models.default_model_name()))
     if path is None:
         print("the packaged model is not installed: run make install", file=sys.stderr)
         return 1
-    cores = os.cpu_count() or 1
-    benches: dict[str, Callable[[], object]] = {
-        "help": lambda: spine.bench_help(reps * 2),
-        "one_shot": lambda: spine.bench_one_shot(path, reps),
-        "decode": lambda: spine.bench_decode(path, cores, 128, reps),
-        "ttft": lambda: spine.bench_ttft_turn2(path, reps),
-        "contention": lambda: spine.bench_contention(path, 96, reps),
-        "serve_start": lambda: daemon.bench_serve_start(reps),
-        "serve_start_tls": lambda: daemon.bench_serve_start(reps, tls=True),
-        "idle_rss": daemon.bench_idle_rss,
-        "api_chat": lambda: daemon.bench_api_chat_overhead(100 if args.quick else 300),
-        "api_chat_tls": lambda: daemon.bench_api_chat_overhead(100 if args.quick else 300, tls=True),
-        "ws_concurrency": lambda: daemon.bench_ws_concurrency(50, 5),
-        "ws_concurrency_tls": lambda: daemon.bench_ws_concurrency(50, 5, tls=True),
-        "intent": lambda: intent.bench_intent(200),
-        "intent_semantic": lambda: understanding.bench_semantic(),
-        "local_prompt": lambda: understanding.bench_local_prompt(path, reps=2 if args.quick else 3),
-        "embedding_quant": lambda: understanding.bench_embedding_quant(1 if args.quick else 3),
-        "device_read": lambda: hardware.bench_device_read(300),
-        "memory_search": lambda: memory.bench_memory(),
-        "memory_recall": lambda: memory.bench_recall_overhead(),
-        "recall_by_meaning": lambda: recall.bench_recall("test"),
-        "recall_embed_query": lambda: recall.bench_embed_query(2 if args.quick else 4),
-        "routing_decision": lambda: routing.bench_decision_overhead(300 if args.quick else 1000),
-        "early_abort": lambda: routing.bench_early_abort(path, 6, 1 if args.quick else 2),
-        "escalation_auc": lambda: escalation.bench_escalation(2 if args.quick else 5),
-        "shell_sandbox": lambda: sandbox.bench_shell_overhead(20 if args.quick else 60),
-        "workspace_quota": lambda: workspace.bench_quota(10_000, reps),
-        "e2e": lambda: e2e.bench_e2e(30 if args.quick else 60),
-    }
-    for name, bench in benches.items():
+    for name, bench in benches(path, "quick" if args.quick else "full").items():
         if args.only and args.only not in name:
             continue
         bench()
