@@ -1,1 +1,1 @@
-"""Channels people talk through: terminal now; web and Telegram later."""
+"""Channels people talk through: the terminal, the web page and its API (web/), and Telegram."""

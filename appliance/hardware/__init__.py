@@ -1,1 +1,1 @@
-"""Hardware: buses, backends and named devices (see DESIGN.md; arrives with issue 4)."""
+"""Hardware: buses, backends, drivers and named devices (see DESIGN.md)."""

@@ -86,7 +86,7 @@ class Generation:
 
 
 class ChatModel(Protocol):
-    """A provider: the local worker now, cloud providers later."""
+    """A provider: the local worker, or a cloud provider (llm/cloud.py)."""
 
     @property
     def name(self) -> str:

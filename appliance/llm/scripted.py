@@ -1,7 +1,9 @@
 """A scripted instant model: answers at once with replies it was given, and records what it was asked.
 
 It measures everything around the model (HTTP, database, prompt assembly, queueing) in the
-benchmarks, where the real model's own time would drown the figure. Never used to test answers.
+benchmarks, where the real model's own time would drown the figure, and it plays a model in tests that
+need an exact reply or tool call (the agent loop, prompt injection, routing): what it answers is what
+the test enqueued, so those tests check the code around the model, never a model's answer.
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""Memory: one SQLite file (WAL, one writer) holding conversations and, later, recall."""
+"""Memory: one SQLite file (WAL, one writer) holding conversations, memories and their recall (vectors + FTS5)."""
