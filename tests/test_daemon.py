@@ -20,14 +20,9 @@ from pathlib import Path
 import pytest
 
 from appliance.config import CHECKOUT_CONFIG, Config
+from tests.helpers import free_port, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def write_config(path: Path, extra: str = "") -> Path:
@@ -39,26 +34,6 @@ def write_config(path: Path, extra: str = "") -> Path:
 def env(**extra: str) -> dict[str, str]:
     base = {k: v for k, v in os.environ.items() if k not in ("PICOAGENT_CONFIG", "NOTIFY_SOCKET", "WATCHDOG_USEC")}
     return {**base, **extra}
-
-
-def wait_healthy(port: int, timeout: float = 15.0, *, tls_data: Path | None = None) -> None:
-    """Until /healthz answers 200; over HTTPS trusting only the certificate in ``tls_data`` when given."""
-    from appliance.channels.web.certificate import read_certificate
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        certificate = read_certificate(tls_data) if tls_data is not None else None
-        try:
-            if tls_data is not None and certificate is None:
-                raise OSError("no certificate yet")
-            url = f"{'https' if certificate else 'http'}://127.0.0.1:{port}/healthz"
-            context = certificate.client_context() if certificate else None
-            with urllib.request.urlopen(url, timeout=1, context=context) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.05)
-    raise AssertionError(f"nothing healthy on port {port}")
 
 
 class Serve:

@@ -23,8 +23,8 @@ from appliance.errors import ChecksumError, ModelFormatError
 from appliance.llm import bert_gguf, models
 from appliance.llm.embeddings import CHAT, EMBEDDING_CONTEXT, LocalEmbedder, choose_embedding, embedder_for
 from appliance.llm.local import LocalModel
+from tests.helpers import assert_clean_error, picoagent
 from tests.reference_bert import load_reference
-from tests.test_cli import assert_clean_error, picoagent
 
 ENTRY = models.get_entry(models.default_embedding_model_name())
 SOURCE = models.conversion_source(ENTRY)

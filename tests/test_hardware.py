@@ -23,7 +23,7 @@ from appliance.hardware.policy import RawBusPolicy
 from appliance.memory.db import Database
 from appliance.runtime import tool_registry
 from tests.fakes.clock import ManualClock
-from tests.test_cli import picoagent
+from tests.helpers import picoagent
 
 ROOT = Path(__file__).resolve().parent.parent
 

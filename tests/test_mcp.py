@@ -33,8 +33,7 @@ from appliance.mcp.client import McpClients, McpServer, safe_env
 from appliance.mcp.server import McpToolServer
 from appliance.tools import builtin
 from appliance.tools.registry import Redactor, Tool, ToolRegistry
-from tests.test_cli import config_file, picoagent
-from tests.test_daemon import free_port, wait_healthy
+from tests.helpers import config_file, free_port, picoagent, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "fakes" / "mcp_server.py"

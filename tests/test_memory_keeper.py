@@ -13,7 +13,7 @@ from appliance.memory.db import Database
 from appliance.memory.keeper import MemoryKeeper
 from appliance.memory.store import MemoryStore, NewMemory
 from tests.fakes.clock import ManualClock
-from tests.test_cli import picoagent
+from tests.helpers import picoagent
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.fakes import ota_release
-from tests.test_update import Device, free_port, signing  # noqa: F401 (signing is a fixture)
+from tests.helpers import free_port
+from tests.test_update import Device, signing  # noqa: F401 (signing is a fixture)
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 pytestmark = [

@@ -19,7 +19,7 @@ from appliance.plugins import Hooks, TurnStart, load_plugins
 from appliance.runtime import base_registry
 from appliance.tools import builtin
 from appliance.tools.registry import Redactor, ToolRegistry
-from tests.test_cli import assert_clean_error, config_file, picoagent
+from tests.helpers import assert_clean_error, config_file, picoagent
 
 RECORDING = '''
 """Records every hook and marks every tool's answer."""

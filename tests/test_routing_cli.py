@@ -12,7 +12,7 @@ import pytest
 
 from appliance.memory.db import Database
 from tests.fakes.cloud_api import FakeCloud
-from tests.test_cli import config_file, picoagent
+from tests.helpers import config_file, picoagent
 
 KEY = "sk-test-secret-key-123"
 

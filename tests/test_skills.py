@@ -20,7 +20,7 @@ from appliance.doctor import _check_skills
 from appliance.errors import ToolError
 from appliance.tools import builtin
 from appliance.tools.registry import ToolRegistry
-from tests.test_cli import config_file, picoagent
+from tests.helpers import config_file, picoagent
 
 
 def write_skill(root: Path, name: str, description: str, body: str, requires: list[str] | None = None) -> Path:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import tarfile
@@ -26,17 +25,12 @@ from appliance.bundle import MANIFEST, BundleError, Manifest, parse_version, rea
 from appliance.update import RELEASE_FILE, STEPS, Layout, Updater, release_info
 from firmware_tools import release as host
 from tests.fakes import ota_release
+from tests.helpers import free_port
 
 ARCH = os.uname().machine
 REPO = Path(__file__).resolve().parents[1]
 INSTALL = ("/bin/sh", "install.sh")
 SELFTEST = ("/bin/sh", "selftest.sh")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Device:

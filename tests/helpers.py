@@ -1,0 +1,71 @@
+"""What several suites share: running the `picoagent` command, a copy of the shipped config, a free port,
+waiting for a daemon's /healthz (they lived in test_cli, test_daemon and test_update, and other suites
+imported them from there). More shared pieces still live in test modules: issue 17, item 9."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from appliance.config import CHECKOUT_CONFIG
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_COMMAND = ROOT / ".venv" / "bin" / "picoagent"
+COMMAND = [str(VENV_COMMAND)] if VENV_COMMAND.exists() else [sys.executable, "-m", "appliance"]
+
+
+def picoagent(*args: str | Path, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run the command with no config from the environment; cwd is a tmp folder."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PICOAGENT_CONFIG", "PICOAGENT_MODEL_MIRROR")}
+    return subprocess.run(
+        [*COMMAND, *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def config_file(folder: Path, replace: dict[str, str] | None = None, extra: str = "") -> Path:
+    """A copy of the shipped config in `folder`, with whole lines replaced and text appended."""
+    folder.mkdir(parents=True, exist_ok=True)
+    text = CHECKOUT_CONFIG.read_text(encoding="utf-8")
+    for old, new in (replace or {}).items():
+        assert old in text, f"the shipped config no longer has the line {old!r}"
+        text = text.replace(old, new)
+    path = folder / "picoagent.yaml"
+    path.write_text(text + extra, encoding="utf-8")
+    return path
+
+
+def assert_clean_error(out: subprocess.CompletedProcess[str], code: int) -> None:
+    assert out.returncode == code, out.stderr
+    assert out.stderr.startswith("error: "), out.stderr
+    assert "Traceback" not in out.stderr and "Traceback" not in out.stdout
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_healthy(port: int, timeout: float = 15.0, *, tls_data: Path | None = None) -> None:
+    """Until /healthz answers 200; over HTTPS trusting only the certificate in ``tls_data`` when given."""
+    from appliance.channels.web.certificate import read_certificate
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        certificate = read_certificate(tls_data) if tls_data is not None else None
+        try:
+            if tls_data is not None and certificate is None:
+                raise OSError("no certificate yet")
+            url = f"{'https' if certificate else 'http'}://127.0.0.1:{port}/healthz"
+            context = certificate.client_context() if certificate else None
+            with urllib.request.urlopen(url, timeout=1, context=context) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError(f"nothing healthy on port {port}")
