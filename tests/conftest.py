@@ -49,3 +49,14 @@ def db(tmp_path: Path) -> Iterator[Database]:
     database = Database(tmp_path / "picoagent.db")
     yield database
     database.close()
+
+
+@pytest.fixture(scope="module")
+def signing(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two OTA signing keys made by the laptop's release tool: the device's, and another one."""
+    from firmware_tools import release as host
+
+    keys = tmp_path_factory.mktemp("keys")
+    private, _ = host.keygen(keys)
+    other, _ = host.keygen(keys / "other")
+    return private, other

@@ -1,6 +1,7 @@
-"""What several suites share: running the `picoagent` command, a copy of the shipped config, a free port,
-waiting for a daemon's /healthz (they lived in test_cli, test_daemon and test_update, and other suites
-imported them from there). More shared pieces still live in test modules: issue 17, item 9."""
+"""What several suites share: running the `picoagent` command, config files, a free port, waiting for a
+daemon's /healthz or any other condition, the bubblewrap marker and a unit file's settings. Suites import
+these from here, never from one another (agents the tests drive are in tests/agents.py, fakes of the
+boundaries in tests/fakes/)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from appliance.config import CHECKOUT_CONFIG
+from appliance.tools import sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_COMMAND = ROOT / ".venv" / "bin" / "picoagent"
@@ -69,3 +73,27 @@ def wait_healthy(port: int, timeout: float = 15.0, *, tls_data: Path | None = No
         except OSError:
             time.sleep(0.05)
     raise AssertionError(f"nothing healthy on port {port}")
+
+
+# Suites whose tests need bubblewrap skip them, saying why, where it cannot run.
+needs_bwrap = pytest.mark.skipif(sandbox.check() is not None, reason=f"bubblewrap cannot run here: {sandbox.check()}")
+
+
+def write(folder: Path, text: str, *, secrets: str | None = None, name: str = "picoagent.yaml") -> Path:
+    """A config file (and optionally its secrets.env) in `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    if secrets is not None:
+        (folder / "secrets.env").write_text(secrets, encoding="utf-8")
+    return path
+
+
+def settings_of(path: Path) -> dict[str, list[str]]:
+    """A unit file's settings: each key with its values in order."""
+    found: dict[str, list[str]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if "=" in line and not line.startswith("#"):
+            key, value = line.split("=", 1)
+            found.setdefault(key, []).append(value)
+    return found

@@ -13,28 +13,14 @@ from typing import Any
 import pytest
 
 from appliance.agent.context import TOOL_CALL_START, Workspace, system_prompt
-from appliance.agent.loop import Agent, ReplyRecord
 from appliance.config import Config
 from appliance.llm.local import LocalModel
 from appliance.memory.db import Database
 from appliance.tools import builtin
 from appliance.tools.registry import ToolRegistry, check_arguments
+from tests.agents import make_agent, run
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def make_agent(config: Config, model: LocalModel, tools: ToolRegistry | None = None) -> Agent:
-    data = config.resolve_path(config.data_dir)
-    workspace = Workspace(data / "workspace")
-    workspace.ensure(config.agent.name)
-    db = Database(data / "picoagent.db")
-    return Agent(config, model, db, tools if tools is not None else builtin.default_registry(), workspace)
-
-
-def run(agent: Agent, text: str, **kw: Any) -> tuple[ReplyRecord, list[tuple[str, dict[str, Any]]]]:
-    events: list[tuple[str, dict[str, Any]]] = []
-    record = asyncio.run(agent.turn(text, on_event=lambda k, d: events.append((k, d)), **kw))
-    return record, events
 
 
 def test_a_turn_yields_a_complete_reply_record(config: Config, local_model: LocalModel) -> None:

@@ -13,12 +13,10 @@ import pytest
 from appliance.errors import Cancelled
 from appliance.llm.base import ChatMessage, GenerationRequest
 from appliance.llm.cloud import (
-    AnthropicProvider,
     CloudMalformed,
     CloudProvider,
     CloudRefused,
     CloudUnavailable,
-    OpenAIProvider,
 )
 from tests.fakes.cloud_api import FakeCloud, Flavour
 
@@ -28,13 +26,6 @@ WEATHER = {
     "description": "The weather in a city.",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 }
-
-
-def provider_for(fake: FakeCloud, **kwargs: Any) -> CloudProvider:
-    """A provider of the fake's flavour pointed at it, with fast backoff."""
-    options: dict[str, Any] = {"api_key": fake.api_key, "model": "fake-model", "backoff_s": 0.01, **kwargs}
-    cls = OpenAIProvider if fake.flavour == "openai" else AnthropicProvider
-    return cls(f"fake-{fake.flavour}", api_base=fake.api_base, **options)
 
 
 def ask(text: str = "Hello?", **kwargs: Any) -> GenerationRequest:
@@ -47,7 +38,7 @@ def run(flavour: Flavour, scenario: Callable[[FakeCloud, CloudProvider], Awaitab
 
     async def main() -> None:
         async with FakeCloud(flavour) as fake:
-            provider = provider_for(fake, **options)
+            provider = fake.provider(f"fake-{fake.flavour}", **options)
             try:
                 await scenario(fake, provider)
             finally:

@@ -10,18 +10,9 @@ import pytest
 from appliance.config import CHECKOUT_CONFIG, Config, config_path, describe_keys, load_config
 from appliance.config import load as config_module
 from appliance.errors import ConfigError
+from tests.helpers import write
 
 SECRET = "hunter2-correct-horse-7731"
-
-
-def write(folder: Path, text: str, *, secrets: str | None = None, name: str = "picoagent.yaml") -> Path:
-    """A config file (and optionally its secrets.env) in `folder`."""
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    path.write_text(text, encoding="utf-8")
-    if secrets is not None:
-        (folder / "secrets.env").write_text(secrets, encoding="utf-8")
-    return path
 
 
 def refused(path: Path, environ: dict[str, str] | None = None) -> ConfigError:

@@ -30,8 +30,8 @@ from appliance.config import Config
 from appliance.llm import models
 from appliance.llm.embeddings import EMBEDDING_CONTEXT, LocalEmbedder
 from appliance.llm.local import LocalModel
+from tests.agents import Routed
 from tests.fakes.cloud_api import FakeCloud
-from tests.test_routing import Routed
 
 HARD = "Write a Go function that merges two sorted slices into one sorted slice."
 EASY = "Good evening, how was your day?"

@@ -17,7 +17,7 @@ import pytest
 
 from tests.fakes import ota_release
 from tests.helpers import free_port
-from tests.test_update import Device, signing  # noqa: F401 (signing is a fixture)
+from tests.ota_device import Device
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 pytestmark = [
@@ -57,7 +57,7 @@ def sshd(tmp_path: Path):
     proc.wait(5)
 
 
-def test_make_ota_pushes_over_ssh_and_the_device_switches(tmp_path: Path, sshd, signing) -> None:  # noqa: F811
+def test_make_ota_pushes_over_ssh_and_the_device_switches(tmp_path: Path, sshd, signing) -> None:
     port, client_key = sshd
     tools = tmp_path / "laptop"
     tools.mkdir()

@@ -180,7 +180,7 @@ def test_a_plugin_that_does_not_load_stops_the_command_with_the_key(tmp_path: Pa
 def test_a_turn_runs_the_hooks_with_the_reply_record(
     config: Config, local_model: LocalModel, plugin: Callable[[str, str], ModuleType]
 ) -> None:
-    from tests.test_agent import make_agent, run
+    from tests.agents import make_agent, run
 
     module = plugin("turn_plugin", RECORDING)
     config.agent.temperature = 0.0

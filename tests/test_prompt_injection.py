@@ -28,8 +28,8 @@ from appliance.llm.base import Generation, GenerationRequest
 from appliance.llm.scripted import ScriptedModel
 from appliance.runtime import Runtime
 from appliance.tools import sandbox
-from tests.test_sandbox import needs_bwrap
-from tests.test_web_fetch import listener, redirect, serve, text
+from tests.fakes.web_server import listener, redirect, serve, text
+from tests.helpers import needs_bwrap
 
 FAKE_MCP = Path(__file__).resolve().parent / "fakes" / "mcp_server.py"
 PORCH_PIN = 17

@@ -15,72 +15,19 @@ from typing import Any
 
 import pytest
 
-from appliance.agent.context import Workspace
 from appliance.agent.escalation import CloudRoute, has_default_route
-from appliance.agent.loop import Agent, split_forced
-from appliance.agent.record import ReplyRecord
-from appliance.config import Config, ProviderConfig
+from appliance.agent.loop import split_forced
+from appliance.config import Config
 from appliance.errors import UsageError
 from appliance.llm.base import ChatMessage, GenerationRequest
-from appliance.llm.cloud import AnthropicProvider, CloudProvider, OpenAIProvider
-from appliance.llm.embeddings import LocalEmbedder
+from appliance.llm.cloud import OpenAIProvider
 from appliance.llm.local import LocalModel
-from appliance.memory.db import Database
 from appliance.tools import builtin
+from tests.agents import Routed
 from tests.fakes.cloud_api import FakeCloud, Flavour
 
 FLAVOURS: list[Flavour] = ["openai", "anthropic"]
 Events = list[tuple[str, dict[str, Any]]]
-
-
-def provider_for(fake: FakeCloud, **kwargs: Any) -> CloudProvider:
-    """A provider of the fake's flavour pointed at it, with fast retries."""
-    options: dict[str, Any] = {"api_key": fake.api_key, "model": fake.model, "backoff_s": 0.01, **kwargs}
-    kind = OpenAIProvider if fake.flavour == "openai" else AnthropicProvider
-    return kind("fake", api_base=fake.api_base, **options)
-
-
-class Routed:
-    """An agent on the real local model that escalates to a fake cloud."""
-
-    def __init__(
-        self,
-        config: Config,
-        model: LocalModel,
-        fake: FakeCloud,
-        understanding: LocalEmbedder | None = None,
-        **provider_options: Any,
-    ) -> None:
-        config.providers["fake"] = ProviderConfig(
-            type=fake.flavour,
-            api_base=fake.api_base,
-            model=fake.model,
-            api_key=fake.api_key,
-            price_in_per_mtok=3.0,
-            price_out_per_mtok=15.0,
-        )
-        config.routing.mode = "edge_first"
-        config.routing.cloud_provider = "fake"
-        config.agent.max_reply_tokens = 24  # lean: the local answer is judged, not read
-        config.agent.temperature = 0.0
-        data = config.resolve_path(config.data_dir)
-        workspace = Workspace(data / "workspace")
-        workspace.ensure(config.agent.name)
-        self.db = Database(data / "picoagent.db")
-        self.fake = fake
-        self.cloud = CloudRoute(config, self.db, provider_for(fake, **provider_options))
-        self.agent = Agent(
-            config, model, self.db, builtin.default_registry(), workspace, cloud=self.cloud, understanding=understanding
-        )
-
-    async def ask(self, text: str, **kwargs: Any) -> tuple[ReplyRecord, Events]:
-        events: Events = []
-        record = await self.agent.turn(text, on_event=lambda kind, data: events.append((kind, data)), **kwargs)
-        return record, events
-
-    async def close(self) -> None:
-        await self.cloud.close()
-        self.db.close()
 
 
 def scenario(

@@ -22,9 +22,8 @@ from appliance.doctor import _check_sandbox
 from appliance.runtime import base_registry
 from appliance.tools import sandbox, seccomp, shell
 from appliance.tools.registry import ToolRegistry
-from tests.test_config import write
+from tests.helpers import needs_bwrap, write
 
-needs_bwrap = pytest.mark.skipif(sandbox.check() is not None, reason=f"bubblewrap cannot run here: {sandbox.check()}")
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from appliance.tools import sandbox
-from tests.test_systemd_unit import settings_of
+from tests.helpers import settings_of
 
 REPO = Path(__file__).resolve().parents[1]
 DAEMON_UNIT = REPO / "systemd" / "picoagent.service"

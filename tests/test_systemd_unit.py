@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import settings_of
+
 UNIT = Path(__file__).resolve().parents[1] / "systemd" / "picoagent.service"
 MAX_EXPOSURE = 1.5  # measured 1.5: it may get better, never worse
 MAX_SANDBOX_EXPOSURE = 2.1  # measured 1.9 with its own user and ProtectProc=invisible; 2.1 before
@@ -53,15 +55,6 @@ def test_the_unit_keeps_what_the_appliance_needs() -> None:
 
 SANDBOX_SOCKET = UNIT.parent / "picoagent-sandbox.socket"
 SANDBOX_SERVICE = UNIT.parent / "picoagent-sandbox@.service"
-
-
-def settings_of(path: Path) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if "=" in line and not line.startswith("#"):
-            key, value = line.split("=", 1)
-            found.setdefault(key, []).append(value)
-    return found
 
 
 def test_the_sandbox_service_has_namespaces_but_no_network_devices_or_secrets() -> None:

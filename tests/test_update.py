@@ -12,9 +12,6 @@ import os
 import subprocess
 import sys
 import tarfile
-import time
-import urllib.error
-import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -22,128 +19,10 @@ import pytest
 
 from appliance import boot_updater
 from appliance.bundle import MANIFEST, BundleError, Manifest, parse_version, read_manifest
-from appliance.update import RELEASE_FILE, STEPS, Layout, Updater, release_info
+from appliance.update import RELEASE_FILE, STEPS, Updater, release_info
 from firmware_tools import release as host
 from tests.fakes import ota_release
-from tests.helpers import free_port
-
-ARCH = os.uname().machine
-REPO = Path(__file__).resolve().parents[1]
-INSTALL = ("/bin/sh", "install.sh")
-SELFTEST = ("/bin/sh", "selftest.sh")
-
-
-class Device:
-    """A device root, its service port and the commands that drive its updater."""
-
-    def __init__(self, root: Path, tools: Path, key: Path) -> None:
-        self.root, self.tools, self.key = root, tools, key
-        self.port = free_port()
-        self.restart = ota_release.write_restart(tools)
-        self.layout = Layout(root)
-        (root / "etc/picoagent").mkdir(parents=True)
-        (root / "etc/picoagent/ota.pub").write_bytes(key.with_suffix(".pub").read_bytes())
-
-    def bundle(
-        self,
-        version: str,
-        *markers: str,
-        arch: str = ARCH,
-        min_version: str = "0",
-        key: Path | None = None,
-        updater: str = "",
-    ):
-        tree = ota_release.make_tree(self.tools / f"tree-{version}-{'-'.join(markers)}-{arch}", *markers)
-        if updater:  # the release carries the updater's modules (a real one does), update.py tagged
-            for name in boot_updater.MODULES:
-                (tree / name).parent.mkdir(parents=True, exist_ok=True)
-                (tree / name).write_bytes((REPO / name).read_bytes())
-            with (tree / "appliance/update.py").open("a") as f:
-                f.write(f"# {updater}\n")
-        out = self.tools / f"{version}-{'-'.join(markers)}-{arch}.bundle"
-        return host.build_bundle(
-            out,
-            key or self.key,
-            arch=arch,
-            tree=tree,
-            version_text=version,
-            min_version=min_version,
-            install=INSTALL,
-            selftest=SELFTEST,
-        )
-
-    def updater_argv(self, action: str, *args: str, timeout: float = 15) -> list[str]:
-        argv = [sys.executable, "-m", "appliance.update", action, "--root", str(self.root)]
-        if action in ("apply", "rollback"):
-            argv += ["--restart-command", f"{sys.executable} {self.restart} {self.root} {self.port}"]
-            argv += ["--health-url", f"http://127.0.0.1:{self.port}/healthz", "--health-timeout", str(timeout)]
-        return [*argv, *args]
-
-    def run(self, action: str, *args: str, kill_at: str | None = None, timeout: float = 15):
-        env = dict(os.environ)
-        env.pop("PICOAGENT_UPDATE_KILL_AT", None)
-        if kill_at:
-            env["PICOAGENT_UPDATE_KILL_AT"] = kill_at
-        return subprocess.run(
-            self.updater_argv(action, *args, timeout=timeout), capture_output=True, text=True, env=env
-        )
-
-    def apply(self, bundle: Path, *args: str, **kw):
-        return self.run("apply", str(bundle), *args, **kw)
-
-    def healthz(self) -> dict:
-        """The service's /healthz (it may still be starting: a few seconds' grace)."""
-        for _ in range(100):
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=5) as resp:
-                    return json.loads(resp.read())
-            except ConnectionRefusedError:
-                time.sleep(0.05)
-            except urllib.error.URLError as exc:
-                if not isinstance(exc.reason, ConnectionRefusedError):
-                    raise
-                time.sleep(0.05)
-        raise AssertionError("the service does not answer")
-
-    def current(self) -> str | None:
-        info = release_info(self.layout.current.resolve())
-        return info["version"] if info else None
-
-    def journal(self) -> dict:
-        return json.loads(self.layout.journal.read_text())
-
-    def snapshot(self) -> dict[str, str]:
-        """Every path under the root with its content hash or link target (the lock file aside)."""
-        state = {}
-        for path in sorted(self.root.rglob("*")):
-            rel = str(path.relative_to(self.root))
-            if path.name == ".update.lock" or rel.startswith("run/"):
-                continue
-            if path.is_symlink():
-                state[rel] = "-> " + os.readlink(path)
-            elif path.is_file():
-                state[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
-            else:
-                state[rel] = "dir"
-        return state
-
-    def assert_current_complete(self) -> str:
-        """`current` names a complete release whose files match its signed manifest; no half releases."""
-        updater = Updater(self.root, restart=None, say=lambda _: None)
-        version = updater.current_version()
-        assert version is not None, f"current is not a complete release: {os.readlink(self.layout.current)}"
-        assert updater.verify_current() == []
-        for child in self.layout.releases.iterdir():
-            assert release_info(child) is not None, f"an incomplete release was left: {child.name}"
-        return version
-
-
-@pytest.fixture(scope="module")
-def signing(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    keys = tmp_path_factory.mktemp("keys")
-    private, _ = host.keygen(keys)
-    other, _ = host.keygen(keys / "other")
-    return private, other
+from tests.ota_device import ARCH, REPO, Device
 
 
 @pytest.fixture

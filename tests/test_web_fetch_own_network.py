@@ -23,7 +23,7 @@ from appliance.errors import ToolError
 from appliance.tools.own_network import OwnNetworks, read_own_networks
 from appliance.tools.registry import ToolRegistry, ToolResult
 from appliance.tools.web_fetch import allowed_networks, fetch_page, refused_address, register
-from tests.test_web_fetch import allowed_config, fake_lookup, redirect, serve
+from tests.fakes.web_server import allowed_config, fake_lookup, redirect, serve
 
 HOME = "2a02:8070:88c1:4e00"  # the Pi's home /64 (a German ISP's range, as a router would hand it out)
 PI_V6 = f"{HOME}:ba27:ebff:fe12:3456"

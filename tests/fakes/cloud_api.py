@@ -20,9 +20,12 @@ import json
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from aiohttp import web
+
+if TYPE_CHECKING:
+    from appliance.llm.cloud import CloudProvider
 
 Flavour = Literal["openai", "anthropic"]
 FailureKind = Literal["429", "500", "hang", "drop", "malformed"]
@@ -80,6 +83,14 @@ class FakeCloud:
     def api_base(self) -> str:
         """What the provider's api_base is set to."""
         return f"{self.url}/v1" if self.flavour == "openai" else self.url
+
+    def provider(self, name: str = "fake", **kwargs: Any) -> CloudProvider:
+        """A provider of this fake's flavour pointed at it, with fast retries."""
+        from appliance.llm.cloud import AnthropicProvider, OpenAIProvider
+
+        options: dict[str, Any] = {"api_key": self.api_key, "model": self.model, "backoff_s": 0.01, **kwargs}
+        kind = OpenAIProvider if self.flavour == "openai" else AnthropicProvider
+        return kind(name, api_base=self.api_base, **options)
 
     async def start(self) -> None:
         """Listen on a free port of 127.0.0.1."""
