@@ -5,12 +5,14 @@ boundaries in tests/fakes/)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -53,6 +55,24 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def wait_for(condition: Callable[[], object], timeout: float = 10.0, what: str = "the condition") -> None:
+    """Until ``condition()`` is true; an AssertionError naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout} s")
+        time.sleep(0.02)
+
+
+async def eventually(condition: Callable[[], object], timeout: float = 10.0, what: str = "the condition") -> None:
+    """:func:`wait_for` inside an event loop: the loop runs while it waits."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout} s")
+        await asyncio.sleep(0.01)
 
 
 def wait_healthy(port: int, timeout: float = 15.0, *, tls_data: Path | None = None) -> None:

@@ -33,7 +33,7 @@ from appliance.mcp.client import McpClients, McpServer, safe_env
 from appliance.mcp.server import McpToolServer
 from appliance.tools import builtin
 from appliance.tools.registry import Redactor, Tool, ToolRegistry
-from tests.helpers import config_file, free_port, picoagent, wait_healthy
+from tests.helpers import config_file, eventually, free_port, picoagent, wait_for, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "fakes" / "mcp_server.py"
@@ -311,9 +311,10 @@ def test_the_server_cancels_a_call_when_asked_and_answers_pings_meanwhile() -> N
         server = McpToolServer(registry, lambda data: sent.append(json.loads(data)), timeout_s=60)
         server.receive(protocol.encode(protocol.request(1, "tools/call", {"name": "wait_a_while"})))
         server.receive(protocol.encode(protocol.request(2, "ping")))
-        await asyncio.sleep(0.1)
+        await eventually(lambda: sent, what="the ping's answer")
+        assert server.running == 1  # the call still runs
         server.receive(protocol.encode(protocol.notification("notifications/cancelled", {"requestId": 1})))
-        await asyncio.sleep(0.1)
+        await eventually(lambda: server.running == 0, what="the cancelled call's end")
         return sent
 
     assert asyncio.run(scenario()) == [protocol.response(2, {})]  # no answer for the cancelled call
@@ -355,9 +356,7 @@ def test_the_daemon_starts_the_servers_and_stops_them_at_shutdown(
     daemon_with_mcp: tuple[subprocess.Popen[bytes], Path, Path],
 ) -> None:
     proc, log, pidfile = daemon_with_mcp
-    deadline = time.monotonic() + 15
-    while "mcp server fake: started, 6 tool(s)" not in log.read_text() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: "mcp server fake: started, 6 tool(s)" in log.read_text(), 15, "the fake server's start")
     text = log.read_text()
     assert "mcp server fake: started, 6 tool(s)" in text, text
     assert "mcp server broken did not start: mcp server broken: cannot run" in text  # and the daemon serves on

@@ -39,6 +39,7 @@ from appliance.errors import UsageError
 from appliance.memory.db import Database
 from appliance.ratelimit import RateLimiter
 from tests.fakes.clock import ManualClock
+from tests.helpers import eventually
 
 PASSWORD = "correct horse battery"
 
@@ -402,8 +403,8 @@ def test_concurrent_logins_run_at_most_two_scrypt_at_once(auth: Auth, monkeypatc
             csrf = await login_form(client)
             posts = [asyncio.ensure_future(post_login(client, "wrong password!", csrf=csrf)) for _ in range(logins)]
             try:
-                while held.inside + guard.waiting < logins:  # each login is in scrypt or waits for a slot
-                    await asyncio.sleep(0.01)
+                # each login is in scrypt or waits for a slot
+                await eventually(lambda: held.inside + guard.waiting >= logins, what="every login in or waiting")
                 assert (held.most, guard.waiting) == (SCRYPT_SLOTS, logins - SCRYPT_SLOTS) == (2, 4)
             finally:
                 held.release.set()
@@ -437,13 +438,11 @@ def test_a_login_whose_client_hangs_up_keeps_its_scrypt_slot_until_scrypt_ends(
             csrf = await login_form(client)
             gone = asyncio.ensure_future(post_login(client, "wrong password!", csrf=csrf))
             try:
-                while held.inside < 1:
-                    await asyncio.sleep(0.01)
+                await eventually(lambda: held.inside >= 1, what="the login's scrypt run")
                 gone.cancel()  # the client hangs up while its scrypt runs
                 await cancelled.wait()
                 more = [asyncio.ensure_future(post_login(client, "wrong password!", csrf=csrf)) for _ in range(2)]
-                while held.inside + guard.waiting < 3:
-                    await asyncio.sleep(0.01)
+                await eventually(lambda: held.inside + guard.waiting >= 3, what="three logins in or waiting")
                 assert (held.most, guard.waiting) == (2, 1)  # the hung-up run still holds its slot
             finally:
                 held.release.set()

@@ -39,6 +39,11 @@ class McpToolServer:
         self.client: dict[str, Any] = {}  # clientInfo from initialize
         self._running: dict[Any, asyncio.Task[None]] = {}
 
+    @property
+    def running(self) -> int:
+        """How many requests are being answered now."""
+        return len(self._running)
+
     def _send(self, message: dict[str, Any]) -> None:
         self.write(protocol.encode(message))
 
