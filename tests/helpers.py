@@ -14,6 +14,7 @@ import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -73,6 +74,16 @@ async def eventually(condition: Callable[[], object], timeout: float = 10.0, wha
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} did not happen within {timeout} s")
         await asyncio.sleep(0.01)
+
+
+async def started(daemon: Any, served: asyncio.Future[Any], timeout: float = 20.0) -> None:
+    """Until ``daemon`` (an appliance.daemon.Daemon whose run() is ``served``) is ready; its error if it ended."""
+    ready = asyncio.ensure_future(daemon.ready.wait())
+    await asyncio.wait([ready, served], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    ready.cancel()
+    if served.done():
+        served.result()  # the daemon's own error, when it failed to start
+    assert daemon.ready.is_set(), f"the daemon was not ready within {timeout} s"
 
 
 def wait_healthy(port: int, timeout: float = 15.0, *, tls_data: Path | None = None) -> None:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 from appliance.config import Config
 from appliance.daemon import Daemon
 from tests.fakes.telegram_api import FakeTelegram
+from tests.helpers import eventually, started
 
 OWNER = 111
 
@@ -22,24 +22,19 @@ def test_a_doorbell_press_reaches_the_owner_on_telegram(config: Config) -> None:
             config.scheduler.heartbeat_minutes = 0
             daemon = Daemon(config, host="127.0.0.1", port=0)
             served = asyncio.ensure_future(daemon.run())
-            deadline = time.monotonic() + 20
-            while getattr(daemon, "cron", None) is None and time.monotonic() < deadline:  # fully started
-                await asyncio.sleep(0.05)
-            devices = daemon.state.runtime.devices
+            await started(daemon, served)
+            devices = daemon.runtime.devices
             assert devices is not None
             pin = devices.backend.pin_factory.pin(22)
             pin.drive_low()  # the doorbell button, wired to ground
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.1)  # held down as a finger would
             pin.drive_high()
-            while not any("doorbell: pressed" in t for t in fake.sent_texts(OWNER)) and time.monotonic() < deadline:
-                await asyncio.sleep(0.05)
-            rows = daemon.state.runtime.db.rows("SELECT * FROM outbox")
-            assert any("doorbell: pressed" in t for t in fake.sent_texts(OWNER)), (rows, [c.method for c in fake.calls])
+            await eventually(
+                lambda: any("doorbell: pressed" in t for t in fake.sent_texts(OWNER)), 20, "the press's message"
+            )
             # The owner answers from the phone; the intent path switches the porch light.
             fake.push_message(OWNER, OWNER, "turn on the porch light")
-            while devices.backend.pin_factory.pin(17).state != 1 and time.monotonic() < deadline:
-                await asyncio.sleep(0.05)
-            assert devices.backend.pin_factory.pin(17).state == 1
+            await eventually(lambda: devices.backend.pin_factory.pin(17).state == 1, 20, "the porch light on")
             daemon.stopping.set()
             assert await served == 0
 

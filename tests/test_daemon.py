@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from appliance.config import CHECKOUT_CONFIG, Config
-from tests.helpers import free_port, wait_for, wait_healthy
+from tests.helpers import free_port, started, wait_for, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -205,8 +205,7 @@ def test_the_first_password_is_in_no_log_record_at_any_level(config: Config, cap
     async def main() -> None:
         daemon = Daemon(config, host="127.0.0.1", port=0)
         served = asyncio.ensure_future(daemon.run())
-        while getattr(daemon, "cron", None) is None and not served.done():  # fully started
-            await asyncio.sleep(0.02)
+        await started(daemon, served)
         daemon.stopping.set()
         assert await served == 0
 

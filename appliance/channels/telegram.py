@@ -315,6 +315,8 @@ class ReplyStream:
 class TelegramChannel:
     """The bot: who may talk, replies, commands, buttons, and delivery of the outbox."""
 
+    name = "telegram"
+
     def __init__(
         self, config: TelegramConfig, runtime: Runtime, outbox: Outbox, *, clock: Callable[[], float] = time.time
     ) -> None:
