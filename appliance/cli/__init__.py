@@ -465,7 +465,7 @@ def cmd_devices_list(args: argparse.Namespace) -> int:
     if listed is None:
         import asyncio
 
-        from appliance.channels.web.devices import device_states
+        from appliance.hardware.states import device_states
 
         with _Direct(config) as devices:
             listed = {"devices": asyncio.run(device_states(devices, {}))}
