@@ -1,6 +1,6 @@
 """OTA on a device root in a temporary directory: signed bundles, refusals, health, rollback, SIGKILL.
 
-The updater runs as a real process (`python -m appliance.update apply --root ...`), the "service" is a
+The updater runs as a real process (`python -m appliance.update_cli apply --root ...`), the "service" is a
 real HTTP server restarted by a real command, and kills are real SIGKILLs at each named step.
 """
 
@@ -73,7 +73,7 @@ class Device:
         )
 
     def updater_argv(self, action: str, *args: str, timeout: float = 15) -> list[str]:
-        argv = [sys.executable, "-m", "appliance.update", action, "--root", str(self.root)]
+        argv = [sys.executable, "-m", "appliance.update_cli", action, "--root", str(self.root)]
         if action in ("apply", "rollback"):
             argv += ["--restart-command", f"{sys.executable} {self.restart} {self.root} {self.port}"]
             argv += ["--health-url", f"http://127.0.0.1:{self.port}/healthz", "--health-timeout", str(timeout)]
