@@ -517,14 +517,3 @@ def running_status() -> dict[str, Any] | None:
         return None
     root = release.parents[3]  # <root>/opt/picoagent/releases/<v>
     return Updater(root, restart=None, say=lambda _: None).status()
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python3 -m appliance.update`` and the boot-time updater: the command line is update_cli.py's."""
-    from appliance.update_cli import main as cli_main
-
-    return cli_main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

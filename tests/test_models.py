@@ -20,7 +20,7 @@ import pytest
 
 from appliance.errors import ChecksumError, DownloadError, ModelNotFoundError, UnknownModelError
 from appliance.llm import models
-from appliance.llm.models import CatalogEntry
+from appliance.llm.catalog_entry import CatalogEntry
 
 FILE_SIZE = 300 * 1024 + 123  # not a multiple of the chunk size
 

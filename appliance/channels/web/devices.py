@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
-from typing import Any
 
 from aiohttp import web
 
@@ -12,9 +10,7 @@ from appliance.channels.web.auth import principal
 from appliance.channels.web.state import STATE
 from appliance.errors import PicoagentError, PolicyError, UnknownDeviceError, UsageError
 from appliance.hardware.approvals import ApprovalError
-from appliance.hardware.devices import DeviceRegistry
-
-SENSOR_CACHE_S = 10.0  # the status page polls every 5 s; sensors need not be read that often
+from appliance.hardware.states import device_states
 
 
 def _json_error(status: int, exc: PicoagentError) -> web.Response:
@@ -34,31 +30,6 @@ def _errors(exc: PicoagentError) -> web.Response:
 def _who(request: web.Request) -> str:
     found = principal(request)
     return f"{found.kind}:{found.name}" if found else "unknown"
-
-
-async def device_states(
-    devices: DeviceRegistry | None, cache: dict[str, tuple[float, list[dict[str, Any]]]]
-) -> list[dict[str, Any]]:
-    """Every device with its current readings (sensors cached briefly in ``cache``)."""
-    if devices is None:
-        return []
-    out = []
-    now = time.monotonic()
-    for info in devices.describe():
-        name = info["name"]
-        cached = cache.get(name)
-        if info["kind"] == "sensor" and cached and now - cached[0] < SENSOR_CACHE_S:
-            info["readings"] = cached[1]
-        else:
-            try:
-                readings = [r.as_dict() for r in await devices.read(name)]
-            except PicoagentError as exc:
-                info["error"] = exc.message
-            else:
-                info["readings"] = readings
-                cache[name] = (now, readings)
-        out.append(info)
-    return out
 
 
 async def list_devices(request: web.Request) -> web.Response:

@@ -1,0 +1,185 @@
+"""`picoagent devices`, `hw` and `approvals`: the named devices, the buses, and writes awaiting a person.
+
+`devices` and `approvals` go through the daemon when it runs (it owns the devices); otherwise, and for
+`hw scan` always, this process opens them itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from appliance.cli.common import load, open_db
+from appliance.cli.daemon_client import daemon_get
+
+if TYPE_CHECKING:
+    from appliance.config import Config
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    """The `devices`, `hw` and `approvals` command groups."""
+    devices = sub.add_parser("devices", parents=[common], help="list, read and set the named devices")
+    dsub = devices.add_subparsers(dest="action", metavar="ACTION", required=True)
+    dsub.add_parser("list", parents=[common], help="the devices and their readings").set_defaults(
+        handler=cmd_devices_list
+    )
+    dread = dsub.add_parser("read", parents=[common], help="read a device now")
+    dread.add_argument("name")
+    dread.set_defaults(handler=cmd_devices_read)
+    dset = dsub.add_parser("set", parents=[common], help="set a device: on, off or a brightness like 40%%")
+    dset.add_argument("name")
+    dset.add_argument("value")
+    dset.set_defaults(handler=cmd_devices_set)
+
+    hw = sub.add_parser("hw", parents=[common], help="the buses themselves")
+    hsub = hw.add_subparsers(dest="action", metavar="ACTION", required=True)
+    scan = hsub.add_parser("scan", parents=[common], help="which I2C addresses answer (like i2cdetect)")
+    scan.add_argument("--bus", type=int, default=1, help="I2C bus number (default 1)")
+    scan.set_defaults(handler=cmd_hw_scan)
+
+    approvals = sub.add_parser("approvals", parents=[common], help="device writes waiting for a person")
+    asub = approvals.add_subparsers(dest="action", metavar="ACTION", required=True)
+    asub.add_parser("list", parents=[common], help="pending writes").set_defaults(handler=cmd_approvals_list)
+    for decision in ("approve", "deny"):
+        one = asub.add_parser(decision, parents=[common], help=f"{decision} a pending write")
+        one.add_argument("id")
+        one.set_defaults(handler=cmd_approvals_decide, decision=decision)
+
+
+class _Direct:
+    """The devices opened by this process (when no daemon owns them); closed on exit."""
+
+    def __init__(self, config: Config) -> None:
+        from appliance.runtime import device_registry
+
+        self.db = open_db(config)
+        try:
+            self.devices, self.raw = device_registry(config, self.db)
+        except Exception:
+            self.db.close()
+            raise
+
+    def __enter__(self) -> Any:
+        from appliance.errors import UnknownDeviceError
+
+        if self.devices is None:
+            self.close()
+            raise UnknownDeviceError("no devices are configured", fix="declare them under devices: in the config")
+        return self.devices
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.devices is not None:
+            self.devices.close()
+        self.db.close()
+
+
+def _show_readings(name: str, readings: list[dict[str, Any]]) -> str:
+    from appliance.hardware.drivers.base import Reading
+
+    return f"{name}: " + ", ".join(str(Reading(r["quantity"], r["value"], r["unit"])) for r in readings)
+
+
+def cmd_devices_list(args: argparse.Namespace) -> int:
+    """The devices, through the daemon when it runs."""
+    config = load(args)
+    listed = daemon_get(config, "/api/devices")
+    if listed is None:
+        import asyncio
+
+        from appliance.hardware.states import device_states
+
+        with _Direct(config) as devices:
+            listed = {"devices": asyncio.run(device_states(devices, {}))}
+    if not listed["devices"]:
+        print("no devices configured (declare them under devices: in the config)")
+    for device in listed["devices"]:
+        where = f" · {device['room']}" if device.get("room") else ""
+        state = device.get("error") or _show_readings(device["name"], device.get("readings", []))
+        approval = " · approval required" if device["approval"] == "required" else ""
+        print(f"{device['name']:16} {device['driver']:8} {device['kind']:7}{where}{approval}\n    {state}")
+    return 0
+
+
+def cmd_devices_read(args: argparse.Namespace) -> int:
+    """Read one device."""
+    config = load(args)
+    answer = daemon_get(config, f"/api/devices/{args.name}")
+    if answer is None:
+        with _Direct(config) as devices:
+            answer = {"readings": [r.as_dict() for r in devices.read_sync(args.name)]}
+    print(_show_readings(args.name, answer["readings"]))
+    return 0
+
+
+def cmd_devices_set(args: argparse.Namespace) -> int:
+    """Set one device."""
+    config = load(args)
+    answer = daemon_get(config, f"/api/devices/{args.name}", {"value": args.value})
+    if answer is None:
+        with _Direct(config) as devices:
+            answer = devices.set_sync(args.name, args.value, requested_by="cli").as_dict()
+    pending = answer.get("pending_approval")
+    if pending:
+        print(
+            f"{args.name} needs approval: pending action {pending['id']} (picoagent approvals approve {pending['id']})"
+        )
+        return 0
+    print(_show_readings(args.name, answer["state"]))
+    return 0
+
+
+def cmd_hw_scan(args: argparse.Namespace) -> int:
+    """Probe every I2C address of a bus, like i2cdetect (the owner's tool; the model's is allowlisted)."""
+    from appliance.hardware.backends import make_backend
+    from appliance.hardware.policy import SCAN_FIRST, SCAN_LAST
+
+    config = load(args)
+    backend = make_backend(config.hardware)
+    try:
+        backend.prepare(config.devices)
+        bus = backend.i2c(args.bus)
+        with bus.lock:
+            found = [a for a in range(SCAN_FIRST, SCAN_LAST + 1) if bus.probe(a)]
+    finally:
+        backend.close()
+    known = {d.address: n for n, d in config.devices.items() if d.address is not None and d.bus == args.bus}
+    print(f"I2C bus {args.bus} ({backend.name}): " + (f"{len(found)} device(s)" if found else "nothing answers"))
+    for address in found:
+        print(f"  {address:#04x}  {known.get(address, '(not in the config)')}")
+    return 0
+
+
+def cmd_approvals_list(args: argparse.Namespace) -> int:
+    """Writes waiting for a person."""
+    from appliance.hardware.approvals import PendingAction
+
+    config = load(args)
+    answer = daemon_get(config, "/api/approvals")
+    if answer is None:
+        with _Direct(config) as devices:
+            answer = {"pending": [p.as_dict() for p in devices.approvals.pending()]}
+    if not answer["pending"]:
+        print("nothing is waiting for approval")
+    for item in answer["pending"]:
+        print(PendingAction(**item).describe())
+    return 0
+
+
+def cmd_approvals_decide(args: argparse.Namespace) -> int:
+    """Approve (and run) or deny a pending write."""
+    import getpass
+
+    config = load(args)
+    answer = daemon_get(config, f"/api/approvals/{args.id}/{args.decision}", {})
+    if answer is None:
+        with _Direct(config) as devices:
+            result = devices.decide_sync(args.id, args.decision == "approve", f"cli:{getpass.getuser()}")
+            answer = result.as_dict()
+    if args.decision == "deny":
+        print(f"{args.id} denied")
+    else:
+        print(f"{args.id} approved: " + _show_readings(answer["device"], answer["state"]))
+    return 0

@@ -1,0 +1,129 @@
+"""`picoagent memory`: long-term memory searched, added to, forgotten, pruned and exported."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+from appliance.cli.common import load, open_db, print_json
+
+if TYPE_CHECKING:
+    from appliance.config import Config
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    """The `memory` command group."""
+    memory = sub.add_parser("memory", parents=[common], help="long-term memory: search, add, forget, prune, export")
+    msub2 = memory.add_subparsers(dest="action", metavar="ACTION", required=True)
+    msearch = msub2.add_parser("search", parents=[common], help="find memories by meaning and keyword")
+    msearch.add_argument("query", nargs="+")
+    msearch.add_argument("-k", type=int, default=5, help="how many (default 5)")
+    msearch.add_argument("--json", action="store_true", help="print the hits as JSON")
+    msearch.set_defaults(handler=cmd_memory_search)
+    madd = msub2.add_parser("add", parents=[common], help="remember a fact")
+    madd.add_argument("text", nargs="+")
+    madd.set_defaults(handler=cmd_memory_add)
+    mforget = msub2.add_parser("forget", parents=[common], help="forget one memory")
+    mforget.add_argument("id", type=int)
+    mforget.set_defaults(handler=cmd_memory_forget)
+    mprune = msub2.add_parser("prune", parents=[common], help="forget facts older than some days")
+    mprune.add_argument("--older-than", type=float, required=True, metavar="DAYS")
+    mprune.set_defaults(handler=cmd_memory_prune)
+    msub2.add_parser("export", parents=[common], help="write MEMORY.md and HISTORY.md into the workspace").set_defaults(
+        handler=cmd_memory_export
+    )
+
+
+class _Memory:
+    """The memory store opened by this process (WAL lets it work beside the daemon)."""
+
+    def __init__(self, config: Config, *, vectors: bool = True) -> None:
+        from appliance.memory.store import MemoryStore
+        from appliance.runtime import local_model, memory_store
+
+        self.db = open_db(config)
+        self.model = local_model(config) if vectors else None
+        try:
+            if self.model is not None:
+                # One-shot: reading every vector into memory first would cost more than the search.
+                self.store = memory_store(config, self.db, self.model, vector_cache=False)
+            else:
+                self.store = MemoryStore(self.db, None, model_name="none", dimensions=0)
+        except Exception:
+            self.close()
+            raise
+
+    def __enter__(self) -> Any:
+        return self.store
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        embedder = getattr(getattr(self, "store", None), "embedder", None)
+        if embedder is not None:
+            embedder.close()
+        if self.model is not None:
+            self.model.close()
+        self.db.close()
+
+
+def cmd_memory_search(args: argparse.Namespace) -> int:
+    """Memories by meaning and keyword."""
+    with _Memory(load(args)) as store:
+        hits = store.search(" ".join(args.query), args.k)
+    if args.json:
+        print_json(
+            [
+                {"id": h.memory.id, "text": h.memory.text, "score": h.score, "matched_by": sorted(h.matched_by)}
+                for h in hits
+            ]
+        )
+        return 0
+    if not hits:
+        print("nothing remembered matches")
+    for hit in hits:
+        how = "+".join(sorted(hit.matched_by))
+        print(f"{hit.memory.id:>5}  {hit.memory.text}  ({how})")
+    if getattr(hits, "note", ""):
+        print(f"note: {hits.note}", file=sys.stderr)
+    return 0
+
+
+def cmd_memory_add(args: argparse.Namespace) -> int:
+    """Remember a fact."""
+    with _Memory(load(args)) as store:
+        memory = store.add(" ".join(args.text), source="cli")
+    print(f"remembered as {memory.id}: {memory.text}")
+    return 0
+
+
+def cmd_memory_forget(args: argparse.Namespace) -> int:
+    """Forget one memory."""
+    from appliance.errors import UsageError
+
+    with _Memory(load(args), vectors=False) as store:
+        if not store.forget(args.id):
+            raise UsageError(f"no memory {args.id}", fix="picoagent memory search QUERY shows ids")
+    print(f"memory {args.id} forgotten")
+    return 0
+
+
+def cmd_memory_prune(args: argparse.Namespace) -> int:
+    """Forget facts older than some days."""
+    with _Memory(load(args), vectors=False) as store:
+        count = store.prune(args.older_than)
+    print(f"{count} memor{'y' if count == 1 else 'ies'} older than {args.older_than:g} days forgotten")
+    return 0
+
+
+def cmd_memory_export(args: argparse.Namespace) -> int:
+    """MEMORY.md and HISTORY.md in the workspace."""
+    from appliance.runtime import data_dir
+
+    config = load(args)
+    with _Memory(config, vectors=False) as store:
+        facts, history = store.export_markdown(data_dir(config) / "workspace")
+    print(f"wrote {facts} and {history}")
+    return 0

@@ -1,0 +1,125 @@
+"""`picoagent serve`, `status`, `doctor`, `update` and `selftest`: running the appliance and looking after it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from appliance.cli.common import load, print_json
+from appliance.cli.daemon_client import daemon_get
+
+
+def add_daemon_parsers(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """The `serve` and `status` commands."""
+    serve = sub.add_parser("serve", parents=[common], help="run the daemon: web page, chat, API on the LAN")
+    serve.add_argument("--host", help="address to listen on (default: web.host, 0.0.0.0)")
+    serve.add_argument("--port", type=int, help="TCP port (default: web.port, 8080)")
+    serve.set_defaults(handler=cmd_serve)
+
+    status = sub.add_parser("status", parents=[common], help="health of the running appliance")
+    status.add_argument("--json", action="store_true", help="print /api/status as JSON")
+    status.set_defaults(handler=cmd_status)
+
+
+def add_doctor_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """The `doctor` command."""
+    doctor = sub.add_parser("doctor", parents=[common], help="check config, model, database, memory")
+    doctor.set_defaults(handler=cmd_doctor)
+
+
+def add_upkeep_parsers(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """The `update` and `selftest` commands."""
+    update = sub.add_parser("update", help="over-the-air updates of this device (as root)")
+    from appliance.update_cli import add_arguments as update_arguments
+
+    update_arguments(update)
+    update.set_defaults(handler=cmd_update)
+    selftest = sub.add_parser("selftest", parents=[common], help="check this installation can run (OTA runs it)")
+    selftest.set_defaults(handler=cmd_selftest)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Run the daemon until SIGTERM."""
+    import asyncio
+
+    from appliance.daemon import Daemon
+
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # log lines reach journald at once
+    config = load(args, log_stream=sys.stdout)  # a daemon logs to stdout, where journald reads it
+    if config.log_level == "warning":
+        import logging
+
+        logging.getLogger().setLevel(logging.INFO)  # a daemon's state changes belong in its log
+    daemon = Daemon(config, host=args.host, port=args.port, data_dir_override=getattr(args, "data_dir", None))
+    return asyncio.run(daemon.run())
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """Health of the running daemon, or say it is not running."""
+    config = load(args)
+    status = daemon_get(config, "/api/status")
+    if status is None:
+        print("picoagent is not running (start it with `picoagent serve` or `systemctl start picoagent`)")
+        return 3
+    if args.json:
+        print_json(status)
+        return 0
+    health, model = status["health"], status["model"]
+    temp = health.get("cpu_temperature_c")
+    print(f"picoagent {status['version']} · up {status['uptime_s'] / 3600:.1f} h")
+    print(
+        f"model: {model['name']} ({'loaded' if model['loaded'] else 'not loaded'})"
+        + (f", {model['recent_tps']:.1f} tok/s" if model.get("recent_tps") else "")
+        + f", queue {model['queue_depth']}"
+    )
+    print(
+        f"pi: {f'{temp} °C' if temp is not None else 'temperature not available'}, load {health['load'][0]}, "
+        f"{health['memory_available_mb']} MB free of {health['memory_total_mb']}, disk {health['disk_free_gb']} GB free"
+    )
+    web = status.get("web") or {}
+    if web.get("url"):
+        print(f"web: {web['url']}" + (" (HTTPS; plain http:// is redirected)" if web.get("tls") else ""))
+    if web.get("certificate"):
+        from appliance.channels.web.certificate import curl_command
+
+        certificate = web["certificate"]
+        print(f"  certificate public key SHA-256: {certificate['fingerprint_sha256']}")
+        print(f"  {curl_command(certificate['pin'], web['url'] + '/healthz')}")
+    for reply in status["recent"][:5]:
+        print(f"  {reply['route']:>6}  {reply['total_s']:.2f} s  {reply['session']}  {reply['reason']}")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Check everything a turn needs; each failure comes with its fix."""
+    from appliance.doctor import run_checks
+
+    failures = 0
+    for check in run_checks(getattr(args, "config", None), getattr(args, "data_dir", None)):
+        mark = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}[check.status]
+        print(f"[{mark}] {check.name}: {check.detail}")
+        if check.fix and check.status != "ok":
+            print(f"       fix: {check.fix}")
+        failures += check.status == "fail"
+    print("all checks passed" if not failures else f"{failures} check(s) failed")
+    return 1 if failures else 0
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    """`picoagent update check|apply|rollback|boot` (see appliance/update.py)."""
+    from appliance.update_cli import run
+
+    return run(args)
+
+
+def cmd_selftest(args: argparse.Namespace) -> int:
+    """Import every module, load the config, open sqlite-vec and the model file's header."""
+    from appliance.selftest import run_selftest
+
+    return run_selftest(getattr(args, "config", None))

@@ -1,0 +1,152 @@
+"""`picoagent tools`, `skills` and `mcp`: the model's tools, run by hand or served to another program."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from appliance.cli.common import load, open_db, print_json
+
+if TYPE_CHECKING:
+    from appliance.config import Config
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    """The `tools` and `skills` command groups and the `mcp` command."""
+    tools = sub.add_parser("tools", parents=[common], help="list and run the model's tools")
+    tsub = tools.add_subparsers(dest="action", metavar="ACTION", required=True)
+    tsub.add_parser("list", parents=[common], help="the tools and their arguments").set_defaults(handler=cmd_tools_list)
+    run = tsub.add_parser("run", parents=[common], help="run a tool as the model would")
+    run.add_argument("name")
+    run.add_argument("--args", default="{}", metavar="JSON", help="arguments as a JSON object, e.g. '{\"a\": 1}'")
+    run.set_defaults(handler=cmd_tools_run)
+
+    skills = sub.add_parser("skills", parents=[common], help="the workspace's skills (workspace/skills/NAME/SKILL.md)")
+    ssub = skills.add_subparsers(dest="action", metavar="ACTION", required=True)
+    slist = ssub.add_parser("list", parents=[common], help="each skill, what it requires, and the files with problems")
+    slist.add_argument("--json", action="store_true", help="print as JSON")
+    slist.set_defaults(handler=cmd_skills_list)
+
+    mcp = sub.add_parser("mcp", parents=[common], help="serve the tools to another program as an MCP server (stdio)")
+    mcp.set_defaults(handler=cmd_mcp)
+
+
+def cmd_tools_list(args: argparse.Namespace) -> int:
+    """The tools the model may call (the MCP servers' too: they are started to ask them)."""
+    import asyncio
+
+    config = load(args)
+    registry, _lazy, db = _cli_tools(config)
+    asyncio.run(_with_mcp(config, registry, asyncio.sleep(0)))  # the MCP servers' tools join the list
+    for tool in registry:
+        params = ", ".join(
+            f"{name}: {spec.get('type', 'value')}" + ("" if name in tool.parameters["required"] else "?")
+            for name, spec in tool.parameters["properties"].items()
+        )
+        print(f"{tool.name}({params})\n    {tool.description}")
+    db.close()
+    return 0
+
+
+def cmd_tools_run(args: argparse.Namespace) -> int:
+    """Run one tool with JSON arguments and print its result."""
+    import asyncio
+
+    from appliance.errors import UsageError
+
+    config = load(args)
+    try:
+        arguments = json.loads(args.args)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--args is not valid JSON: {exc.msg} at character {exc.pos}") from None
+    if not isinstance(arguments, dict):
+        raise UsageError('--args must be a JSON object, e.g. \'{"expression": "2+2"}\'')
+    registry, lazy, db = _cli_tools(config)
+
+    async def run() -> Any:
+        registry.get(args.name)  # unknown tool: an error with the known names
+        return await registry.execute(args.name, arguments, timeout_s=config.agent.tool_timeout_s)
+
+    try:
+        # Not one of ours: it may be an MCP server's (they are started to know).
+        result = asyncio.run(run() if args.name in registry.tools else _with_mcp(config, registry, run()))
+    finally:
+        lazy.close()
+        db.close()
+    print_json(result.as_dict())
+    return 0 if result.ok else 1
+
+
+async def _with_mcp(config: Config, registry: Any, work: Any) -> Any:
+    """Start the MCP servers into ``registry``, await ``work``, stop them (all on one event loop)."""
+    from appliance.runtime import data_dir, mcp_clients
+
+    clients = mcp_clients(config, registry, data_dir(config) / "workspace")
+    if clients is None:
+        return await work
+    await clients.start()
+    try:
+        return await work
+    finally:
+        await clients.stop()
+        for server, problem in clients.problems.items():
+            print(f"note: the tools of MCP server {server} are missing: {problem}", file=sys.stderr)
+
+
+def _cli_tools(config: Config) -> tuple[Any, Any, Any]:
+    """The tool registry as the `tools` command sees it (devices open only if a device tool runs)."""
+    from appliance.runtime import cli_tool_registry
+
+    db = open_db(config)
+    registry, lazy = cli_tool_registry(config, db)
+    return registry, lazy, db
+
+
+def cmd_skills_list(args: argparse.Namespace) -> int:
+    """The skills in the workspace and the SKILL.md files that could not be used."""
+    from appliance.agent.context import Workspace
+    from appliance.runtime import data_dir
+
+    config = load(args)
+    catalog = Workspace(data_dir(config) / "workspace").skills
+    if args.json:
+        skills = [
+            {"name": s.name, "description": s.description, "requires": list(s.requires), "path": str(s.path)}
+            for s in catalog.skills.values()
+        ]
+        print_json({"skills": skills, "problems": list(catalog.problems)})
+        return 0
+    if not catalog.skills:
+        print(f"no skills in {catalog.root} (a skill is a folder there with a SKILL.md)")
+    for skill in catalog.skills.values():
+        print(f"{skill.name}\n    {skill.description}")
+        if skill.requires:
+            print(f"    requires: {', '.join(skill.requires)}")
+    if catalog.problems:
+        print("problems:")
+        for problem in catalog.problems:
+            print(f"    {problem}")
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """Serve the tools over stdio as an MCP server until the input ends."""
+    import asyncio
+
+    from appliance.mcp.server import serve_stdio
+
+    # stdout carries protocol messages only: anything else printed (a plugin, a library) goes to stderr.
+    protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    sys.stdout.flush()
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    config = load(args)
+    registry, lazy, db = _cli_tools(config)  # MCP servers' own tools are not passed on (no loops)
+    try:
+        asyncio.run(serve_stdio(registry, sys.stdin.buffer, protocol_out, timeout_s=config.agent.tool_timeout_s))
+    finally:
+        lazy.close()
+        db.close()
+    return 0
