@@ -49,7 +49,7 @@ MODULES = (
     "appliance/fileio.py",
     "appliance/boot_updater.py",
 )
-MAIN = b"import sys\nfrom appliance.update_cli import main\n\nsys.exit(main())\n"
+MAIN = b"import sys\nfrom appliance.update import main\n\nsys.exit(main())\n"
 RELATIVE_PATH = "usr/local/lib/picoagent/updater.pyz"
 SYSTEM_PYTHON = "/usr/bin/python3"  # what the unit runs it with
 

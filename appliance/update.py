@@ -517,3 +517,16 @@ def running_status() -> dict[str, Any] | None:
         return None
     root = release.parents[3]  # <root>/opt/picoagent/releases/<v>
     return Updater(root, restart=None, say=lambda _: None).status()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python3 -m appliance.update`` and the boot-time updater: the command line is update_cli.py's."""
+    # The one import cycle kept on purpose: boot-time updaters already on devices build their zip with
+    # `from appliance.update import main`; moving it would leave their next rebuild failing (issue 17).
+    from appliance.update_cli import main as cli_main
+
+    return cli_main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

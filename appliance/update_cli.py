@@ -1,15 +1,10 @@
-"""`picoagent update` and `python3 -m appliance.update_cli`: check, apply, rollback, boot (see update.py).
-
-The second is the boot-time updater's entry point too (boot_updater.MAIN). It lives here, not in update.py,
-so that the updater's machinery never imports its command line.
-"""
+"""`picoagent update` and `python3 -m appliance.update`: check, apply, rollback, boot (see update.py)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import signal
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,7 +14,7 @@ from appliance.update import DEFAULT_HEALTH_URL, DEFAULT_RESTART, UpdateError, U
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The `update` sub-commands, shared by `picoagent update` and `python -m appliance.update_cli`."""
+    """The `update` sub-commands, shared by `picoagent update` and `python -m appliance.update`."""
     sub = parser.add_subparsers(dest="update_action", metavar="ACTION", required=True)
     root = argparse.ArgumentParser(add_help=False)
     root.add_argument("--root", type=Path, default=Path("/"), help="the device's root directory (tests: a temp dir)")
@@ -95,12 +90,7 @@ def _check(updater: Updater, args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python3 -m appliance.update_cli`` and the boot-time updater: expected failures print a fix."""
-    parser = argparse.ArgumentParser(prog="python3 -m appliance.update_cli", description=update.__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python3 -m appliance.update", description=update.__doc__.split("\n")[0])
     add_arguments(parser)
     args = parser.parse_args(argv)
     return exit_for_people(lambda: run(args))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
