@@ -16,11 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from appliance.agent.intent import DeviceInfo
 from appliance.config import CAN_SET, Config, DeviceConfig
 from appliance.errors import PolicyError, UnknownDeviceError, UsageError
 from appliance.hardware.approvals import ApprovalStore, PendingAction
 from appliance.hardware.backends import Backend
+from appliance.hardware.device_info import DeviceInfo
 from appliance.hardware.drivers.base import Reading
 from appliance.ratelimit import RateLimiter
 
