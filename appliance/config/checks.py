@@ -11,8 +11,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from appliance.config.load import _describe
 from appliance.config.schema import Config
+from appliance.config.shown import _describe
 from appliance.errors import ConfigError
 
 # A DNS name: labels of letters, digits and hyphens, not starting or ending with a hyphen.
