@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from appliance.errors import ConfigError
-from appliance.hardware.buses import HardwareError, SimulatedI2CBus, SimulatedSPIBus
+from appliance.hardware.buses import HardwareError
 from appliance.hardware.drivers import bh1750, bme280, mcp3008
 from appliance.hardware.drivers.bh1750 import BH1750, count_to_lux
 from appliance.hardware.drivers.bme280 import (
@@ -34,16 +34,17 @@ from appliance.hardware.drivers.bme280 import (
     parse_calibration,
 )
 from appliance.hardware.drivers.mcp3008 import MCP3008
-from appliance.hardware.sim import (
+from appliance.hardware.sim.bh1750 import BH1750Chip
+from appliance.hardware.sim.bme280 import (
     DEFAULT_BME280_CALIBRATION,
-    BH1750Chip,
     BME280Chip,
-    MCP3008Chip,
     calibration_registers,
     compensate_humidity_double,
     compensate_pressure_double,
     compensate_temperature_double,
 )
+from appliance.hardware.sim.buses import SimulatedI2CBus, SimulatedSPIBus
+from appliance.hardware.sim.mcp3008 import MCP3008Chip
 from tests.fakes.clock import ManualClock
 
 

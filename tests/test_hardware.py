@@ -16,10 +16,10 @@ from appliance.config import CHECKOUT_CONFIG, Config, DeviceConfig, EventRule, I
 from appliance.errors import ConfigError, PolicyError, UnknownDeviceError, UsageError
 from appliance.hardware.approvals import ApprovalError, ApprovalStore
 from appliance.hardware.backends import SimulatedBackend
-from appliance.hardware.buses import SimulatedI2CBus, SimulatedSPIBus
 from appliance.hardware.devices import DeviceRegistry
 from appliance.hardware.events import EventBus, ThresholdWatcher, device_history
 from appliance.hardware.policy import RawBusPolicy
+from appliance.hardware.sim.buses import SimulatedI2CBus, SimulatedSPIBus
 from appliance.memory.db import Database
 from appliance.runtime import tool_registry
 from tests.fakes.clock import ManualClock

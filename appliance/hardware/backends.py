@@ -12,15 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from appliance.config import DeviceConfig, HardwareConfig
-from appliance.hardware.buses import (
-    HardwareError,
-    I2CBus,
-    SimulatedI2CBus,
-    SimulatedSPIBus,
-    SMBusI2C,
-    SPIBus,
-    SpidevSPI,
-)
+from appliance.hardware.buses import HardwareError, I2CBus, SMBusI2C, SPIBus, SpidevSPI
+from appliance.hardware.sim.buses import SimulatedI2CBus, SimulatedSPIBus
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +85,9 @@ class SimulatedBackend(Backend):
 
     def prepare(self, devices: dict[str, DeviceConfig]) -> None:
         """A simulated chip at every configured sensor."""
-        from appliance.hardware import sim
+        from appliance.hardware.sim.bh1750 import BH1750Chip
+        from appliance.hardware.sim.bme280 import BME280Chip
+        from appliance.hardware.sim.mcp3008 import MCP3008Chip
 
         for name, device in devices.items():
             if device.driver in ("bme280", "bh1750"):
@@ -100,7 +95,7 @@ class SimulatedBackend(Backend):
                 bus = self.i2c(device.bus)
                 assert isinstance(bus, SimulatedI2CBus)
                 if device.address not in bus.chips:
-                    chip: Any = sim.BME280Chip() if device.driver == "bme280" else sim.BH1750Chip()
+                    chip: Any = BME280Chip() if device.driver == "bme280" else BH1750Chip()
                     bus.attach(device.address, chip)
                 self.chips[name] = bus.chips[device.address]
             elif device.driver == "mcp3008":
@@ -109,7 +104,7 @@ class SimulatedBackend(Backend):
                 assert isinstance(spi, SimulatedSPIBus)
                 if spi.chip is None:
                     # A soil probe reads about mid-scale when the soil is moist.
-                    spi.chip = sim.MCP3008Chip({channel: 1.65 for channel in range(8)})
+                    spi.chip = MCP3008Chip({channel: 1.65 for channel in range(8)})
                 self.chips[name] = spi.chip
 
 
