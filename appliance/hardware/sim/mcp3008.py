@@ -81,3 +81,8 @@ class MCP3008Chip:
             sum(bit << (7 - index) for index, bit in enumerate(sent[offset : offset + 8]))
             for offset in range(0, len(sent), 8)
         )
+
+
+def moist_soil_probe() -> MCP3008Chip:
+    """The chip the simulated backend fits: every input near mid-scale, as a soil probe in moist soil reads."""
+    return MCP3008Chip({channel: 1.65 for channel in range(8)})
