@@ -24,7 +24,7 @@ from appliance.hardware.sim.buses import SimulatedI2CBus, SimulatedSPIBus
 from appliance.memory.db import Database
 from appliance.runtime import tool_registry
 from tests.fakes.clock import ManualClock
-from tests.helpers import picoagent
+from tests.helpers import picoagent, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -372,13 +372,10 @@ def test_button_presses_become_stored_events(registry: DeviceRegistry, tmp_path:
     bus.subscribe(lambda event: seen.append(event.message))
     registry.listeners.append(bus.input_listener)
     pin = registry.backend.pin_factory.pin(22)
-    import time
-
     pin.drive_low()  # pressed: the button pulls the pin to ground
-    time.sleep(0.1)
+    wait_for(lambda: "doorbell: pressed" in seen, timeout=5, what="the doorbell's press event")
     pin.drive_high()
-    time.sleep(0.1)
-    assert "doorbell: pressed" in seen and "doorbell: released" in seen
+    wait_for(lambda: "doorbell: released" in seen, timeout=5, what="the doorbell's release event")
     assert bus.recent()[0].device == "doorbell"
 
 
@@ -495,8 +492,6 @@ def test_an_ambiguous_command_asks_and_the_answer_acts(config: Config, tmp_path:
 
 
 def test_motion_and_button_drivers_follow_their_pins() -> None:
-    import time
-
     from gpiozero.pins.mock import MockFactory
 
     from appliance.hardware.drivers.gpio import Button, Motion
@@ -507,12 +502,11 @@ def test_motion_and_button_drivers_follow_their_pins() -> None:
     button = Button(factory, 24)
     motion.on_event(events.append)
     button.on_event(events.append)
-    time.sleep(0.2)  # the motion sensor samples its pin on a thread: let it see "still" first
+    # The motion sensor samples its pin on a thread: until that has seen "still", a high pin is no edge.
+    assert motion.device.wait_for_inactive(timeout=5), "the motion sensor never sampled its pin"
     factory.pin(23).drive_high()
-    deadline = time.monotonic() + 2
-    while "motion" not in events and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert "motion" in events and motion.read()[0].value is True
+    wait_for(lambda: "motion" in events, timeout=5, what="the motion event")
+    assert motion.read()[0].value is True
     factory.pin(24).drive_low()  # a button to ground, with the pull-up
     assert button.read()[0].value is True and "pressed" in events
     motion.close()
