@@ -12,7 +12,7 @@ spidev only when it is built, and none imports ``appliance.config`` (which impor
 
 from __future__ import annotations
 
-from appliance.hardware.drivers import bh1750, bme280, gpio, mcp3008
+from appliance.hardware.drivers import bh1750, bme280, gpio, mcp3008, sht31
 from appliance.hardware.drivers.base import DriverSpec
 
 DRIVERS: dict[str, DriverSpec] = {
@@ -24,6 +24,7 @@ DRIVERS: dict[str, DriverSpec] = {
         gpio.MOTION_SPEC,
         bme280.SPEC,
         bh1750.SPEC,
+        sht31.SPEC,
         mcp3008.SPEC,
     )
 }
