@@ -21,8 +21,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from appliance.errors import ConfigError
-from appliance.hardware.buses import HardwareError, SimulatedI2CBus, SimulatedSPIBus
+from appliance.hardware.buses import HardwareError
 from appliance.hardware.drivers import bh1750, bme280, mcp3008
+from appliance.hardware.drivers.base import DriverSpec
 from appliance.hardware.drivers.bh1750 import BH1750, count_to_lux
 from appliance.hardware.drivers.bme280 import (
     BME280,
@@ -34,16 +35,17 @@ from appliance.hardware.drivers.bme280 import (
     parse_calibration,
 )
 from appliance.hardware.drivers.mcp3008 import MCP3008
-from appliance.hardware.sim import (
+from appliance.hardware.sim.bh1750 import BH1750Chip
+from appliance.hardware.sim.bme280 import (
     DEFAULT_BME280_CALIBRATION,
-    BH1750Chip,
     BME280Chip,
-    MCP3008Chip,
     calibration_registers,
     compensate_humidity_double,
     compensate_pressure_double,
     compensate_temperature_double,
 )
+from appliance.hardware.sim.buses import SimulatedI2CBus, SimulatedSPIBus
+from appliance.hardware.sim.mcp3008 import MCP3008Chip
 from tests.fakes.clock import ManualClock
 
 
@@ -630,3 +632,15 @@ def test_mcp3008_chip_ignores_leading_zeros_and_sends_lsb_first_after_b0(
 def test_mcp3008_chip_refuses_a_channel_out_of_range() -> None:
     with pytest.raises(ValueError, match="0 to 7"):
         MCP3008Chip().set_voltage(8, 1.0)
+
+
+# --- the driver table -------------------------------------------------------------------------------------
+
+
+def test_a_bus_driver_without_its_simulated_chip_or_addresses_is_refused() -> None:
+    with pytest.raises(ValueError, match="simulated chip"):
+        DriverSpec("adc", "sensor", "spi", ("level",), mcp3008.build)
+    with pytest.raises(ValueError, match="addresses"):
+        DriverSpec(
+            "lux", "sensor", "i2c", ("illuminance",), bh1750.build, simulated="appliance.hardware.sim.bh1750:BH1750Chip"
+        )

@@ -15,15 +15,16 @@ import pytest
 from appliance.config import CHECKOUT_CONFIG, Config, DeviceConfig, EventRule, I2CAllow, SPIAllow, load_config
 from appliance.errors import ConfigError, PolicyError, UnknownDeviceError, UsageError
 from appliance.hardware.approvals import ApprovalError, ApprovalStore
-from appliance.hardware.backends import SimulatedBackend
-from appliance.hardware.buses import SimulatedI2CBus, SimulatedSPIBus
+from appliance.hardware.backends import SimulatedBackend, make_backend
 from appliance.hardware.devices import DeviceRegistry
+from appliance.hardware.drivers import DRIVERS
 from appliance.hardware.events import EventBus, ThresholdWatcher, device_history
 from appliance.hardware.policy import RawBusPolicy
+from appliance.hardware.sim.buses import SimulatedI2CBus, SimulatedSPIBus
 from appliance.memory.db import Database
 from appliance.runtime import tool_registry
 from tests.fakes.clock import ManualClock
-from tests.helpers import picoagent
+from tests.helpers import picoagent, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -94,6 +95,47 @@ def test_a_bad_event_rule_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         load_config(path, environ={})
     assert "events[0].when: expected DEVICE.QUANTITY OP NUMBER" in str(err.value)
+
+
+def with_devices(tmp_path: Path, devices: str) -> Config:
+    """The shipped config (simulated backend) with ``devices`` (YAML lines) added to its devices: block."""
+    path = tmp_path / "picoagent.yaml"
+    marker = "\n# Sensor conditions"  # the new devices go last in the devices: block
+    path.write_text(CHECKOUT_CONFIG.read_text().replace(marker, devices + marker, 1))
+    config = load_config(path, data_dir=tmp_path / "data", environ={})
+    assert config.hardware.backend == "simulated"
+    return config
+
+
+def test_every_driver_in_the_table_is_configured_built_and_read_on_the_simulated_backend(
+    tmp_path: Path, clock: Clock
+) -> None:
+    pins = iter((5, 6, 12, 13, 16, 19, 20, 21, 23, 24, 25, 26))  # not the shipped config's 17, 22 and 27
+    yaml = ""
+    for index, (name, spec) in enumerate(DRIVERS.items()):
+        if spec.interface == "gpio":
+            wiring = [f"pin: {next(pins)}"]
+        elif spec.interface == "i2c":  # at the part's default address, on a bus the shipped config leaves free
+            wiring = ["bus: 3", f"address: {spec.addresses[0]:#04x}"]
+        else:
+            wiring = ["bus: 1", "device: 1", f"channel: {index % 8}"]
+        yaml += f"  every_{name}:\n    driver: {name}\n" + "".join(f"    {line}\n" for line in wiring)
+    config = with_devices(tmp_path, yaml)
+    db = Database(tmp_path / "hw.db")
+    registry = DeviceRegistry(config, make_backend(config.hardware), ApprovalStore(db, timeout_s=60, clock=clock))
+    try:
+        for name, spec in DRIVERS.items():
+            device = registry.get(f"every_{name}")
+            assert device.kind == spec.kind and ("set" in device.allowed) == bool(spec.sets)
+            assert tuple(reading.quantity for reading in registry.read_sync(device.name)) == spec.quantities
+    finally:
+        registry.close()
+        db.close()
+
+
+def test_the_shipped_config_lists_every_driver() -> None:
+    (line,) = [line for line in CHECKOUT_CONFIG.read_text().splitlines() if line.startswith("#   driver:")]
+    assert line.split(":", 1)[1].replace("|", " ").split() == list(DRIVERS)
 
 
 # --- reading and setting ---------------------------------------------------------------------------------
@@ -330,13 +372,10 @@ def test_button_presses_become_stored_events(registry: DeviceRegistry, tmp_path:
     bus.subscribe(lambda event: seen.append(event.message))
     registry.listeners.append(bus.input_listener)
     pin = registry.backend.pin_factory.pin(22)
-    import time
-
     pin.drive_low()  # pressed: the button pulls the pin to ground
-    time.sleep(0.1)
+    wait_for(lambda: "doorbell: pressed" in seen, timeout=5, what="the doorbell's press event")
     pin.drive_high()
-    time.sleep(0.1)
-    assert "doorbell: pressed" in seen and "doorbell: released" in seen
+    wait_for(lambda: "doorbell: released" in seen, timeout=5, what="the doorbell's release event")
     assert bus.recent()[0].device == "doorbell"
 
 
@@ -453,8 +492,6 @@ def test_an_ambiguous_command_asks_and_the_answer_acts(config: Config, tmp_path:
 
 
 def test_motion_and_button_drivers_follow_their_pins() -> None:
-    import time
-
     from gpiozero.pins.mock import MockFactory
 
     from appliance.hardware.drivers.gpio import Button, Motion
@@ -465,12 +502,11 @@ def test_motion_and_button_drivers_follow_their_pins() -> None:
     button = Button(factory, 24)
     motion.on_event(events.append)
     button.on_event(events.append)
-    time.sleep(0.2)  # the motion sensor samples its pin on a thread: let it see "still" first
+    # The motion sensor samples its pin on a thread: until that has seen "still", a high pin is no edge.
+    assert motion.device.wait_for_inactive(timeout=5), "the motion sensor never sampled its pin"
     factory.pin(23).drive_high()
-    deadline = time.monotonic() + 2
-    while "motion" not in events and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert "motion" in events and motion.read()[0].value is True
+    wait_for(lambda: "motion" in events, timeout=5, what="the motion event")
+    assert motion.read()[0].value is True
     factory.pin(24).drive_low()  # a button to ground, with the pull-up
     assert button.read()[0].value is True and "pressed" in events
     motion.close()

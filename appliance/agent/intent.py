@@ -70,25 +70,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from appliance.errors import ConfigError
+from appliance.hardware.device_info import DeviceInfo
 
 Action = Literal["set", "read", "ask", "confirm", "cancel", "history"]
 Words = tuple[str, ...]
 
 SETTABLE = frozenset({"switch", "dimmer"})
 STATEFUL = frozenset({"switch", "dimmer", "input"})
-
-
-@dataclass(frozen=True)
-class DeviceInfo:
-    """What the matcher knows of one device: how people may name it, and what it can do."""
-
-    name: str
-    kind: str  # "switch" | "dimmer" | "sensor" | "input"; any other kind is never acted on
-    room: str | None
-    aliases: tuple[str, ...] = ()
-    quantities: tuple[str, ...] = ()
-    driver: str = ""  # relay, button, bme280...: the semantic stage words its examples by it
-    allowed: tuple[str, ...] = ("read", "set")  # the operations the config allows
 
 
 @dataclass(frozen=True)

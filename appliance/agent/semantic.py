@@ -40,7 +40,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from appliance.agent import semantic_words as sw
-from appliance.agent.intent import DeviceInfo, Intent, words_of
+from appliance.agent.intent import Intent, words_of
+from appliance.hardware.device_info import DeviceInfo
 
 if TYPE_CHECKING:
     import numpy as np

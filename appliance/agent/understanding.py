@@ -19,12 +19,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from appliance.agent import difficulty
-from appliance.agent.intent import DeviceInfo, Intent
+from appliance.agent.intent import Intent
 from appliance.agent.router import Difficulty
 from appliance.agent.semantic import SemanticDevices
 from appliance.agent.tool_rank import ToolRanker
 from appliance.config import Config
 from appliance.errors import PicoagentError
+from appliance.hardware.device_info import DeviceInfo
 from appliance.memory.db import Database
 from appliance.tools.registry import Tool, ToolRegistry
 

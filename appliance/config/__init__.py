@@ -8,10 +8,9 @@ from here: every name other modules use is re-exported. The file's location is o
 
 from __future__ import annotations
 
-from appliance.config.checks import CAN_SET, WHEN
+from appliance.config.checks import WHEN
 from appliance.config.load import CHECKOUT_CONFIG, SYSTEM_CONFIG, config_path, load_config, read_secrets
 from appliance.config.schema import (
-    DRIVERS,
     SYSTEM_DATA_DIR,
     AgentConfig,
     Config,
@@ -38,9 +37,7 @@ from appliance.config.schema import (
 )
 
 __all__ = [
-    "CAN_SET",
     "CHECKOUT_CONFIG",
-    "DRIVERS",
     "SYSTEM_CONFIG",
     "SYSTEM_DATA_DIR",
     "WHEN",

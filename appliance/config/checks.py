@@ -11,9 +11,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from appliance.config.load import _describe
 from appliance.config.schema import Config
+from appliance.config.shown import _describe
 from appliance.errors import ConfigError
+from appliance.hardware.drivers import DRIVERS
 
 # A DNS name: labels of letters, digits and hyphens, not starting or ending with a hyphen.
 _LABEL = r"(?!-)[a-z0-9-]{1,63}(?<!-)"
@@ -102,17 +103,6 @@ def _check(config: Config, referenced: set[str]) -> None:
             raise refuse(path, "auto or a number of threads from 1 to 256", threads)
 
 
-# What each driver needs, and what it can do.
-_NEEDS = {
-    "relay": ("pin",),
-    "led": ("pin",),
-    "button": ("pin",),
-    "motion": ("pin",),
-    "bme280": ("bus", "address"),
-    "bh1750": ("bus", "address"),
-    "mcp3008": ("bus", "device", "channel"),
-}
-CAN_SET = {"relay", "led"}
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 WHEN = re.compile(r"\s*([a-z][a-z0-9_]*)\.([a-z_]+)\s*(<=|>=|==|!=|<|>)\s*(-?\d+(?:\.\d+)?)\s*")
 
@@ -126,7 +116,8 @@ def _check_devices(config: Config, refuse: Callable[[str, str, Any], ConfigError
         where = f"devices.{name}"
         if not _NAME.fullmatch(name):
             raise ConfigError(f"{where}: device names are lower-case letters, digits and _ (at most 40)")
-        for need in _NEEDS[device.driver]:
+        spec = DRIVERS[device.driver]  # what the driver needs and can do: the driver table
+        for need in spec.needs:
             if getattr(device, need) is None:
                 raise ConfigError(f"{where}.{need}: a {device.driver} needs a {need}")
         if device.pin is not None:
@@ -153,7 +144,7 @@ def _check_devices(config: Config, refuse: Callable[[str, str, Any], ConfigError
             spi[slot] = name
         if device.device is not None and device.device not in (0, 1):
             raise refuse(f"{where}.device", "an SPI chip select, 0 or 1", device.device)
-        if "set" in device.allow and device.driver not in CAN_SET:
+        if "set" in device.allow and not spec.sets:
             raise ConfigError(f"{where}.allow: a {device.driver} cannot be set, only read")
         if not 1 <= device.writes_per_minute <= 600:
             raise refuse(f"{where}.writes_per_minute", "a whole number from 1 to 600", device.writes_per_minute)

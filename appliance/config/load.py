@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
 from appliance.config.schema import Config
+from appliance.config.shown import _describe, _Secret
 from appliance.errors import ConfigError
 
 SYSTEM_CONFIG = Path("/etc/picoagent/picoagent.yaml")
@@ -73,7 +74,7 @@ def load_config(
     """Load, resolve and validate the config; ``data_dir`` overrides the file's ``data_dir``."""
     import yaml  # lazy: keeps `picoagent --help` fast
 
-    from appliance.config.checks import _check  # here, not at the top: checks imports this module
+    from appliance.config.checks import _check  # lazy, like yaml: only loading needs the checks
 
     source = config_path(path)
     try:
@@ -118,10 +119,6 @@ def load_config(
 # --- building the tree ----------------------------------------------------------------------
 
 
-class _Secret(str):
-    """A string that came from a reference: error messages must not show it."""
-
-
 def _resolve_refs(value: str, path: str, lookup: typing.Mapping[str, str]) -> str:
     names = _REF.findall(value)
     if not names:
@@ -133,22 +130,6 @@ def _resolve_refs(value: str, path: str, lookup: typing.Mapping[str, str]) -> st
                 fix=f"set {name} in the environment or in the secrets file",
             )
     return _Secret(_REF.sub(lambda m: lookup[m.group(1)], value))
-
-
-def _describe(value: Any) -> str:
-    if isinstance(value, _Secret):
-        return "a value from a secret reference"
-    if isinstance(value, str):
-        return f'"{value}"' if len(value) <= 40 else f'"{value[:37]}..."'
-    if value is None:
-        return "nothing (null)"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    return repr(value)
 
 
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}

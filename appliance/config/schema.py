@@ -12,7 +12,9 @@ import os
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+from appliance.hardware.drivers import DRIVERS
 
 SYSTEM_DATA_DIR = Path("/var/lib/picoagent")
 
@@ -89,21 +91,40 @@ class WebConfig:
     )
 
 
-DRIVERS = ("relay", "led", "button", "motion", "bme280", "bh1750", "mcp3008")
+if TYPE_CHECKING:
+    DriverName = str
+else:
+    # A Literal built from the driver table: the loader refuses any other name, listing these in table order.
+    DriverName = Literal[tuple(DRIVERS)]
+
+
+def _or(names: list[str]) -> str:
+    """Names for a description: "a, b or c"."""
+    return " or ".join([", ".join(names[:-1]), names[-1]]) if len(names) > 1 else "".join(names)
+
+
+def _on(interface: str) -> str:
+    """The drivers on one interface, for the descriptions below: "bme280, bh1750"."""
+    return ", ".join(name for name, spec in DRIVERS.items() if spec.interface == interface)
+
+
+_ADDRESSES = "; ".join(
+    f"{name}: " + " or ".join(f"0x{address:02X}" for address in spec.addresses)
+    for name, spec in DRIVERS.items()
+    if spec.addresses
+)
 
 
 @dataclass
 class DeviceConfig:
     """One named device wired to the Pi."""
 
-    driver: Literal["relay", "led", "button", "motion", "bme280", "bh1750", "mcp3008"] = doc(
-        "what the part is: relay, led, button, motion, bme280, bh1750 or mcp3008"
-    )
-    pin: int | None = doc("GPIO pin (BCM number, 0-27) for relay, led, button, motion", None)
-    bus: int | None = doc("I2C bus number (bme280, bh1750) or SPI bus (mcp3008)", None)
-    address: int | None = doc("I2C address, 0x03-0x77 (bme280: 0x76 or 0x77; bh1750: 0x23 or 0x5C)", None)
-    device: int | None = doc("SPI chip select (mcp3008): 0 or 1", None)
-    channel: int | None = doc("ADC channel (mcp3008): 0-7", None)
+    driver: DriverName = doc(f"what the part is: {_or(list(DRIVERS))}")
+    pin: int | None = doc(f"GPIO pin (BCM number, 0-27) for {_on('gpio')}", None)
+    bus: int | None = doc(f"I2C bus number ({_on('i2c')}) or SPI bus ({_on('spi')})", None)
+    address: int | None = doc(f"I2C address, 0x03-0x77 ({_ADDRESSES})", None)
+    device: int | None = doc(f"SPI chip select ({_on('spi')}): 0 or 1", None)
+    channel: int | None = doc(f"ADC channel ({_on('spi')}): 0-7", None)
     room: str = doc("the room it is in; people and the intent fast path use it", "")
     aliases: list[str] = doc("other names people use for it", default_factory=list)
     allow: list[Literal["read", "set"]] = doc(

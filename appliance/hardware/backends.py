@@ -12,15 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from appliance.config import DeviceConfig, HardwareConfig
-from appliance.hardware.buses import (
-    HardwareError,
-    I2CBus,
-    SimulatedI2CBus,
-    SimulatedSPIBus,
-    SMBusI2C,
-    SPIBus,
-    SpidevSPI,
-)
+from appliance.hardware.buses import HardwareError, I2CBus, SMBusI2C, SPIBus, SpidevSPI
+from appliance.hardware.drivers import DRIVERS
+from appliance.hardware.sim import make_chip
+from appliance.hardware.sim.buses import SimulatedI2CBus, SimulatedSPIBus
 
 log = logging.getLogger(__name__)
 
@@ -91,25 +86,22 @@ class SimulatedBackend(Backend):
         return SimulatedSPIBus(bus, device)
 
     def prepare(self, devices: dict[str, DeviceConfig]) -> None:
-        """A simulated chip at every configured sensor."""
-        from appliance.hardware import sim
-
+        """At every configured bus device, the simulated chip its driver's spec names (one chip per address)."""
         for name, device in devices.items():
-            if device.driver in ("bme280", "bh1750"):
+            spec = DRIVERS[device.driver]
+            if spec.interface == "i2c":
                 assert device.bus is not None and device.address is not None
                 bus = self.i2c(device.bus)
                 assert isinstance(bus, SimulatedI2CBus)
                 if device.address not in bus.chips:
-                    chip: Any = sim.BME280Chip() if device.driver == "bme280" else sim.BH1750Chip()
-                    bus.attach(device.address, chip)
+                    bus.attach(device.address, make_chip(spec.simulated))
                 self.chips[name] = bus.chips[device.address]
-            elif device.driver == "mcp3008":
+            elif spec.interface == "spi":
                 assert device.bus is not None and device.device is not None
                 spi = self.spi(device.bus, device.device)
                 assert isinstance(spi, SimulatedSPIBus)
                 if spi.chip is None:
-                    # A soil probe reads about mid-scale when the soil is moist.
-                    spi.chip = sim.MCP3008Chip({channel: 1.65 for channel in range(8)})
+                    spi.chip = make_chip(spec.simulated)
                 self.chips[name] = spi.chip
 
 

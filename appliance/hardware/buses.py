@@ -1,14 +1,14 @@
-"""Bus interfaces (I2C, SPI) and their implementations: real (smbus2, spidev) and simulated chips.
+"""Bus interfaces (I2C, SPI) and their real implementations (smbus2, spidev).
 
 Drivers talk to a bus object, never to smbus2 or spidev directly, so the same driver runs on a Pi and
-against a simulated chip with the same register map. Every call here blocks: callers run them off
-the event loop, holding that bus's lock.
+against a simulated chip with the same register map (on the buses of :mod:`appliance.hardware.sim.buses`).
+Every call here blocks: callers run them off the event loop, holding that bus's lock.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol
 
 from appliance.errors import PicoagentError
 
@@ -54,113 +54,6 @@ class SPIBus(Protocol):
     def transfer(self, data: bytes) -> bytes:
         """Full-duplex transfer: send ``data``, return as many bytes received."""
         ...
-
-
-# --- simulated ---------------------------------------------------------------------------------------
-
-
-class I2CChip(Protocol):
-    """A simulated I2C chip: a register map."""
-
-    def read(self, register: int, length: int) -> bytes:
-        """The bytes at ``register`` onward."""
-        ...
-
-    def write(self, register: int, data: bytes) -> None:
-        """Write bytes at ``register`` onward."""
-        ...
-
-
-@runtime_checkable
-class RegisterlessI2CChip(Protocol):
-    """A simulated I2C chip that answers register-less transactions (a command-only part such as the BH1750)."""
-
-    def write_bytes(self, data: bytes) -> None:
-        """Take one write transaction."""
-        ...
-
-    def read_bytes(self, length: int) -> bytes:
-        """Answer one read transaction."""
-        ...
-
-
-class SPIChip(Protocol):
-    """A simulated SPI chip."""
-
-    def transfer(self, data: bytes) -> bytes:
-        """Answer one full-duplex transfer."""
-        ...
-
-
-class SimulatedI2CBus:
-    """An I2C bus with simulated chips at their addresses; records every transaction."""
-
-    def __init__(self, number: int) -> None:
-        self.number = number
-        self.lock = threading.Lock()
-        self.chips: dict[int, I2CChip] = {}
-        self.log: list[tuple[str, int, int, Any]] = []  # (op, address, register, data or length)
-
-    def attach(self, address: int, chip: I2CChip) -> None:
-        """Put a chip on the bus."""
-        self.chips[address] = chip
-
-    def _chip(self, address: int) -> I2CChip:
-        chip = self.chips.get(address)
-        if chip is None:
-            raise HardwareError(f"no device answers at I2C address {address:#04x} on bus {self.number}")
-        return chip
-
-    def read_block(self, address: int, register: int, length: int) -> bytes:
-        """Combined write-register-then-read, as i2c_rdwr does."""
-        self.log.append(("read", address, register, length))
-        return bytes(self._chip(address).read(register, length))
-
-    def write_block(self, address: int, register: int, data: bytes) -> None:
-        """Write bytes at a register."""
-        self.log.append(("write", address, register, bytes(data)))
-        self._chip(address).write(register, bytes(data))
-
-    def probe(self, address: int) -> bool:
-        """Whether a chip sits at the address."""
-        self.log.append(("probe", address, -1, 0))
-        return address in self.chips
-
-    def write_bytes(self, address: int, data: bytes) -> None:
-        """One write transaction with no register address."""
-        self.log.append(("write_bytes", address, -1, bytes(data)))
-        chip = self._chip(address)
-        if isinstance(chip, RegisterlessI2CChip):
-            chip.write_bytes(bytes(data))
-        elif data:  # a register chip takes the first byte as the register address, as on the wire
-            chip.write(data[0], bytes(data[1:]))
-
-    def read_bytes(self, address: int, length: int) -> bytes:
-        """One read transaction with no register address written first."""
-        self.log.append(("read_bytes", address, -1, length))
-        chip = self._chip(address)
-        if not isinstance(chip, RegisterlessI2CChip):
-            # A real register chip would answer from its internal address pointer, which is not simulated.
-            raise HardwareError(f"the simulated chip at I2C address {address:#04x} is read through its registers")
-        return bytes(chip.read_bytes(length))
-
-
-class SimulatedSPIBus:
-    """An SPI device slot holding a simulated chip; records every transfer."""
-
-    def __init__(self, bus: int, device: int, chip: SPIChip | None = None) -> None:
-        self.bus = bus
-        self.device = device
-        self.lock = threading.Lock()
-        self.chip = chip
-        self.log: list[bytes] = []
-
-    def transfer(self, data: bytes) -> bytes:
-        """Full-duplex transfer with the chip (a floating bus reads zeros)."""
-        self.log.append(bytes(data))
-        if self.chip is None:
-            return bytes(len(data))
-        return bytes(self.chip.transfer(bytes(data)))
 
 
 # --- real --------------------------------------------------------------------------------------------

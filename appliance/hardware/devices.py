@@ -1,4 +1,4 @@
-"""Named devices: built from config on a backend, read and set safely, off the event loop.
+"""Named devices: built from config on a backend by the driver table, read and set safely, off the event loop.
 
 Every access goes through here: the device must exist, the operation must be allowed, writes are
 rate-limited per device and wait for a person when the device says ``approval: required``. Bus
@@ -16,34 +16,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from appliance.agent.intent import DeviceInfo
-from appliance.config import CAN_SET, Config, DeviceConfig
+from appliance.config import Config, DeviceConfig
 from appliance.errors import PolicyError, UnknownDeviceError, UsageError
 from appliance.hardware.approvals import ApprovalStore, PendingAction
 from appliance.hardware.backends import Backend
+from appliance.hardware.device_info import DeviceInfo
+from appliance.hardware.drivers import DRIVERS, DriverSpec
 from appliance.hardware.drivers.base import Reading
 from appliance.ratelimit import RateLimiter
 
 log = logging.getLogger(__name__)
 
-KINDS = {
-    "relay": "switch",
-    "led": "dimmer",
-    "button": "input",
-    "motion": "input",
-    "bme280": "sensor",
-    "bh1750": "sensor",
-    "mcp3008": "sensor",
-}
-QUANTITIES = {
-    "relay": ("state",),
-    "led": ("state", "brightness"),
-    "button": ("state",),
-    "motion": ("state",),
-    "bme280": ("temperature", "humidity", "pressure"),
-    "bh1750": ("illuminance",),
-    "mcp3008": ("level", "voltage", "raw"),
-}
 _ON = {"on", "true", "1", "yes", "open", "start"}
 _OFF = {"off", "false", "0", "no", "close", "closed", "stop"}
 
@@ -60,14 +43,19 @@ class Device:
     events: list[tuple[float, str]] = field(default_factory=list)
 
     @property
+    def spec(self) -> DriverSpec:
+        """Its driver's entry in the driver table."""
+        return DRIVERS[self.config.driver]
+
+    @property
     def kind(self) -> str:
         """switch, dimmer, sensor or input."""
-        return KINDS[self.config.driver]
+        return self.spec.kind
 
     @property
     def allowed(self) -> tuple[str, ...]:
         """The operations allowed on it."""
-        can = ("read", "set") if self.config.driver in CAN_SET else ("read",)
+        can = ("read", "set") if self.spec.sets else ("read",)
         return tuple(op for op in can if not self.config.allow or op in self.config.allow)
 
     def info(self) -> DeviceInfo:
@@ -77,7 +65,7 @@ class Device:
             kind=self.kind,
             room=self.config.room or None,
             aliases=tuple(self.config.aliases),
-            quantities=QUANTITIES[self.config.driver] if self.kind == "sensor" else (),
+            quantities=self.spec.quantities if self.kind == "sensor" else (),
             driver=self.config.driver,
             allowed=self.allowed,
         )
@@ -134,30 +122,16 @@ def parse_value(device: Device, value: Any) -> bool | float:
 
 
 def make_driver(config: DeviceConfig, backend: Backend) -> tuple[Any, threading.Lock]:
-    """The driver for a device, and the lock of the bus it sits on."""
-    from appliance.hardware.drivers import gpio
-
-    if config.driver in ("relay", "led", "button", "motion"):
-        cls = {"relay": gpio.Relay, "led": gpio.LED, "button": gpio.Button, "motion": gpio.Motion}[config.driver]
-        assert config.pin is not None
-        return cls(backend.pin_factory, config.pin, active_high=config.active_high), threading.Lock()
-    if config.driver == "bme280":
-        from appliance.hardware.drivers.bme280 import BME280
-
-        assert config.bus is not None and config.address is not None
-        bus = backend.i2c(config.bus)
-        return BME280(bus, config.address), bus.lock
-    if config.driver == "bh1750":
-        from appliance.hardware.drivers.bh1750 import BH1750
-
-        assert config.bus is not None and config.address is not None
-        bus = backend.i2c(config.bus)
-        return BH1750(bus, config.address), bus.lock
-    from appliance.hardware.drivers.mcp3008 import MCP3008
-
-    assert config.bus is not None and config.device is not None and config.channel is not None
-    spi = backend.spi(config.bus, config.device)
-    return MCP3008(spi, config.channel), spi.lock
+    """The driver for a device, built as its driver table entry says, and the lock of the bus it sits on."""
+    spec = DRIVERS[config.driver]
+    driver = spec.build(config, backend)
+    if spec.interface == "i2c":
+        assert config.bus is not None
+        return driver, backend.i2c(config.bus).lock
+    if spec.interface == "spi":
+        assert config.bus is not None and config.device is not None
+        return driver, backend.spi(config.bus, config.device).lock
+    return driver, threading.Lock()  # a pin is the device's alone
 
 
 class DeviceAccess(Protocol):
@@ -256,7 +230,7 @@ class DeviceRegistry:
     def _check_set(self, name: str, value: Any) -> tuple[Device, bool | float]:
         device = self.get(name)
         if "set" not in device.allowed:
-            why = "it is a sensor" if device.config.driver not in CAN_SET else f"devices.{name}.allow leaves it out"
+            why = "it is a sensor" if not device.spec.sets else f"devices.{name}.allow leaves it out"
             raise PolicyError(f"{name} cannot be set: {why}")
         return device, parse_value(device, value)
 

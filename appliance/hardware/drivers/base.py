@@ -1,15 +1,29 @@
-"""What a driver is: a small class that reads (sensors) or sets (actuators) one device.
+"""What a driver is: a small class that reads (sensors) or sets (actuators) one device, and its spec.
 
 Drivers block (they talk to buses); the device registry calls them off the event loop while holding
 the bus's lock. A sensor returns :class:`Reading` values with units; an actuator takes a value and
 reports its state; an input (button, motion) also calls back on events.
+
+Each driver module also declares a :class:`DriverSpec`: what the driver needs from a device's config,
+what it reads and sets, how it is built, and which simulated chip stands for it. The specs are collected
+in one table, :data:`appliance.hardware.drivers.DRIVERS`. A spec sees the config and the backend only
+through the :class:`Wiring` and :class:`Buses` protocols: the config package reads the table, so the
+driver modules cannot import it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Literal, Protocol
+
+from appliance.hardware.buses import I2CBus, SPIBus
+
+Kind = Literal["switch", "dimmer", "sensor", "input"]
+Interface = Literal["gpio", "i2c", "spi"]
+
+# The device config keys a driver on each interface cannot do without.
+NEEDS: dict[str, tuple[str, ...]] = {"gpio": ("pin",), "i2c": ("bus", "address"), "spi": ("bus", "device", "channel")}
 
 
 @dataclass(frozen=True)
@@ -56,3 +70,54 @@ class EventSource(Sensor, Protocol):
     def on_event(self, callback: Callable[[str], None]) -> None:
         """Call ``callback(event_name)`` from gpiozero's thread when something happens."""
         ...
+
+
+class Wiring(Protocol):
+    """Where a device is connected: the fields of a device's config a driver is built from."""
+
+    pin: int | None
+    bus: int | None
+    address: int | None
+    device: int | None
+    channel: int | None
+    active_high: bool
+
+
+class Buses(Protocol):
+    """Where drivers get their pins and buses: the backend (real or simulated)."""
+
+    pin_factory: Any
+
+    def i2c(self, number: int) -> I2CBus:
+        """The I2C bus with this number."""
+        ...
+
+    def spi(self, bus: int, device: int) -> SPIBus:
+        """The SPI device bus.device."""
+        ...
+
+
+@dataclass(frozen=True)
+class DriverSpec:
+    """One driver as the rest of the appliance sees it: an entry of the driver table."""
+
+    name: str  # the value of devices.NAME.driver
+    kind: Kind  # switch, dimmer, sensor or input: how people and the intent matcher treat the device
+    interface: Interface  # gpio, i2c or spi: which config keys the device needs (NEEDS)
+    quantities: tuple[str, ...]  # what read() returns, in order
+    build: Callable[[Wiring, Buses], Sensor]  # the driver for one configured device
+    sets: tuple[str, ...] = ()  # what set() changes; empty: the device can only be read
+    addresses: tuple[int, ...] = ()  # I2C: the addresses the part can answer at, its default first
+    simulated: str = ""  # "module:callable" making the chip that stands for the part in simulation
+
+    def __post_init__(self) -> None:
+        if self.interface == "i2c" and not self.addresses:
+            raise ValueError(f"driver {self.name}: an I2C part needs its addresses")
+        if self.interface != "gpio" and ":" not in self.simulated:
+            # GPIO devices run on gpiozero's mock pins; a bus device needs a chip to answer on the bus.
+            raise ValueError(f"driver {self.name}: a bus device needs its simulated chip as 'module:callable'")
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        """The device config keys this driver cannot do without."""
+        return NEEDS[self.interface]

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 
 from appliance.hardware.buses import HardwareError, I2CBus
-from appliance.hardware.drivers.base import Reading
+from appliance.hardware.drivers.base import Buses, DriverSpec, Reading, Wiring
 
 POWER_DOWN = 0x00
 POWER_ON = 0x01
@@ -59,3 +59,20 @@ class BH1750:
         """Power the part down (one-time measurements already leave it so; this covers an interrupted read)."""
         with contextlib.suppress(HardwareError):  # best effort: closing must not fail if the part is gone
             self.bus.write_bytes(self.address, bytes([POWER_DOWN]))
+
+
+def build(wiring: Wiring, buses: Buses) -> BH1750:
+    """A BH1750 at a device's configured bus and address."""
+    assert wiring.bus is not None and wiring.address is not None  # the config checks require them (NEEDS)
+    return BH1750(buses.i2c(wiring.bus), wiring.address)
+
+
+SPEC = DriverSpec(
+    "bh1750",
+    "sensor",
+    "i2c",
+    ("illuminance",),
+    build,
+    addresses=(0x23, 0x5C),  # ADDR low or high
+    simulated="appliance.hardware.sim.bh1750:BH1750Chip",
+)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from appliance.hardware.buses import HardwareError, I2CBus
-from appliance.hardware.drivers.base import Reading
+from appliance.hardware.drivers.base import Buses, DriverSpec, Reading, Wiring
 
 CHIP_ID = 0x60
 
@@ -239,3 +239,20 @@ class BME280:
 
     def close(self) -> None:
         """Nothing to release: the part already sleeps between forced measurements."""
+
+
+def build(wiring: Wiring, buses: Buses) -> BME280:
+    """A BME280 at a device's configured bus and address."""
+    assert wiring.bus is not None and wiring.address is not None  # the config checks require them (NEEDS)
+    return BME280(buses.i2c(wiring.bus), wiring.address)
+
+
+SPEC = DriverSpec(
+    "bme280",
+    "sensor",
+    "i2c",
+    ("temperature", "humidity", "pressure"),
+    build,
+    addresses=(0x76, 0x77),  # SDO to GND or to VDDIO
+    simulated="appliance.hardware.sim.bme280:BME280Chip",
+)

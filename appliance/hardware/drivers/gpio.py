@@ -1,7 +1,7 @@
 """GPIO drivers on gpiozero: relay and LED (actuators), button and motion sensor (event sources).
 
 Every device takes the backend's pin factory, so the same driver drives a real pin through lgpio on
-a Pi, and gpiozero's MockFactory pins in simulation and tests.
+a Pi, and gpiozero's MockFactory pins in simulation and tests (no simulated chip: the mock pin is it).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from appliance.hardware.drivers.base import Reading
+from appliance.hardware.drivers.base import Buses, DriverSpec, Reading, Sensor, Wiring
 
 
 class Relay:
@@ -110,3 +110,19 @@ class Motion(_Input):
         super().__init__(
             MotionSensor(pin, queue_len=1, sample_rate=20, pull_up=not active_high, pin_factory=pin_factory)
         )
+
+
+def _on_a_pin(driver: Callable[..., Sensor]) -> Callable[[Wiring, Buses], Sensor]:
+    """How a driver on one pin is built from a device's config."""
+
+    def build(wiring: Wiring, buses: Buses) -> Sensor:
+        assert wiring.pin is not None  # the config checks require it (NEEDS)
+        return driver(buses.pin_factory, wiring.pin, active_high=wiring.active_high)
+
+    return build
+
+
+RELAY_SPEC = DriverSpec("relay", "switch", "gpio", ("state",), _on_a_pin(Relay), sets=("state",))
+LED_SPEC = DriverSpec("led", "dimmer", "gpio", ("state", "brightness"), _on_a_pin(LED), sets=("state", "brightness"))
+BUTTON_SPEC = DriverSpec("button", "input", "gpio", ("state",), _on_a_pin(Button))
+MOTION_SPEC = DriverSpec("motion", "input", "gpio", ("state",), _on_a_pin(Motion))

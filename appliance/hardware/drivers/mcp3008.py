@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from appliance.errors import ConfigError
 from appliance.hardware.buses import HardwareError, SPIBus
-from appliance.hardware.drivers.base import Reading
+from appliance.hardware.drivers.base import Buses, DriverSpec, Reading, Wiring
 
 START_BIT = 0x01
 SINGLE_ENDED = 0x08
@@ -62,3 +62,19 @@ class MCP3008:
 
     def close(self) -> None:
         """Nothing to release: the SPI device belongs to the bus."""
+
+
+def build(wiring: Wiring, buses: Buses) -> MCP3008:
+    """An MCP3008 input at a device's configured SPI bus, chip select and channel."""
+    assert wiring.bus is not None and wiring.device is not None and wiring.channel is not None  # NEEDS
+    return MCP3008(buses.spi(wiring.bus, wiring.device), wiring.channel)
+
+
+SPEC = DriverSpec(
+    "mcp3008",
+    "sensor",
+    "spi",
+    ("level", "voltage", "raw"),
+    build,
+    simulated="appliance.hardware.sim.mcp3008:moist_soil_probe",
+)
