@@ -210,7 +210,7 @@ def split_message(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
 
 def footer(record: ReplyRecord) -> str:
     """The line under a reply: which path answered, which model, how long it took."""
-    parts = [record.route, record.model, f"{record.timings.get('total_s', 0.0):.1f} s"]
+    parts = [record.route, record.model, f"{record.timings.total_s:.1f} s"]
     line = " · ".join(p for p in parts if p)
     if record.route in ("cloud", "local_fallback") or record.why == "user_cloud":
         line += f"\n({record.reason})"  # say why it left the Pi, or why it did not although it should have

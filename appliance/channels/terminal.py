@@ -52,8 +52,8 @@ class TerminalChat:
         t = record.timings
         explain = record.route in ("cloud", "local_fallback") or record.why == "user_cloud"
         return self._dim(
-            f"[{record.route} · {record.model} · {t['decode_tps']:.1f} tok/s · "
-            f"first token {t['ttft_s']:.2f} s · {t['total_s']:.2f} s]" + (f"\n[{record.reason}]" if explain else "")
+            f"[{record.route} · {record.model} · {t.decode_tps:.1f} tok/s · "
+            f"first token {t.ttft_s:.2f} s · {t.total_s:.2f} s]" + (f"\n[{record.reason}]" if explain else "")
         )
 
     async def ask(self, text: str, *, stream: bool = True) -> ReplyRecord:
