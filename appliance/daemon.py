@@ -233,7 +233,7 @@ class Daemon:
         self.notifier = Notifier(self.outbox, self._owner)
         self.telegram: Any = None
         if self.config.telegram.enabled:
-            from appliance.channels.telegram import TelegramChannel
+            from appliance.channels.telegram.channel import TelegramChannel
 
             self.telegram = TelegramChannel(self.config.telegram, runtime, self.outbox)
             state.telegram = self.telegram  # POST /telegram/webhook hands updates to it (webhook mode)
@@ -306,7 +306,7 @@ class Daemon:
 
     def _owner(self) -> tuple[str, str] | None:
         """Where proactive messages go: the owner's Telegram chat, when Telegram is on."""
-        from appliance.channels.telegram import owner_target
+        from appliance.channels.telegram.pairing import owner_target
 
         return owner_target(self.config.telegram, self.state.runtime.db)
 

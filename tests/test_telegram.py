@@ -20,14 +20,9 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from appliance.channels.telegram import (
-    MESSAGE_LIMIT,
-    TelegramChannel,
-    create_pairing_code,
-    is_paired,
-    owner_target,
-    split_message,
-)
+from appliance.channels.telegram.channel import TelegramChannel
+from appliance.channels.telegram.pairing import create_pairing_code, is_paired, owner_target
+from appliance.channels.telegram.text import MESSAGE_LIMIT, split_message
 from appliance.channels.web.app import build_app
 from appliance.channels.web.auth import Auth
 from appliance.channels.web.state import WebState
@@ -174,7 +169,7 @@ def test_an_ordinary_message_streams_the_models_reply(config: Config) -> None:
 
 def test_a_stranger_gets_nothing_and_costs_nothing(config: Config, caplog: pytest.LogCaptureFixture) -> None:
     async def scenario(h: Harness) -> None:
-        caplog.set_level(logging.WARNING, logger="appliance.channels.telegram")
+        caplog.set_level(logging.WARNING, logger="appliance.channels")  # the channel's and its doorkeeper's
         h.fake.push_message(STRANGER, STRANGER, "turn on the porch light")
         h.fake.push_message(STRANGER, STRANGER, "tell me a secret")
         h.fake.push_message(STRANGER, STRANGER, "/status")

@@ -804,7 +804,7 @@ def cmd_memory_export(args: argparse.Namespace) -> int:
 
 def cmd_telegram_pair(args: argparse.Namespace) -> int:
     """Print a one-time pairing code for the Telegram bot."""
-    from appliance.channels.telegram import create_pairing_code
+    from appliance.channels.telegram.pairing import create_pairing_code
     from appliance.memory.db import Database
     from appliance.runtime import data_dir
 

@@ -16,7 +16,7 @@ from appliance.metrics import Counter, Gauge, Histogram, Registry
 from appliance.update import running_status
 
 if TYPE_CHECKING:
-    from appliance.channels.telegram import TelegramChannel
+    from appliance.channels.telegram.channel import TelegramChannel
     from appliance.channels.web.auth import Auth
     from appliance.hardware.events import EventBus
     from appliance.runtime import Runtime
