@@ -30,7 +30,7 @@ from appliance.lifecycle import Chores, Loop, Service, Services
 from appliance.runtime import Runtime, local_model
 
 if TYPE_CHECKING:
-    from appliance.channels.telegram import TelegramChannel
+    from appliance.channels.telegram.channel import TelegramChannel
     from appliance.channels.web.server import WebServer
     from appliance.channels.web.state import WebState
     from appliance.hardware.events import ThresholdWatcher
@@ -153,7 +153,7 @@ class Daemon:
         self.outbox = Outbox(runtime.db)
         self.notifier = Notifier(self.outbox, self._owner)
         if self.config.telegram.enabled:
-            from appliance.channels.telegram import TelegramChannel
+            from appliance.channels.telegram.channel import TelegramChannel
 
             self.telegram = TelegramChannel(self.config.telegram, runtime, self.outbox)
             state.telegram = self.telegram  # POST /telegram/webhook hands updates to it (webhook mode)
@@ -250,7 +250,7 @@ class Daemon:
 
     def _owner(self) -> tuple[str, str] | None:
         """Where proactive messages go: the owner's Telegram chat, when Telegram is on."""
-        from appliance.channels.telegram import owner_target
+        from appliance.channels.telegram.pairing import owner_target
 
         return owner_target(self.config.telegram, self.runtime.db)
 

@@ -1,24 +1,35 @@
 """Outbound messages that must not be lost: stored first, delivered by their channel, marked when accepted.
 
 Events, cron results, heartbeat findings and task completions are *notifications*: nobody is waiting on
-the other end, so they go through this table. A channel's delivery loop takes the due messages, sends
-each, and marks it sent only when the remote side accepted it; a failure schedules a retry with
-backoff (or the server's own Retry-After). After a restart the loop simply picks up what is pending.
+the other end, so they go through this table. A channel's :class:`Delivery` takes the due messages,
+hands each to the channel's ``send``, and marks it sent only when the remote side accepted it; a
+failure schedules a retry with backoff (or the server's own Retry-After). Messages to one chat go out
+in order: a message waiting for its retry holds back the younger ones of its chat. After a restart
+the loop simply picks up what is pending. :class:`Outbox` holds every SQL statement on the table.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Literal
 
+from appliance.errors import PicoagentError
 from appliance.memory.db import Database
 
 log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 20
 BACKOFF_S = (2, 5, 15, 30, 60, 120, 300, 600)
+DELIVERY_POLL_S = 1.0  # the outbox is also checked this often, so no enqueuer has to wake the loop
+
+# What a channel's send made of one message: accepted; to be retried; never deliverable; or the
+# server asked everyone to wait (flood control), which ends the pass.
+Outcome = Literal["sent", "retry", "failed", "paused"]
 
 
 @dataclass(frozen=True)
@@ -95,6 +106,115 @@ class Outbox:
     def mark_failed(self, message_id: int, error: str) -> None:
         """It can never be delivered (the chat is gone, the bot was blocked)."""
         self.db.write("UPDATE outbox SET status = 'failed', last_error = ? WHERE id = ?", (error, message_id))
+
+    def keep_unsent(self, message_id: int, rest: str) -> None:
+        """Part of a long message went out: only the rest stays to send, so a retry repeats nothing."""
+        self.db.write("UPDATE outbox SET text = ? WHERE id = ?", (rest, message_id))
+
+    def pending_by_chat(self, channel: str) -> dict[str, list[int]]:
+        """Every pending message id of a channel per chat, oldest first (what keeps delivery in order)."""
+        rows = self.db.rows(
+            "SELECT id, chat_id FROM outbox WHERE channel = ? AND status = 'pending' ORDER BY id", (channel,)
+        )
+        queues: dict[str, list[int]] = {}
+        for message_id, chat_id in rows:
+            queues.setdefault(chat_id, []).append(int(message_id))
+        return queues
+
+
+class Delivery:
+    """One channel's delivery loop: due messages through ``send``, oldest first per chat, one pass at a time."""
+
+    def __init__(
+        self,
+        outbox: Outbox,
+        channel: str,
+        send: Callable[[OutMessage], Awaitable[Outcome]],
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.outbox = outbox
+        self.channel = channel
+        self.send = send
+        self.clock = clock
+        self.paused_until = 0.0  # the server's flood control (e.g. a 429's retry_after), by ``clock``
+        self._lock = asyncio.Lock()  # one delivery pass at a time: no message sent twice
+        self._wakeup = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    def bind(self) -> None:
+        """Remember the running event loop, so :meth:`wakeup` works from any thread from now on."""
+        self._loop = asyncio.get_running_loop()
+
+    def start(self) -> None:
+        """Deliver in the background until :meth:`stop`."""
+        self.bind()
+        self._task = asyncio.ensure_future(self._deliver_forever())
+
+    def stop_soon(self) -> None:
+        """End the loop after the pass in flight (a stop's first step: nothing new starts)."""
+        self._stopping = True
+        self._wakeup.set()
+
+    async def stop(self, timeout_s: float = 5.0) -> None:
+        """Let the pass in flight finish (so no message is sent without being marked sent), then end."""
+        self.stop_soon()
+        if self._task is None:
+            return
+        _done, pending = await asyncio.wait({self._task}, timeout=timeout_s)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+    def wakeup(self) -> None:
+        """Something was put into the outbox: deliver now rather than at the next poll (any thread)."""
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._wakeup.set)
+
+    def pause(self, seconds: float) -> None:
+        """The server asked to wait (flood control): no pass sends anything for ``seconds``."""
+        self.paused_until = self.clock() + seconds
+
+    async def _deliver_forever(self) -> None:
+        while not self._stopping:
+            self._wakeup.clear()
+            try:
+                await self.deliver_due()
+            except PicoagentError as exc:
+                log.error("%s: delivering the outbox failed: %s", self.channel, exc.message)
+            except Exception:  # the loop must outlive a bug; the messages stay pending
+                log.exception("%s: delivering the outbox failed", self.channel)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), DELIVERY_POLL_S)
+
+    async def deliver_due(self) -> int:
+        """One delivery pass: send the due messages, oldest first per chat; returns how many were accepted."""
+        db = self.outbox.db
+        async with self._lock:
+            if self.clock() < self.paused_until:
+                return 0
+            due = await db.call(self.outbox.due, self.channel)
+            if not due:
+                return 0
+            queues = await db.call(self.outbox.pending_by_chat, self.channel)
+            blocked: set[str] = set()
+            accepted = 0
+            for message in due:
+                queue = queues.get(message.chat_id, [])
+                if message.chat_id in blocked or not queue or queue[0] != message.id:
+                    blocked.add(message.chat_id)  # an older message of this chat waits for its retry
+                    continue
+                outcome = await self.send(message)
+                if outcome == "paused":
+                    break
+                if outcome == "retry":
+                    blocked.add(message.chat_id)
+                    continue
+                queue.pop(0)
+                accepted += outcome == "sent"
+            return accepted
 
 
 class Notifier:

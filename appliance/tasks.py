@@ -28,6 +28,7 @@ from appliance.memory.db import Database
 
 if TYPE_CHECKING:
     from appliance.agent.loop import Agent
+    from appliance.agent.record import Action
 
 log = logging.getLogger(__name__)
 
@@ -386,9 +387,9 @@ def task_prompt(task: Task, steps: list[Step]) -> str:
     return "\n".join(lines)
 
 
-def _describe_action(action: dict[str, Any]) -> str:
-    outcome = action.get("result") if action.get("ok") else f"ERROR: {action.get('error')}"
-    return f"{action.get('tool', '?')}({action.get('arguments', {})}) -> {outcome}"
+def _describe_action(action: Action) -> str:
+    outcome = action.result if action.ok else f"ERROR: {action.error}"
+    return f"{action.tool}({action.arguments}) -> {outcome}"
 
 
 def make_agent_step(agent: Agent) -> StepFunction:

@@ -29,8 +29,8 @@ def test_a_turn_yields_a_complete_reply_record(config: Config, local_model: Loca
     record, events = run(agent, "What is the capital of France? Answer in one word.")
     assert "Paris" in record.text
     assert record.route == "local" and record.reason
-    assert set(record.timings) >= {"ttft_s", "decode_tps", "total_s", "prompt_tokens", "completion_tokens"}
-    assert record.timings["completion_tokens"] > 0 and record.timings["total_s"] >= record.timings["ttft_s"] > 0
+    assert set(record.timings.as_dict()) >= {"ttft_s", "decode_tps", "total_s", "prompt_tokens", "completion_tokens"}
+    assert record.timings.completion_tokens > 0 and record.timings.total_s >= record.timings.ttft_s > 0
     streamed = "".join(d["delta"] for k, d in events if k == "text")
     assert streamed.strip() == record.text
     assert events[-1][0] == "done"
@@ -44,11 +44,11 @@ def test_tool_call_round_trip_through_constrained_output(config: Config, local_m
     record, events = run(agent, "What is 17 times 23?", tool_choice="required")
     assert record.actions, record
     action = record.actions[0]
-    tool = agent.tools.get(action["tool"])  # a real tool: the grammar allows no other name
-    assert check_arguments(tool, action["arguments"]) is None  # arguments fit the tool's schema
+    tool = agent.tools.get(action.tool)  # a real tool: the grammar allows no other name
+    assert check_arguments(tool, action.arguments) is None  # arguments fit the tool's schema
     kinds = [k for k, _ in events]
     assert kinds.index("tool_call") < kinds.index("tool_result") < kinds.index("done")
-    assert record.timings["rounds"] >= 2 and record.text
+    assert record.timings.rounds >= 2 and record.text
     # The call and its result went back to the model, and the turn is in the history.
     db = agent.db
     conv = db.conversation("terminal", "default")
@@ -71,9 +71,9 @@ def test_a_failing_tool_is_reported_to_the_model_not_fatal(config: Config, local
     tools.register(check_mailbox)
     agent = make_agent(config, local_model, tools)
     record, events = run(agent, "Is there mail in the front mailbox?", tool_choice="required")
-    assert record.actions[0]["tool"] == "check_mailbox"
-    assert record.actions[0]["ok"] is False
-    assert "sensor is offline" in record.actions[0]["error"]
+    assert record.actions[0].tool == "check_mailbox"
+    assert record.actions[0].ok is False
+    assert "sensor is offline" in record.actions[0].error
     assert record.text  # the turn went on to an answer
     assert any(k == "tool_result" and not d["ok"] for k, d in events)
 
@@ -83,7 +83,7 @@ def test_the_last_round_must_answer_in_text(config: Config, local_model: LocalMo
     agent = make_agent(config, local_model)
     record, _ = run(agent, "What is 17 times 23?", tool_choice="required")
     assert record.actions == []
-    assert record.timings["rounds"] == 1
+    assert record.timings.rounds == 1
 
 
 def test_system_prompt_comes_from_workspace_files(config: Config) -> None:

@@ -211,11 +211,11 @@ def test_a_hard_message_goes_to_the_cloud_before_any_local_generation_and_a_gree
         hard, events = await r.ask(HARD)
         assert hard.route == "cloud" and hard.why == "looks_hard", hard.reason
         assert hard.reason.startswith("this looks like a question for a stronger model (0.")
-        assert hard.timings["rounds"] == 0 and hard.timings["model_s"] == 0  # the local model never ran
+        assert hard.timings.rounds == 0 and hard.timings.model_s == 0  # the local model never ran
         assert "reroute" not in [kind for kind, _ in events]  # nothing local was shown to replace
         assert len(r.fake.requests) == 1 and r.fake.requests[0].body["messages"][-1]["content"] == HARD
         easy, _ = await r.ask(EASY, chat_id="other")
-        assert easy.route == "local" and easy.why == "confident" and easy.timings["rounds"] >= 1
+        assert easy.route == "local" and easy.why == "confident" and easy.timings.rounds >= 1
         assert "looked easy enough (0." in easy.reason
         assert len(r.fake.requests) == 1
         assert {(row["route"], row["why"]) for row in r.db.routes(1)} == {
@@ -233,7 +233,7 @@ def test_a_cloud_failure_after_the_score_falls_back_to_the_local_answer(
         r.fake.fail_next("500", 10)
         record, _ = await r.ask(HARD)
         assert record.route == "local_fallback" and record.why == "looks_hard" and record.blocked == "cloud_failed"
-        assert record.text and record.timings["rounds"] >= 1 and "answered locally" in record.reason
+        assert record.text and record.timings.rounds >= 1 and "answered locally" in record.reason
 
     scenario(config, local_model, minilm, body)
 

@@ -483,7 +483,7 @@ def test_an_ambiguous_command_asks_and_the_answer_acts(config: Config, tmp_path:
         question = asyncio.run(runtime.agent.turn("turn on the light"))
         assert question.route == "intent" and "which" in question.text.lower() and not question.actions
         answer = asyncio.run(runtime.agent.turn("the kitchen one"))
-        assert answer.route == "intent" and answer.actions[0]["arguments"] == {"name": "kitchen_light", "value": "on"}
+        assert answer.route == "intent" and answer.actions[0].arguments == {"name": "kitchen_light", "value": "on"}
         assert runtime.devices is not None and pin_state(runtime.devices, 6) is True
         assert pin_state(runtime.devices, 17) is False  # the porch light stayed off
         assert model.history == []  # no model call at all

@@ -195,5 +195,5 @@ def test_a_turn_runs_the_hooks_with_the_reply_record(
     assert module.seen[0][1] == TurnStart("What time is it?", "terminal", "plugins")
     assert module.seen[-1][1] is record  # the final reply record, as returned
     action = record.actions[0]
-    assert action["tool"] == "current_time" and action["ok"]
-    assert action["result"].endswith(" (checked by plugin)")  # the model read the rewritten result
+    assert action.tool == "current_time" and action.ok
+    assert action.result.endswith(" (checked by plugin)")  # the model read the rewritten result

@@ -102,7 +102,7 @@ def test_an_injected_page_cannot_switch_a_device_the_write_waits_for_a_person(ru
             return await say(runtime, f"What does {site.url}/news say?")
 
     record = asyncio.run(main())
-    assert [(a["tool"], a["ok"]) for a in record.actions] == [("web_fetch", True), ("device_set", True)]  # obeyed
+    assert [(a.tool, a.ok) for a in record.actions] == [("web_fetch", True), ("device_set", True)]  # obeyed
     assert porch_light_is_on(runtime) is False
     assert runtime.devices is not None
     pending = runtime.devices.approvals.pending()
@@ -129,10 +129,10 @@ def test_after_outside_content_web_fetch_reaches_only_hosts_the_person_named(run
             return record, thief.connections
 
     record, stolen = asyncio.run(main())
-    assert [a["tool"] for a in record.actions] == ["web_fetch", "web_fetch"]  # the model obeyed the page
+    assert [a.tool for a in record.actions] == ["web_fetch", "web_fetch"]  # the model obeyed the page
     assert stolen == []  # nothing reached the un-named host
     refused = record.actions[1]
-    assert not refused["ok"] and "127.0.0.3" in refused["error"] and "trusted_hosts" in refused["error"]
+    assert not refused.ok and "127.0.0.3" in refused.error and "trusted_hosts" in refused.error
     assert "127.0.0.3" in record.text and "web page" in record.text
 
 
@@ -153,8 +153,8 @@ def test_hosts_named_by_the_person_or_trusted_in_config_stay_reachable(runtime: 
             return await say(runtime, f"Read {first.url}/news, it points at {named.url} too")
 
     record = asyncio.run(main())
-    assert [(a["tool"], a["ok"]) for a in record.actions] == [("web_fetch", True)] * 3, record.actions
-    assert record.actions[2]["result"].endswith("the wiki page")
+    assert [(a.tool, a.ok) for a in record.actions] == [("web_fetch", True)] * 3, record.actions
+    assert record.actions[2].result.endswith("the wiki page")
     assert "approval" not in record.text and "did not fetch" not in record.text
 
 
@@ -201,7 +201,7 @@ def test_every_outside_source_holds_device_writes(config: Config, source: str, h
                 await rt.stop_mcp()
 
         record = asyncio.run(main())
-        assert all(a["ok"] for a in record.actions), record.actions
+        assert all(a.ok for a in record.actions), record.actions
         assert porch_light_is_on(rt) is not held
         assert rt.devices is not None and len(rt.devices.approvals.pending()) == (1 if held else 0)
         assert ("approval" in record.text) is held
@@ -251,8 +251,8 @@ def test_outside_content_cannot_plant_orders_that_outlast_the_turn(runtime: Runt
             return await say(runtime, f"What does {site.url}/news say?")
 
     record = asyncio.run(main())
-    assert [a["ok"] for a in record.actions] == [True, False], record.actions
-    assert "web page" in record.actions[1]["error"]
+    assert [a.ok for a in record.actions] == [True, False], record.actions
+    assert "web page" in record.actions[1].error
     assert runtime.workspace.read("SOUL.md") == soul_before
     assert (runtime.workspace.root / "USER.md").read_text() == user_before
     assert not (runtime.workspace.root / "skills" / "obey").exists()
@@ -262,7 +262,7 @@ def test_outside_content_cannot_plant_orders_that_outlast_the_turn(runtime: Runt
     # Without outside content in the turn, the same write is the person's business and goes through.
     model_of(runtime).enqueue(TOOL_CALL_START, call, "Done.")
     again = asyncio.run(say(runtime, "Please do it"))
-    assert [a["ok"] for a in again.actions] == [True], again.actions
+    assert [a.ok for a in again.actions] == [True], again.actions
 
 
 @needs_bwrap

@@ -71,7 +71,7 @@ def test_an_unsure_local_answer_escalates_and_the_ledger_counts_it(
         cloud = usage["fake"]
         assert cloud["route"] == "cloud" and cloud["completion_tokens"] == 6
         expected = (cloud["prompt_tokens"] * 3.0 + 6 * 15.0) / 1e6
-        assert math.isclose(cloud["cost_usd"], expected) and math.isclose(record.timings["cost_usd"], expected)
+        assert math.isclose(cloud["cost_usd"], expected) and math.isclose(record.timings.cost_usd, expected)
         assert r.db.routes(1) == [{"route": "cloud", "why": record.why, "blocked": "", "turns": 1}]
 
     scenario(flavour, config, local_model, body)
@@ -154,7 +154,7 @@ def test_slash_cloud_goes_straight_to_the_cloud(flavour: Flavour, config: Config
         r.fake.enqueue("Straight from the cloud.")
         record, _ = await r.ask("/cloud What is a qubit?")
         assert record.route == "cloud" and record.why == "user_cloud" and "/cloud" in record.reason
-        assert record.timings["rounds"] == 0  # the local model never ran
+        assert record.timings.rounds == 0  # the local model never ran
         sent = r.fake.requests[0].body
         last = sent["messages"][-1]
         assert last["content"] == "What is a qubit?"  # the command itself is not sent
@@ -208,7 +208,7 @@ def test_the_cloud_calls_a_tool_and_reads_its_result_in_the_native_format(
         r.fake.enqueue("17 times 23 is 391.")
         record, events = await r.ask("/cloud What is 17 times 23?")
         assert record.route == "cloud" and record.text == "17 times 23 is 391."
-        assert [a["tool"] for a in record.actions] == ["calculator"] and record.actions[0]["result"] == "391"
+        assert [a.tool for a in record.actions] == ["calculator"] and record.actions[0].result == "391"
         assert ("tool_call", {"tool": "calculator", "arguments": {"expression": "17 * 23"}}) in events
         assert [req.outcome for req in r.fake.requests] == ["ok", "ok"]  # the fake checks the tool protocol
         second = r.fake.requests[1].body
@@ -271,12 +271,12 @@ def test_budget_exhaustion_stops_cloud_calls(config: Config, local_model: LocalM
         r.agent.config.routing.daily_budget_usd = 0.0001  # one request at these prices spends it
         r.fake.enqueue("An answer that costs money.")
         first, _ = await r.ask("What is the capital of France?")
-        assert first.route == "cloud" and first.timings["cost_usd"] > 0.0001
+        assert first.route == "cloud" and first.timings.cost_usd > 0.0001
         second, _ = await r.ask("What is the capital of Spain?")
         assert second.route == "local_fallback" and second.blocked == "budget" and "budget" in second.reason
         assert len(r.fake.requests) == 1
         today, month = r.db.spent_usd()
-        assert today == month == pytest.approx(first.timings["cost_usd"])
+        assert today == month == pytest.approx(first.timings.cost_usd)
 
     scenario("openai", config, local_model, body)
 

@@ -47,7 +47,7 @@ def outcome(record: ReplyRecord) -> str:
     """What a turn did, in the table's words."""
     if record.route != "intent":
         return "model"
-    tools = [(a["tool"], a["arguments"]) for a in record.actions]
+    tools = [(a.tool, a.arguments) for a in record.actions]
     if not tools:
         return (
             "confirm " + record.reason.split("confirm set ")[1].split(" (no model)")[0]
@@ -115,7 +115,7 @@ def test_a_remark_asks_first_and_only_a_yes_acts(runtime: Runtime) -> None:
     assert "by meaning" in record.reason
     assert asyncio.run(devices.read("porch_light"))[0].value is False  # nothing happened yet
     record = turn(runtime, "yes please")
-    assert record.actions and record.actions[0]["tool"] == "device_set" and record.actions[0]["ok"]
+    assert record.actions and record.actions[0].tool == "device_set" and record.actions[0].ok
     assert asyncio.run(devices.read("porch_light"))[0].value is True
     assert "confirmed by you" in record.reason
 
@@ -151,7 +151,7 @@ def test_questions_about_the_past_read_the_events(runtime: Runtime) -> None:
     assert record.text.startswith("doorbell: pressed at ") and "today" in record.text
     record = turn(runtime, "when did the fan go on?")
     assert record.text.startswith("fan: turned on (by test:t) at ") and "turned off" in record.text
-    assert record.actions[0]["tool"] == "device_history" and len(record.actions[0]["result"]) == 2
+    assert record.actions[0].tool == "device_history" and len(record.actions[0].result) == 2
 
 
 def test_the_stage_is_off_when_the_config_says_so(config: Config) -> None:

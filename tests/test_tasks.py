@@ -18,7 +18,7 @@ import pytest
 
 from appliance.agent.context import Workspace
 from appliance.agent.loop import Agent
-from appliance.agent.record import ReplyRecord
+from appliance.agent.record import Action, ReplyRecord
 from appliance.config import Config
 from appliance.errors import DatabaseError, PicoagentError, UsageError
 from appliance.llm.scripted import ScriptedModel
@@ -537,7 +537,7 @@ class RecordingAgent:
         return self.replies.pop(0)
 
 
-def reply(text: str, actions: list[dict[str, Any]] | None = None) -> ReplyRecord:
+def reply(text: str, actions: list[Action] | None = None) -> ReplyRecord:
     return ReplyRecord(text=text, route="local", reason="test", actions=actions or [])
 
 
@@ -554,7 +554,7 @@ def test_task_prompt_carries_the_goal_the_steps_and_how_to_finish() -> None:
 
 
 def test_agent_step_asks_in_the_task_chat_and_reads_done(db: Database) -> None:
-    action = {"tool": "set_device", "arguments": {"name": "pump"}, "ok": True, "result": "pump: on"}
+    action = Action(tool="set_device", arguments={"name": "pump"}, ok=True, result="pump: on")
     agent = RecordingAgent(
         db,
         reply("I will check the soil."),

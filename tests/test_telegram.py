@@ -20,14 +20,9 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from appliance.channels.telegram import (
-    MESSAGE_LIMIT,
-    TelegramChannel,
-    create_pairing_code,
-    is_paired,
-    owner_target,
-    split_message,
-)
+from appliance.channels.telegram.channel import TelegramChannel
+from appliance.channels.telegram.pairing import create_pairing_code, is_paired, owner_target
+from appliance.channels.telegram.text import MESSAGE_LIMIT, split_message
 from appliance.channels.web.app import build_app
 from appliance.channels.web.auth import Auth
 from appliance.channels.web.state import WebState
@@ -80,11 +75,18 @@ class Harness:
         assert self.runtime.devices is not None
         return bool(self.runtime.devices.backend.pin_factory.pin(number).state)
 
-    async def settle(self) -> None:
-        """Wait until every update was fetched and every answer finished."""
-        await self.fake.wait_for(lambda: self.fake.pending_updates == 0, what="the updates to be fetched")
-        await asyncio.sleep(0.1)  # the gate and handlers of the last update
-        await self.fake.wait_for(lambda: not self.channel.turns_in_flight, what="the answers to finish")
+    async def settle(self, timeout: float = 5.0) -> None:
+        """Wait until every update was fetched and handled (gate and handlers), and every answer finished."""
+        await self.fake.wait_for(lambda: self.fake.pending_updates == 0, timeout, "the updates to be fetched")
+        app = self.channel.app
+        if app is not None and app.running:
+            # A fetched or posted update is in PTB's update queue, which marks it done once its gate and
+            # handlers ran (rejected or not): join() returns exactly when nothing is left to handle.
+            try:
+                await asyncio.wait_for(app.update_queue.join(), timeout)
+            except TimeoutError:
+                raise AssertionError(f"timed out after {timeout} s waiting for the updates to be handled") from None
+        await self.fake.wait_for(lambda: not self.channel.turns_in_flight, timeout, "the answers to finish")
 
     async def reply_to(self, chat_id: int, count: int = 1) -> list[dict[str, Any]]:
         """Wait for ``count`` bot messages in a chat, and for the answers to finish."""
@@ -174,7 +176,7 @@ def test_an_ordinary_message_streams_the_models_reply(config: Config) -> None:
 
 def test_a_stranger_gets_nothing_and_costs_nothing(config: Config, caplog: pytest.LogCaptureFixture) -> None:
     async def scenario(h: Harness) -> None:
-        caplog.set_level(logging.WARNING, logger="appliance.channels.telegram")
+        caplog.set_level(logging.WARNING, logger="appliance.channels")  # the channel's and its doorkeeper's
         h.fake.push_message(STRANGER, STRANGER, "turn on the porch light")
         h.fake.push_message(STRANGER, STRANGER, "tell me a secret")
         h.fake.push_message(STRANGER, STRANGER, "/status")
@@ -612,7 +614,6 @@ def test_webhook_posts_without_the_secret_change_nothing(config: Config) -> None
             assert await post_update(client, update, secret=WEBHOOK_SECRET[:-1]) == 403
             response = await client.post(WEBHOOK_PATH, data=b"not json", headers={SECRET_HEADER: "x"})
             assert response.status == 403  # the secret is checked before the body is read
-            await asyncio.sleep(0.3)
             await h.settle()
             assert h.pin(17) is False and not h.fake.calls_of("sendMessage") and not h.fake.calls_of("sendChatAction")
 
@@ -634,7 +635,6 @@ def test_a_strangers_update_via_the_webhook_costs_nothing(config: Config) -> Non
         async with web_client(h) as client:
             for update in h.fake.webhook_updates:
                 assert await post_update(client, update) == 200
-            await asyncio.sleep(0.3)
             await h.settle()
         assert h.pin(17) is False and h.model.history == []
         assert not [c for c in h.fake.calls if c.params.get("chat_id") == STRANGER]

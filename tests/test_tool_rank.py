@@ -71,7 +71,7 @@ def test_the_local_model_sees_only_the_offered_tools(runtime: Runtime) -> None:
     assert isinstance(model, ScriptedModel)
     model.enqueue(TOOL_CALL_START, '{"name": "current_time", "arguments": {}}', "It is noon.")
     record = asyncio.run(runtime.agent.turn("can you tell me the date?", channel="test", chat_id="t"))
-    assert record.actions and record.actions[0]["tool"] == "current_time"
+    assert record.actions and record.actions[0].tool == "current_time"
     free, call = model.history[0], model.history[1]
     system = free.messages[0].content
     assert "current_time" in system and "- shell(" not in system and "- write_file(" not in system

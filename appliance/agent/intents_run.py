@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from appliance.agent.intent import Intent
-from appliance.agent.record import ReplyRecord
+from appliance.agent.record import Action, ReplyRecord, Timings
 from appliance.errors import PicoagentError
 from appliance.hardware.devices import DeviceRegistry
 from appliance.hardware.events import HISTORY_DAYS, Event, device_history
@@ -23,7 +23,7 @@ async def run_intent(
     intent: Intent, devices: DeviceRegistry, *, requested_by: str, started: float, db: Database | None = None
 ) -> ReplyRecord:
     """Do what the intent says and describe it; failures are told, never raised."""
-    actions: list[dict[str, Any]] = []
+    actions: list[Action] = []
     t0 = time.perf_counter()
     choices: list[str] = []
     if intent.action == "ask":
@@ -71,16 +71,7 @@ async def run_intent(
         reason=f"intent fast path: {how}{intent.describe()} (no model)",
         choices=choices,
         actions=actions,
-        timings={
-            "ttft_s": round(total, 4),
-            "decode_tps": 0.0,
-            "total_s": round(total, 4),
-            "model_s": 0.0,
-            "prompt_tokens": 0,
-            "completion_tokens": 0,
-            "cached_tokens": 0,
-            "rounds": 0,
-        },
+        timings=Timings(ttft_s=round(total, 4), total_s=round(total, 4)),
         model="",
         finish_reason="stop",
     )
@@ -106,14 +97,5 @@ def _history_words(device: str, events: list[Event]) -> str:
     return f"{device}: " + "; ".join(parts) + f" ({latest} of the last {HISTORY_DAYS} days)."
 
 
-def _action(
-    tool: str, arguments: dict[str, Any], ok: bool, result: Any, error: str | None, t0: float
-) -> dict[str, Any]:
-    return {
-        "tool": tool,
-        "arguments": arguments,
-        "ok": ok,
-        "result": result,
-        "error": error,
-        "duration_s": round(time.perf_counter() - t0, 4),
-    }
+def _action(tool: str, arguments: dict[str, Any], ok: bool, result: Any, error: str | None, t0: float) -> Action:
+    return Action(tool, arguments, ok, result, error, round(time.perf_counter() - t0, 4))

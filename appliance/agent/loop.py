@@ -32,7 +32,7 @@ from appliance.agent.context import TOOL_CALL_END, TOOL_CALL_START, Workspace
 from appliance.agent.escalation import CloudRoute, CloudUse, Forced
 from appliance.agent.intent import Intent, IntentMatcher
 from appliance.agent.intents_run import run_intent
-from appliance.agent.record import ReplyRecord
+from appliance.agent.record import ReplyRecord, Timings
 from appliance.agent.router import (
     Decision,
     LocalOutcome,
@@ -253,19 +253,19 @@ class Agent:
             text=reply,
             route=route,
             reason=decision.reason,
-            actions=[a.as_dict() for a in actions + use.actions],
-            timings={
-                "ttft_s": round((stats.first_text_at or time.perf_counter()) - stats.started, 4),
-                "decode_tps": round(final.decode_tps, 2) if final else 0.0,
-                "total_s": round(total, 4),
-                "model_s": round(stats.model_s, 4),
-                "cloud_s": round(use.seconds, 4),
-                "prompt_tokens": stats.prompt_tokens + use.prompt_tokens,
-                "completion_tokens": stats.completion_tokens + use.completion_tokens,
-                "cached_tokens": stats.cached_tokens,
-                "rounds": stats.rounds,
-                "cost_usd": round(use.cost_usd, 6),
-            },
+            actions=[a.as_action() for a in actions + use.actions],
+            timings=Timings(
+                ttft_s=round((stats.first_text_at or time.perf_counter()) - stats.started, 4),
+                decode_tps=round(final.decode_tps, 2) if final else 0.0,
+                total_s=round(total, 4),
+                model_s=round(stats.model_s, 4),
+                cloud_s=round(use.seconds, 4),
+                prompt_tokens=stats.prompt_tokens + use.prompt_tokens,
+                completion_tokens=stats.completion_tokens + use.completion_tokens,
+                cached_tokens=stats.cached_tokens,
+                rounds=stats.rounds,
+                cost_usd=round(use.cost_usd, 6),
+            ),
             model=self.cloud.model_name() if cloud_answered and self.cloud is not None else self.model.name,
             session=session,
             finish_reason=final.finish_reason if final else "max_rounds",
@@ -428,8 +428,8 @@ class Agent:
             record.text,
             route=record.route,
             meta={
-                "actions": record.actions,
-                "timings": record.timings,
+                "actions": [action.as_dict() for action in record.actions],
+                "timings": record.timings.as_dict(),
                 "reason": record.reason,
                 "model": record.model,
                 # the tools the local model was shown: the next turn keeps them in place (a warm KV cache)

@@ -1,9 +1,61 @@
-"""The reply record: what a turn produced and how, as every channel shows or returns it."""
+"""The reply record: what a turn produced and how, as every channel shows or returns it.
+
+Its parts are typed (:class:`Action`, :class:`Timings`); ``as_dict()`` gives the JSON that the API, the
+``/ws`` stream and the stored message meta carry, with the keys and their order as they always were.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
+
+
+@dataclass(frozen=True)
+class Action:
+    """One tool call a turn made (or a device the intent path drove), and what came of it."""
+
+    tool: str
+    arguments: dict[str, Any]
+    ok: bool
+    result: Any = None  # a tool's text; the intent path's device data (a set result, readings, events)
+    error: str | None = None
+    duration_s: float = 0.0
+    cached: bool = False  # reused from an identical read-only call moments ago
+    outside: str = ""  # the outside source its text came from ("" when none), e.g. "a web page"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The action as JSON-ready data (``cached`` and ``outside`` only when set)."""
+        return {
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "ok": self.ok,
+            "result": self.result,
+            "error": self.error,
+            "duration_s": self.duration_s,
+            **({"cached": True} if self.cached else {}),
+            **({"outside": self.outside} if self.outside else {}),
+        }
+
+
+@dataclass(frozen=True)
+class Timings:
+    """How long a turn took and what it used."""
+
+    ttft_s: float = 0.0  # until the first text
+    decode_tps: float = 0.0
+    total_s: float = 0.0
+    model_s: float = 0.0  # in the local model
+    # None on the intent path: no model could run, so the record leaves the cloud out altogether.
+    cloud_s: float | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    rounds: int = 0  # local model calls
+    cost_usd: float | None = None
+
+    def as_dict(self) -> dict[str, float]:
+        """The timings as JSON-ready data (the cloud's only when the turn could use it)."""
+        return {name: value for name, value in vars(self).items() if value is not None}
 
 
 @dataclass
@@ -13,8 +65,8 @@ class ReplyRecord:
     text: str
     route: str
     reason: str
-    actions: list[dict[str, Any]] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)
+    actions: list[Action] = field(default_factory=list)
+    timings: Timings = field(default_factory=Timings)
     model: str = ""
     session: str = ""
     finish_reason: str = ""
@@ -25,4 +77,17 @@ class ReplyRecord:
 
     def as_dict(self) -> dict[str, Any]:
         """The record as JSON-ready data."""
-        return asdict(self)
+        return {
+            "text": self.text,
+            "route": self.route,
+            "reason": self.reason,
+            "actions": [action.as_dict() for action in self.actions],
+            "timings": self.timings.as_dict(),
+            "model": self.model,
+            "session": self.session,
+            "finish_reason": self.finish_reason,
+            "confidence": dict(self.confidence),
+            "why": self.why,
+            "blocked": self.blocked,
+            "choices": list(self.choices),
+        }

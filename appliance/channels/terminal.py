@@ -8,7 +8,8 @@ import json
 import sys
 from typing import Any, TextIO
 
-from appliance.agent.loop import ReplyRecord
+from appliance.agent.record import ReplyRecord
+from appliance.channels.core import footer
 from appliance.runtime import Runtime
 
 HELP = """Commands:
@@ -48,13 +49,8 @@ class TerminalChat:
         self.out.flush()
 
     def footer(self, record: ReplyRecord) -> str:
-        """The line under a reply: which path served it, how fast."""
-        t = record.timings
-        explain = record.route in ("cloud", "local_fallback") or record.why == "user_cloud"
-        return self._dim(
-            f"[{record.route} · {record.model} · {t['decode_tps']:.1f} tok/s · "
-            f"first token {t['ttft_s']:.2f} s · {t['total_s']:.2f} s]" + (f"\n[{record.reason}]" if explain else "")
-        )
+        """The line under a reply: which path served it, how fast (the shared footer, detailed and dimmed)."""
+        return self._dim(footer(record, detailed=True))
 
     async def ask(self, text: str, *, stream: bool = True) -> ReplyRecord:
         """One turn; streams to the terminal when ``stream``."""

@@ -196,7 +196,7 @@ def cmd_tokens_revoke(args: argparse.Namespace) -> int:
 
 def cmd_telegram_pair(args: argparse.Namespace) -> int:
     """Print a one-time pairing code for the Telegram bot."""
-    from appliance.channels.telegram import create_pairing_code
+    from appliance.channels.telegram.pairing import create_pairing_code
 
     config = load(args)
     db = open_db(config)

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union, get_args, get_origin
 
+from appliance.agent.record import Action
 from appliance.errors import PicoagentError, ToolError, UnknownToolError
 from appliance.plugins import Hooks
 from appliance.tools.trust import OutsideText, TurnTrust
@@ -78,18 +79,22 @@ class ToolResult:
         """The text the model reads as the tool's answer."""
         return self.output if self.ok else f"ERROR: {self.error}"
 
+    def as_action(self) -> Action:
+        """The call as it appears in a reply record."""
+        return Action(
+            tool=self.name,
+            arguments=self.arguments,
+            ok=self.ok,
+            result=self.output if self.ok else None,
+            error=self.error,
+            duration_s=round(self.duration_s, 4),
+            cached=self.cached,
+            outside=self.outside,
+        )
+
     def as_dict(self) -> dict[str, Any]:
-        """The action as it appears in a reply record."""
-        return {
-            "tool": self.name,
-            "arguments": self.arguments,
-            "ok": self.ok,
-            "result": self.output if self.ok else None,
-            "error": self.error,
-            "duration_s": round(self.duration_s, 4),
-            **({"cached": True} if self.cached else {}),
-            **({"outside": self.outside} if self.outside else {}),
-        }
+        """The call as JSON-ready data (the ``tool_result`` event; a reply record's action)."""
+        return self.as_action().as_dict()
 
 
 def _type_schema(tp: Any, where: str) -> dict[str, Any]:

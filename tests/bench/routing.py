@@ -137,8 +137,8 @@ def bench_early_abort(path: Path, n_prompts: int, reps: int) -> None:
                         fake.enqueue("ok")
                         turn += 1
                         record = await agent.turn(prompt, chat_id=f"b{turn}")
-                        (aborted if early else finished).append(record.timings["model_s"])
-                        tokens = int(record.timings["completion_tokens"]) - 1  # minus the fake's one word
+                        (aborted if early else finished).append(record.timings.model_s)
+                        tokens = int(record.timings.completion_tokens) - 1  # minus the fake's one word
                         (aborted_tokens if early else finished_tokens).append(tokens)
             agent_loop.collapsed = real_collapsed
             await route.close()

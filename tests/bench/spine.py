@@ -116,9 +116,9 @@ def bench_ttft_turn2(path: Path, reps: int) -> None:
             one = asyncio.run(agent.turn("Hello! Who are you?", chat_id=f"r{rep}"))
             two = asyncio.run(agent.turn("Which room has the red lamp?", chat_id=f"r{rep}"))
             db.close()
-        firsts.append(one.timings["ttft_s"])
-        seconds.append(two.timings["ttft_s"])
-        sizes.append(one.timings["prompt_tokens"])
+        firsts.append(one.timings.ttft_s)
+        seconds.append(two.timings.ttft_s)
+        sizes.append(one.timings.prompt_tokens)
     model.close()
     value, baseline = statistics.median(seconds), statistics.median(firsts)
     report(

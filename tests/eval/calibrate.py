@@ -167,7 +167,7 @@ async def run_prompts(limit: int | None) -> tuple[list[Result], dict[str, Any]]:
                     )
                 )
                 r = results[-1]
-                took = record.timings["total_s"]
+                took = record.timings.total_s
                 head = f"{i + 1:3d} {category:11} {r.route:6} p={r.mean_prob:.2f} n={r.tokens:3d}"
                 print(f"{head} {took:5.1f}s {prompt[:50]}")
         finally:

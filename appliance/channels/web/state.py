@@ -16,7 +16,7 @@ from appliance.metrics import Counter, Gauge, Histogram, Registry
 from appliance.update import running_status
 
 if TYPE_CHECKING:
-    from appliance.channels.telegram import TelegramChannel
+    from appliance.channels.telegram.channel import TelegramChannel
     from appliance.channels.web.auth import Auth
     from appliance.hardware.events import EventBus
     from appliance.runtime import Runtime
@@ -65,12 +65,12 @@ class ApplianceMetrics:
         t = record.timings
         self.turns.inc(1, record.route)
         self.routes.inc(1, record.route, record.why or "-", record.blocked or "-")
-        if t.get("cost_usd"):
-            self.cost.inc(t["cost_usd"])
-        self.tokens.inc(t.get("prompt_tokens", 0), "prompt")
-        self.tokens.inc(t.get("completion_tokens", 0), "completion")
-        self.latency.observe(t.get("ttft_s", 0.0), "ttft")
-        self.latency.observe(t.get("total_s", 0.0), "total")
+        if t.cost_usd:
+            self.cost.inc(t.cost_usd)
+        self.tokens.inc(t.prompt_tokens, "prompt")
+        self.tokens.inc(t.completion_tokens, "completion")
+        self.latency.observe(t.ttft_s, "ttft")
+        self.latency.observe(t.total_s, "total")
 
 
 @dataclass
@@ -116,14 +116,14 @@ class WebState:
                 "route": record.route,
                 "reason": record.reason,
                 "session": record.session,
-                "ttft_s": record.timings.get("ttft_s"),
-                "total_s": record.timings.get("total_s"),
-                "decode_tps": record.timings.get("decode_tps"),
+                "ttft_s": record.timings.ttft_s,
+                "total_s": record.timings.total_s,
+                "decode_tps": record.timings.decode_tps,
                 "actions": len(record.actions),
             }
         )
-        if record.timings.get("decode_tps"):
-            self.decode_tps.append((now, float(record.timings["decode_tps"])))
+        if record.timings.decode_tps:
+            self.decode_tps.append((now, float(record.timings.decode_tps)))
         self.prune(now)
 
     def routing_status(self) -> dict[str, Any]:

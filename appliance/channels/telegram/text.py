@@ -1,0 +1,70 @@
+"""Text and buttons within Telegram's limits: 4096 UTF-16 code units a message, 64 bytes of button data.
+
+A long reply is cut at a paragraph, else a line, else a space, else hard, into messages Telegram
+accepts; the footer (:func:`appliance.channels.core.footer`) closes the last one.
+"""
+
+from __future__ import annotations
+
+import re
+
+from telegram import InlineKeyboardButton, InlineKeyboardMarkup
+
+from appliance.agent.record import ReplyRecord
+from appliance.channels.commands import Button
+from appliance.channels.core import footer
+
+MESSAGE_LIMIT = 4096  # Telegram's limit for one message, in UTF-16 code units
+CALLBACK_DATA_LIMIT = 64  # bytes of a button's callback data
+
+
+def _within(text: str, limit: int) -> str:
+    """The longest prefix of ``text`` that fits ``limit`` UTF-16 code units."""
+    units = 0
+    for i, char in enumerate(text):
+        units += 2 if ord(char) > 0xFFFF else 1
+        if units > limit:
+            return text[:i]
+    return text
+
+
+def split_message(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
+    """Cut a text into messages Telegram accepts: at a paragraph, else a line, else a space, else hard."""
+    pieces: list[str] = []
+    rest = text.strip()
+    while len(_within(rest, limit)) < len(rest):
+        window = _within(rest, limit)
+        cut = len(window)
+        for separator in ("\n\n", "\n", " "):
+            at = window.rfind(separator)
+            if at >= len(window) // 4:  # an earlier boundary would leave a stub of a message
+                cut = at
+                break
+        pieces.append(rest[:cut].rstrip())
+        rest = rest[cut:].lstrip()
+    if rest:
+        pieces.append(rest)
+    return pieces
+
+
+def with_footer(record: ReplyRecord) -> str:
+    """A reply as the chat shows it: the text, a blank line, the footer."""
+    return f"{record.text}\n\n{footer(record)}".rstrip()
+
+
+def keyboard(rows: list[list[Button]]) -> InlineKeyboardMarkup | None:
+    """Buttons as an inline keyboard (None for none: the message then has no keyboard)."""
+    if not rows:
+        return None
+    return InlineKeyboardMarkup([[InlineKeyboardButton(b.label, callback_data=b.data) for b in row] for row in rows])
+
+
+def choice_keyboard(choices: list[str]) -> InlineKeyboardMarkup | None:
+    """One button per answer a reply offers (callback data "say:<answer>", within Telegram's 64 bytes)."""
+    usable = [c for c in choices if len(f"say:{c}".encode()) <= CALLBACK_DATA_LIMIT]
+    return keyboard([[Button(c, f"say:{c}") for c in usable]]) if usable else None
+
+
+def chat_ref(chat_id: str) -> int | str:
+    """An outbox chat id as the Bot API takes it (numeric ids as numbers, @channel names as they are)."""
+    return int(chat_id) if re.fullmatch(r"-?\d+", chat_id) else chat_id
