@@ -258,7 +258,9 @@ class Daemon:
     def _start_scheduler(self, runtime: Runtime, state: Any) -> None:
         """Cron jobs (config + workspace/cron.yaml) and the heartbeat."""
         from appliance.errors import ConfigError
-        from appliance.scheduler import Heartbeat, Scheduler, device_readings, load_jobs, make_job_runner
+        from appliance.schedule.heartbeat import Heartbeat, device_readings
+        from appliance.schedule.jobs import load_jobs, make_job_runner
+        from appliance.schedule.scheduler import Scheduler
 
         sched = self.config.scheduler
 

@@ -19,21 +19,10 @@ from appliance.hardware.devices import SetResult
 from appliance.hardware.drivers.base import Reading
 from appliance.llm.scripted import ScriptedModel
 from appliance.memory.db import Database
-from appliance.scheduler import (
-    FORMS,
-    HEARTBEAT_SCHEMA,
-    CronSchedule,
-    Heartbeat,
-    Interval,
-    JobRun,
-    Scheduler,
-    Startup,
-    heartbeat_tasks,
-    load_jobs,
-    make_job_runner,
-    parse_schedule,
-    resolve_zone,
-)
+from appliance.schedule.heartbeat import HEARTBEAT_SCHEMA, Heartbeat, heartbeat_tasks
+from appliance.schedule.jobs import JobRun, load_jobs, make_job_runner
+from appliance.schedule.parse import FORMS, CronSchedule, Interval, Startup, parse_schedule, resolve_zone
+from appliance.schedule.scheduler import Scheduler
 from tests.fakes.clock import ManualClock
 
 BRUSSELS = ZoneInfo("Europe/Brussels")
@@ -288,7 +277,7 @@ class FakeJobs:
 
 
 def make(
-    db: Database, clock: FakeClock, *jobs: CronJob, fake: FakeJobs | None = None
+    db: Database, clock: FakeClock, *jobs: CronJob, fake: FakeJobs | None = None, **kw: Any
 ) -> tuple[Scheduler, FakeJobs, list[tuple[str, str]]]:
     fake = fake or FakeJobs(clock)
     sent: list[tuple[str, str]] = []
@@ -299,6 +288,7 @@ def make(
         notify=lambda text, kind: sent.append((text, kind)),
         db=db,
         clock=clock,
+        **kw,
     )
     return scheduler, fake, sent
 
@@ -467,11 +457,8 @@ class _Stop(Exception):
     pass
 
 
-def test_run_sleeps_until_each_slot_and_wakes_at_least_every_minute(
-    db: Database, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_run_sleeps_until_each_slot_and_wakes_at_least_every_minute(db: Database) -> None:
     clock = FakeClock(local("2026-06-10 09:50"))
-    scheduler, fake, _ = make(db, clock, job("hourly", "hourly :00"), job("hello", "startup"))
     naps: list[float] = []
 
     async def fake_sleep(seconds: float) -> None:
@@ -480,7 +467,7 @@ def test_run_sleeps_until_each_slot_and_wakes_at_least_every_minute(
         if clock.now >= local("2026-06-10 12:30").timestamp():
             raise _Stop
 
-    monkeypatch.setattr("appliance.scheduler.asyncio.sleep", fake_sleep)
+    scheduler, fake, _ = make(db, clock, job("hourly", "hourly :00"), job("hello", "startup"), sleep=fake_sleep)
     with pytest.raises(_Stop):
         asyncio.run(scheduler.run())
     assert fake.calls == [

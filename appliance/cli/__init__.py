@@ -831,7 +831,8 @@ def cmd_cron_list(args: argparse.Namespace) -> int:
     if answer is None:
         from appliance.memory.db import Database
         from appliance.runtime import data_dir
-        from appliance.scheduler import Scheduler, load_jobs, make_job_runner
+        from appliance.schedule.jobs import load_jobs, make_job_runner
+        from appliance.schedule.scheduler import Scheduler
 
         root = data_dir(config)
         db = Database(root / "picoagent.db")
@@ -864,7 +865,7 @@ def cmd_cron_run(args: argparse.Namespace) -> int:
     import asyncio
 
     from appliance.errors import PicoagentError
-    from appliance.scheduler import JOB_TIMEOUT_S
+    from appliance.schedule.jobs import JOB_TIMEOUT_S
 
     config = load(args)
     if _daemon_get(config, "/api/status") is not None:
@@ -877,7 +878,8 @@ def cmd_cron_run(args: argparse.Namespace) -> int:
         print(answer["result"])
         return 0
     from appliance.runtime import Runtime
-    from appliance.scheduler import Scheduler, load_jobs, make_job_runner
+    from appliance.schedule.jobs import load_jobs, make_job_runner
+    from appliance.schedule.scheduler import Scheduler
     from appliance.tasks import TaskStore
 
     runtime = Runtime.open(config)

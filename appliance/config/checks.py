@@ -208,7 +208,7 @@ def _check_schedule(config: Config) -> None:
         if job.id in seen:
             raise ConfigError(f"{where}.id: {job.id!r} is used twice")
         seen.add(job.id)
-        from appliance.scheduler import check_job  # lazy: the scheduler imports appliance.config
+        from appliance.schedule.jobs import check_job  # lazy: the jobs import appliance.config
 
         check_job(job, where, config.devices)
     if config.scheduler.timezone:
