@@ -257,9 +257,10 @@ class Daemon:
 
     def _start_scheduler(self, runtime: Runtime, state: Any) -> None:
         """Cron jobs (config + workspace/cron.yaml) and the heartbeat."""
+        from appliance.config import load_jobs
         from appliance.errors import ConfigError
         from appliance.schedule.heartbeat import Heartbeat, device_readings
-        from appliance.schedule.jobs import load_jobs, make_job_runner
+        from appliance.schedule.jobs import make_job_runner
         from appliance.schedule.scheduler import Scheduler
 
         sched = self.config.scheduler

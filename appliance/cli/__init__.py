@@ -829,9 +829,10 @@ def cmd_cron_list(args: argparse.Namespace) -> int:
     config = load(args)
     answer = _daemon_get(config, "/api/cron")
     if answer is None:
+        from appliance.config import load_jobs
         from appliance.memory.db import Database
         from appliance.runtime import data_dir
-        from appliance.schedule.jobs import load_jobs, make_job_runner
+        from appliance.schedule.jobs import make_job_runner
         from appliance.schedule.scheduler import Scheduler
 
         root = data_dir(config)
@@ -877,8 +878,9 @@ def cmd_cron_run(args: argparse.Namespace) -> int:
             )
         print(answer["result"])
         return 0
+    from appliance.config import load_jobs
     from appliance.runtime import Runtime
-    from appliance.schedule.jobs import load_jobs, make_job_runner
+    from appliance.schedule.jobs import make_job_runner
     from appliance.schedule.scheduler import Scheduler
     from appliance.tasks import TaskStore
 

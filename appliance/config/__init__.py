@@ -1,15 +1,16 @@
 """Typed configuration: load YAML, resolve ``${ENV}`` references and the secrets file, validate.
 
 One tree of dataclasses (:mod:`~appliance.config.schema`), read from a file
-(:mod:`~appliance.config.load`) and checked beyond types (:mod:`~appliance.config.checks`). Import
-from here: every name other modules use is re-exported. The file's location is overridden through
-``appliance.config.load.SYSTEM_CONFIG``, where :func:`config_path` reads it.
+(:mod:`~appliance.config.load`, which also reads ``workspace/cron.yaml``) and checked beyond types
+(:mod:`~appliance.config.checks`). Import from here: every name other modules use is re-exported.
+The file's location is overridden through ``appliance.config.load.SYSTEM_CONFIG``, where
+:func:`config_path` reads it.
 """
 
 from __future__ import annotations
 
 from appliance.config.checks import CAN_SET, WHEN
-from appliance.config.load import CHECKOUT_CONFIG, SYSTEM_CONFIG, config_path, load_config, read_secrets
+from appliance.config.load import CHECKOUT_CONFIG, SYSTEM_CONFIG, config_path, load_config, load_jobs, read_secrets
 from appliance.config.schema import (
     DRIVERS,
     SYSTEM_DATA_DIR,
@@ -68,5 +69,6 @@ __all__ = [
     "describe_keys",
     "doc",
     "load_config",
+    "load_jobs",
     "read_secrets",
 ]

@@ -2,23 +2,46 @@
 
 They run on the built tree, after :func:`appliance.config.load.load_config` has converted every
 value, and name the key that is wrong. A value that came from a secret reference is never shown.
+
+Cron jobs are checked here for the config's ``scheduler.jobs`` and for ``workspace/cron.yaml`` alike
+(:func:`check_job`), so the same mistake reads the same in either file.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from appliance.config.load import _describe
-from appliance.config.schema import Config
-from appliance.errors import ConfigError
+from appliance.config.schema import Config, CronJob
+from appliance.errors import ConfigError, UsageError
 
 # A DNS name: labels of letters, digits and hyphens, not starting or ending with a hyphen.
 _LABEL = r"(?!-)[a-z0-9-]{1,63}(?<!-)"
 NAME_RE = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
 ALLOWED_HOSTS_EXAMPLE = "a host name or an IP address without scheme or port, e.g. pi.home.arpa or 192.168.1.20"
+
+
+class _Secret(str):
+    """A string that came from a reference: error messages must not show it."""
+
+
+def _describe(value: Any) -> str:
+    """A value as an error message shows it (one from a reference: never)."""
+    if isinstance(value, _Secret):
+        return "a value from a secret reference"
+    if isinstance(value, str):
+        return f'"{value}"' if len(value) <= 40 else f'"{value[:37]}..."'
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return repr(value)
 
 
 def host_entry(entry: str) -> str | None:
@@ -199,18 +222,8 @@ def _check_devices(config: Config, refuse: Callable[[str, str, Any], ConfigError
 
 
 def _check_schedule(config: Config) -> None:
-    """Job ids unique, each job does one thing, time zone known."""
-    seen: set[str] = set()
-    for i, job in enumerate(config.scheduler.jobs):
-        where = f"scheduler.jobs[{i}]"
-        if not _NAME.fullmatch(job.id):
-            raise ConfigError(f"{where}.id: lower-case letters, digits and _ (at most 40)")
-        if job.id in seen:
-            raise ConfigError(f"{where}.id: {job.id!r} is used twice")
-        seen.add(job.id)
-        from appliance.schedule.jobs import check_job  # lazy: the jobs import appliance.config
-
-        check_job(job, where, config.devices)
+    """Each job valid with an id of its own, the time zone known, the heartbeat's period in range."""
+    check_config_jobs(config.scheduler.jobs, config.devices, {})
     if config.scheduler.timezone:
         import zoneinfo
 
@@ -220,3 +233,42 @@ def _check_schedule(config: Config) -> None:
             raise ConfigError(f"scheduler.timezone: unknown time zone {config.scheduler.timezone!r}") from None
     if not 0 <= config.scheduler.heartbeat_minutes <= 1440:
         raise ConfigError("scheduler.heartbeat_minutes: expected 0 (off) to 1440")
+
+
+# --- cron jobs: the config's scheduler.jobs and workspace/cron.yaml, checked by the same code ----
+# An error names the job (``where``: "scheduler.jobs[0]", ".../cron.yaml, entry 1 (water)") or one of
+# its keys (``keys`` + the key: "scheduler.jobs[0].id", ".../cron.yaml, entry 1 (water): id"), so from
+# the key on, the same mistake reads the same in either file.
+
+
+def check_job(job: CronJob, where: str, keys: str, devices: Collection[str] | None = None) -> None:
+    """A job's id, what it does and its schedule are valid (a ConfigError naming the job or the key)."""
+    if not _NAME.fullmatch(job.id):  # the one rule for names: device names follow it too
+        raise ConfigError(f"{keys}id: lower-case letters, digits and _ (at most 40)")
+    if len([k for k in ("prompt", "device", "task") if getattr(job, k)]) != 1:
+        raise ConfigError(f"{where}: a job has exactly one of prompt, device (with value) or task")
+    if job.device and not job.value:
+        raise ConfigError(f"{where}: device {job.device} needs a value: on, off or a brightness like 40%")
+    if job.device and devices is not None and job.device not in devices:
+        raise ConfigError(f"{where}: no device named {job.device!r}", fix="known devices: " + ", ".join(devices))
+    from appliance.schedule.parse import parse_schedule  # here: only a config with jobs pays its ~7 ms of imports
+
+    try:
+        parse_schedule(job.schedule)
+    except UsageError as exc:
+        raise ConfigError(f"{where}: {exc.message}", fix=exc.fix) from None
+
+
+def claim_job_id(job_id: str, keys: str, used_in: str, ids: dict[str, str]) -> None:
+    """Refuse an id ``ids`` (id -> where it is used) already holds; else record it as used in ``used_in``."""
+    if job_id in ids:
+        raise ConfigError(f"{keys}id: {job_id!r} is already used in {ids[job_id]}", fix="rename one of them")
+    ids[job_id] = used_in
+
+
+def check_config_jobs(jobs: Sequence[CronJob], devices: Collection[str] | None, ids: dict[str, str]) -> None:
+    """The config's scheduler.jobs, each checked and its id claimed in ``ids``."""
+    for i, job in enumerate(jobs):
+        where = f"scheduler.jobs[{i}]"
+        check_job(job, where, f"{where}.", devices)
+        claim_job_id(job.id, f"{where}.", f"the config ({where})", ids)

@@ -215,6 +215,10 @@ class CronJob:
         "a run missed while the Pi was off: skip it, or run once at start", "skip"
     )
 
+    def __post_init__(self) -> None:
+        if isinstance(self.value, bool):
+            self.value = "on" if self.value else "off"  # YAML reads a bare on / off as true / false
+
 
 @dataclass
 class SchedulerConfig:
