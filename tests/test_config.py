@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from appliance.config import CHECKOUT_CONFIG, Config, config_path, describe_keys, load_config, load_jobs
+from appliance.config import CHECKOUT_CONFIG, Config, config_path, describe_keys, doc, load_config, load_jobs
 from appliance.config import load as config_module
 from appliance.errors import ConfigError
 from tests.helpers import write
@@ -175,10 +175,21 @@ def test_stop_is_a_list_of_strings(tmp_path: Path) -> None:
             "web.login_attempts_per_minute_total: expected at least web.login_attempts_per_minute (10)",
         ),
         ("tools:\n  workspace_max_mb: 0\n", "tools.workspace_max_mb: expected at least 1 MiB (what the workspace"),
+        ("web:\n  port: 0\n", "web.port: expected a TCP port from 1 to 65535, got 0"),
+        ("tools:\n  shell:\n    memory_mb: 8\n", "tools.shell.memory_mb: expected at least 16 MiB, got 8"),
+        (
+            "tools:\n  web_fetch:\n    max_redirects: 51\n",
+            "tools.web_fetch.max_redirects: expected a whole number from 0 to 50, got 51",
+        ),
     ],
 )
 def test_values_out_of_range_are_refused(tmp_path: Path, yaml_text: str, message: str) -> None:
     assert str(refused(write(tmp_path, yaml_text))).startswith(message)
+
+
+def test_a_range_says_what_people_are_told() -> None:
+    with pytest.raises(TypeError, match="a range needs expected="):
+        doc("most things", 4, low=1)
 
 
 def test_the_edges_of_the_ranges_are_accepted(tmp_path: Path) -> None:
