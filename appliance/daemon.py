@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from appliance.channels.web.state import WebState
     from appliance.hardware.events import ThresholdWatcher
     from appliance.outbox import Notifier, Outbox
-    from appliance.scheduler import Heartbeat, Scheduler
+    from appliance.schedule.heartbeat import Heartbeat
+    from appliance.schedule.scheduler import Scheduler
     from appliance.tasks import TaskRunner, TaskStore
 
 log = logging.getLogger(__name__)
@@ -199,7 +200,10 @@ class Daemon:
 
     def _schedule_services(self, runtime: Runtime, state: WebState) -> list[Service]:
         """Cron jobs (config + workspace/cron.yaml) and the heartbeat."""
-        from appliance.scheduler import Heartbeat, Scheduler, device_readings, load_jobs, make_job_runner
+        from appliance.config import load_jobs
+        from appliance.schedule.heartbeat import Heartbeat, device_readings
+        from appliance.schedule.jobs import make_job_runner
+        from appliance.schedule.scheduler import Scheduler
 
         assert self.notifier is not None and self.task_store is not None and self.task_runner is not None
         sched = self.config.scheduler

@@ -17,8 +17,8 @@ from appliance.agent.escalation import CloudRoute
 from appliance.agent.loop import Agent
 from appliance.config import Config
 from appliance.llm.base import ServedModel
+from appliance.llm.fair_queue import FairScheduler
 from appliance.llm.local import LocalModel
-from appliance.llm.scheduler import FairScheduler
 from appliance.memory.db import Database
 from appliance.memory.keeper import MemoryKeeper
 from appliance.memory.store import MemoryStore

@@ -1,4 +1,4 @@
-"""The typed config: the shipped file, unknown keys, types, ranges, ${NAME} references, secrets, paths."""
+"""The typed config: the shipped file, unknown keys, types, ranges, ${NAME} references, secrets, paths, jobs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from appliance.config import CHECKOUT_CONFIG, Config, config_path, describe_keys, load_config
+from appliance.config import CHECKOUT_CONFIG, Config, config_path, describe_keys, doc, load_config, load_jobs
 from appliance.config import load as config_module
 from appliance.errors import ConfigError
 from tests.helpers import write
@@ -175,10 +175,21 @@ def test_stop_is_a_list_of_strings(tmp_path: Path) -> None:
             "web.login_attempts_per_minute_total: expected at least web.login_attempts_per_minute (10)",
         ),
         ("tools:\n  workspace_max_mb: 0\n", "tools.workspace_max_mb: expected at least 1 MiB (what the workspace"),
+        ("web:\n  port: 0\n", "web.port: expected a TCP port from 1 to 65535, got 0"),
+        ("tools:\n  shell:\n    memory_mb: 8\n", "tools.shell.memory_mb: expected at least 16 MiB, got 8"),
+        (
+            "tools:\n  web_fetch:\n    max_redirects: 51\n",
+            "tools.web_fetch.max_redirects: expected a whole number from 0 to 50, got 51",
+        ),
     ],
 )
 def test_values_out_of_range_are_refused(tmp_path: Path, yaml_text: str, message: str) -> None:
     assert str(refused(write(tmp_path, yaml_text))).startswith(message)
+
+
+def test_a_range_says_what_people_are_told() -> None:
+    with pytest.raises(TypeError, match="a range needs expected="):
+        doc("most things", 4, low=1)
 
 
 def test_the_edges_of_the_ranges_are_accepted(tmp_path: Path) -> None:
@@ -358,3 +369,79 @@ def test_source_is_not_a_config_key(tmp_path: Path) -> None:
     err = refused(write(tmp_path, "source: /tmp/x\n"))
     assert str(err).startswith("source: unknown key")
     assert isinstance(Config().agent.max_rounds, int)
+
+
+# --- cron jobs: the config's scheduler.jobs and workspace/cron.yaml, checked by the same code ----------
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("- id: x\n  schedul: daily 09:00\n  prompt: hi\n", "schedul: unknown key (did you mean schedule?)"),
+        ("- id: x\n  prompt: hi\n", "schedule: required, but missing"),
+        ("- id: x\n  schedule: daily 09:00\n  prompt: [1, 2]\n", "prompt: expected a string, got a list"),
+        (
+            "- id: x\n  schedule: startup\n  prompt: hi\n  deliver: maybe\n",
+            'deliver: expected true or false, got "maybe"',
+        ),
+        (
+            "- id: x\n  schedule: startup\n  prompt: hi\n  missed: sometimes\n",
+            'missed: expected one of "skip", "run_once", got "sometimes"',
+        ),
+        ("- id: Bad Id\n  schedule: startup\n  prompt: hi\n", "id: lower-case letters, digits and _ (at most 40)"),
+        ("- id: x\n  schedule: daily 09:00\n", "a job has exactly one of prompt, device (with value) or task"),
+        ("- id: x\n  schedule: every 5x\n  prompt: hi\n", 'schedule "every 5x": expected a number and a unit'),
+    ],
+)
+def test_the_same_job_mistake_reads_the_same_in_the_config_and_in_cron_yaml(
+    tmp_path: Path, entry: str, message: str
+) -> None:
+    config_text = "scheduler:\n  jobs:\n" + "".join("    " + line for line in entry.splitlines(keepends=True))
+    in_config = refused(write(tmp_path, config_text))
+    workspace = tmp_path / "workspace"
+    cron_yaml = write(workspace, entry, name="cron.yaml")
+    with pytest.raises(ConfigError) as info:
+        load_jobs([], workspace)
+    in_cron_yaml = info.value
+    # Each names where the job is (the config by its key path, cron.yaml by the file, entry and id), then
+    # says the same words from the key on; a key joins the config's path with a dot, like every config key.
+    job = f"{cron_yaml}, entry 1 ({'Bad Id' if 'Bad Id' in entry else 'x'})"
+    assert in_cron_yaml.message.startswith(f"{job}: {message}")
+    tail = in_cron_yaml.message.removeprefix(f"{job}: ")
+    names_a_key = re.fullmatch(r"\w+", tail.split(":")[0]) is not None
+    assert in_config.message == "scheduler.jobs[0]" + ("." if names_a_key else ": ") + tail
+    assert in_config.fix == in_cron_yaml.fix
+
+
+def test_cron_yaml_keeps_references_as_written(tmp_path: Path) -> None:
+    write(tmp_path, "- id: x\n  schedule: startup\n  prompt: 'say ${TELEGRAM_BOT_TOKEN}'\n", name="cron.yaml")
+    (job,) = load_jobs([], tmp_path)
+    assert job.prompt == "say ${TELEGRAM_BOT_TOKEN}"
+
+
+def test_a_job_id_is_used_once_across_the_config_and_cron_yaml(tmp_path: Path) -> None:
+    text = "scheduler:\n  jobs:\n" + "    - {id: x, schedule: startup, prompt: a}\n" * 2
+    assert (
+        refused(write(tmp_path, text)).message
+        == "scheduler.jobs[1].id: 'x' is already used in the config (scheduler.jobs[0])"
+    )
+    config = load_config(
+        write(tmp_path, "scheduler:\n  jobs:\n    - {id: x, schedule: startup, prompt: a}\n"), environ={}
+    )
+    cron_yaml = write(tmp_path, "- {id: x, schedule: startup, prompt: b}\n", name="cron.yaml")
+    with pytest.raises(ConfigError) as info:
+        load_jobs(config.scheduler.jobs, tmp_path)
+    assert info.value.message == f"{cron_yaml}, entry 1 (x): id: 'x' is already used in the config (scheduler.jobs[0])"
+
+
+def test_a_bare_on_reads_as_on_in_either_file(tmp_path: Path) -> None:
+    config = load_config(
+        write(
+            tmp_path,
+            "devices:\n  lamp: {driver: relay, pin: 17}\nscheduler:\n  jobs:\n"
+            "    - {id: x, schedule: startup, device: lamp, value: on}\n",
+        ),
+        environ={},
+    )
+    write(tmp_path, "- {id: y, schedule: startup, device: lamp, value: off}\n", name="cron.yaml")
+    assert [job.value for job in load_jobs(config.scheduler.jobs, tmp_path, config.devices)] == ["on", "off"]

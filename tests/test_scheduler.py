@@ -13,27 +13,16 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from appliance.agent.record import ReplyRecord
-from appliance.config import CronJob
+from appliance.config import CronJob, load_jobs
 from appliance.errors import ConfigError, ModelError, PicoagentError, UsageError
 from appliance.hardware.devices import SetResult
 from appliance.hardware.drivers.base import Reading
 from appliance.llm.scripted import ScriptedModel
 from appliance.memory.db import Database
-from appliance.scheduler import (
-    FORMS,
-    HEARTBEAT_SCHEMA,
-    CronSchedule,
-    Heartbeat,
-    Interval,
-    JobRun,
-    Scheduler,
-    Startup,
-    heartbeat_tasks,
-    load_jobs,
-    make_job_runner,
-    parse_schedule,
-    resolve_zone,
-)
+from appliance.schedule.heartbeat import HEARTBEAT_SCHEMA, Heartbeat, heartbeat_tasks
+from appliance.schedule.jobs import JobRun, make_job_runner
+from appliance.schedule.parse import FORMS, CronSchedule, Interval, Startup, parse_schedule, resolve_zone
+from appliance.schedule.scheduler import Scheduler
 from tests.fakes.clock import ManualClock
 
 BRUSSELS = ZoneInfo("Europe/Brussels")
@@ -288,7 +277,7 @@ class FakeJobs:
 
 
 def make(
-    db: Database, clock: FakeClock, *jobs: CronJob, fake: FakeJobs | None = None
+    db: Database, clock: FakeClock, *jobs: CronJob, fake: FakeJobs | None = None, **kw: Any
 ) -> tuple[Scheduler, FakeJobs, list[tuple[str, str]]]:
     fake = fake or FakeJobs(clock)
     sent: list[tuple[str, str]] = []
@@ -299,6 +288,7 @@ def make(
         notify=lambda text, kind: sent.append((text, kind)),
         db=db,
         clock=clock,
+        **kw,
     )
     return scheduler, fake, sent
 
@@ -467,11 +457,8 @@ class _Stop(Exception):
     pass
 
 
-def test_run_sleeps_until_each_slot_and_wakes_at_least_every_minute(
-    db: Database, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_run_sleeps_until_each_slot_and_wakes_at_least_every_minute(db: Database) -> None:
     clock = FakeClock(local("2026-06-10 09:50"))
-    scheduler, fake, _ = make(db, clock, job("hourly", "hourly :00"), job("hello", "startup"))
     naps: list[float] = []
 
     async def fake_sleep(seconds: float) -> None:
@@ -480,7 +467,7 @@ def test_run_sleeps_until_each_slot_and_wakes_at_least_every_minute(
         if clock.now >= local("2026-06-10 12:30").timestamp():
             raise _Stop
 
-    monkeypatch.setattr("appliance.scheduler.asyncio.sleep", fake_sleep)
+    scheduler, fake, _ = make(db, clock, job("hourly", "hourly :00"), job("hello", "startup"), sleep=fake_sleep)
     with pytest.raises(_Stop):
         asyncio.run(scheduler.run())
     assert fake.calls == [
@@ -552,29 +539,32 @@ def test_cron_yaml_adds_jobs(tmp_path: Path) -> None:
             "- id: x\n  schedul: daily 09:00\n  prompt: hi\n",
             "entry 1 (x): schedul: unknown key (did you mean schedule?)",
         ),
-        ("- schedule: daily 09:00\n  prompt: hi\n", "entry 1: id missing"),
+        ("- schedule: daily 09:00\n  prompt: hi\n", "entry 1: id: required, but missing"),
         (
             "- id: x\n  schedule: daily 09:00\n",
             "entry 1 (x): a job has exactly one of prompt, device (with value) or task",
         ),
         (
             "- id: x\n  schedule: daily 09:00\n  prompt: hi\n  missed: sometimes\n",
-            'missed: expected "skip" or "run_once"',
+            'entry 1 (x): missed: expected one of "skip", "run_once", got "sometimes"',
         ),
         ("- id: x\n  schedule: daily 09:00\n  device: pump\n  value: on\n", "entry 1 (x): no device named 'pump'"),
         ("- id: x\n  schedule: daily 09:00\n  device: lamp\n", "device lamp needs a value"),
-        ("- id: Bad Id\n  schedule: daily 09:00\n  prompt: hi\n", "id 'Bad Id': lower-case letters"),
-        ("- id: x\n  schedule: daily 09:00\n  prompt: [1, 2]\n", "entry 1 (x): prompt: expected a string"),
+        (
+            "- id: Bad Id\n  schedule: daily 09:00\n  prompt: hi\n",
+            "entry 1 (Bad Id): id: lower-case letters, digits and _ (at most 40)",
+        ),
+        ("- id: x\n  schedule: daily 09:00\n  prompt: [1, 2]\n", "entry 1 (x): prompt: expected a string, got a list"),
         ("id: x\n", "expected a list of jobs"),
-        ("- [1, 2]\n", "entry 1: expected a mapping"),
+        ("- [1, 2]\n", "entry 1: expected a mapping, got a list"),
         ("- id: x\n  schedule: [\n", "(line 3)"),
         (
             "- id: water\n  schedule: daily 09:00\n  prompt: hi\n",
-            "entry 1 (water): the id 'water' is already used in the config",
+            "entry 1 (water): id: 'water' is already used in the config (scheduler.jobs[0])",
         ),
         (
             "- id: x\n  schedule: startup\n  prompt: a\n- id: x\n  schedule: startup\n  prompt: b\n",
-            "entry 2 (x): the id 'x' is already used in cron.yaml entry 1",
+            "entry 2 (x): id: 'x' is already used in cron.yaml entry 1",
         ),
     ],
 )

@@ -51,8 +51,10 @@ def cmd_cron_list(args: argparse.Namespace) -> int:
     config = load(args)
     answer = daemon_get(config, "/api/cron")
     if answer is None:
+        from appliance.config import load_jobs
         from appliance.runtime import data_dir
-        from appliance.scheduler import Scheduler, load_jobs, make_job_runner
+        from appliance.schedule.jobs import make_job_runner
+        from appliance.schedule.scheduler import Scheduler
 
         root = data_dir(config)
         db = open_db(config)
@@ -85,7 +87,7 @@ def cmd_cron_run(args: argparse.Namespace) -> int:
     import asyncio
 
     from appliance.errors import PicoagentError
-    from appliance.scheduler import JOB_TIMEOUT_S
+    from appliance.schedule.jobs import JOB_TIMEOUT_S
 
     config = load(args)
     if daemon_get(config, "/api/status") is not None:
@@ -97,8 +99,10 @@ def cmd_cron_run(args: argparse.Namespace) -> int:
             )
         print(answer["result"])
         return 0
+    from appliance.config import load_jobs
     from appliance.runtime import Runtime
-    from appliance.scheduler import Scheduler, load_jobs, make_job_runner
+    from appliance.schedule.jobs import make_job_runner
+    from appliance.schedule.scheduler import Scheduler
     from appliance.tasks import TaskStore
 
     runtime = Runtime.open(config)

@@ -1,15 +1,16 @@
 """Typed configuration: load YAML, resolve ``${ENV}`` references and the secrets file, validate.
 
 One tree of dataclasses (:mod:`~appliance.config.schema`), read from a file
-(:mod:`~appliance.config.load`) and checked beyond types (:mod:`~appliance.config.checks`). Import
-from here: every name other modules use is re-exported. The file's location is overridden through
-``appliance.config.load.SYSTEM_CONFIG``, where :func:`config_path` reads it.
+(:mod:`~appliance.config.load`, which also reads ``workspace/cron.yaml``) and checked beyond types
+(:mod:`~appliance.config.checks`). Import from here: every name other modules use is re-exported.
+The file's location is overridden through ``appliance.config.load.SYSTEM_CONFIG``, where
+:func:`config_path` reads it.
 """
 
 from __future__ import annotations
 
 from appliance.config.checks import WHEN
-from appliance.config.load import CHECKOUT_CONFIG, SYSTEM_CONFIG, config_path, load_config, read_secrets
+from appliance.config.load import CHECKOUT_CONFIG, SYSTEM_CONFIG, config_path, load_config, load_jobs, read_secrets
 from appliance.config.schema import (
     SYSTEM_DATA_DIR,
     AgentConfig,
@@ -65,5 +66,6 @@ __all__ = [
     "describe_keys",
     "doc",
     "load_config",
+    "load_jobs",
     "read_secrets",
 ]

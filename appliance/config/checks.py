@@ -2,18 +2,25 @@
 
 They run on the built tree, after :func:`appliance.config.load.load_config` has converted every
 value, and name the key that is wrong. A value that came from a secret reference is never shown.
+
+A number's range is metadata on its field (``doc(..., low=, high=, expected=)`` in
+:mod:`~appliance.config.schema`), checked by one walk over the tree; what metadata cannot say (one
+key against another, host names, devices, schedules) is one check function per section. Cron jobs
+are checked here for the config's ``scheduler.jobs`` and for ``workspace/cron.yaml`` alike
+(:func:`check_job`), so the same mistake reads the same in either file.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
-from appliance.config.schema import Config
+from appliance.config.schema import Config, CronJob
 from appliance.config.shown import _describe
-from appliance.errors import ConfigError
+from appliance.errors import ConfigError, UsageError
 from appliance.hardware.drivers import DRIVERS
 
 # A DNS name: labels of letters, digits and hyphens, not starting or ending with a hyphen.
@@ -33,49 +40,48 @@ def host_entry(entry: str) -> str | None:
     return value if NAME_RE.fullmatch(value) and len(value) <= 253 else None
 
 
+Refuse = Callable[[str, str, Any], ConfigError]
+
+
 def _check(config: Config, referenced: set[str]) -> None:
-    """Range checks that types alone cannot express (values from references are never shown)."""
+    """Ranges, then what types and ranges alone cannot express (values from references are never shown)."""
 
     def refuse(path: str, expected: str, value: Any) -> ConfigError:
         shown = "a value from a secret reference" if path in referenced else _describe(value)
         return ConfigError(f"{path}: expected {expected}, got {shown}")
 
-    rules: list[tuple[str, float, float, str]] = [
-        # path, lowest, highest, what people are told
-        ("agent.max_rounds", 1, 100, "a whole number from 1 to 100"),
-        ("agent.local_tools", 0, 1000, "0 (every tool) or a number of tools"),
-        ("agent.history_messages", 0, 10_000, "a whole number from 0 to 10000"),
-        ("agent.max_reply_tokens", 1, 1_000_000, "a positive whole number"),
-        ("agent.tool_timeout_s", 0.001, 86_400, "a positive number of seconds"),
-        ("agent.temperature", 0.0, 2.0, "a number from 0 to 2"),
-        ("agent.repeat_penalty", 1.0, 2.0, "a number from 1 to 2"),
-        ("llm.context_tokens", 256, 1_048_576, "at least 256 tokens"),
-        ("llm.batch_size", 1, 65_536, "a positive whole number"),
-        ("llm.timeout_s", 0.001, 86_400, "a positive number of seconds"),
-        ("llm.memory_margin_mb", 0, 1_048_576, "0 or more megabytes"),
-        ("web.port", 1, 65_535, "a TCP port from 1 to 65535"),
-        ("web.session_days", 0.001, 3650, "a positive number of days"),
-        ("web.login_attempts_per_minute", 1, 10_000, "a positive whole number"),
-        ("web.login_attempts_per_minute_total", 1, 100_000, "a positive whole number"),
-        ("tools.per_turn", 1, 1000, "a whole number from 1 to 1000"),
-        ("tools.max_output_chars", 100, 10_000_000, "at least 100 characters"),
-        ("tools.cache_s", 0, 86_400, "0 or more seconds"),
-        ("tools.workspace_max_mb", 1, 1_048_576, "at least 1 MiB (what the workspace may take on the SD card)"),
-        ("tools.shell.memory_mb", 16, 1_048_576, "at least 16 MiB"),
-        ("tools.shell.cpu_s", 1, 86_400, "a positive number of seconds"),
-        ("tools.shell.max_file_mb", 1, 1_048_576, "at least 1 MiB"),
-        ("tools.shell.max_processes", 1, 100_000, "a positive whole number"),
-        ("tools.shell.max_output_kb", 1, 1_048_576, "at least 1 KiB"),
-        ("tools.web_fetch.max_bytes", 1024, 1_073_741_824, "at least 1024 bytes"),
-        ("tools.web_fetch.timeout_s", 0.001, 3600, "a positive number of seconds"),
-        ("tools.web_fetch.max_redirects", 0, 50, "a whole number from 0 to 50"),
-    ]
-    for path, low, high, expected in rules:
-        value: Any = config
-        for key in path.split("."):
-            value = getattr(value, key)
-        if not low <= value <= high:
-            raise refuse(path, expected, value)
+    for path, value, meta in _ranged(config, ""):
+        low, high = meta["low"], meta["high"]
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise refuse(path, meta["expected"], value)
+    _check_web(config, refuse)
+    _check_tools(config, refuse)
+    _check_devices(config, refuse)  # and events, schedules, telegram, routing, providers, memory, hardware
+
+
+def _ranged(node: Any, prefix: str) -> Iterator[tuple[str, float, Mapping[str, Any]]]:
+    """Every number in the tree whose field has a range: (its path, its value, the field's metadata)."""
+    for f in dataclasses.fields(node):
+        value, path = getattr(node, f.name), prefix + f.name
+        if "expected" in f.metadata and isinstance(value, int | float) and not isinstance(value, bool):
+            yield path, value, f.metadata
+        yield from _ranged_in(value, path)
+
+
+def _ranged_in(value: Any, path: str) -> Iterator[tuple[str, float, Mapping[str, Any]]]:
+    """The ranged numbers inside a section, a list or a mapping of sections (paths as the loader writes them)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        yield from _ranged(value, path + ".")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _ranged_in(item, f"{path}[{i}]")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _ranged_in(item, f"{path}.{key}")
+
+
+def _check_web(config: Config, refuse: Refuse) -> None:
+    """The total login limit bounds the per-address one; allowed hosts are bare names or addresses."""
     if config.web.login_attempts_per_minute_total < config.web.login_attempts_per_minute:
         raise refuse(
             "web.login_attempts_per_minute_total",
@@ -83,6 +89,13 @@ def _check(config: Config, referenced: set[str]) -> None:
             " address's attempts together",
             config.web.login_attempts_per_minute_total,
         )
+    for i, entry in enumerate(config.web.allowed_hosts):
+        if host_entry(entry) is None:
+            raise refuse(f"web.allowed_hosts[{i}]", ALLOWED_HOSTS_EXAMPLE, entry)
+
+
+def _check_tools(config: Config, refuse: Refuse) -> None:
+    """web_fetch's private exceptions are addresses or networks, its trusted hosts bare names."""
     for i, entry in enumerate(config.tools.web_fetch.allow_private):
         try:
             ipaddress.ip_network(entry, strict=False)
@@ -93,14 +106,6 @@ def _check(config: Config, referenced: set[str]) -> None:
         if host_entry(entry) is None:
             where = f"tools.web_fetch.trusted_hosts[{i}]"
             raise refuse(where, "a host name with no scheme or path, e.g. en.wikipedia.org", entry)
-    for i, entry in enumerate(config.web.allowed_hosts):
-        if host_entry(entry) is None:
-            raise refuse(f"web.allowed_hosts[{i}]", ALLOWED_HOSTS_EXAMPLE, entry)
-    _check_devices(config, refuse)
-    for path in ("llm.threads", "llm.batch_threads"):
-        threads = getattr(config.llm, path.split(".")[1])
-        if threads != "auto" and not 1 <= int(threads) <= 256:
-            raise refuse(path, "auto or a number of threads from 1 to 256", threads)
 
 
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
@@ -190,18 +195,8 @@ def _check_devices(config: Config, refuse: Callable[[str, str, Any], ConfigError
 
 
 def _check_schedule(config: Config) -> None:
-    """Job ids unique, each job does one thing, time zone known."""
-    seen: set[str] = set()
-    for i, job in enumerate(config.scheduler.jobs):
-        where = f"scheduler.jobs[{i}]"
-        if not _NAME.fullmatch(job.id):
-            raise ConfigError(f"{where}.id: lower-case letters, digits and _ (at most 40)")
-        if job.id in seen:
-            raise ConfigError(f"{where}.id: {job.id!r} is used twice")
-        seen.add(job.id)
-        from appliance.scheduler import check_job  # lazy: the scheduler imports appliance.config
-
-        check_job(job, where, config.devices)
+    """Each job valid with an id of its own, the time zone known, the heartbeat's period in range."""
+    check_config_jobs(config.scheduler.jobs, config.devices, {})
     if config.scheduler.timezone:
         import zoneinfo
 
@@ -211,3 +206,42 @@ def _check_schedule(config: Config) -> None:
             raise ConfigError(f"scheduler.timezone: unknown time zone {config.scheduler.timezone!r}") from None
     if not 0 <= config.scheduler.heartbeat_minutes <= 1440:
         raise ConfigError("scheduler.heartbeat_minutes: expected 0 (off) to 1440")
+
+
+# --- cron jobs: the config's scheduler.jobs and workspace/cron.yaml, checked by the same code ----
+# An error names the job (``where``: "scheduler.jobs[0]", ".../cron.yaml, entry 1 (water)") or one of
+# its keys (``keys`` + the key: "scheduler.jobs[0].id", ".../cron.yaml, entry 1 (water): id"), so from
+# the key on, the same mistake reads the same in either file.
+
+
+def check_job(job: CronJob, where: str, keys: str, devices: Collection[str] | None = None) -> None:
+    """A job's id, what it does and its schedule are valid (a ConfigError naming the job or the key)."""
+    if not _NAME.fullmatch(job.id):  # the one rule for names: device names follow it too
+        raise ConfigError(f"{keys}id: lower-case letters, digits and _ (at most 40)")
+    if len([k for k in ("prompt", "device", "task") if getattr(job, k)]) != 1:
+        raise ConfigError(f"{where}: a job has exactly one of prompt, device (with value) or task")
+    if job.device and not job.value:
+        raise ConfigError(f"{where}: device {job.device} needs a value: on, off or a brightness like 40%")
+    if job.device and devices is not None and job.device not in devices:
+        raise ConfigError(f"{where}: no device named {job.device!r}", fix="known devices: " + ", ".join(devices))
+    from appliance.schedule.parse import parse_schedule  # here: only a config with jobs pays its ~7 ms of imports
+
+    try:
+        parse_schedule(job.schedule)
+    except UsageError as exc:
+        raise ConfigError(f"{where}: {exc.message}", fix=exc.fix) from None
+
+
+def claim_job_id(job_id: str, keys: str, used_in: str, ids: dict[str, str]) -> None:
+    """Refuse an id ``ids`` (id -> where it is used) already holds; else record it as used in ``used_in``."""
+    if job_id in ids:
+        raise ConfigError(f"{keys}id: {job_id!r} is already used in {ids[job_id]}", fix="rename one of them")
+    ids[job_id] = used_in
+
+
+def check_config_jobs(jobs: Sequence[CronJob], devices: Collection[str] | None, ids: dict[str, str]) -> None:
+    """The config's scheduler.jobs, each checked and its id claimed in ``ids``."""
+    for i, job in enumerate(jobs):
+        where = f"scheduler.jobs[{i}]"
+        check_job(job, where, f"{where}.", devices)
+        claim_job_id(job.id, f"{where}.", f"the config ({where})", ids)

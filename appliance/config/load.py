@@ -6,6 +6,10 @@ a secret or an ``${ENV}`` reference is never echoed in an error.
 
 Which file: ``--config``, else ``$PICOAGENT_CONFIG``, else ``/etc/picoagent/picoagent.yaml`` when it
 exists, else ``config/picoagent.yaml`` of the checkout.
+
+``workspace/cron.yaml`` (:func:`load_jobs`) is a list of more ``scheduler.jobs`` entries, built by the
+same code, so its mistakes read as they would in the config; its ``${NAME}`` references are kept as
+written, never resolved.
 """
 
 from __future__ import annotations
@@ -15,10 +19,12 @@ import os
 import re
 import types
 import typing
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
-from appliance.config.schema import Config
+from appliance.config.checks import _check, check_config_jobs, check_job, claim_job_id
+from appliance.config.schema import Config, CronJob
 from appliance.config.shown import _describe, _Secret
 from appliance.errors import ConfigError
 
@@ -74,8 +80,6 @@ def load_config(
     """Load, resolve and validate the config; ``data_dir`` overrides the file's ``data_dir``."""
     import yaml  # lazy: keeps `picoagent --help` fast
 
-    from appliance.config.checks import _check  # lazy, like yaml: only loading needs the checks
-
     source = config_path(path)
     try:
         text = source.read_text(encoding="utf-8")
@@ -116,12 +120,48 @@ def load_config(
     return config
 
 
+def load_jobs(config_jobs: Sequence[CronJob], workspace: Path, devices: Collection[str] | None = None) -> list[CronJob]:
+    """The config's jobs and those of ``workspace/cron.yaml`` (a YAML list of the same fields), checked alike."""
+    import yaml  # lazy, like load_config
+
+    jobs = list(config_jobs)
+    ids: dict[str, str] = {}
+    check_config_jobs(jobs, devices, ids)
+    path = workspace / "cron.yaml"
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return jobs
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" (line {mark.line + 1})" if mark else ""
+        raise ConfigError(f"{path}{line}: {getattr(exc, 'problem', None) or 'invalid YAML'}") from None
+    if raw is None:
+        return jobs
+    if not isinstance(raw, list):
+        raise ConfigError(f"{path}: expected a list of jobs (- id: ..., schedule: ...)")
+    for n, entry in enumerate(raw, 1):
+        name = entry.get("id") if isinstance(entry, dict) else None
+        where = f"{path}, entry {n}" + (f" ({name})" if isinstance(name, str) else "")
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where}: expected {_expected(CronJob)}, got {_describe(entry)}")
+        # Built by the config's own code, so unknown keys and types read as under scheduler.jobs. ${NAME}
+        # references stay as written (lookup None): the model's workspace tools can write this file.
+        job = _build(CronJob, entry, f"{where}: ", None, set())
+        check_job(job, where, f"{where}: ", devices)
+        claim_job_id(job.id, f"{where}: ", f"{path.name} entry {n}", ids)
+        jobs.append(job)
+    return jobs
+
+
 # --- building the tree ----------------------------------------------------------------------
 
 
-def _resolve_refs(value: str, path: str, lookup: typing.Mapping[str, str]) -> str:
+def _resolve_refs(value: str, path: str, lookup: typing.Mapping[str, str] | None) -> str:
     names = _REF.findall(value)
-    if not names:
+    if not names or lookup is None:  # None: references stay as written (workspace/cron.yaml)
         return value
     for name in names:
         if name not in lookup:
@@ -151,7 +191,7 @@ def _expected(tp: Any) -> str:
 
 
 def _convert(
-    tp: Any, value: Any, path: str, lookup: typing.Mapping[str, str], secret: bool, referenced: set[str]
+    tp: Any, value: Any, path: str, lookup: typing.Mapping[str, str] | None, secret: bool, referenced: set[str]
 ) -> Any:
     if isinstance(value, str):
         value = _resolve_refs(value, path, lookup)
@@ -218,7 +258,9 @@ def _convert(
     raise TypeError(f"config type {tp!r} is not supported")  # a programming error, not a user one
 
 
-def _build(cls: type, raw: dict[str, Any], prefix: str, lookup: typing.Mapping[str, str], referenced: set[str]) -> Any:
+def _build(
+    cls: type, raw: dict[str, Any], prefix: str, lookup: typing.Mapping[str, str] | None, referenced: set[str]
+) -> Any:
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if not f.metadata.get("internal")}
     for key in raw:

@@ -1,8 +1,10 @@
 """The configuration tree: one dataclass per section, each field with its one-line description.
 
 Each field's ``doc`` metadata is its description (``describe_keys`` lists them all; the tests check
-that the shipped YAML documents every one) and whether its value is secret. Reading a file into this
-tree is :mod:`appliance.config.load`; the checks types alone cannot express, :mod:`appliance.config.checks`.
+that the shipped YAML documents every one), whether its value is secret, and for a number its range
+with the words people are told when it is outside (``low``, ``high``, ``expected``: the checks walk
+every field for them, so a new key's range is written once, here). Reading a file into this tree is
+:mod:`appliance.config.load`; the checks types alone cannot express, :mod:`appliance.config.checks`.
 """
 
 from __future__ import annotations
@@ -19,12 +21,35 @@ from appliance.hardware.drivers import DRIVERS
 SYSTEM_DATA_DIR = Path("/var/lib/picoagent")
 
 
-def doc(text: str, default: Any = dataclasses.MISSING, *, secret: bool = False, **kw: Any) -> Any:
-    """A dataclass field with its one-line description (and whether its value is secret)."""
-    meta = {"doc": text, "secret": secret}
+def doc(
+    text: str,
+    default: Any = dataclasses.MISSING,
+    *,
+    secret: bool = False,
+    low: float | None = None,
+    high: float | None = None,
+    expected: str = "",
+    **kw: Any,
+) -> Any:
+    """A dataclass field with its one-line description, whether its value is secret, and its range.
+
+    ``low`` and ``high`` bound a number (a value that is no number, like ``"auto"``, is not range-checked);
+    ``expected`` is what people are told when it is outside: ``agent.max_rounds: expected {expected}, got 0``.
+    """
+    if (low is not None or high is not None) and not expected:
+        raise TypeError(f"doc({text!r}): a range needs expected=, the words people read when it is broken")
+    meta: dict[str, Any] = {"doc": text, "secret": secret}
+    if low is not None or high is not None:
+        meta.update(low=low, high=high, expected=expected)
     if default is dataclasses.MISSING:
         return field(metadata=meta, **kw)
     return field(default=default, metadata=meta, **kw)
+
+
+# What people are told when a value is out of range, where several keys say the same.
+_SECONDS = "a positive number of seconds"
+_COUNT = "a positive whole number"
+_THREADS = "auto or a number of threads from 1 to 256"
 
 
 @dataclass
@@ -32,16 +57,48 @@ class AgentConfig:
     """How one turn runs."""
 
     name: str = doc("the assistant's name, used in the SOUL.md written on first run", "Pico")
-    max_rounds: int = doc("most model calls in one turn (each tool round is one)", 4)
-    tool_timeout_s: float = doc("seconds a tool may run before it is stopped and reported as failed", 30.0)
-    history_messages: int = doc("recent messages of the conversation put into the prompt", 12)
-    max_reply_tokens: int = doc("most tokens in one reply", 256)
-    temperature: float = doc("sampling temperature; 0 is greedy and repeatable", 0.2)
-    repeat_penalty: float = doc("above 1 discourages repeating recent tokens (small models loop)", 1.1)
+    max_rounds: int = doc(
+        "most model calls in one turn (each tool round is one)",
+        4,
+        low=1,
+        high=100,
+        expected="a whole number from 1 to 100",
+    )
+    tool_timeout_s: float = doc(
+        "seconds a tool may run before it is stopped and reported as failed",
+        30.0,
+        low=0.001,
+        high=86_400,
+        expected=_SECONDS,
+    )
+    history_messages: int = doc(
+        "recent messages of the conversation put into the prompt",
+        12,
+        low=0,
+        high=10_000,
+        expected="a whole number from 0 to 10000",
+    )
+    max_reply_tokens: int = doc("most tokens in one reply", 256, low=1, high=1_000_000, expected=_COUNT)
+    temperature: float = doc(
+        "sampling temperature; 0 is greedy and repeatable", 0.2, low=0.0, high=2.0, expected="a number from 0 to 2"
+    )
+    repeat_penalty: float = doc(
+        "above 1 discourages repeating recent tokens (small models loop)",
+        1.1,
+        low=1.0,
+        high=2.0,
+        expected="a number from 1 to 2",
+    )
     devices_by_meaning: bool = doc(
         "understand device requests the rule parser misses, by meaning (needs an embedding model)", True
     )
-    local_tools: int = doc("tools the local model is shown per message, the closest by meaning; 0: all", 4)
+    local_tools: int = doc(
+        "tools the local model is shown per message, the closest by meaning; 0: all",
+        4,
+        low=0,
+        high=1000,
+        expected="0 (every tool) or a number of tools",
+    )
 
 
 @dataclass
@@ -53,13 +110,25 @@ class LlmConfig:
         "else the packaged default",
         "",
     )
-    context_tokens: int = doc("context window in tokens (prompt + reply)", 2048)
-    threads: int | Literal["auto"] = doc("decode threads; auto: see README (never oversubscribed)", "auto")
-    batch_threads: int | Literal["auto"] = doc("prompt-processing threads; auto: physical cores", "auto")
-    batch_size: int = doc("tokens evaluated per batch while reading the prompt", 256)
+    context_tokens: int = doc(
+        "context window in tokens (prompt + reply)", 2048, low=256, high=1_048_576, expected="at least 256 tokens"
+    )
+    threads: int | Literal["auto"] = doc(
+        "decode threads; auto: see README (never oversubscribed)", "auto", low=1, high=256, expected=_THREADS
+    )
+    batch_threads: int | Literal["auto"] = doc(
+        "prompt-processing threads; auto: physical cores", "auto", low=1, high=256, expected=_THREADS
+    )
+    batch_size: int = doc(
+        "tokens evaluated per batch while reading the prompt", 256, low=1, high=65_536, expected=_COUNT
+    )
     stop: list[str] = doc("extra stop sequences besides the model's own end of turn", default_factory=list)
-    timeout_s: float = doc("a generation running longer than this is cancelled", 120.0)
-    memory_margin_mb: int = doc("memory that must stay free after the model loads", 128)
+    timeout_s: float = doc(
+        "a generation running longer than this is cancelled", 120.0, low=0.001, high=86_400, expected=_SECONDS
+    )
+    memory_margin_mb: int = doc(
+        "memory that must stay free after the model loads", 128, low=0, high=1_048_576, expected="0 or more megabytes"
+    )
     seed: int = doc("sampling seed (replies repeat for the same seed and prompt)", 42)
     preload: bool = doc("load the model when the daemon starts (else on the first message)", True)
 
@@ -69,7 +138,7 @@ class WebConfig:
     """The LAN face: status page, web chat, JSON API, OpenAI-compatible endpoint."""
 
     host: str = doc("address to listen on; 0.0.0.0 is every interface, 127.0.0.1 this machine only", "0.0.0.0")
-    port: int = doc("TCP port", 8080)
+    port: int = doc("TCP port", 8080, low=1, high=65_535, expected="a TCP port from 1 to 65535")
     tls: Literal["off", "auto"] = doc(
         "auto: HTTPS with a certificate made for this machine's names and addresses (in the data dir, renewed "
         "before it expires), plain http:// on the same port redirected; off: plain HTTP (development, or behind "
@@ -82,12 +151,22 @@ class WebConfig:
         default_factory=list,
     )
     secure_cookies: bool = doc("mark session cookies Secure even over plain HTTP (a proxy in front does HTTPS)", False)
-    session_days: float = doc("how long a web login lasts", 7.0)
+    session_days: float = doc(
+        "how long a web login lasts", 7.0, low=0.001, high=3650, expected="a positive number of days"
+    )
     login_attempts_per_minute: int = doc(
-        "login attempts allowed per minute from one address (IPv6: from one /64 network)", 5
+        "login attempts allowed per minute from one address (IPv6: from one /64 network)",
+        5,
+        low=1,
+        high=10_000,
+        expected=_COUNT,
     )
     login_attempts_per_minute_total: int = doc(
-        "login attempts allowed per minute from all addresses together (bounds guessing from many addresses)", 30
+        "login attempts allowed per minute from all addresses together (bounds guessing from many addresses)",
+        30,
+        low=1,
+        high=100_000,
+        expected=_COUNT,
     )
 
 
@@ -236,6 +315,10 @@ class CronJob:
         "a run missed while the Pi was off: skip it, or run once at start", "skip"
     )
 
+    def __post_init__(self) -> None:
+        if isinstance(self.value, bool):
+            self.value = "on" if self.value else "off"  # YAML reads a bare on / off as true / false
+
 
 @dataclass
 class SchedulerConfig:
@@ -299,11 +382,17 @@ class ShellConfig:
         "bubblewrap in this process; empty: always in this process",
         "auto",
     )
-    memory_mb: int = doc("address space one sandboxed process may use, in MiB", 512)
-    cpu_s: int = doc("CPU seconds one sandboxed process may use", 20)
-    max_file_mb: int = doc("largest file a command may write, in MiB", 64)
-    max_processes: int = doc("most processes a command may run at once", 64)
-    max_output_kb: int = doc("output read from a command before it is stopped, in KiB", 256)
+    memory_mb: int = doc(
+        "address space one sandboxed process may use, in MiB", 512, low=16, high=1_048_576, expected="at least 16 MiB"
+    )
+    cpu_s: int = doc("CPU seconds one sandboxed process may use", 20, low=1, high=86_400, expected=_SECONDS)
+    max_file_mb: int = doc(
+        "largest file a command may write, in MiB", 64, low=1, high=1_048_576, expected="at least 1 MiB"
+    )
+    max_processes: int = doc("most processes a command may run at once", 64, low=1, high=100_000, expected=_COUNT)
+    max_output_kb: int = doc(
+        "output read from a command before it is stopped, in KiB", 256, low=1, high=1_048_576, expected="at least 1 KiB"
+    )
 
 
 @dataclass
@@ -311,9 +400,15 @@ class WebFetchConfig:
     """The web_fetch tool: pages as text, never the Pi's own network."""
 
     enabled: bool = doc("offer web_fetch", True)
-    max_bytes: int = doc("largest response read, in bytes", 2_000_000)
-    timeout_s: float = doc("give up on a fetch after this long (redirects included)", 15.0)
-    max_redirects: int = doc("most redirects followed (each one checked again)", 5)
+    max_bytes: int = doc(
+        "largest response read, in bytes", 2_000_000, low=1024, high=1_073_741_824, expected="at least 1024 bytes"
+    )
+    timeout_s: float = doc(
+        "give up on a fetch after this long (redirects included)", 15.0, low=0.001, high=3600, expected=_SECONDS
+    )
+    max_redirects: int = doc(
+        "most redirects followed (each one checked again)", 5, low=0, high=50, expected="a whole number from 0 to 50"
+    )
     allow_private: list[str] = doc(
         "addresses or networks web_fetch may still reach though private or the Pi's own, "
         "e.g. 192.168.1.20 or 10.0.0.0/24",
@@ -342,11 +437,33 @@ class McpServerConfig:
 class ToolsConfig:
     """What the model's tools may do, and how much of it in one turn."""
 
-    per_turn: int = doc("most tool calls in one turn; further calls are refused with a note", 8)
-    max_output_chars: int = doc("a tool's output is cut here (with a note saying so)", 4000)
-    cache_s: float = doc("a read-only tool's result is reused for this long with the same arguments; 0: off", 30.0)
+    per_turn: int = doc(
+        "most tool calls in one turn; further calls are refused with a note",
+        8,
+        low=1,
+        high=1000,
+        expected="a whole number from 1 to 1000",
+    )
+    max_output_chars: int = doc(
+        "a tool's output is cut here (with a note saying so)",
+        4000,
+        low=100,
+        high=10_000_000,
+        expected="at least 100 characters",
+    )
+    cache_s: float = doc(
+        "a read-only tool's result is reused for this long with the same arguments; 0: off",
+        30.0,
+        low=0,
+        high=86_400,
+        expected="0 or more seconds",
+    )
     workspace_max_mb: int = doc(
-        "most the workspace may take on the disk, in MiB; writes past it are refused until files are deleted", 1024
+        "most the workspace may take on the disk, in MiB; writes past it are refused until files are deleted",
+        1024,
+        low=1,
+        high=1_048_576,
+        expected="at least 1 MiB (what the workspace may take on the SD card)",
     )
     shell: ShellConfig = doc("the sandboxed shell", default_factory=ShellConfig)
     web_fetch: WebFetchConfig = doc("fetching web pages", default_factory=WebFetchConfig)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from appliance.channels.web.auth import Auth
     from appliance.hardware.events import EventBus
     from appliance.runtime import Runtime
-    from appliance.scheduler import Scheduler
+    from appliance.schedule.scheduler import Scheduler
 
 SERIES_SECONDS = 3600  # the status page charts the last hour
 RECENT_REPLIES = 20

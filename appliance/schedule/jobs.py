@@ -1,0 +1,84 @@
+"""What a cron job is once loaded, and what running one does: a prompt goes to the agent, a device is
+set, a persistent task is started.
+
+A job itself is :class:`appliance.config.CronJob`, from the config's ``scheduler.jobs`` or
+``workspace/cron.yaml``; both are read and checked by :func:`appliance.config.load_jobs`, with the
+same code. Here: how one run is recorded (:class:`JobRun`, :class:`LastRun`, kept in the
+``schedule_runs`` table), how long it may take, and the default ``run_job`` the scheduler calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from appliance.errors import UsageError
+
+if TYPE_CHECKING:
+    from appliance.agent.record import ReplyRecord
+    from appliance.config import CronJob
+    from appliance.hardware.devices import DeviceAccess
+
+JOB_TIMEOUT_S = 900.0  # a job still running after this long is stopped, its run a failure
+RESULT_CHARS = 2000  # the longest result kept in schedule_runs
+
+RunReason = Literal["schedule", "startup", "missed", "manual"]
+
+
+@dataclass(frozen=True)
+class JobRun:
+    """One run of a job."""
+
+    job_id: str
+    at: float
+    ok: bool
+    result: str
+    reason: RunReason
+
+
+@dataclass(frozen=True)
+class LastRun:
+    """A job's row of schedule_runs."""
+
+    at: float | None
+    result: str | None
+    ok: bool | None
+
+
+def does(job: CronJob) -> str:
+    """What a job does, in a few words (`cron list`)."""
+    if job.prompt:
+        return f"prompt: {job.prompt}"
+    if job.device:
+        return f"set {job.device} {job.value}"
+    return f"task: {job.task}"
+
+
+class _Agent(Protocol):
+    async def turn(self, text: str, *, channel: str = ..., chat_id: str = ...) -> ReplyRecord: ...
+
+
+def make_job_runner(
+    agent: _Agent | None,
+    devices: DeviceAccess | None,
+    tasks_start: Callable[[str], Awaitable[str]] | None,
+) -> Callable[[CronJob], Awaitable[str]]:
+    """The default ``run_job``: a prompt goes to the agent, a device is set, a task is started."""
+
+    async def run_job(job: CronJob) -> str:
+        if job.prompt:
+            if agent is None:
+                raise UsageError(f"cron job {job.id}: no agent to answer the prompt here")
+            record = await agent.turn(job.prompt, channel="cron", chat_id=job.id)
+            return record.text
+        if job.device:
+            if devices is None:
+                raise UsageError(f"cron job {job.id}: no devices are configured")
+            result = await devices.set(job.device, job.value, requested_by=f"cron:{job.id}")
+            return result.describe()
+        if tasks_start is None:
+            raise UsageError(f"cron job {job.id}: tasks run only inside the daemon")
+        return await tasks_start(job.task)
+
+    return run_job
