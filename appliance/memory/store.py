@@ -47,7 +47,7 @@ from appliance.memory.records import (
     check_kinds,
     check_new,
 )
-from appliance.memory.schema import create_vector_tables, dedupe_key, ensure_tables, get_meta, set_meta, table_exists
+from appliance.memory.schema import create_vector_tables, dedupe_key, get_meta, set_meta, table_exists
 from appliance.memory.vector_index import KIND_CODES, LazyNumpy, VectorIndex, catch_up, load_index, nearest_sql
 
 if TYPE_CHECKING:
@@ -114,8 +114,7 @@ class MemoryStore:
     # --- schema and state ---------------------------------------------------------------------
 
     def _ensure_schema(self, conn: sqlite3.Connection) -> None:
-        """The store's own tables, triggers and index; each created only when missing."""
-        ensure_tables(conn)
+        """The vec0 tables for the configured model, when missing (the rest comes from the migrations)."""
         if not self._vec or self._embed is None:
             return
         model, dims = get_meta(conn, "model"), get_meta(conn, "dimensions")
