@@ -466,7 +466,7 @@ def test_without_an_embedder_search_is_by_keyword(db: Database) -> None:
 def test_without_sqlite_vec_search_is_by_keyword(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
     from appliance.memory import store as store_module
 
-    monkeypatch.setattr(store_module, "_has_vec", lambda conn: False)
+    monkeypatch.setattr(store_module, "vec_available", lambda conn: False)
     store = MemoryStore(db, MeaningEmbedder(), model_name="test", dimensions=384)
     memory = store.add("The fuse box is behind the coats", source="t")
     assert memory.embedded_with is None

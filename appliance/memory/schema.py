@@ -13,6 +13,11 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import unicodedata
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def create_vector_tables(conn: sqlite3.Connection, model: str, dimensions: int) -> None:
@@ -21,6 +26,29 @@ def create_vector_tables(conn: sqlite3.Connection, model: str, dimensions: int) 
     conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS memory_bits USING vec0(embedding bit[{dimensions}])")
     if get_meta(conn, "model") is None:
         set_meta(conn, model=model, dimensions=dimensions, vectors="ready")
+
+
+def write_vector(conn: sqlite3.Connection, memory_id: int, vector: np.ndarray) -> None:
+    """A memory's unit vector into memory_vec and its sign bits into memory_bits (both must be free of it)."""
+    blob = vector.tobytes()
+    conn.execute("INSERT INTO memory_vec (rowid, embedding) VALUES (?, ?)", (memory_id, blob))
+    conn.execute("INSERT INTO memory_bits (rowid, embedding) VALUES (?, vec_quantize_binary(?))", (memory_id, blob))
+
+
+def delete_vectors(conn: sqlite3.Connection, ids: Sequence[int]) -> None:
+    """Delete these memories' vectors (from the vec0 tables that exist)."""
+    for table in ("memory_vec", "memory_bits"):
+        if table_exists(conn, table):
+            conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", ((i,) for i in ids))
+
+
+def vec_available(conn: sqlite3.Connection) -> bool:
+    """Whether sqlite-vec is loaded in this connection (without it, memory is searched by keyword only)."""
+    try:
+        conn.execute("SELECT vec_version()")
+    except sqlite3.OperationalError:
+        return False
+    return True
 
 
 def table_exists(conn: sqlite3.Connection, name: str) -> bool:
@@ -50,10 +78,26 @@ def dedupe_key(kind: str, text: str) -> bytes:
     return hashlib.sha256(f"{kind}\0{_normalise(text)}".encode()).digest()[:16]
 
 
+def known_keys(conn: sqlite3.Connection, keys: list[bytes]) -> dict[bytes, int]:
+    """Of these dedupe keys, the ones already stored, with their memory ids."""
+    known: dict[bytes, int] = {}
+    for key in set(keys):
+        row = conn.execute(
+            "SELECT k.id FROM memory_keys k JOIN memories m ON m.id = k.id WHERE k.key = ?", (key,)
+        ).fetchone()
+        if row is not None:
+            known[key] = row[0]
+    return known
+
+
 __all__ = [
     "create_vector_tables",
     "dedupe_key",
+    "delete_vectors",
     "get_meta",
+    "known_keys",
     "set_meta",
     "table_exists",
+    "vec_available",
+    "write_vector",
 ]
