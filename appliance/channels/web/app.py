@@ -97,7 +97,7 @@ def build_app(state: WebState, site: hosts.SiteNames | None = None) -> web.Appli
         http.errors_middleware(state.metrics.requests),
         web_auth.middleware(state.auth),
     ]
-    app = web.Application(middlewares=middlewares, client_max_size=1_000_000)
+    app = web.Application(middlewares=middlewares, client_max_size=http.MAX_BODY)
     app[STATE] = state
     app.on_shutdown.append(close_sockets)
     app.add_routes(

@@ -23,7 +23,7 @@ from appliance.metrics import Counter
 log = logging.getLogger(__name__)
 
 API_PREFIXES = ("/api/", "/v1/")
-MAX_BODY = 1_000_000
+MAX_BODY = 1_000_000  # the largest request body read_json (and the app) accepts
 
 
 def json_error(status: int, message: str, **extra: Any) -> web.Response:
