@@ -2,6 +2,12 @@
 
 Every error carries a message for people and, where there is one, the fix. Errors also subclass the
 matching builtin so that generic handlers (``except FileNotFoundError``) keep working.
+
+Each class also says how an edge answers it: ``exit_code`` for the command line, ``http_status`` for the
+web API (``channels/web/http.py``). A failure that needs another status is another class (``NotFound``,
+``Conflict``, ``RateLimited``, ``Unavailable``), raised where the failure is known, so no edge ever
+reads a message to choose a status. The status classes come first among a subclass's bases, so that
+their status wins over the other base's (``class UnknownApprovalError(NotFound, ApprovalError)``).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ class PicoagentError(Exception):
     """An expected failure: say what went wrong and, in ``fix``, what to do about it."""
 
     exit_code = 1
+    http_status = 500
 
     def __init__(self, message: str, *, fix: str | None = None) -> None:
         super().__init__(message)
@@ -29,16 +36,36 @@ class PicoagentError(Exception):
         return f"{self.message}\n  fix: {self.fix}" if self.fix else self.message
 
 
+class NotFound(PicoagentError, LookupError):
+    """The thing asked for (a device, an approval) does not exist."""
+
+    http_status = 404
+
+
+class Conflict(PicoagentError):
+    """The request clashes with the thing's state now (an approval already decided or expired)."""
+
+    http_status = 409
+
+
+class Unavailable(PicoagentError):
+    """The appliance cannot serve this now (not enough memory); trying later may work."""
+
+    http_status = 503
+
+
 class ConfigError(PicoagentError, ValueError):
     """The configuration (file, key, value or secret reference) is wrong."""
 
     exit_code = 2
+    http_status = 400
 
 
 class UsageError(PicoagentError, ValueError):
     """A command was called with arguments it cannot take."""
 
     exit_code = 2
+    http_status = 400
 
 
 class ModelError(PicoagentError, RuntimeError):
@@ -57,7 +84,7 @@ class ModelFormatError(ModelError):
     """The model file is not a GGUF file llama.cpp can load."""
 
 
-class ModelTooLargeError(ModelError, MemoryError):
+class ModelTooLargeError(Unavailable, ModelError, MemoryError):
     """The model needs more memory than is free."""
 
 
@@ -91,7 +118,7 @@ class UnknownToolError(ToolError, KeyError):
         return self.message
 
 
-class UnknownDeviceError(PicoagentError, LookupError):
+class UnknownDeviceError(NotFound):
     """No device has that name."""
 
     def __str__(self) -> str:
@@ -100,6 +127,14 @@ class UnknownDeviceError(PicoagentError, LookupError):
 
 class PolicyError(PicoagentError, PermissionError):
     """Refused by policy (not allowed, rate-limited, outside the allowlist); nothing was touched."""
+
+    http_status = 403
+
+
+class RateLimited(PolicyError):
+    """Refused because it was asked too often (a device's writes_per_minute); nothing was touched."""
+
+    http_status = 429
 
 
 class Cancelled(PicoagentError):

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from appliance.errors import ConfigError
+from appliance.tools.result import ToolResult
 
 if TYPE_CHECKING:
     from appliance.agent.record import ReplyRecord
-    from appliance.tools.registry import ToolResult
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +72,6 @@ class Hooks:
 
     async def tool_result(self, result: ToolResult) -> ToolResult:
         """Run the on_tool_result callbacks; each may replace the result."""
-        from appliance.tools.registry import ToolResult
-
         for callback in self.callbacks["on_tool_result"]:
             replaced = await self._call("on_tool_result", callback, result)
             if isinstance(replaced, ToolResult):

@@ -466,7 +466,7 @@ def test_without_an_embedder_search_is_by_keyword(db: Database) -> None:
 def test_without_sqlite_vec_search_is_by_keyword(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
     from appliance.memory import store as store_module
 
-    monkeypatch.setattr(store_module, "_has_vec", lambda conn: False)
+    monkeypatch.setattr(store_module, "vec_available", lambda conn: False)
     store = MemoryStore(db, MeaningEmbedder(), model_name="test", dimensions=384)
     memory = store.add("The fuse box is behind the coats", source="t")
     assert memory.embedded_with is None
@@ -487,6 +487,112 @@ def test_many_memories_grow_and_shrink_the_index(db: Database, embedder: Meaning
     hits = store.search("note 2999 about topic 3", k=3)
     assert hits[0].memory.text == "note 2999 about topic 3"
     assert all(h.memory.id not in {m.id for m in added[:1500]} for h in hits)
+
+
+# --- the store's tables come from the database's migrations ---------------------------------------
+
+# What MemoryStore made itself when it opened a file, before migration 10 made these tables: a file
+# written by that version has them exactly so (the triggers' text as it was).
+STORE_TABLES_BEFORE_MIGRATION_10 = [
+    "CREATE TABLE IF NOT EXISTS memory_meta (key TEXT PRIMARY KEY, value)",
+    "CREATE TABLE IF NOT EXISTS memory_keys (key BLOB PRIMARY KEY, id INTEGER NOT NULL) WITHOUT ROWID",
+    "CREATE INDEX IF NOT EXISTS memory_keys_id ON memory_keys (id)",
+    "CREATE TRIGGER IF NOT EXISTS memory_keys_ad AFTER DELETE ON memories BEGIN"
+    " DELETE FROM memory_keys WHERE id = old.id; END",
+    "CREATE INDEX IF NOT EXISTS memories_embedded_with ON memories (embedded_with)",
+    "CREATE TRIGGER IF NOT EXISTS memories_generation_ai AFTER INSERT ON memories BEGIN"
+    " UPDATE memory_meta SET value = value + 1 WHERE key IN ('generation'); END",
+    "CREATE TRIGGER IF NOT EXISTS memories_generation_ad AFTER DELETE ON memories BEGIN"
+    " UPDATE memory_meta SET value = value + 1 WHERE key IN ('generation', 'deletions'); END",
+    "CREATE TRIGGER IF NOT EXISTS memories_generation_au AFTER UPDATE ON memories BEGIN"
+    " UPDATE memory_meta SET value = value + 1 WHERE key IN ('generation'); END",
+    "INSERT OR IGNORE INTO memory_meta (key, value) VALUES ('generation', 0), ('deletions', 0)",
+]
+
+
+def old_file(path: Path, monkeypatch: pytest.MonkeyPatch, *, store_opened: bool) -> dict[str, int]:
+    """A database file at schema 9 holding two memories, as the last version before migration 10 left it.
+
+    ``store_opened``: the old store had opened it (its own tables made, the memories written through it
+    with their dedupe keys and vectors); else they were written before the store existed (no keys).
+    Returns the memories' ids by text.
+    """
+    from appliance.memory import db as db_module
+    from appliance.memory.migrations import MIGRATIONS
+    from appliance.memory.schema import create_vector_tables, dedupe_key
+
+    names = [m.__name__ for m in MIGRATIONS]
+    monkeypatch.setattr(db_module, "MIGRATIONS", MIGRATIONS[: names.index("_m10_memory_store")])
+    old = Database(path)
+    ids = {}
+    with old.transaction() as conn:
+        if store_opened:
+            for sql in STORE_TABLES_BEFORE_MIGRATION_10:
+                conn.execute(sql)
+            create_vector_tables(conn, "test", 384)
+        for text in ("The spare key is under the blue flower pot", "The boiler is serviced every October"):
+            cur = conn.execute(
+                "INSERT INTO memories (kind, text, source, created_at, embedded_with) VALUES ('fact', ?, 't', 1.0, ?)",
+                (text, "test@384" if store_opened else None),
+            )
+            ids[text] = int(cur.lastrowid or 0)
+            if store_opened:
+                vector = np.array(MeaningEmbedder()([text])[0], np.float32).tobytes()
+                conn.execute("INSERT INTO memory_keys (key, id) VALUES (?, ?)", (dedupe_key("fact", text), ids[text]))
+                conn.execute("INSERT INTO memory_vec (rowid, embedding) VALUES (?, ?)", (ids[text], vector))
+                conn.execute(
+                    "INSERT INTO memory_bits (rowid, embedding) VALUES (?, vec_quantize_binary(?))", (ids[text], vector)
+                )
+    assert old.value("PRAGMA user_version") == 9
+    old.close()
+    monkeypatch.setattr(db_module, "MIGRATIONS", MIGRATIONS)
+    return ids
+
+
+@pytest.mark.parametrize("store_opened", [False, True], ids=["memories-only", "store-opened"])
+def test_an_old_database_file_is_upgraded_by_migration_10(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store_opened: bool
+) -> None:
+    path = tmp_path / "picoagent.db"
+    ids = old_file(path, monkeypatch, store_opened=store_opened)
+    generation_before = 2 if store_opened else None  # the old triggers counted the two inserts
+    db = Database(path)
+    try:
+        from appliance.memory.migrations import MIGRATIONS
+
+        assert db.value("PRAGMA user_version") == len(MIGRATIONS) and db.integrity() == "ok"
+        assert db.value("SELECT count(*) FROM memory_keys") == 2  # backfilled once, or kept: never doubled
+        if generation_before is not None:
+            assert db.value("SELECT value FROM memory_meta WHERE key = 'generation'") >= generation_before
+        embedder = MeaningEmbedder()
+        store = MemoryStore(db, embedder, model_name="test", dimensions=384)
+        known = store.add("the spare key is under the BLUE flower pot", source="web")
+        assert known.id == ids["The spare key is under the blue flower pot"] and store.count() == 2
+        if store_opened:
+            assert not store.needs_reembed()
+            assert store.search("where are my keys")[0].memory.id == known.id  # the old vectors, by meaning
+        else:
+            assert store.reembed() == 2  # memories from before the store get their vectors
+        other_db = Database(path)  # another process's write is seen through the migrated triggers
+        MemoryStore(other_db, MeaningEmbedder(), model_name="test", dimensions=384).forget(known.id)
+        other_db.close()
+        assert known.id not in {h.memory.id for h in store.search("spare key")} and store.count() == 1
+        assert db.value("SELECT count(*) FROM memory_keys") == 1  # its dedupe key went with it
+    finally:
+        db.close()
+
+
+def test_a_new_file_and_an_upgraded_one_have_the_same_store_schema(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old_file(tmp_path / "old.db", monkeypatch, store_opened=False)
+    schemas = []
+    for name in ("old.db", "new.db"):
+        db = Database(tmp_path / name)
+        MemoryStore(db, MeaningEmbedder(), model_name="test", dimensions=384)
+        schemas.append(db.rows("SELECT type, name, sql FROM sqlite_master WHERE name LIKE 'memor%' ORDER BY name"))
+        db.close()
+    assert schemas[0] == schemas[1]
 
 
 # --- processes, threads, async ----------------------------------------------------------------------

@@ -24,7 +24,7 @@ from tests.helpers import assert_clean_error, config_file, picoagent
 RECORDING = '''
 """Records every hook and marks every tool's answer."""
 
-from appliance.tools.registry import ToolResult
+from appliance.tools.result import ToolResult
 
 seen = []
 
@@ -114,7 +114,7 @@ def test_a_plugin_cannot_hand_a_secret_to_the_model(plugin: Callable[[str, str],
     module = plugin(
         "leaky_plugin",
         """
-        from appliance.tools.registry import ToolResult
+        from appliance.tools.result import ToolResult
 
         def register(hooks):
             hooks.register("on_tool_result", leak)

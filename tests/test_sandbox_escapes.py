@@ -26,7 +26,8 @@ import pytest
 
 from appliance.config import ShellConfig
 from appliance.tools import sandbox, shell
-from appliance.tools.registry import Redactor, ToolRegistry, ToolResult
+from appliance.tools.registry import Redactor, ToolRegistry
+from appliance.tools.result import ToolResult
 
 pytestmark = pytest.mark.skipif(sandbox.check() is not None, reason=f"bubblewrap cannot run here: {sandbox.check()}")
 

@@ -14,7 +14,8 @@ import pytest
 
 from appliance.errors import ToolError, UnknownToolError
 from appliance.tools import builtin
-from appliance.tools.registry import MAX_OUTPUT_CHARS, ToolRegistry, ToolResult, tool_from_function
+from appliance.tools.registry import MAX_OUTPUT_CHARS, ToolRegistry, tool_from_function
+from appliance.tools.result import ToolResult
 
 
 def run(registry: ToolRegistry, name: str, arguments: Any, timeout_s: float = 5.0) -> ToolResult:

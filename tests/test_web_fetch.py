@@ -20,7 +20,8 @@ from aiohttp import web
 from appliance.config import WebFetchConfig, load_config
 from appliance.errors import ConfigError, ToolError
 from appliance.tools.html_text import html_to_text
-from appliance.tools.registry import ToolRegistry, ToolResult
+from appliance.tools.registry import ToolRegistry
+from appliance.tools.result import ToolResult
 from appliance.tools.web_fetch import (
     GuardedResolver,
     allowed_networks,

@@ -21,7 +21,8 @@ import pytest
 from appliance.config import WebFetchConfig
 from appliance.errors import ToolError
 from appliance.tools.own_network import OwnNetworks, read_own_networks
-from appliance.tools.registry import ToolRegistry, ToolResult
+from appliance.tools.registry import ToolRegistry
+from appliance.tools.result import ToolResult
 from appliance.tools.web_fetch import allowed_networks, fetch_page, refused_address, register
 from tests.fakes.web_server import allowed_config, fake_lookup, redirect, serve
 

@@ -13,7 +13,8 @@ from appliance.config import Config
 from appliance.errors import ToolError
 from appliance.runtime import base_registry
 from appliance.tools import quota, workspace
-from appliance.tools.registry import Redactor, ToolRegistry, ToolResult, ToolTurn
+from appliance.tools.registry import Redactor, ToolRegistry, ToolTurn
+from appliance.tools.result import ToolResult
 
 SECRET = "sk-live-0123456789abcdef"
 

@@ -22,7 +22,8 @@ from typing import Any
 from appliance.agent.skills import SKILLS_DIR, SkillCatalog
 from appliance.llm.base import ChatMessage
 from appliance.memory.db import StoredMessage
-from appliance.tools.registry import Tool, ToolRegistry, ToolResult
+from appliance.tools.registry import Tool, ToolRegistry
+from appliance.tools.result import ToolResult
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,8 @@ from appliance.config import Config, ProviderConfig
 from appliance.llm.base import ChatMessage, GenerationRequest
 from appliance.llm.cloud import CloudGeneration, CloudProvider, cost_usd, make_provider
 from appliance.memory.db import Database
-from appliance.tools.registry import ToolRegistry, ToolResult, ToolTurn
+from appliance.tools.registry import ToolRegistry, ToolTurn
+from appliance.tools.result import ToolResult
 
 log = logging.getLogger(__name__)
 

@@ -52,7 +52,8 @@ from appliance.llm.cloud import CloudError, CloudGeneration
 from appliance.memory.db import Database
 from appliance.memory.keeper import MemoryKeeper
 from appliance.plugins import TurnStart
-from appliance.tools.registry import Tool, ToolRegistry, ToolResult, ToolTurn
+from appliance.tools.registry import Tool, ToolRegistry, ToolTurn
+from appliance.tools.result import ToolResult
 
 if TYPE_CHECKING:
     from appliance.llm.embeddings import LocalEmbedder

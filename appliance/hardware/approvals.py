@@ -15,14 +15,18 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from appliance.errors import UsageError
+from appliance.errors import Conflict, NotFound, UsageError
 from appliance.memory.db import Database
 
 Status = Literal["pending", "approved", "denied", "expired", "failed"]
 
 
-class ApprovalError(UsageError):
-    """An approval cannot be decided (unknown, expired, already decided)."""
+class ApprovalError(Conflict, UsageError):
+    """An approval cannot be decided (expired, already decided; unknown is UnknownApprovalError)."""
+
+
+class UnknownApprovalError(NotFound, ApprovalError):
+    """No approval has that id."""
 
 
 @dataclass(frozen=True)
@@ -83,11 +87,13 @@ class ApprovalStore:
         )
 
     def get(self, action_id: str) -> PendingAction:
-        """One action by id (ApprovalError when unknown)."""
+        """One action by id (UnknownApprovalError when unknown)."""
         self._expire()
         row = self.db.row(f"SELECT {_COLUMNS} FROM approvals WHERE id = ?", (action_id,))
         if row is None:
-            raise ApprovalError(f"no approval {action_id!r}", fix="picoagent approvals list shows the pending ones")
+            raise UnknownApprovalError(
+                f"no approval {action_id!r}", fix="picoagent approvals list shows the pending ones"
+            )
         return _action(row)
 
     def pending(self) -> list[PendingAction]:

@@ -16,6 +16,8 @@ from appliance.errors import PicoagentError
 class HardwareError(PicoagentError, OSError):
     """A bus or device did not answer as expected."""
 
+    http_status = 502  # for the web API the device is the upstream that failed, not the appliance
+
 
 class I2CBus(Protocol):
     """One I2C bus (``/dev/i2c-N``)."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from appliance.config import Config, DeviceConfig
-from appliance.errors import PolicyError, UnknownDeviceError, UsageError
+from appliance.errors import PolicyError, RateLimited, UnknownDeviceError, UsageError
 from appliance.hardware.approvals import ApprovalStore, PendingAction
 from appliance.hardware.backends import Backend
 from appliance.hardware.device_info import DeviceInfo
@@ -237,7 +237,7 @@ class DeviceRegistry:
     def _write(self, device: Device, value: bool | float, requested_by: str = "") -> list[Reading]:
         wait = device.limiter.hit(device.name)
         if wait:
-            raise PolicyError(
+            raise RateLimited(
                 f"{device.name} was switched {device.config.writes_per_minute} times in the last minute; "
                 f"try again in {wait:.0f} s",
                 fix=f"raise devices.{device.name}.writes_per_minute if this is intended",

@@ -8,7 +8,20 @@ from pathlib import Path
 
 from appliance.errors import PicoagentError
 from appliance.fileio import write_atomic
-from appliance.memory.records import Memory
+from appliance.memory.db import Database
+from appliance.memory.records import MEMORY_COLUMNS, Memory
+
+
+def export_markdown(db: Database, workspace: Path) -> tuple[Path, Path]:
+    """Write MEMORY.md (facts, newest first) and HISTORY.md (summaries, oldest first) into a workspace."""
+    with db.reading() as conn:
+        facts = conn.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE kind = 'fact' ORDER BY created_at DESC, id DESC"
+        ).fetchall()
+        summaries = conn.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE kind = 'summary' ORDER BY created_at, id"
+        ).fetchall()
+    return write_markdown(workspace, [Memory(*r) for r in facts], [Memory(*r) for r in summaries])
 
 
 def write_markdown(workspace: Path, facts: Iterable[Memory], summaries: Iterable[Memory]) -> tuple[Path, Path]:
@@ -40,4 +53,4 @@ def _write_atomically(path: Path, text: str) -> None:
         ) from None
 
 
-__all__ = ["write_markdown"]
+__all__ = ["export_markdown", "write_markdown"]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from appliance.memory.schema import dedupe_key
+
 
 def _script(db: sqlite3.Connection, sql: str) -> None:
     """Run several statements inside the caller's transaction (executescript would commit first)."""
@@ -285,6 +287,40 @@ def _m9_token_scopes(db: sqlite3.Connection) -> None:
     )
 
 
+def _m10_memory_store(db: sqlite3.Connection) -> None:
+    # The memory store's bookkeeping (appliance/memory/schema.py says what each part is for). The store
+    # made it itself when it opened, before this migration: a file it opened has it, hence IF NOT EXISTS.
+    # Its vec0 tables stay with the store, which makes them once it knows the embedding model's width.
+    had_keys = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'memory_keys'").fetchone() is not None
+    _script(
+        db,
+        """
+        CREATE TABLE IF NOT EXISTS memory_meta (key TEXT PRIMARY KEY, value);
+        INSERT OR IGNORE INTO memory_meta (key, value) VALUES ('generation', 0), ('deletions', 0);
+        CREATE TABLE IF NOT EXISTS memory_keys (key BLOB PRIMARY KEY, id INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS memory_keys_id ON memory_keys (id);
+        CREATE TRIGGER IF NOT EXISTS memory_keys_ad AFTER DELETE ON memories BEGIN
+            DELETE FROM memory_keys WHERE id = old.id;
+        END;
+        CREATE INDEX IF NOT EXISTS memories_embedded_with ON memories (embedded_with);
+        CREATE TRIGGER IF NOT EXISTS memories_generation_ai AFTER INSERT ON memories BEGIN
+            UPDATE memory_meta SET value = value + 1 WHERE key IN ('generation');
+        END;
+        CREATE TRIGGER IF NOT EXISTS memories_generation_ad AFTER DELETE ON memories BEGIN
+            UPDATE memory_meta SET value = value + 1 WHERE key IN ('generation', 'deletions');
+        END;
+        CREATE TRIGGER IF NOT EXISTS memories_generation_au AFTER UPDATE ON memories BEGIN
+            UPDATE memory_meta SET value = value + 1 WHERE key IN ('generation');
+        END;
+        """,
+    )
+    if not had_keys:  # memories written before the store's tables existed get their dedupe keys once
+        rows = db.execute("SELECT id, kind, text FROM memories").fetchall()
+        db.executemany(
+            "INSERT OR IGNORE INTO memory_keys (key, id) VALUES (?, ?)", ((dedupe_key(k, t), i) for i, k, t in rows)
+        )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m1_conversations,
     _m2_web_auth,
@@ -295,4 +331,5 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m7_routing,
     _m8_embedding_cache,
     _m9_token_scopes,
+    _m10_memory_store,
 ]

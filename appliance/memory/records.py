@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -25,6 +27,16 @@ class Memory:
     importance: float
     conversation_id: int | None
     embedded_with: str | None
+
+
+def fetch_memories(conn: sqlite3.Connection, ids: list[int]) -> dict[int, Memory]:
+    """These memories by id (those that exist)."""
+    if not ids:
+        return {}
+    rows = conn.execute(
+        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),)
+    ).fetchall()
+    return {r[0]: Memory(*r) for r in rows}
 
 
 @dataclass(frozen=True)
@@ -114,4 +126,5 @@ __all__ = [
     "SearchResults",
     "check_kinds",
     "check_new",
+    "fetch_memories",
 ]

@@ -1,10 +1,11 @@
-"""The memory store's own tables, and the counters that keep every process's view of them true.
+"""The memory store's tables, and the counters that keep every process's view of them true.
 
-``memories`` and its FTS5 index come from the database's migrations (``memory/db.py``). The store adds
-``memory_meta`` (the vectors' model and width, whether they are being rebuilt, and two counters),
-``memory_keys`` (a dedupe hash per memory) and, with sqlite-vec, the vec0 tables ``memory_vec`` (unit
-float vectors) and ``memory_bits`` (their sign bits). Triggers bump the counters on every write to
-``memories``, by any process: a store reads one row to know whether its in-process index is still true.
+The database's migrations (``memory/migrations.py``) make ``memories`` and its FTS5 index (migration 5),
+``memory_meta`` (the vectors' model and width, whether they are being rebuilt, and two counters) and
+``memory_keys`` (a dedupe hash per memory, :func:`dedupe_key`) (migration 10). Triggers bump the
+counters on every write to ``memories``, by any process: a store reads one row to know whether its
+in-process index is still true. The store itself makes only the vec0 tables, ``memory_vec`` (unit float
+vectors) and ``memory_bits`` (their sign bits), with sqlite-vec and once it knows the model's width.
 """
 
 from __future__ import annotations
@@ -12,40 +13,11 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import unicodedata
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-SCHEMA = [
-    "CREATE TABLE IF NOT EXISTS memory_meta (key TEXT PRIMARY KEY, value)",
-    # Dedupe: a hash of each memory's kind and normalised text.
-    "CREATE TABLE IF NOT EXISTS memory_keys (key BLOB PRIMARY KEY, id INTEGER NOT NULL) WITHOUT ROWID",
-    "CREATE INDEX IF NOT EXISTS memory_keys_id ON memory_keys (id)",
-    "CREATE TRIGGER IF NOT EXISTS memory_keys_ad AFTER DELETE ON memories BEGIN"
-    " DELETE FROM memory_keys WHERE id = old.id; END",
-    "CREATE INDEX IF NOT EXISTS memories_embedded_with ON memories (embedded_with)",
-    # Any write to memories, by anyone, bumps the generation: a store sees at once whether its
-    # in-process index is still true (one primary-key read per search).
-    *(
-        f"CREATE TRIGGER IF NOT EXISTS memories_generation_{name} AFTER {event} ON memories BEGIN"
-        f" UPDATE memory_meta SET value = value + 1 WHERE key IN ({keys}); END"
-        for name, event, keys in (
-            ("ai", "INSERT", "'generation'"),
-            ("ad", "DELETE", "'generation', 'deletions'"),
-            ("au", "UPDATE", "'generation'"),
-        )
-    ),
-]
-
-
-def ensure_tables(conn: sqlite3.Connection) -> None:
-    """The store's tables, triggers and indexes (the vec0 tables aside); each created only when missing."""
-    had_keys = table_exists(conn, "memory_keys")
-    for sql in SCHEMA:
-        conn.execute(sql)
-    conn.execute("INSERT OR IGNORE INTO memory_meta (key, value) VALUES ('generation', 0), ('deletions', 0)")
-    if not had_keys:  # memories written before the store existed get their dedupe keys once
-        rows = conn.execute("SELECT id, kind, text FROM memories").fetchall()
-        conn.executemany(
-            "INSERT OR IGNORE INTO memory_keys (key, id) VALUES (?, ?)", ((dedupe_key(k, t), i) for i, k, t in rows)
-        )
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def create_vector_tables(conn: sqlite3.Connection, model: str, dimensions: int) -> None:
@@ -54,6 +26,29 @@ def create_vector_tables(conn: sqlite3.Connection, model: str, dimensions: int) 
     conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS memory_bits USING vec0(embedding bit[{dimensions}])")
     if get_meta(conn, "model") is None:
         set_meta(conn, model=model, dimensions=dimensions, vectors="ready")
+
+
+def write_vector(conn: sqlite3.Connection, memory_id: int, vector: np.ndarray) -> None:
+    """A memory's unit vector into memory_vec and its sign bits into memory_bits (both must be free of it)."""
+    blob = vector.tobytes()
+    conn.execute("INSERT INTO memory_vec (rowid, embedding) VALUES (?, ?)", (memory_id, blob))
+    conn.execute("INSERT INTO memory_bits (rowid, embedding) VALUES (?, vec_quantize_binary(?))", (memory_id, blob))
+
+
+def delete_vectors(conn: sqlite3.Connection, ids: Sequence[int]) -> None:
+    """Delete these memories' vectors (from the vec0 tables that exist)."""
+    for table in ("memory_vec", "memory_bits"):
+        if table_exists(conn, table):
+            conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", ((i,) for i in ids))
+
+
+def vec_available(conn: sqlite3.Connection) -> bool:
+    """Whether sqlite-vec is loaded in this connection (without it, memory is searched by keyword only)."""
+    try:
+        conn.execute("SELECT vec_version()")
+    except sqlite3.OperationalError:
+        return False
+    return True
 
 
 def table_exists(conn: sqlite3.Connection, name: str) -> bool:
@@ -83,12 +78,26 @@ def dedupe_key(kind: str, text: str) -> bytes:
     return hashlib.sha256(f"{kind}\0{_normalise(text)}".encode()).digest()[:16]
 
 
+def known_keys(conn: sqlite3.Connection, keys: list[bytes]) -> dict[bytes, int]:
+    """Of these dedupe keys, the ones already stored, with their memory ids."""
+    known: dict[bytes, int] = {}
+    for key in set(keys):
+        row = conn.execute(
+            "SELECT k.id FROM memory_keys k JOIN memories m ON m.id = k.id WHERE k.key = ?", (key,)
+        ).fetchone()
+        if row is not None:
+            known[key] = row[0]
+    return known
+
+
 __all__ = [
-    "SCHEMA",
     "create_vector_tables",
     "dedupe_key",
-    "ensure_tables",
+    "delete_vectors",
     "get_meta",
+    "known_keys",
     "set_meta",
     "table_exists",
+    "vec_available",
+    "write_vector",
 ]

@@ -14,15 +14,16 @@ each word of the query and ranks only the rarest by bm25: :mod:`appliance.memory
 
 The vectors belong to one model and width, recorded in ``memory_meta``. When the configuration
 names another, the vectors are stale: searches use keywords only (and say so in their results)
-until :meth:`MemoryStore.reembed` has rebuilt them. The store's own tables, and the counters by which
-each process sees others' writes: :mod:`appliance.memory.schema`. What it takes and returns (re-exported
-here): :mod:`appliance.memory.records`.
+until :meth:`MemoryStore.reembed` has rebuilt them (:mod:`appliance.memory.reembed`). What the store
+takes from an embedding model, checked: :mod:`appliance.memory.unit_vectors`. Its tables (made by the
+database's migrations, the vec0 ones by the store), dedupe keys, and the counters by which each process
+sees others' writes: :mod:`appliance.memory.schema`. What it takes and returns (re-exported here):
+:mod:`appliance.memory.records`; the Markdown export: :mod:`appliance.memory.export`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import sqlite3
 import threading
@@ -33,12 +34,11 @@ from typing import TYPE_CHECKING, Literal
 
 from appliance.errors import ModelError, PicoagentError, UsageError
 from appliance.memory.db import Database
-from appliance.memory.export import write_markdown
+from appliance.memory.export import export_markdown
 from appliance.memory.fusion import Weights, fuse
 from appliance.memory.keywords import KeywordHits, keyword_search
 from appliance.memory.records import (
     KINDS,
-    MEMORY_COLUMNS,
     Hit,
     Memory,
     MemoryStatus,
@@ -46,8 +46,20 @@ from appliance.memory.records import (
     SearchResults,
     check_kinds,
     check_new,
+    fetch_memories,
 )
-from appliance.memory.schema import create_vector_tables, dedupe_key, ensure_tables, get_meta, set_meta, table_exists
+from appliance.memory.reembed import embed_pending, start_over
+from appliance.memory.schema import (
+    create_vector_tables,
+    dedupe_key,
+    delete_vectors,
+    get_meta,
+    known_keys,
+    set_meta,
+    vec_available,
+    write_vector,
+)
+from appliance.memory.unit_vectors import Embed, EmbedQuery, unit_query_vector, unit_vectors
 from appliance.memory.vector_index import KIND_CODES, LazyNumpy, VectorIndex, catch_up, load_index, nearest_sql
 
 if TYPE_CHECKING:
@@ -57,7 +69,6 @@ else:
 
 log = logging.getLogger(__name__)
 
-Embed = Callable[[list[str]], list[list[float]]]
 _DAY = 86_400.0
 
 
@@ -81,7 +92,7 @@ class MemoryStore:
         dimensions: int,
         clock: Callable[[], float] = time.time,
         vector_cache: bool = True,
-        embed_query: Callable[[str], Sequence[float]] | None = None,
+        embed_query: EmbedQuery | None = None,
     ) -> None:
         if embed is not None and (dimensions < 8 or dimensions % 8):
             raise UsageError(
@@ -106,7 +117,7 @@ class MemoryStore:
         self._index: VectorIndex | None = None
         self._reembed_lock = threading.Lock()
         with self._transaction() as conn:
-            self._vec = _has_vec(conn)
+            self._vec = vec_available(conn)
             self._ensure_schema(conn)
         with self._db.reading() as conn:
             self._sync(conn)
@@ -114,8 +125,7 @@ class MemoryStore:
     # --- schema and state ---------------------------------------------------------------------
 
     def _ensure_schema(self, conn: sqlite3.Connection) -> None:
-        """The store's own tables, triggers and index; each created only when missing."""
-        ensure_tables(conn)
+        """The vec0 tables for the configured model, when missing (the rest comes from the migrations)."""
         if not self._vec or self._embed is None:
             return
         model, dims = get_meta(conn, "model"), get_meta(conn, "dimensions")
@@ -225,7 +235,7 @@ class MemoryStore:
         keys = [dedupe_key(item.kind, item.text) for item in items]
         with self._db.reading() as conn:
             self._sync(conn)
-            known = self._known(conn, keys)
+            known = known_keys(conn, keys)
             embedding = self._state in ("ready", "reembedding")
         # Embed outside the lock (it is slow), and only texts not already stored (nor twice in this batch).
         first: dict[bytes, int] = {}
@@ -248,7 +258,7 @@ class MemoryStore:
             # The model may have changed since the texts were embedded (another process re-embedding).
             recorded = (get_meta(conn, "model"), int(get_meta(conn, "dimensions") or 0))
             current = recorded == (self.model_name, self.dimensions)
-            known = self._known(conn, keys)
+            known = known_keys(conn, keys)
             for i, (item, key) in enumerate(zip(items, keys, strict=True)):
                 if key in known:
                     continue
@@ -270,14 +280,9 @@ class MemoryStore:
                 conn.execute("INSERT OR REPLACE INTO memory_keys (key, id) VALUES (?, ?)", (key, memory_id))
                 known[key] = memory_id
                 if vector is not None:
-                    blob = vector.tobytes()
-                    conn.execute("INSERT INTO memory_vec (rowid, embedding) VALUES (?, ?)", (memory_id, blob))
-                    conn.execute(
-                        "INSERT INTO memory_bits (rowid, embedding) VALUES (?, vec_quantize_binary(?))",
-                        (memory_id, blob),
-                    )
+                    write_vector(conn, memory_id, vector)
                     added.append((memory_id, KIND_CODES[item.kind], vector))
-            rows = self._fetch(conn, list(set(known[key] for key in keys)))
+            rows = fetch_memories(conn, list(set(known[key] for key in keys)))
             if in_sync:
                 self._generation = int(get_meta(conn, "generation") or 0)
                 if self._index is not None and added:
@@ -287,17 +292,6 @@ class MemoryStore:
                         np.stack([a[2] for a in added]),
                     )
         return [rows[known[key]] for key in keys]
-
-    def _known(self, conn: sqlite3.Connection, keys: list[bytes]) -> dict[bytes, int]:
-        """Of these dedupe keys, the ones already stored, with their memory ids."""
-        known: dict[bytes, int] = {}
-        for key in set(keys):
-            row = conn.execute(
-                "SELECT k.id FROM memory_keys k JOIN memories m ON m.id = k.id WHERE k.key = ?", (key,)
-            ).fetchone()
-            if row is not None:
-                known[key] = row[0]
-        return known
 
     def has_vectors(self) -> bool:
         """Whether any memory has a vector now: with none, a search embeds nothing and loads no model."""
@@ -312,37 +306,12 @@ class MemoryStore:
         """A search query's unit vector (its own embedder entry point when there is one)."""
         if self._embed_query is None:
             return self._embed_texts([query])[0]
-        try:
-            vector = np.asarray(self._embed_query(query), dtype=np.float32)
-        except PicoagentError:
-            raise
-        except Exception as exc:  # an embedder is third-party code: any failure is the model's
-            raise ModelError(f"the embedding model {self.model_name} failed: {exc}") from None
-        if vector.shape != (self.dimensions,):
-            raise ModelError(f"the embedding model {self.model_name} gave a query vector of shape {vector.shape}")
-        norm = float(np.linalg.norm(vector))
-        return vector / norm if norm else vector
+        return unit_query_vector(self._embed_query, query, self.model_name, self.dimensions)
 
     def _embed_texts(self, texts: list[str]) -> list[np.ndarray]:
         """Unit float32 vectors for texts; ModelError when the model fails or gives the wrong width."""
         assert self._embed is not None
-        try:
-            raw = self._embed(texts)
-            matrix = np.asarray(raw, dtype=np.float32)
-        except PicoagentError:
-            raise
-        except Exception as exc:  # an embedder is third-party code: any failure is the model's
-            raise ModelError(f"the embedding model {self.model_name} failed: {exc}") from None
-        if matrix.ndim != 2 or matrix.shape != (len(texts), self.dimensions):
-            raise ModelError(
-                f"the embedding model {self.model_name} gave vectors of shape {matrix.shape}, "
-                f"memory expects {len(texts)} x {self.dimensions}",
-                fix="set the memory dimensions to the model's embedding width",
-            )
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        # Unit length: then L2 and cosine rank alike, in vec0 (L2) as in numpy (dot products).
-        matrix = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
-        return list(matrix)
+        return unit_vectors(self._embed, texts, self.model_name, self.dimensions)
 
     def forget(self, memory_id: int) -> bool:
         """Delete one memory and its vectors; False when there was none with that id."""
@@ -374,9 +343,8 @@ class MemoryStore:
             deleted = 0
             for memory_id in ids:
                 deleted += conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,)).rowcount
-            for table in ("memory_vec", "memory_bits"):
-                if self._vec and table_exists(conn, table):
-                    conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", ((i,) for i in ids))
+            if self._vec:
+                delete_vectors(conn, ids)
             if in_sync:
                 self._generation = int(get_meta(conn, "generation") or 0)
                 self._deletions = int(get_meta(conn, "deletions") or 0)
@@ -406,43 +374,10 @@ class MemoryStore:
 
     def _reembed(self, batch: int) -> int:
         with self._transaction() as conn:
-            if (get_meta(conn, "model"), int(get_meta(conn, "dimensions") or 0)) != (self.model_name, self.dimensions):
-                # A new model: new tables (the width may differ); searches use keywords until all are done.
-                conn.execute("DROP TABLE IF EXISTS memory_vec")
-                conn.execute("DROP TABLE IF EXISTS memory_bits")
-                conn.execute("DELETE FROM memory_meta WHERE key IN ('model', 'dimensions')")
-                create_vector_tables(conn, self.model_name, self.dimensions)
-                set_meta(conn, vectors="reembedding")
+            if start_over(conn, self.model_name, self.dimensions):
                 log.info("memory: re-embedding every memory with %s (%d dims)", self.model_name, self.dimensions)
             # Otherwise only memories without a vector (stored while the model failed): searches go on meanwhile.
-        done = last_id = 0
-        while True:
-            with self._db.reading() as conn:
-                rows = conn.execute(
-                    "SELECT id, text FROM memories WHERE id > ? AND (embedded_with IS NULL OR embedded_with != ?)"
-                    " ORDER BY id LIMIT ?",
-                    (last_id, self.key, batch),
-                ).fetchall()
-            if not rows:
-                break
-            vectors = self._embed_texts([r[1] for r in rows])  # outside the lock
-            with self._transaction() as conn:
-                for (memory_id, text), vector in zip(rows, vectors, strict=True):
-                    updated = conn.execute(
-                        "UPDATE memories SET embedded_with = ? WHERE id = ? AND text = ?", (self.key, memory_id, text)
-                    ).rowcount
-                    if not updated:
-                        continue  # deleted (or rewritten) meanwhile
-                    blob = vector.tobytes()
-                    for table in ("memory_vec", "memory_bits"):
-                        conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (memory_id,))
-                    conn.execute("INSERT INTO memory_vec (rowid, embedding) VALUES (?, ?)", (memory_id, blob))
-                    conn.execute(
-                        "INSERT INTO memory_bits (rowid, embedding) VALUES (?, vec_quantize_binary(?))",
-                        (memory_id, blob),
-                    )
-                    done += 1
-            last_id = rows[-1][0]
+        done = embed_pending(self._db, self._transaction, self._embed_texts, self.key, batch)
         with self._transaction() as conn:
             set_meta(conn, vectors="ready")
         with self._db.reading() as conn:
@@ -464,7 +399,7 @@ class MemoryStore:
     def get(self, memory_id: int) -> Memory | None:
         """One memory by id."""
         with self._db.reading() as conn:
-            return self._fetch(conn, [memory_id]).get(memory_id)
+            return fetch_memories(conn, [memory_id]).get(memory_id)
 
     def search(
         self, query: str, k: int = 10, *, kinds: Sequence[str] | None = None, decay_half_life_days: float = 0
@@ -503,9 +438,9 @@ class MemoryStore:
             order = sorted(fused, key=lambda i: (-fused[i], -i))
             # Without decay this order is final: read only the rows returned (all, if some have gone).
             wanted = order if decay_half_life_days > 0 else order[:k]
-            rows = self._fetch(conn, wanted)
+            rows = fetch_memories(conn, wanted)
             if len(rows) < len(wanted):
-                rows = self._fetch(conn, order)
+                rows = fetch_memories(conn, order)
         distance = dict(vector_hits)
         now = self.clock()
         hits = []
@@ -552,26 +487,11 @@ class MemoryStore:
         """FTS5 ids for a query, best bm25 first, at most RANK_BUDGET matches ranked (see memory.keywords)."""
         return keyword_search(conn, query, depth, kinds, rank_budget=self.RANK_BUDGET)
 
-    def _fetch(self, conn: sqlite3.Connection, ids: list[int]) -> dict[int, Memory]:
-        if not ids:
-            return {}
-        rows = conn.execute(
-            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),)
-        ).fetchall()
-        return {r[0]: Memory(*r) for r in rows}
-
     # --- export -------------------------------------------------------------------------------
 
     def export_markdown(self, workspace: Path) -> tuple[Path, Path]:
         """Write MEMORY.md (facts, newest first) and HISTORY.md (summaries, oldest first) into a workspace."""
-        with self._db.reading() as conn:
-            facts = conn.execute(
-                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE kind = 'fact' ORDER BY created_at DESC, id DESC"
-            ).fetchall()
-            summaries = conn.execute(
-                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE kind = 'summary' ORDER BY created_at, id"
-            ).fetchall()
-        return write_markdown(workspace, [Memory(*r) for r in facts], [Memory(*r) for r in summaries])
+        return export_markdown(self._db, workspace)
 
     # --- plumbing -----------------------------------------------------------------------------
 
@@ -584,14 +504,6 @@ class MemoryStore:
 
 
 # --- helpers ------------------------------------------------------------------------------------
-
-
-def _has_vec(conn: sqlite3.Connection) -> bool:
-    try:
-        conn.execute("SELECT vec_version()")
-    except sqlite3.OperationalError:
-        return False
-    return True
 
 
 def _marks(values: Sequence[object]) -> str:

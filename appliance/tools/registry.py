@@ -29,9 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union, get_args, get_origin
 
-from appliance.agent.record import Action
 from appliance.errors import PicoagentError, ToolError, UnknownToolError
 from appliance.plugins import Hooks
+from appliance.tools.result import ToolResult
 from appliance.tools.trust import OutsideText, TurnTrust
 
 log = logging.getLogger(__name__)
@@ -59,42 +59,6 @@ class Tool:
     def schema(self) -> dict[str, Any]:
         """The OpenAI-style function description of this tool."""
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
-
-
-@dataclass
-class ToolResult:
-    """What one tool call gave back (or why it failed)."""
-
-    name: str
-    arguments: dict[str, Any]
-    ok: bool
-    output: str
-    duration_s: float = 0.0
-    error: str | None = None
-    cached: bool = False  # reused from an identical read-only call moments ago
-    outside: str = ""  # the outside source its text came from ("" when none), e.g. "a web page"
-    outside_file: str = ""  # the workspace file it was read from (the model's own when it wrote it this turn)
-
-    def for_model(self) -> str:
-        """The text the model reads as the tool's answer."""
-        return self.output if self.ok else f"ERROR: {self.error}"
-
-    def as_action(self) -> Action:
-        """The call as it appears in a reply record."""
-        return Action(
-            tool=self.name,
-            arguments=self.arguments,
-            ok=self.ok,
-            result=self.output if self.ok else None,
-            error=self.error,
-            duration_s=round(self.duration_s, 4),
-            cached=self.cached,
-            outside=self.outside,
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        """The call as JSON-ready data (the ``tool_result`` event; a reply record's action)."""
-        return self.as_action().as_dict()
 
 
 def _type_schema(tp: Any, where: str) -> dict[str, Any]:

@@ -1,10 +1,12 @@
-"""The aiohttp application: routes, error translation, status, metrics, pages and static files."""
+"""The aiohttp application: assembles the routes and middlewares; status, metrics, pages and static files.
+
+Error translation and JSON bodies live in ``http.py``, which the route modules import; this module
+imports them, never the other way round.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import json
-import logging
 from pathlib import Path
 from typing import Any
 
@@ -12,75 +14,15 @@ from aiohttp import WSCloseCode, web
 
 from appliance import __version__
 from appliance.channels.web import auth as web_auth
-from appliance.channels.web import chat, cron, devices, hosts, login, openai_api, telegram_hook
+from appliance.channels.web import chat, cron, devices, hosts, http, login, openai_api, telegram_hook
 from appliance.channels.web.login_guard import LoginGuard
 from appliance.channels.web.openapi import openapi_document
 from appliance.channels.web.state import STATE, WebState
-from appliance.errors import ConfigError, PicoagentError, UsageError
 from appliance.hardware.states import device_states
 from appliance.health import read_health
 from appliance.metrics import CONTENT_TYPE
 
-log = logging.getLogger(__name__)
-
 STATIC = Path(__file__).parent / "static"
-API_PREFIXES = ("/api/", "/v1/")
-
-
-def json_error(status: int, message: str, **extra: Any) -> web.Response:
-    """A JSON error body: {"error": message, ...}."""
-    return web.json_response({"error": message, **extra}, status=status)
-
-
-@web.middleware
-async def errors_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
-    """Expected failures become clear JSON errors; unexpected ones a 500 without a traceback."""
-    state = request.app[STATE]
-    try:
-        response: web.StreamResponse = await handler(request)
-    except web.HTTPException as exc:
-        state.metrics.requests.inc(1, f"{exc.status // 100}xx")
-        if exc.status >= 400 and request.path.startswith(API_PREFIXES) and exc.content_type != "application/json":
-            # aiohttp's own 404/405/413 are plain text; API clients get JSON like every other error.
-            error = json_error(exc.status, exc.reason)
-            for header in ("Allow", "Retry-After"):
-                if header in exc.headers:
-                    error.headers[header] = exc.headers[header]
-            return error
-        raise
-    except (UsageError, ConfigError) as exc:
-        response = json_error(400, exc.message, fix=exc.fix)
-    except PicoagentError as exc:
-        response = json_error(503 if "memory" in exc.message else 500, exc.message, fix=exc.fix)
-    except asyncio.CancelledError:
-        raise
-    except Exception:
-        log.exception("unexpected error in %s %s", request.method, request.path)
-        response = json_error(500, "internal error; the log has the details")
-    state.metrics.requests.inc(1, f"{response.status // 100}xx")
-    return response
-
-
-async def read_json(request: web.Request) -> dict[str, Any]:
-    """The request's JSON object body, or a 400 that says what is wrong with it."""
-    if request.content_length and request.content_length > 1_000_000:
-        raise web.HTTPRequestEntityTooLarge(max_size=1_000_000, actual_size=request.content_length)
-    try:
-        body = await request.json(loads=json.loads)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise web.HTTPBadRequest(
-            text=json.dumps({"error": f"the body is not valid JSON: {exc}"}), content_type="application/json"
-        ) from None
-    if not isinstance(body, dict):
-        raise web.HTTPBadRequest(
-            text=json.dumps({"error": "the body must be a JSON object"}), content_type="application/json"
-        )
-    return body
-
-
-def bad_request(message: str) -> web.HTTPBadRequest:
-    """A 400 with a JSON error body."""
-    return web.HTTPBadRequest(text=json.dumps({"error": message}), content_type="application/json")
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -153,10 +95,10 @@ def build_app(state: WebState, site: hosts.SiteNames | None = None) -> web.Appli
     # The Host check comes first: a request for a foreign name (DNS rebinding) touches nothing else.
     middlewares = [
         hosts.middleware(site or hosts.SiteNames.for_config(config)),
-        errors_middleware,
+        http.errors_middleware(state.metrics.requests),
         web_auth.middleware(state.auth),
     ]
-    app = web.Application(middlewares=middlewares, client_max_size=1_000_000)
+    app = web.Application(middlewares=middlewares, client_max_size=http.MAX_BODY)
     app[STATE] = state
     app.on_shutdown.append(close_sockets)
     app.add_routes(

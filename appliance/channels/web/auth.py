@@ -28,6 +28,7 @@ from aiohttp.typedefs import Handler, Middleware
 from multidict import MultiDictProxy
 from yarl import URL
 
+from appliance.channels.web.http import json_error
 from appliance.channels.web.scopes import (
     DEFAULT_SCOPE,
     SCOPE_HELP,
@@ -352,10 +353,6 @@ def redirect_to(location: str) -> web.Response:
     return web.Response(status=302, headers={"Location": location})
 
 
-def _json_error(status: int, message: str, **headers: str) -> web.Response:
-    return web.json_response({"error": message}, status=status, headers=headers)
-
-
 def _unauthenticated(request: web.Request, *, bad_token: bool) -> web.Response:
     if _wants_json(request.path):
         challenge = 'Bearer realm="picoagent"' + (', error="invalid_token"' if bad_token else "")
@@ -446,10 +443,10 @@ def middleware(auth: Auth) -> Middleware:
                 if sent is None and request.content_type == "application/x-www-form-urlencoded":
                     sent = form_field(await request.post(), "csrf")
                 if not sent or not found.csrf or not same_secret(sent, found.csrf):
-                    return _json_error(403, "missing or wrong CSRF token")
+                    return json_error(403, "missing or wrong CSRF token")
             if request.headers.get("Upgrade", "").lower() == "websocket" and not _same_origin(request):
                 log.warning("refused a websocket from origin %s", request.headers.get("Origin"))
-                return _json_error(403, "websocket from a foreign origin refused")
+                return json_error(403, "websocket from a foreign origin refused")
         refused = _out_of_scope(request, found)
         if refused is not None:
             return refused

@@ -22,6 +22,7 @@ from typing import Any
 from aiohttp import WSMsgType, web
 
 from appliance.channels.web.auth import Principal, principal
+from appliance.channels.web.http import bad_request, read_json
 from appliance.channels.web.scopes import allows
 from appliance.channels.web.state import STATE, WebState
 from appliance.errors import PicoagentError
@@ -33,21 +34,16 @@ _SESSION = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _connections = itertools.count(1)
 
 
-def _error(status: int, message: str) -> web.HTTPException:
-    cls = {400: web.HTTPBadRequest, 409: web.HTTPConflict}[status]
-    return cls(text=json.dumps({"error": message}), content_type="application/json")
-
-
 def check_message(body: dict[str, Any], default_session: str) -> tuple[str, str]:
     """The message text and session of a chat request, or a 400 saying what is wrong."""
     text = body.get("message", body.get("text"))
     if not isinstance(text, str) or not text.strip():
-        raise _error(400, 'expected "message": a non-empty string')
+        raise bad_request('expected "message": a non-empty string')
     if len(text) > MAX_MESSAGE_CHARS:
-        raise _error(400, f'"message" is too long ({len(text)} characters; at most {MAX_MESSAGE_CHARS})')
+        raise bad_request(f'"message" is too long ({len(text)} characters; at most {MAX_MESSAGE_CHARS})')
     session = body.get("session", default_session)
     if not isinstance(session, str) or not _SESSION.fullmatch(session):
-        raise _error(400, '"session" must be 1-64 letters, digits or _.:-')
+        raise bad_request('"session" must be 1-64 letters, digits or _.:-')
     return text.strip(), session
 
 
@@ -68,14 +64,12 @@ def conversation_key(found: Principal | None, session: str) -> str:
 
 async def api_chat(request: web.Request) -> web.Response:
     """Answer one message; returns the reply record."""
-    from appliance.channels.web.app import read_json
-
     state = request.app[STATE]
     body = await read_json(request)
     text, session = check_message(body, "api")
     route = body.get("route")
     if route not in (None, "local", "cloud"):
-        raise _error(400, '"route" must be "local" or "cloud" (or absent: routing.mode decides)')
+        raise bad_request('"route" must be "local" or "cloud" (or absent: routing.mode decides)')
     chat_id = conversation_key(principal(request), session)
     task = asyncio.ensure_future(
         state.runtime.agent.turn(
@@ -94,7 +88,7 @@ async def api_history(request: web.Request) -> web.Response:
     session = request.query.get("session", "web")
     channel = request.query.get("channel", "web")
     if not _SESSION.fullmatch(session) or channel not in ("web", "api", "terminal"):
-        raise _error(400, "unknown channel or malformed session")
+        raise bad_request("unknown channel or malformed session")
     limit = min(int(request.query.get("limit", "100")) if request.query.get("limit", "").isdigit() else 100, 500)
     db = state.runtime.db
     conversation = await db.call(db.conversation, channel, session)
@@ -112,13 +106,11 @@ async def api_history(request: web.Request) -> web.Response:
 
 async def api_reset(request: web.Request) -> web.Response:
     """Start a new conversation for a session (the old one stays in the database, closed)."""
-    from appliance.channels.web.app import read_json
-
     state = request.app[STATE]
     body = await read_json(request)
     session = body.get("session", "web")
     if not isinstance(session, str) or not _SESSION.fullmatch(session):
-        raise _error(400, '"session" must be 1-64 letters, digits or _.:-')
+        raise bad_request('"session" must be 1-64 letters, digits or _.:-')
     await state.runtime.agent.reset("web", conversation_key(principal(request), session))
     return web.json_response({"reset": session})
 

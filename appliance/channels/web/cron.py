@@ -6,6 +6,7 @@ import asyncio
 
 from aiohttp import web
 
+from appliance.channels.web.http import json_error
 from appliance.channels.web.state import STATE
 from appliance.errors import PicoagentError, UsageError
 
@@ -21,16 +22,14 @@ async def run_cron(request: web.Request) -> web.Response:
     cron = request.app[STATE].cron
     job_id = request.match_info["id"]
     if cron is None:
-        return web.json_response(
-            {"error": f"no job {job_id!r}: the scheduler runs inside `picoagent serve`"}, status=404
-        )
+        return json_error(404, f"no job {job_id!r}: the scheduler runs inside `picoagent serve`")
     try:
         # Shielded: a client that hangs up must not stop a job half way.
         result = await asyncio.shield(cron.run_now(job_id))
-    except UsageError as exc:
-        return web.json_response({"error": exc.message, "fix": exc.fix}, status=404)
-    except PicoagentError as exc:
-        return web.json_response({"error": exc.message, "fix": exc.fix}, status=502)
+    except UsageError as exc:  # Scheduler.run_now's "no such job" (and "running now"); see its raise sites
+        return json_error(404, exc.message, fix=exc.fix)
+    except PicoagentError as exc:  # the job ran and failed
+        return json_error(502, exc.message, fix=exc.fix)
     return web.json_response({"id": job_id, "result": result})
 
 

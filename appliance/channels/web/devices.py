@@ -1,4 +1,9 @@
-"""Devices, approvals and hardware events over HTTP (the CLI uses these when the daemon runs)."""
+"""Devices, approvals and hardware events over HTTP (the CLI uses these when the daemon runs).
+
+A refusal or failure is raised, and the error middleware (``http.py``) answers it with its class's
+status: an unknown device or approval 404, a decided one 409, a policy refusal 403, too many writes
+429, a device or bus that failed 502.
+"""
 
 from __future__ import annotations
 
@@ -7,24 +12,11 @@ import asyncio
 from aiohttp import web
 
 from appliance.channels.web.auth import principal
+from appliance.channels.web.http import json_error, read_json
 from appliance.channels.web.state import STATE
-from appliance.errors import PicoagentError, PolicyError, UnknownDeviceError, UsageError
-from appliance.hardware.approvals import ApprovalError
+from appliance.errors import UnknownDeviceError
+from appliance.hardware.approvals import UnknownApprovalError
 from appliance.hardware.states import device_states
-
-
-def _json_error(status: int, exc: PicoagentError) -> web.Response:
-    return web.json_response({"error": exc.message, "fix": exc.fix}, status=status)
-
-
-def _errors(exc: PicoagentError) -> web.Response:
-    if isinstance(exc, UnknownDeviceError | ApprovalError) and "no " in exc.message[:4]:
-        return _json_error(404, exc)
-    if isinstance(exc, PolicyError):
-        return _json_error(429 if "times in the last minute" in exc.message else 403, exc)
-    if isinstance(exc, UsageError):
-        return _json_error(400 if not isinstance(exc, ApprovalError) else 409, exc)
-    return _json_error(502, exc)  # the device or bus failed
 
 
 def _who(request: web.Request) -> str:
@@ -43,31 +35,21 @@ async def read_device(request: web.Request) -> web.Response:
     devices = request.app[STATE].runtime.devices
     name = request.match_info["name"]
     if devices is None:
-        return _json_error(404, UnknownDeviceError(f"unknown device {name!r}", fix="no devices are configured"))
-    try:
-        readings = await devices.read(name)
-    except PicoagentError as exc:
-        return _errors(exc)
+        raise UnknownDeviceError(f"unknown device {name!r}", fix="no devices are configured")
+    readings = await devices.read(name)
     return web.json_response({"device": name, "readings": [r.as_dict() for r in readings]})
 
 
 async def set_device(request: web.Request) -> web.Response:
     """Set a device: {"value": "on" | "off" | "40%" | true | false}."""
-    from appliance.channels.web.app import read_json
-
     devices = request.app[STATE].runtime.devices
     name = request.match_info["name"]
     if devices is None:
-        return _json_error(
-            404, UnknownDeviceError(f"unknown device {name!r}", fix="GET /api/devices lists the devices")
-        )
+        raise UnknownDeviceError(f"unknown device {name!r}", fix="GET /api/devices lists the devices")
     body = await read_json(request)
     if "value" not in body or not isinstance(body["value"], str | bool | int | float):
-        return web.json_response({"error": 'expected "value": "on", "off", a percentage, true or false'}, status=400)
-    try:
-        result = await devices.set(name, body["value"], requested_by=_who(request))
-    except PicoagentError as exc:
-        return _errors(exc)
+        return json_error(400, 'expected "value": "on", "off", a percentage, true or false')
+    result = await devices.set(name, body["value"], requested_by=_who(request))
     request.app[STATE].readings.pop(name, None)
     return web.json_response(result.as_dict(), status=200 if result.done else 202)
 
@@ -84,11 +66,8 @@ async def decide_approval(request: web.Request) -> web.Response:
     devices = request.app[STATE].runtime.devices
     action_id, decision = request.match_info["id"], request.match_info["decision"]
     if devices is None:
-        return _json_error(404, ApprovalError(f"no approval {action_id!r}"))
-    try:
-        result = await devices.decide(action_id, decision == "approve", _who(request))
-    except PicoagentError as exc:
-        return _errors(exc)
+        raise UnknownApprovalError(f"no approval {action_id!r}")
+    result = await devices.decide(action_id, decision == "approve", _who(request))
     return web.json_response(result.as_dict())
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from appliance.channels.web.auth import principal
+from appliance.channels.web.http import read_json
 from appliance.channels.web.state import STATE
 from appliance.errors import PicoagentError
 from appliance.llm.base import ChatMessage, GenerationRequest
@@ -84,8 +85,6 @@ def _finish(reason: str) -> str:
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     """OpenAI's chat completions, answered by the local model."""
-    from appliance.channels.web.app import read_json
-
     state = request.app[STATE]
     body = await read_json(request)
     generation_request, stream = parse_request(body, state.runtime.config.agent.max_reply_tokens)

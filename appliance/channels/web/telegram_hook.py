@@ -13,6 +13,7 @@ import logging
 
 from aiohttp import web
 
+from appliance.channels.web.http import json_error
 from appliance.channels.web.state import STATE
 from appliance.ratelimit import RateLimiter
 
@@ -25,35 +26,31 @@ MAX_BODY = 1_000_000
 _refusals = RateLimiter(1, 300.0)  # at most one log line per five minutes for refused posts
 
 
-def _error(status: int, message: str) -> web.Response:
-    return web.json_response({"error": message}, status=status)
-
-
 async def telegram_webhook(request: web.Request) -> web.Response:
     """Check Telegram's secret token, then hand the Update to the Telegram channel."""
     channel = request.app[STATE].telegram
     if channel is None or not channel.uses_webhook:
-        return _error(404, "no Telegram webhook is configured (telegram.webhook_url)")
+        return json_error(404, "no Telegram webhook is configured (telegram.webhook_url)")
     if not channel.webhook_secret_ok(request.headers.get(SECRET_HEADER)):
         if _refusals.hit("refused") == 0:
             log.warning("telegram webhook: refused a post from %s without the right secret token", request.remote)
-        return _error(403, "wrong or missing secret token")
+        return json_error(403, "wrong or missing secret token")
     if request.content_length is not None and request.content_length > MAX_BODY:
-        return _error(413, "the update is too large")
+        return json_error(413, "the update is too large")
     try:
         data = json.loads(await request.read())
     except (json.JSONDecodeError, UnicodeDecodeError):
-        return _error(400, "the body is not JSON")
+        return json_error(400, "the body is not JSON")
     if not isinstance(data, dict):
-        return _error(400, "the body must be a Telegram Update object")
+        return json_error(400, "the body must be a Telegram Update object")
     try:
         queued = await channel.feed_update(data)
     except ValueError as exc:
         log.warning("telegram webhook: %s", exc)
-        return _error(400, "the body is not a Telegram Update")
+        return json_error(400, "the body is not a Telegram Update")
     if not queued:
         # Not connected yet (or stopping): Telegram posts the update again later.
-        return _error(503, "the Telegram channel is not running")
+        return json_error(503, "the Telegram channel is not running")
     return web.json_response({"ok": True})
 
 
