@@ -39,6 +39,7 @@ from appliance.llm.base import Generation, GenerationRequest
 from appliance.llm.local import LocalModel
 from appliance.llm.scripted import ScriptedModel
 from appliance.runtime import Runtime
+from tests.helpers import eventually
 
 Scenario = Callable[[TestClient[Any, Any], dict[str, str]], Awaitable[None]]
 
@@ -216,3 +217,41 @@ def test_aiohttp_s_own_errors_on_api_paths_are_json(runtime: Runtime) -> None:
         assert (await wrong.json())["error"] == "Method Not Allowed"
 
     serve(runtime, scenario)
+
+
+def test_running_a_cron_job_answers_404_for_an_unknown_one_and_409_while_it_runs(runtime: Runtime) -> None:
+    """`POST /api/cron/{id}/run`: no such job and a job already running are different answers."""
+    from appliance.config import CronJob
+    from appliance.schedule.scheduler import Scheduler
+
+    release = asyncio.Event()
+
+    async def run_job(job: CronJob) -> str:
+        await release.wait()
+        return "watered"
+
+    async def main() -> None:
+        auth = Auth(runtime.db)
+        headers = {"Authorization": f"Bearer {auth.add_token('tests', scope='admin')}"}
+        state = WebState(runtime, auth)
+        state.cron = Scheduler(
+            [CronJob(id="water", schedule="daily 07:00", prompt="water")],
+            tz="UTC",
+            run_job=run_job,
+            notify=None,
+            db=runtime.db,
+        )
+        async with TestClient(TestServer(build_app(state))) as client:
+            unknown = await client.post("/api/cron/nope/run", headers=headers)
+            assert unknown.status == 404
+            assert (await unknown.json())["error"] == "no cron job named 'nope'"
+            first = asyncio.ensure_future(client.post("/api/cron/water/run", headers=headers))
+            await eventually(lambda: state.cron is not None and state.cron.is_running("water"), what="the first run")
+            again = await client.post("/api/cron/water/run", headers=headers)
+            assert again.status == 409
+            assert (await again.json())["error"] == "cron job water is running now"
+            release.set()
+            done = await first
+            assert done.status == 200 and (await done.json())["result"] == "watered"
+
+    asyncio.run(main())

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from appliance.errors import ConfigError, PicoagentError, UsageError
+from appliance.errors import ConfigError, Conflict, NotFound, PicoagentError, UsageError
 from appliance.schedule.jobs import JOB_TIMEOUT_S, RESULT_CHARS, JobRun, LastRun, RunReason, does
 from appliance.schedule.parse import Schedule, Startup, parse_schedule, resolve_zone
 
@@ -48,6 +48,14 @@ class _Entry:
     schedule: Schedule
     next_at: float | None = None
     pending: RunReason | None = None  # run at the next tick whatever the clock says
+
+
+class UnknownJobError(NotFound, UsageError):
+    """No job has this id (HTTP 404; on the command line a usage error)."""
+
+
+class JobRunningError(Conflict, UsageError):
+    """The job is running already and is not started twice (HTTP 409; on the command line a usage error)."""
 
 
 class Scheduler:
@@ -155,14 +163,18 @@ class Scheduler:
                 log.exception("cron: the scheduler tick failed")
             await self.sleep(self.seconds_to_next())
 
+    def is_running(self, job_id: str) -> bool:
+        """Whether the job runs now (by its schedule or by hand)."""
+        return job_id in self._running
+
     async def run_now(self, job_id: str) -> str:
         """Run a job now, as its schedule would (recorded, delivered); its result, or the failure raised."""
         entry = self._entries.get(job_id)
         if entry is None:
             known = ", ".join(sorted(self._entries)) or "none: add them under scheduler.jobs or in workspace/cron.yaml"
-            raise UsageError(f"no cron job named {job_id!r}", fix=f"known jobs: {known}")
-        if job_id in self._running:
-            raise UsageError(f"cron job {job_id} is running now", fix="wait for it to finish")
+            raise UnknownJobError(f"no cron job named {job_id!r}", fix=f"known jobs: {known}")
+        if self.is_running(job_id):
+            raise JobRunningError(f"cron job {job_id} is running now", fix="wait for it to finish")
         run = await self._run(entry.job, "manual")
         if not run.ok:
             raise PicoagentError(f"cron job {job_id} failed: {run.result}")

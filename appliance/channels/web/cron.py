@@ -8,7 +8,7 @@ from aiohttp import web
 
 from appliance.channels.web.http import json_error
 from appliance.channels.web.state import STATE
-from appliance.errors import PicoagentError, UsageError
+from appliance.errors import Conflict, NotFound, PicoagentError
 
 
 async def list_cron(request: web.Request) -> web.Response:
@@ -26,8 +26,8 @@ async def run_cron(request: web.Request) -> web.Response:
     try:
         # Shielded: a client that hangs up must not stop a job half way.
         result = await asyncio.shield(cron.run_now(job_id))
-    except UsageError as exc:  # Scheduler.run_now's "no such job" (and "running now"); see its raise sites
-        return json_error(404, exc.message, fix=exc.fix)
+    except (NotFound, Conflict):
+        raise  # no such job (404), running now (409): the error middleware answers with their status
     except PicoagentError as exc:  # the job ran and failed
         return json_error(502, exc.message, fix=exc.fix)
     return web.json_response({"id": job_id, "result": result})

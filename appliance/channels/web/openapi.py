@@ -175,6 +175,7 @@ def openapi_document() -> dict[str, Any]:
                     "responses": {
                         "200": _json({"type": "object"}),
                         "404": _json(ERROR, "unknown device"),
+                        "502": _json(ERROR, "the device or its bus did not answer"),
                         "401": UNAUTHORIZED,
                     },
                 },
@@ -228,6 +229,7 @@ def openapi_document() -> dict[str, Any]:
                     "responses": {
                         "200": _json({"type": "object"}),
                         "404": _json(ERROR, "unknown job"),
+                        "409": _json(ERROR, "the job is running now"),
                         "502": _json(ERROR, "the job failed"),
                         "401": UNAUTHORIZED,
                     },
