@@ -147,7 +147,7 @@ class Daemon:
         watchdog_us = int(os.environ.get("WATCHDOG_USEC", "0") or 0)
         if watchdog_us > 0:
             services.append(Loop("watchdog", lambda: self._watchdog(watchdog_us / 2e6)))
-        services.append(Loop("certificate renewal", web.renew_certificate))  # sleeps a day first
+        services.append(Loop("certificate renewal", web.renew_certificate))  # with web.tls: auto; a day first
         watcher = self._watch_devices(runtime, state)
         if watcher is not None:
             services.append(Loop("threshold watching", watcher.run))

@@ -392,3 +392,29 @@ def test_with_tls_auto_status_shows_the_https_url_and_fingerprint_the_curl_comma
     log = daemon.text()
     assert f"serving on https://127.0.0.1:{daemon.port}" in log and certificate.fingerprint in log
     assert "Traceback" not in log
+
+
+def test_a_plain_http_daemon_never_loads_the_certificate_code(tmp_path: Path) -> None:
+    """cryptography's x509 costs ~8 MiB of resident memory: with web.tls: off it stays unloaded, renewal included."""
+    config = write_config(tmp_path / "picoagent.yaml")
+    script = f"""
+import asyncio, sys
+from appliance.config import load_config
+from appliance.daemon import Daemon
+
+async def main():
+    daemon = Daemon(load_config({str(config)!r}, data_dir={str(tmp_path / "data")!r}), host="127.0.0.1", port=0)
+    served = asyncio.ensure_future(daemon.run())
+    await daemon.ready.wait()
+    await asyncio.sleep(0.2)  # the background loops have begun
+    print("loaded:", sorted(m for m in sys.modules if m.startswith(("cryptography", "appliance.channels.web.cert"))))
+    daemon.stopping.set()
+    await served
+
+asyncio.run(main())
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert "loaded: []" in out.stdout, out.stdout

@@ -165,6 +165,8 @@ class WebServer:
 
     async def renew_certificate(self) -> None:
         """Once a day: renew the certificate when it is due or the addresses changed, without a restart."""
+        if self.tls is None:
+            return  # plain HTTP: nothing to renew, and cryptography's ~8 MiB never loaded
         from appliance.channels.web.certificate import refresh_certificate
         from appliance.channels.web.hosts import SiteNames
 
