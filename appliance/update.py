@@ -14,6 +14,12 @@ appears by one rename only once it is complete and self-tested, ``current`` chan
 switch is journalled as *pending* before it happens, so the next run (or the next boot, through
 picoagent-update-boot.service) rolls back a release that never confirmed its health.
 
+A new release may upgrade the database (``PRAGMA user_version``; memory/migrations.py), and an older
+release refuses a newer schema. So before switching, a consistent copy of ``picoagent.db`` is taken
+(SQLite's backup API, while the old release still runs; the newest copy is kept), and switching back
+from a release that upgraded it puts the copy back, keeping the upgraded file aside with what was
+written since. Without the copy a rollback would leave the old release unable to open its database.
+
 Only the standard library and ``cryptography`` are used: the boot-time copy runs with Debian's python3
 (``python3 -I updater.pyz boot``), even when a release's venv is broken. A release's files are never run
 as root at boot.
@@ -29,6 +35,7 @@ import os
 import platform
 import shutil
 import signal
+import sqlite3
 import ssl
 import subprocess
 import sys
@@ -87,6 +94,11 @@ class Layout:
     def web_certificate(self) -> Path:
         """The web face's own certificate when it serves HTTPS (web.tls: auto; see channels/web/certificate.py)."""
         return self.root / "var/lib/picoagent/tls/cert.pem"
+
+    @property
+    def database(self) -> Path:
+        """The appliance's SQLite database (its schema version is ``PRAGMA user_version``)."""
+        return self.root / "var/lib/picoagent/picoagent.db"
 
     @property
     def trusted_keys(self) -> list[Path]:
@@ -235,6 +247,7 @@ class Updater:
             self._write_journal(pending=None, current=failed, last=self._result("unconfirmed", failed, reason))
             return
         self._switch(target)
+        self._restore_database(failed, pending.get("database"))
         self._write_journal(
             pending=None, current=previous, last=self._result("rolled back", failed, reason, now=previous)
         )
@@ -243,6 +256,49 @@ class Updater:
             self._restart()
         if failed != previous and not pending.get("by_hand"):
             shutil.rmtree(self.layout.releases / failed, ignore_errors=True)  # a bad update; not a good old one
+
+    def _copy_database(self, version: str) -> str | None:
+        """A consistent copy of the database before ``version`` may upgrade it (None: there is none yet)."""
+        db = self.layout.database
+        if not db.exists():
+            return None
+        copy = db.with_name(f"{db.name}.before-{version}")
+        part = copy.with_name(copy.name + ".part")
+        try:
+            part.unlink(missing_ok=True)
+            part.touch(mode=0o600)  # people's conversations: never readable by others, not even for a moment
+            with contextlib.closing(sqlite3.connect(db)) as source, contextlib.closing(sqlite3.connect(part)) as to:
+                source.backup(to)
+            os.replace(part, copy)
+        except (sqlite3.Error, OSError) as exc:
+            part.unlink(missing_ok=True)
+            raise UpdateError(
+                f"cannot copy {db} before the update: {exc}",
+                fix="free space on the SD card (the copy takes as much as the database) and try again",
+            ) from None
+        for old in db.parent.glob(f"{db.name}.before-*"):
+            if old != copy:
+                old.unlink(missing_ok=True)  # the newest copy is the one a rollback needs
+        return str(copy)
+
+    def _restore_database(self, leaving: str, copy: str | None) -> None:
+        """Switching back from ``leaving``: when it upgraded the database, put the copy from before it back."""
+        db = self.layout.database
+        if not copy or not Path(copy).exists() or not db.exists() or _schema(db) <= _schema(Path(copy)):
+            return  # not upgraded: the release switched back to opens it, every message kept
+        aside = db.with_name(f"{db.name}.from-{leaving}")
+        owner = db.stat()  # the daemon's user must be able to write the file put back
+        for suffix in ("", "-wal", "-shm"):
+            if db.with_name(db.name + suffix).exists():
+                os.replace(db.with_name(db.name + suffix), aside.with_name(aside.name + suffix))
+        part = db.with_name(db.name + ".part")
+        shutil.copyfile(copy, part)
+        with contextlib.suppress(PermissionError):  # not root (tests): the file is ours already
+            os.chown(part, owner.st_uid, owner.st_gid)
+        part.chmod(owner.st_mode & 0o777)
+        os.replace(part, db)
+        fsync_dir(db.parent)
+        self.say(f"{leaving} had upgraded the database: the copy from before it is back ({aside} keeps the rest)")
 
     @staticmethod
     def _result(result: str, version: str, detail: str = "", *, now: str | None = None) -> dict[str, Any]:
@@ -345,7 +401,8 @@ class Updater:
     def _switch_to(self, release: Path, manifest: Manifest) -> str:
         previous = self.current_version()
         version = manifest.version
-        self._write_journal(pending={"version": version, "previous": previous, "started": _now()})
+        copy = self._copy_database(version)
+        self._write_journal(pending={"version": version, "previous": previous, "started": _now(), "database": copy})
         _step("pending")
         self._switch(release)
         _step("switched")
@@ -355,7 +412,7 @@ class Updater:
         healthy, why = self._wait_healthy(version)
         _step("checked")
         if not healthy:
-            pending = {"version": version, "previous": previous}
+            pending = {"version": version, "previous": previous, "database": copy}
             self._switch_back(pending, reason=why, restart=True)
             if previous is not None:
                 ok, _ = self._wait_healthy(previous)
@@ -451,6 +508,9 @@ class Updater:
                 raise UpdateError("there is no other release to roll back to")
             self._write_journal(pending={"version": previous, "previous": current, "started": _now(), "by_hand": True})
             self._switch(self.layout.releases / previous)
+            if current is not None:
+                copy = self.layout.database.with_name(f"{self.layout.database.name}.before-{current}")
+                self._restore_database(current, str(copy))
             _step("rollback-switched")
             self._restart()
             healthy, why = self._wait_healthy(previous)
@@ -488,6 +548,12 @@ class Updater:
         except OSError:
             return []  # installed by the image or install-service, not from a bundle
         return verify_tree(release, manifest)
+
+
+def _schema(db: Path) -> int:
+    """A database's schema version (``PRAGMA user_version``)."""
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
 def _step(name: str) -> None:

@@ -45,8 +45,10 @@ class Device:
         min_version: str = "0",
         key: Path | None = None,
         updater: str = "",
+        schema: int = 9,
     ):
-        tree = ota_release.make_tree(self.tools / f"tree-{version}-{'-'.join(markers)}-{arch}", *markers)
+        folder = self.tools / f"tree-{version}-{'-'.join(markers)}-{arch}-{schema}"
+        tree = ota_release.make_tree(folder, *markers, schema=schema)
         if updater:  # the release carries the updater's modules (a real one does), update.py tagged
             for name in boot_updater.MODULES:
                 (tree / name).parent.mkdir(parents=True, exist_ok=True)

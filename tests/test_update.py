@@ -6,9 +6,11 @@ real HTTP server restarted by a real command, and kills are real SIGKILLs at eac
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import tarfile
@@ -61,6 +63,75 @@ def test_an_unhealthy_release_is_rolled_back_by_itself(device: Device) -> None:
     assert device.journal()["last"]["result"] == "rolled back"
     assert not (device.layout.releases / "1.1").exists()
     assert "rolled back: 1.1" in device.run("check").stdout
+
+
+def database(device: Device, schema: int = 9) -> Path:
+    """The device's picoagent.db at ``schema``, with one message the tests look for afterwards."""
+    db = device.layout.database
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute("CREATE TABLE messages (text TEXT)")
+        conn.execute("INSERT INTO messages VALUES ('the bins go out on Tuesday')")
+        conn.execute(f"PRAGMA user_version={schema}")
+        conn.commit()
+    db.chmod(0o640)
+    return db
+
+
+def schema_and_texts(db: Path) -> tuple[int, list[str]]:
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        texts = [row[0] for row in conn.execute("SELECT text FROM messages")]
+        return conn.execute("PRAGMA user_version").fetchone()[0], texts
+
+
+def test_a_release_that_upgraded_the_database_and_failed_is_rolled_back_with_the_database(device: Device) -> None:
+    """The old release refuses a newer schema: without the copy taken before the switch it would not start."""
+    db = database(device)
+    ota_release.start_service(device.restart, device.root, device.port)  # 1.0 opens it: schema 9 is its own
+    result = device.apply(device.bundle("1.1", "UNHEALTHY", schema=10), timeout=3)
+    assert result.returncode == 1
+    assert "rolled back to 1.0, which is healthy again" in result.stderr, result.stderr
+    assert "1.1 had upgraded the database: the copy from before it is back" in result.stdout
+    assert schema_and_texts(db) == (9, ["the bins go out on Tuesday"])
+    assert db.stat().st_mode & 0o777 == 0o640  # the daemon's file, as it was
+    aside = db.with_name("picoagent.db.from-1.1")
+    assert schema_and_texts(aside)[0] == 10  # what 1.1 wrote is kept, not lost
+    assert device.healthz() == {"status": "ok", "version": "1.0"}
+
+
+def test_a_rollback_by_hand_after_an_upgrade_puts_the_older_database_back(device: Device) -> None:
+    db = database(device)
+    assert device.apply(device.bundle("1.1", schema=10)).returncode == 0
+    assert schema_and_texts(db)[0] == 10  # 1.1 upgraded it at start, and runs on it
+    copy = db.with_name("picoagent.db.before-1.1")
+    assert copy.stat().st_mode & 0o777 == 0o600 and schema_and_texts(copy)[0] == 9
+    back = device.run("rollback")
+    assert back.returncode == 0, back.stderr
+    assert device.healthz() == {"status": "ok", "version": "1.0"}
+    assert schema_and_texts(db) == (9, ["the bins go out on Tuesday"])
+
+
+def test_a_power_cut_after_an_upgrading_switch_boots_the_old_release_on_its_database(device: Device) -> None:
+    db = database(device)
+    killed = device.apply(device.bundle("1.1", schema=10), kill_at="restarted")  # 1.1 runs, never confirmed
+    assert killed.returncode == -9
+    assert device.healthz()["version"] == "1.1"  # started: it has upgraded the database
+    assert schema_and_texts(db)[0] == 10
+    ota_release.stop_service(device.root)  # the power goes; at boot the rollback unit runs first
+    assert device.run("boot").returncode == 0
+    ota_release.start_service(device.restart, device.root, device.port)
+    assert device.healthz() == {"status": "ok", "version": "1.0"}
+    assert schema_and_texts(db) == (9, ["the bins go out on Tuesday"])
+
+
+def test_an_update_that_keeps_the_schema_keeps_every_message_through_a_rollback(device: Device) -> None:
+    db = database(device)
+    assert device.apply(device.bundle("1.1")).returncode == 0
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute("INSERT INTO messages VALUES ('written on 1.1')")
+        conn.commit()
+    assert device.run("rollback").returncode == 0
+    assert schema_and_texts(db) == (9, ["the bins go out on Tuesday", "written on 1.1"])  # nothing put back
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,9 @@ restarted, /healthz answers with the release's version. This release does exactl
     install.sh    writes .venv/installed (what the real one's venv is), fails when FAIL_INSTALL exists
     selftest.sh   checks the install happened, fails when FAIL_SELFTEST exists
     serve.py      answers /healthz with {"status": "ok", "version": <.release.json's version>},
-                  or 503 when UNHEALTHY exists in the release
+                  or 503 when UNHEALTHY exists in the release; at start it upgrades the device's
+                  database to the release's schema (the SCHEMA file, default 9) as picoagent's
+                  migrations do, and like picoagent answers 503 when the database is newer than that
 
 `restart.py ROOT PORT` plays systemctl restart: it stops the running serve.py (pid file) and starts the
 one under ROOT/opt/picoagent/current, so a switch really changes what answers.
@@ -37,10 +39,22 @@ set -eu
 SERVE = """import http.server, json, os, sys
 from pathlib import Path
 HERE = Path(__file__).resolve().parent
+DB = HERE.parents[3] / "var/lib/picoagent/picoagent.db"  # <root>/opt/picoagent/releases/<version>
+KNOWS = int((HERE / "SCHEMA").read_text()) if (HERE / "SCHEMA").exists() else 9
+NEWER = False
+if DB.exists():
+    import sqlite3
+    conn = sqlite3.connect(DB)
+    schema = conn.execute("PRAGMA user_version").fetchone()[0]
+    NEWER = schema > KNOWS  # written by a newer release: refused
+    if schema < KNOWS:
+        conn.execute(f"PRAGMA user_version={KNOWS}")
+        conn.execute("CREATE TABLE IF NOT EXISTS upgraded (at TEXT)")
+    conn.close()
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         version = json.loads((HERE / ".release.json").read_text())["version"]
-        ok = not (HERE / "UNHEALTHY").exists()
+        ok = not (HERE / "UNHEALTHY").exists() and not NEWER
         body = json.dumps({"status": "ok" if ok else "degraded", "version": version}).encode()
         self.send_response(200 if ok else 503)
         self.send_header("Content-Type", "application/json")
@@ -71,8 +85,9 @@ if serve.exists():
 """
 
 
-def make_tree(directory: Path, *markers: str) -> Path:
-    """A release tree; ``markers`` (UNHEALTHY, FAIL_SELFTEST, FAIL_INSTALL) make it misbehave."""
+def make_tree(directory: Path, *markers: str, schema: int = 9) -> Path:
+    """A release tree knowing database ``schema``; ``markers`` (UNHEALTHY, FAIL_SELFTEST, FAIL_INSTALL) make
+    it misbehave."""
     directory.mkdir(parents=True, exist_ok=True)
     for name, text, mode in (
         ("install.sh", INSTALL, 0o755),
@@ -85,6 +100,7 @@ def make_tree(directory: Path, *markers: str) -> Path:
     (directory / "app" / "data.bin").write_bytes(os.urandom(64 << 10))
     for marker in markers:
         (directory / marker).write_text("on purpose\n")
+    (directory / "SCHEMA").write_text(f"{schema}\n")
     return directory
 
 
