@@ -12,12 +12,8 @@ import pytest
 
 from appliance.errors import Cancelled
 from appliance.llm.base import ChatMessage, GenerationRequest
-from appliance.llm.cloud import (
-    CloudMalformed,
-    CloudProvider,
-    CloudRefused,
-    CloudUnavailable,
-)
+from appliance.llm.cloud import CloudProvider
+from appliance.llm.cloud_errors import CloudMalformed, CloudRefused, CloudUnavailable
 from tests.fakes.cloud_api import FakeCloud, Flavour
 
 FLAVOURS: list[Flavour] = ["openai", "anthropic"]

@@ -22,14 +22,9 @@ from appliance.errors import ConfigError, ToolError
 from appliance.tools.html_text import html_to_text
 from appliance.tools.registry import ToolRegistry
 from appliance.tools.result import ToolResult
-from appliance.tools.web_fetch import (
-    GuardedResolver,
-    allowed_networks,
-    check_url,
-    fetch_page,
-    refused_address,
-    register,
-)
+from appliance.tools.web_client import GuardedResolver, fetch_page
+from appliance.tools.web_fetch import register
+from appliance.tools.web_policy import allowed_networks, check_url, refused_address
 from tests.fakes.web_server import (
     ALLOWED_HOST,
     Listener,
@@ -415,3 +410,26 @@ def test_a_bad_allow_private_entry_is_refused_with_its_key(tmp_path: Path) -> No
     assert '"192.168.1.300"' in info.value.message
     path.write_text("tools:\n  web_fetch:\n    allow_private: [192.168.1.20, 10.0.0.0/8, 'fd00::/8']\n")
     assert load_config(path, environ={}).tools.web_fetch.allow_private[2] == "fd00::/8"
+
+
+def test_registering_the_tool_and_a_cloud_route_does_not_import_aiohttp(tmp_path: Path) -> None:
+    """aiohttp costs ~0.1 s to import: a one-shot `chat -m` registers web_fetch and may route to the cloud,
+    and pays for it only when a page is fetched or a provider called."""
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT
+
+    script = f"""
+import sys
+from appliance.config import load_config
+from appliance.runtime import base_registry
+from appliance.agent.escalation import CloudRoute  # and through it the cloud providers
+config = load_config({str(ROOT / "config/picoagent.yaml")!r}, data_dir={str(tmp_path)!r})
+registry = base_registry(config)
+assert "web_fetch" in registry.tools, sorted(registry.tools)
+print("aiohttp loaded:", "aiohttp" in sys.modules)
+"""
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "aiohttp loaded: False" in out.stdout

@@ -23,7 +23,9 @@ from appliance.errors import ToolError
 from appliance.tools.own_network import OwnNetworks, read_own_networks
 from appliance.tools.registry import ToolRegistry
 from appliance.tools.result import ToolResult
-from appliance.tools.web_fetch import allowed_networks, fetch_page, refused_address, register
+from appliance.tools.web_client import fetch_page
+from appliance.tools.web_fetch import register
+from appliance.tools.web_policy import allowed_networks, refused_address
 from tests.fakes.web_server import allowed_config, fake_lookup, redirect, serve
 
 HOME = "2a02:8070:88c1:4e00"  # the Pi's home /64 (a German ISP's range, as a router would hand it out)

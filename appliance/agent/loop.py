@@ -48,7 +48,8 @@ from appliance.config import Config
 from appliance.errors import ContextOverflow, ModelError, UsageError
 from appliance.hardware.devices import DeviceRegistry
 from appliance.llm.base import ChatMessage, ChatModel, Generation, GenerationRequest
-from appliance.llm.cloud import CloudError, CloudGeneration
+from appliance.llm.cloud import CloudGeneration
+from appliance.llm.cloud_errors import CloudError
 from appliance.memory.db import Database
 from appliance.memory.keeper import MemoryKeeper
 from appliance.plugins import TurnStart

@@ -21,13 +21,15 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
-
-import aiohttp
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from appliance.config import ProviderConfig
-from appliance.errors import Cancelled, ModelError
+from appliance.errors import Cancelled
 from appliance.llm.base import ChatMessage, FinishReason, Generation, GenerationRequest
+from appliance.llm.cloud_errors import CircuitBreaker, CloudError, CloudMalformed, CloudRefused, CloudUnavailable
+
+if TYPE_CHECKING:
+    import aiohttp  # imported when a provider first connects: a one-shot `chat -m` never pays ~0.1 s for it
 
 log = logging.getLogger(__name__)
 
@@ -35,66 +37,11 @@ _CANCEL_POLL_S = 0.05  # how often a hung request looks at request.cancel (a thr
 _MAX_BACKOFF_S = 20.0
 
 
-class CloudError(ModelError):
-    """A cloud model could not answer."""
-
-
-class CloudUnavailable(CloudError, ConnectionError):
-    """The provider is unreachable, overloaded, timed out, or its circuit breaker is open."""
-
-
-class CloudRefused(CloudError, PermissionError):
-    """The provider refused the request (bad key, no access, bad model or parameters); retrying will not help."""
-
-
-class CloudMalformed(CloudError, ValueError):
-    """The provider answered with a body that does not parse as its API promises."""
-
-
 @dataclass
 class CloudGeneration(Generation):
     """A Generation plus the tool calls the model made: ``{id, name, arguments}`` (arguments parsed)."""
 
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
-
-
-class CircuitBreaker:
-    """Opens after ``threshold`` consecutive failures; fails fast for ``cooldown_s``, then lets one call try."""
-
-    def __init__(self, threshold: int = 5, cooldown_s: float = 30.0, clock: Callable[[], float] = time.monotonic):
-        self.threshold = threshold
-        self.cooldown_s = cooldown_s
-        self.clock = clock
-        self.failures = 0
-        self.open_until: float | None = None
-
-    @property
-    def is_open(self) -> bool:
-        """Whether calls are refused right now."""
-        return self.open_until is not None and self.clock() < self.open_until
-
-    def check(self, name: str) -> None:
-        """Raise CloudUnavailable while open."""
-        if self.is_open and self.open_until is not None:
-            wait = self.open_until - self.clock()
-            raise CloudUnavailable(
-                f"{name}: not tried, it failed {self.failures} times in a row (circuit open for {wait:.0f} s more)",
-                fix="wait, or check the network and the provider's status page",
-            )
-
-    def success(self, name: str) -> None:
-        """The provider answered: close the breaker."""
-        if self.open_until is not None:
-            log.info("%s: circuit closed, the provider answers again", name)
-        self.failures = 0
-        self.open_until = None
-
-    def failure(self, name: str) -> None:
-        """Count a failure; open (again) at the threshold. A failed trial after the cool-down reopens at once."""
-        self.failures += 1
-        if self.failures >= self.threshold:
-            self.open_until = self.clock() + self.cooldown_s
-            log.warning("%s: circuit open for %.0f s after %d failures", name, self.cooldown_s, self.failures)
 
 
 class _Retryable(Exception):
@@ -209,7 +156,7 @@ class CloudProvider:
         self.backoff_s = backoff_s
         self.stream = stream
         self.breaker = CircuitBreaker(breaker_threshold, breaker_cooldown_s, clock)
-        self._session_factory = session_factory or aiohttp.ClientSession
+        self._session_factory = session_factory
         self._session: aiohttp.ClientSession | None = None
 
     def __repr__(self) -> str:  # never the key
@@ -313,8 +260,10 @@ class CloudProvider:
     async def _attempt(
         self, request: GenerationRequest, tools: Sequence[dict[str, Any]], reply: _Reply
     ) -> CloudGeneration:
+        import aiohttp
+
         if self._session is None or self._session.closed:
-            self._session = self._session_factory()
+            self._session = (self._session_factory or aiohttp.ClientSession)()
         body = self._body(request, tools)
         reply.restart()
         try:

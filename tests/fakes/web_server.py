@@ -18,7 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from appliance.config import WebFetchConfig
-from appliance.tools.web_fetch import AddrInfo
+from appliance.tools.web_policy import AddrInfo
 
 ALLOWED_HOST = "127.0.0.2"  # the whole of 127/8 is loopback on Linux: binding 127.0.0.2 needs no setup
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
