@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from appliance.tools import seccomp
 from tests.helpers import settings_of
 
 UNIT = Path(__file__).resolve().parents[1] / "systemd" / "picoagent.service"
@@ -151,19 +152,6 @@ def test_install_service_lays_out_a_release_the_units_and_a_config(tmp_path: Pat
     assert again.returncode == 0  # re-running keeps the owner's config and moves the link atomically
 
 
-KERNEL_INTERFACES = {
-    "bpf",
-    "io_uring_setup",
-    "io_uring_enter",
-    "io_uring_register",
-    "keyctl",
-    "add_key",
-    "request_key",
-    "userfaultfd",
-    "perf_event_open",
-}
-
-
 def denied_syscalls(unit: Path) -> set[str]:
     """The system calls a unit's SystemCallFilter=~ lines deny, groups expanded by systemd-analyze."""
 
@@ -184,7 +172,7 @@ def denied_syscalls(unit: Path) -> set[str]:
 
 @pytest.mark.parametrize("unit", [SANDBOX_SERVICE, UNIT], ids=lambda unit: unit.name)
 def test_both_units_deny_kernel_interfaces_they_do_not_need(unit: Path) -> None:
-    missing = KERNEL_INTERFACES - denied_syscalls(unit)
+    missing = set(seccomp.KERNEL_INTERFACES) - denied_syscalls(unit)
     assert not missing, f"{unit.name} leaves these system calls open: {sorted(missing)}"
 
 
