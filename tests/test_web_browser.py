@@ -38,6 +38,7 @@ QUESTION = "What is the capital of France? Answer in one word."
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
+TABLET = {"width": 800, "height": 1000}  # the two-column layout between phone and desktop
 
 pytestmark = [
     pytest.mark.model,
@@ -225,6 +226,19 @@ def test_pages_fit_a_phone_and_screenshots_are_saved(page: sync_api.Page) -> Non
         expect(page.locator(".msg-assistant").first).to_contain_text("Paris")
         page.screenshot(path=ARTIFACTS / f"chat-{suffix}.png")
         _no_horizontal_scroll(page)
+
+
+@pytest.mark.parametrize("size", [DESKTOP, TABLET, PHONE], ids=["desktop", "tablet", "phone"])
+def test_every_status_card_and_device_is_seen_none_under_another(page: sync_api.Page, size: dict[str, int]) -> None:
+    """The cards share a grid; two in one grid cell would hide one under the other (Devices once was)."""
+    page.set_viewport_size(size)
+    page.goto("/")
+    if size == TABLET:
+        page.screenshot(path=ARTIFACTS / "status-tablet.png", full_page=True)
+    expect(page.locator("#devices li").first).to_be_visible()
+    for title in page.locator("section.card h2.card-title").all():
+        _uncovered(page, title)
+    _uncovered(page, page.locator("#devices li").first)
 
 
 @pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
