@@ -88,3 +88,14 @@ def first_time(db: Database, channel: str, remote_id: str, *, clock: Callable[[]
 def mark_handled(db: Database, channel: str, remote_id: str) -> None:
     """The message was answered (its reply accepted, or stored in the outbox)."""
     db.write("UPDATE inbound SET status = 'handled' WHERE channel = ? AND remote_id = ?", (channel, remote_id))
+
+
+def inbound_status(db: Database, channel: str, remote_id: str) -> str | None:
+    """'received' (taken in, its answer not yet stored), 'handled', or None (never seen)."""
+    found = db.value("SELECT status FROM inbound WHERE channel = ? AND remote_id = ?", (channel, remote_id))
+    return None if found is None else str(found)
+
+
+def forget_unhandled(db: Database, channel: str, remote_id: str) -> None:
+    """Drop the record of a message taken in but never answered (a restart interrupted it), so it is handled."""
+    db.write("DELETE FROM inbound WHERE channel = ? AND remote_id = ? AND status = 'received'", (channel, remote_id))

@@ -89,6 +89,11 @@ class EmailConfig:
     smtp_security: Literal["tls", "starttls", "none"] = doc(
         "how SMTP is encrypted (none: only for 127.0.0.1)", "starttls"
     )
+    ca_file: str = doc(
+        "a certificate file to trust for both servers instead of the system's (a self-signed server,"
+        " Proton Mail Bridge); empty: the system's certificates",
+        "",
+    )
     folder: str = doc("the folder new mail arrives in", "INBOX")
     poll_s: float = doc(
         "how often the folder is checked when the server has no IDLE", 60.0, low=5, high=86_400, expected=SECONDS

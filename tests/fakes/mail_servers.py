@@ -17,9 +17,10 @@ or implicit TLS, and AUTH only after TLS, as providers do). What is test-made is
   (STARTTLS required before MAIL and AUTH) and an implicit-TLS port. It accepts the accounts of the
   dovecot it delivers to; a message for one of its mailboxes is appended to that INBOX (so a person's
   mail reaches the appliance over SMTP as in real life), every message is also kept in
-  :attr:`SmtpServer.received` for assertions. :meth:`SmtpServer.refuse` answers the next DATA with a
-  4xx/5xx (the server did not accept it), :meth:`SmtpServer.stop`/``start`` take it off and back on
-  the same ports.
+  :attr:`SmtpServer.received` for assertions. :meth:`SmtpServer.refuse` answers DATA with a 4xx/5xx
+  until :meth:`SmtpServer.accept` (the server did not take the mail), :meth:`SmtpServer.hold` keeps
+  DATA waiting (a send in flight), :meth:`SmtpServer.stop`/``start`` take it off and back on its ports.
+  On 127.0.0.2 (:data:`NO_IDLE_HOST`) the same dovecot announces no IDLE, so a client polls.
 
 The test side here uses the standard library (``imaplib``/``smtplib``), not the channel's libraries,
 so a bug in how the channel drives them is not mirrored by the harness that checks it.
@@ -27,6 +28,7 @@ so a bug in how the channel drives them is not mirrored by the harness that chec
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import email
 import email.policy
@@ -34,6 +36,7 @@ import grp
 import imaplib
 import ipaddress
 import itertools
+import logging
 import os
 import pwd
 import re
@@ -46,7 +49,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from email.message import EmailMessage, Message
 from pathlib import Path
 from typing import Any
@@ -62,10 +65,9 @@ from cryptography.x509.oid import NameOID
 from tests.helpers import free_port, wait_for
 
 DOVECOT = Path("/usr/sbin/dovecot")
+NO_IDLE_HOST = "127.0.0.2"  # the same dovecot, announcing no IDLE there (as some providers do not)
 DOMAIN = "pico.test"
 SERVER_NAME = "mail.pico.test"  # what the servers call themselves (no DNS lookup of this host)
-
-needs_dovecot = pytest.mark.skipif(not DOVECOT.exists(), reason="dovecot is not installed (apt install dovecot-imapd)")
 
 
 # --- the certificate both servers present -------------------------------------------------------------
@@ -101,7 +103,13 @@ def make_certificate(folder: Path) -> Certificate:
         .not_valid_before(now - datetime.timedelta(hours=1))
         .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]),
+            x509.SubjectAlternativeName(
+                [
+                    x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                    x509.IPAddress(ipaddress.ip_address(NO_IDLE_HOST)),
+                    x509.DNSName("localhost"),
+                ]
+            ),
             critical=False,
         )
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
@@ -181,16 +189,12 @@ class Mailbox:
         finally:
             client.logout()
 
-    def flags(self, uid: int, folder: str = "INBOX") -> frozenset[str]:
-        """The flags of one message."""
-        for stored in self.messages(folder):
-            if stored.uid == uid:
-                return stored.flags
-        raise AssertionError(f"no message {uid} in {folder}")
-
 
 class Dovecot:
-    """A dovecot IMAP server of its own in ``root`` on 127.0.0.1: ``imap_port`` (STARTTLS), ``imaps_port`` (TLS)."""
+    """A dovecot IMAP server of its own in ``root`` on 127.0.0.1: ``imap_port`` (STARTTLS), ``imaps_port`` (TLS).
+
+    On :data:`NO_IDLE_HOST` (127.0.0.2, the same ports) it announces no IDLE, so a client polls.
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -251,7 +255,7 @@ base_dir = {self.root}/run
 state_dir = {self.root}/state
 log_path = {self.log}
 protocols = imap
-listen = 127.0.0.1
+listen = 127.0.0.1, {NO_IDLE_HOST}
 ssl = yes
 ssl_cert = <{self.cert.cert}
 ssl_key = <{self.cert.key}
@@ -269,6 +273,11 @@ userdb {{
   default_fields = home={home}
 }}
 mail_location = maildir:~/Maildir
+local {NO_IDLE_HOST} {{
+  protocol imap {{
+    imap_capability = IMAP4rev1 LITERAL+ SASL-IR LOGIN-REFERRALS ID ENABLE UIDPLUS
+  }}
+}}
 service imap-login {{
   inet_listener imap {{
     port = {self.imap_port}
@@ -360,16 +369,16 @@ class Received:
     raw: bytes
 
 
-@dataclass
-class _Refusal:
-    code: str
-    times: int | None  # None: until accept()
+def _no_login_data_warning(record: logging.LogRecord) -> bool:
+    """aiosmtpd 1.4 warns that Session.login_data is deprecated at every AUTH, setting it itself."""
+    return "login_data is deprecated" not in record.getMessage()
 
 
-@dataclass
 class _Handler:
-    server: SmtpServer
-    refusals: list[_Refusal] = field(default_factory=list)
+    """aiosmtpd's hooks, answered by the server's state (in aiosmtpd's thread)."""
+
+    def __init__(self, server: SmtpServer) -> None:
+        self.server = server
 
     async def handle_MAIL(
         self, server: SMTP, session: Session, envelope: Envelope, address: str, options: list[str]
@@ -381,7 +390,12 @@ class _Handler:
         return "250 OK"
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
-        return self.server._data(session, envelope)
+        loop = asyncio.get_running_loop()
+        if not self.server._open.is_set():
+            with self.server._lock:
+                self.server.holding += 1
+            await loop.run_in_executor(None, self.server._open.wait, 30)
+        return await loop.run_in_executor(None, self.server._data, session, envelope)
 
 
 class SmtpServer:
@@ -398,11 +412,16 @@ class SmtpServer:
         self.received: list[Received] = []
         self.refused: list[str] = []  # the Message-IDs of messages answered with an error
         self.logins: list[tuple[str, bool]] = []  # (username, accepted)
+        self.holding = 0  # DATA commands that waited at :meth:`hold`
+        self._refusal: str | None = None
+        self._open = threading.Event()
+        self._open.set()
         self._handler = _Handler(self)
         self._lock = threading.Lock()
         self._controllers: list[Controller] = []
 
     def start(self) -> None:
+        logging.getLogger("mail.log").addFilter(_no_login_data_warning)
         cert = self.dovecot.cert
         common: dict[str, Any] = {
             "hostname": "127.0.0.1",
@@ -433,19 +452,28 @@ class SmtpServer:
             controller.stop()
         self._controllers = []
 
-    def refuse(self, code: str = "451 4.3.0 Try again later", times: int | None = None) -> None:
-        """Answer DATA with ``code`` (4xx: a temporary failure, 5xx: permanent) ``times`` times, or until accept()."""
+    def refuse(self, code: str = "451 4.3.0 Try again later") -> None:
+        """Answer DATA with ``code`` (4xx: a temporary failure, 5xx: permanent) until :meth:`accept`."""
         with self._lock:
-            self._handler.refusals = [_Refusal(code, times)]
+            self._refusal = code
 
     def accept(self) -> None:
         """Accept messages again."""
         with self._lock:
-            self._handler.refusals = []
+            self._refusal = None
+
+    def hold(self) -> None:
+        """Keep the next messages waiting after DATA (the client waits for the answer) until :meth:`release`."""
+        self._open.clear()
+
+    def release(self) -> None:
+        self._open.set()
 
     def reset(self) -> None:
+        self.release()
         with self._lock:
-            self._handler.refusals = []
+            self._refusal = None
+            self.holding = 0
             self.received.clear()
             self.refused.clear()
             self.logins.clear()
@@ -480,23 +508,16 @@ class SmtpServer:
         message = email.message_from_bytes(raw, policy=email.policy.default)
         assert isinstance(message, EmailMessage)
         with self._lock:
-            refusal = self._handler.refusals[0] if self._handler.refusals else None
-            if refusal is not None:
-                if refusal.times is not None:
-                    refusal.times -= 1
-                    if refusal.times <= 0:
-                        self._handler.refusals.pop(0)
+            if self._refusal is not None:
                 self.refused.append(str(message.get("Message-ID", "")))
-                return refusal.code
+                return self._refusal
         for rcpt in envelope.rcpt_tos:
             box = self.dovecot.mailboxes.get(rcpt.lower())
             if box is not None:
                 box.deliver(raw)
         login = session.auth_data.login.decode() if isinstance(session.auth_data, LoginPassword) else ""
         with self._lock:
-            self.received.append(
-                Received(str(envelope.mail_from), tuple(envelope.rcpt_tos), login, message, bytes(raw))
-            )
+            self.received.append(Received(str(envelope.mail_from), tuple(envelope.rcpt_tos), login, message, raw))
         return "250 2.0.0 OK: queued"
 
 
@@ -510,11 +531,6 @@ class MailServers:
     dovecot: Dovecot
     smtp: SmtpServer
     box: Mailbox
-
-    def wait_sent(self, address: str, count: int = 1, timeout: float = 10.0) -> list[Received]:
-        """Until ``count`` messages to ``address`` were accepted by SMTP (a blocking wait: for threads)."""
-        wait_for(lambda: len(self.smtp.to(address)) >= count, timeout, f"{count} message(s) to {address}")
-        return self.smtp.to(address)
 
 
 @pytest.fixture(scope="module")
