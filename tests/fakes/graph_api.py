@@ -99,8 +99,9 @@ _GRAPH_ERRORS: dict[str, tuple[int, str, str, int | None, str]] = {
 
 @dataclass
 class GraphCall:
-    """One request to the messages endpoint, and how the fake answered it."""
+    """One request (a send, or a read of the phone number), and how the fake answered it."""
 
+    endpoint: Literal["messages", "phone_number"]
     phone_number_id: str
     authorization: str
     body: dict[str, Any]
@@ -171,6 +172,7 @@ class FakeGraph:
         """Listen on a free port of 127.0.0.1."""
         app = web.Application()
         app.router.add_post("/{version}/{phone_number_id}/messages", self._messages)
+        app.router.add_get("/{version}/{phone_number_id}", self._phone_number)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", 0).start()
@@ -192,7 +194,7 @@ class FakeGraph:
     # --- what tests inject -------------------------------------------------------------------
 
     def fail_next(self, n: int = 1, kind: FailureKind = "network") -> None:
-        """Make the next ``n`` sends fail in the given way (see the module docstring)."""
+        """Make the next ``n`` requests fail in the given way (see the module docstring)."""
         self._failures.extend([kind] * n)
 
     def text_message(self, wa_id: str, text: str, *, name: str = "", message_id: str = "") -> dict[str, Any]:
@@ -266,7 +268,7 @@ class FakeGraph:
 
     def sent(self, to: str | None = None) -> list[GraphCall]:
         """The sends Graph accepted, oldest first (to one recipient when ``to`` is given)."""
-        return [c for c in self.calls if c.outcome == "ok" and (to is None or c.to == to)]
+        return [c for c in self.calls if c.endpoint == "messages" and c.outcome == "ok" and (to is None or c.to == to)]
 
     def sent_texts(self, to: str) -> list[str]:
         """What one recipient was sent (texts and interactive bodies), oldest first."""
@@ -282,47 +284,33 @@ class FakeGraph:
 
     # --- the protocol ------------------------------------------------------------------------
 
+    async def _phone_number(self, request: web.Request) -> web.StreamResponse:
+        """``GET /<version>/<phone_number_id>``: the number's details (what a client checks its token with)."""
+        record = GraphCall("phone_number", request.match_info["phone_number_id"], "", {}, "")
+        refused = await self._refused(request, record)
+        if refused is not None:
+            return refused
+        record.outcome = "ok"
+        return web.json_response(
+            {
+                "verified_name": "Pico Test",
+                "display_phone_number": f"+{self.display_phone_number}",
+                "quality_rating": "GREEN",
+                "id": self.phone_number_id,
+            }
+        )
+
     async def _messages(self, request: web.Request) -> web.StreamResponse:
-        phone_number_id = request.match_info["phone_number_id"]
-        authorization = request.headers.get("Authorization", "")
+        """``POST /<version>/<phone_number_id>/messages``: send one message."""
         try:
             body = json.loads(await request.read())
         except (json.JSONDecodeError, UnicodeDecodeError):
             body = None
-        record = GraphCall(phone_number_id, authorization, body if isinstance(body, dict) else {}, "")
-        self.calls.append(record)
-        if self._failures:
-            kind = self._failures.popleft()
-            record.outcome = kind
-            if kind == "network":
-                if request.transport is not None:
-                    request.transport.abort()  # the client sees the connection drop, nothing was sent
-                return web.Response(status=204)
-            if kind == "429":
-                return self._error(429, "OAuthException", "(#4) Application request limit reached", 4)
-            if kind == "500":
-                return self._error(500, "OAuthException", "An unknown error has occurred.", 1, transient=True)
-            status, kind_of, message, subcode, details = _GRAPH_ERRORS[kind]
-            return self._error(status, kind_of, message, int(kind), subcode=subcode, details=details)
-        scheme, _, token = authorization.partition(" ")
-        if scheme != "Bearer" or not token:
-            record.outcome = "190"
-            return self._error(
-                400, "OAuthException", "An active access token must be used to query this resource.", 2500
-            )
-        if token != self.token:
-            record.outcome = "190"
-            return self._error(401, "OAuthException", "Invalid OAuth access token - Cannot parse access token", 190)
-        if phone_number_id != self.phone_number_id:
-            record.outcome = "100"
-            return self._error(
-                400,
-                "GraphMethodException",
-                f"Unsupported post request. Object with ID '{phone_number_id}' does not exist, cannot be loaded"
-                " due to missing permissions, or does not support this operation.",
-                100,
-                subcode=33,
-            )
+        body = body if isinstance(body, dict) else {}
+        record = GraphCall("messages", request.match_info["phone_number_id"], "", body, "")
+        refused = await self._refused(request, record)
+        if refused is not None:
+            return refused
         problem = _invalid(body)
         if problem is not None:
             record.outcome = str(problem[0])
@@ -335,7 +323,7 @@ class FakeGraph:
             opened = self.last_inbound.get(wa_id)
             if opened is None or self.clock() - opened > WINDOW_S:
                 # Accepted, never delivered: Meta says so later, in a statuses webhook.
-                _status, _type, message, _sub, details = _GRAPH_ERRORS["131047"]
+                details = _GRAPH_ERRORS["131047"][4]
                 error = {
                     "code": 131047,
                     "title": "Re-engagement message",
@@ -350,6 +338,43 @@ class FakeGraph:
                 "messages": [{"id": record.message_id}],
             }
         )
+
+    async def _refused(self, request: web.Request, record: GraphCall) -> web.StreamResponse | None:
+        """Record the request; the answer when it fails (an injected failure, the token, the number), else None."""
+        record.authorization = request.headers.get("Authorization", "")
+        self.calls.append(record)
+        if self._failures:
+            kind = self._failures.popleft()
+            record.outcome = kind
+            if kind == "network":
+                if request.transport is not None:
+                    request.transport.abort()  # the client sees the connection drop, nothing was done
+                return web.Response(status=204)
+            if kind == "429":
+                return self._error(429, "OAuthException", "(#4) Application request limit reached", 4)
+            if kind == "500":
+                return self._error(500, "OAuthException", "An unknown error has occurred.", 1, transient=True)
+            status, kind_of, message, subcode, details = _GRAPH_ERRORS[kind]
+            return self._error(status, kind_of, message, int(kind), subcode=subcode, details=details)
+        scheme, _, token = record.authorization.partition(" ")
+        if scheme != "Bearer" or not token:
+            record.outcome = "190"
+            message = "An active access token must be used to query information about the current user."
+            return self._error(400, "OAuthException", message, 2500)
+        if token != self.token:
+            record.outcome = "190"
+            return self._error(401, "OAuthException", "Invalid OAuth access token - Cannot parse access token", 190)
+        if record.phone_number_id != self.phone_number_id:
+            record.outcome = "100"
+            return self._error(
+                400,
+                "GraphMethodException",
+                f"Unsupported post request. Object with ID '{record.phone_number_id}' does not exist, cannot be"
+                " loaded due to missing permissions, or does not support this operation.",
+                100,
+                subcode=33,
+            )
+        return None
 
     def _error(
         self,
