@@ -763,5 +763,11 @@ def test_the_rate_limiter_forgets_old_keys() -> None:
 
 
 def test_module_constants() -> None:
-    assert sorted(auth_module.PUBLIC_PATHS) == ["/healthz", "/login", "/metrics", "/telegram/webhook"]
+    assert sorted(auth_module.PUBLIC_PATHS) == [
+        "/healthz",
+        "/login",
+        "/metrics",
+        "/telegram/webhook",
+        "/whatsapp/webhook",
+    ]
     assert (SESSION_COOKIE, CSRF_HEADER, auth_module.STATIC_PREFIX) == ("pa_session", "X-CSRF-Token", "/static/")

@@ -169,20 +169,25 @@ class FakeGraph:
         return f"http://127.0.0.1:{self.port}/{API_VERSION}"
 
     async def start(self) -> None:
-        """Listen on a free port of 127.0.0.1."""
+        """Listen on 127.0.0.1 (a free port the first time, the same port when it comes back)."""
         app = web.Application()
         app.router.add_post("/{version}/{phone_number_id}/messages", self._messages)
         app.router.add_get("/{version}/{phone_number_id}", self._phone_number)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
         self.port = self._runner.addresses[0][1]
 
     async def close(self) -> None:
-        """Stop listening."""
+        """Stop listening: requests now fail to connect (as when the network is down)."""
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+    async def come_back(self) -> None:
+        """Listen again on the same port."""
+        if self._runner is None:
+            await self.start()
 
     async def __aenter__(self) -> FakeGraph:
         await self.start()

@@ -47,8 +47,9 @@ log = logging.getLogger(__name__)
 SESSION_COOKIE = "pa_session"
 LOGIN_CSRF_COOKIE = "pa_login_csrf"
 CSRF_HEADER = "X-CSRF-Token"
-# /telegram/webhook is authenticated by Telegram's secret token header instead (see telegram_hook).
-PUBLIC_PATHS = frozenset({"/healthz", "/metrics", "/login", "/telegram/webhook"})
+# /telegram/webhook is authenticated by Telegram's secret token header instead (see telegram_hook);
+# /whatsapp/webhook by Meta's signature (see hooks).
+PUBLIC_PATHS = frozenset({"/healthz", "/metrics", "/login", "/telegram/webhook", "/whatsapp/webhook"})
 STATIC_PREFIX = "/static/"
 # Request key the middleware stores the Principal under (read it with principal(request)).
 

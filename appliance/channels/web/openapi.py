@@ -119,6 +119,44 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
+            "/whatsapp/webhook": {
+                "get": {
+                    "summary": "Meta's verification handshake for the WhatsApp webhook (whatsapp.verify_token)",
+                    "security": [],
+                    "parameters": [
+                        {"name": "hub.mode", "in": "query", "required": True, "schema": {"type": "string"}},
+                        {"name": "hub.verify_token", "in": "query", "required": True, "schema": {"type": "string"}},
+                        {"name": "hub.challenge", "in": "query", "required": True, "schema": {"type": "string"}},
+                    ],
+                    "responses": {
+                        "200": {"description": "hub.challenge, as text", "content": {"text/plain": {}}},
+                        "403": _json(ERROR, "not a subscription, or the wrong verify token"),
+                        "404": _json(ERROR, "the WhatsApp channel is not enabled"),
+                    },
+                },
+                "post": {
+                    "summary": "Meta posts WhatsApp messages and statuses here (whatsapp.enabled)",
+                    "security": [],
+                    "parameters": [
+                        {
+                            "name": "X-Hub-Signature-256",
+                            "in": "header",
+                            "required": True,
+                            "description": "sha256= and the hex HMAC-SHA256 of the raw body with whatsapp.app_secret",
+                            "schema": {"type": "string"},
+                        }
+                    ],
+                    "requestBody": _body({"type": "object", "description": "a whatsapp_business_account payload"}),
+                    "responses": {
+                        "200": _json({"type": "object"}, "queued; handled in the background"),
+                        "400": BAD_REQUEST,
+                        "401": _json(ERROR, "missing or wrong signature"),
+                        "404": _json(ERROR, "the WhatsApp channel is not enabled"),
+                        "413": _json(ERROR, "the body is too large"),
+                        "503": _json(ERROR, "the channel is stopping; Meta sends it again"),
+                    },
+                },
+            },
             "/api/status": _object_get("health, model, queue, recent replies, chart series"),
             "/api/chat": {
                 "post": {
