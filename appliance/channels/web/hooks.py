@@ -1,4 +1,4 @@
-"""The public routes of the WhatsApp channel: Meta proves itself by a signature.
+"""The public routes of the WhatsApp channel and the webhook bridges: each proves itself by a signature.
 
 - ``GET /whatsapp/webhook``: Meta's verification handshake when the webhook URL is saved in the app's
   settings (``hub.mode=subscribe``, ``hub.verify_token`` = whatsapp.verify_token, answered with
@@ -6,10 +6,11 @@
 - ``POST /whatsapp/webhook``: Meta's posts, signed ``X-Hub-Signature-256`` with the app secret over the
   raw body. Answered 200 at once; the WhatsApp channel handles the messages in the background (Meta
   re-sends a post it got no 200 for, so a slow model never causes repeats).
+- ``POST /api/webhook/{name}``: a bridge's signed request, answered with the reply (``channels/webhook.py``).
 
-The session and token middleware lets these paths through (``auth.PUBLIC_PATHS``):
+The session and token middleware lets these paths through (``auth.PUBLIC_PATHS`` and the bridge prefix):
 the signature is checked here, before the body is parsed, and a refused request costs no model call and
-at most one log line per few minutes. The channel's module is not imported here: it comes with the
+at most one log line per few minutes. Neither channel's module is imported here: they come with the
 daemon's channel set only when enabled.
 """
 
@@ -27,11 +28,13 @@ from appliance.channels.web.state import STATE
 from appliance.ratelimit import RateLimiter
 
 if TYPE_CHECKING:
+    from appliance.channels.webhook import WebhookChannel
     from appliance.channels.whatsapp.channel import WhatsAppChannel
 
 log = logging.getLogger(__name__)
 
 WHATSAPP_PATH = "/whatsapp/webhook"
+BRIDGE_PREFIX = "/api/webhook/"
 MAX_BODY = 1_000_000  # Meta's posts are a few kilobytes; a bridge's text is at most 8,000 characters
 
 _refusals = RateLimiter(1, 300.0)  # WhatsApp: at most one log line per five minutes for refused posts
@@ -97,9 +100,40 @@ async def whatsapp_post(request: web.Request) -> web.Response:
     return web.json_response({"ok": True})
 
 
+async def webhook_bridge(request: web.Request) -> web.Response:
+    """A bridge's signed request: the reply, its footer, route and reason."""
+    from appliance.channels.webhook import REFUSED_FIX, SIGNATURE_HEADER, TIMESTAMP_HEADER, Refused
+
+    name = request.match_info["name"]
+    channel = cast("WebhookChannel | None", _channel(request, "webhook"))
+    body = await _body(request)
+    if body is None:
+        return json_error(413, "the request is too large")
+    if channel is None:  # answered like a wrong signature: the URL says nothing about which bridges exist
+        return json_error(401, "unknown bridge or wrong signature", fix=REFUSED_FIX)
+    sent = request.headers.get(SIGNATURE_HEADER)
+    try:
+        channel.check(name, request.headers.get(TIMESTAMP_HEADER), sent, body)
+        try:
+            data = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return json_error(400, f"the body is not valid JSON: {exc}")
+        if not isinstance(data, dict):
+            return json_error(400, 'the body must be a JSON object: {"text": ..., "chat": ...}')
+        try:
+            answer = await channel.ask(name, data, sent or "")
+        except ValueError as exc:
+            return json_error(400, str(exc))
+    except Refused as exc:
+        channel.refused(exc, request.remote)
+        return json_error(exc.status, exc.error, fix=REFUSED_FIX if exc.status == 401 else None)
+    return web.json_response(answer)
+
+
 def routes() -> list[web.RouteDef]:
     """The routes, for build_app."""
     return [
         web.get(WHATSAPP_PATH, whatsapp_verify),
         web.post(WHATSAPP_PATH, whatsapp_post),
+        web.post(BRIDGE_PREFIX + "{name}", webhook_bridge),
     ]
