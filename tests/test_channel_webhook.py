@@ -331,3 +331,37 @@ def test_proactive_messages_go_to_the_first_bridge_that_may_carry_them(config: C
         assert h.channel.owner_target() == "script"
 
     run(config, scenario)
+
+
+def test_the_daemon_builds_the_bridges_from_the_config_and_serves_them(config: Config) -> None:
+    """The whole appliance: the registry builds the channel, /api/status lists it, a bridge answers, notify posts."""
+    from appliance.daemon import Daemon
+    from tests.helpers import started
+
+    config.llm.preload = False
+
+    async def main() -> None:
+        async with WebhookReceiver(SECRET) as receiver:
+            config.webhooks = {"ha": WebhookConfig(secret=SECRET, url=receiver.url)}
+            daemon = Daemon(config, host="127.0.0.1", port=0)
+            served = asyncio.ensure_future(daemon.run())
+            await started(daemon, served)
+            try:
+                assert daemon.web is not None and daemon.channels is not None and daemon.notifier is not None
+                base = f"http://127.0.0.1:{daemon.web.port}"
+                body, headers = signed_request(SECRET, {"text": "turn on the porch light"})
+                async with (
+                    aiohttp.ClientSession() as http,
+                    http.post(f"{base}/api/webhook/ha", data=body, headers=headers) as response,
+                ):
+                    answer = await response.json()
+                assert response.status == 200 and answer["route"] == "intent", answer
+                [state] = [s for s in daemon.channels.states() if s["name"] == "webhook"]
+                assert state["enabled"] and state["up"]
+                await asyncio.to_thread(daemon.notifier.notify, "Backup finished", "task")
+                await eventually(lambda: receiver.texts == ["Backup finished"], what="the post to the url")
+            finally:
+                daemon.stopping.set()
+                assert await served == 0
+
+    asyncio.run(main())

@@ -439,3 +439,37 @@ def test_a_refused_token_turns_the_channel_off_and_the_rest_runs(config: Config)
                 assert len(fake.calls) == 1  # one refused send: then paused, not hammering
 
     asyncio.run(main())
+
+
+def test_the_daemon_builds_the_channel_from_the_config_and_serves_its_webhook(config: Config) -> None:
+    """The whole appliance: the registry builds the channel, the daemon's web server takes Meta's posts."""
+    from appliance.daemon import Daemon
+    from tests.helpers import started
+
+    config.llm.preload = False
+
+    async def main() -> None:
+        async with FakeGraph() as fake:
+            whatsapp_config(config, fake)
+            daemon = Daemon(config, host="127.0.0.1", port=0)
+            served = asyncio.ensure_future(daemon.run())
+            await started(daemon, served)
+            try:
+                assert daemon.web is not None and daemon.channels is not None
+                meta = MetaWebhook(f"http://127.0.0.1:{daemon.web.port}/whatsapp/webhook", fake.app_secret)
+                assert (await meta.verify(VERIFY_TOKEN, "42")).text == "42"
+                assert (await meta.post(fake.text_message(OWNER, "turn on the porch light"))).status == 200
+                await eventually(lambda: bool(fake.sent_texts(OWNER)), what="the answer")
+                assert fake.sent_texts(OWNER)[0].startswith("Done: porch_light")
+                [state] = [s for s in daemon.channels.states() if s["name"] == "whatsapp"]
+                assert state == {
+                    "name": "whatsapp",
+                    "enabled": True,
+                    "up": True,
+                    "detail": "as +15550783881 (Pico Test)",
+                }
+            finally:
+                daemon.stopping.set()
+                assert await served == 0
+
+    asyncio.run(main())
