@@ -149,7 +149,7 @@ class FakeDiscord:
         self._session: _Session | None = None  # of the live connection
         self._backlog: list[tuple[str, dict[str, Any]]] = []  # dispatches while nobody was connected
         self._ids = itertools.count((int(time.time() * 1000) - DISCORD_EPOCH_MS) << 22)
-        self._failures: dict[str, deque[tuple[FailureKind, float]]] = {}
+        self._failures: dict[str, deque[tuple[FailureKind, float] | None]] = {}  # None: this one succeeds
         self._windows: dict[str, tuple[float, int]] = {}  # bucket -> (window start, requests)
         self._routes: list[tuple[str, re.Pattern[str], str, Handler]] = []
         self._runner: web.AppRunner | None = None
@@ -291,9 +291,16 @@ class FakeDiscord:
         return channel
 
     def push_message(
-        self, user_id: int | str, text: str, *, channel_id: int | str | None = None, mention: bool = False
+        self,
+        user_id: int | str,
+        text: str,
+        *,
+        channel_id: int | str | None = None,
+        mention: bool = False,
+        reply_to: str | None = None,
     ) -> dict[str, Any]:
-        """A user writes: in a DM (no ``channel_id``) or in a guild channel, ``mention`` putting ``<@bot>`` first.
+        """A user writes: in a DM (no ``channel_id``) or in a guild channel, ``mention`` putting ``<@bot>`` first,
+        ``reply_to`` naming a message of that channel it answers.
 
         Returns the Message as stored (full content); the MESSAGE_CREATE the bot gets has it blanked
         when Discord would blank it (a guild message, no mention, no message-content intent).
@@ -306,6 +313,9 @@ class FakeDiscord:
             message["mentions"] = (
                 [{**self.bot_user, "member": self._member(None)}] if "guild_id" in channel else [self.bot_user]
             )
+        if reply_to is not None:
+            message.update(type=19, referenced_message=self.messages[channel["id"]][reply_to])
+            message["message_reference"] = {"type": 0, "channel_id": channel["id"], "message_id": reply_to}
         self.messages[channel["id"]][message["id"]] = message
         event = dict(message)
         if "guild_id" in channel:
@@ -354,11 +364,13 @@ class FakeDiscord:
         self._session.sent.append(payload)
         self._send_now(payload)
 
-    def fail_next(self, route: str, n: int = 1, kind: FailureKind = "network", *, retry_after: float = 1.0) -> None:
-        """Make the next ``n`` requests of ``route`` ("POST /channels/{channel_id}/messages") fail."""
+    def fail_next(
+        self, route: str, n: int = 1, kind: FailureKind = "network", *, retry_after: float = 1.0, after: int = 0
+    ) -> None:
+        """Make ``n`` requests of ``route`` ("POST /channels/{channel_id}/messages") fail, ``after`` more succeeded."""
         if not any(r == route for r, *_ in self._routes):
             raise ValueError(f"the fake has no route {route!r}")
-        self._failures.setdefault(route, deque()).extend([(kind, retry_after)] * n)
+        self._failures.setdefault(route, deque()).extend([None] * after + [(kind, retry_after)] * n)
 
     # --- what tests read ----------------------------------------------------------------------
 
@@ -525,9 +537,9 @@ class FakeDiscord:
         body = await request.json() if request.can_read_body else None
         call = ApiCall(request.method, route, params, body, "ok", dict(request.query))
         self.calls.append(call)
-        failures = self._failures.get(route)
-        if failures:
-            kind, retry_after = failures.popleft()
+        failure = self._failures[route].popleft() if self._failures.get(route) else None
+        if failure is not None:
+            kind, retry_after = failure
             call.outcome = kind
             if kind == "network":
                 return _cut(request)
@@ -621,10 +633,10 @@ class FakeDiscord:
         if channel["type"] == DM_CHANNEL and channel["recipients"][0]["id"] in self.blocked:
             raise _ApiError(403, 50007, "Cannot send messages to this user")
         message = self._message(channel, self.bot_user, _content(body), components=body.get("components") or [])
-        reference = body.get("message_reference") or {}
-        if reference.get("message_id") in self.messages[channel["id"]]:
-            message["message_reference"] = {"channel_id": channel["id"], "message_id": reference["message_id"]}
-            message["referenced_message"] = self.messages[channel["id"]][reference["message_id"]]
+        replied = str((body.get("message_reference") or {}).get("message_id"))  # snowflakes: numbers or strings
+        if replied in self.messages[channel["id"]]:
+            message["message_reference"] = {"channel_id": channel["id"], "message_id": replied}
+            message["referenced_message"] = self.messages[channel["id"]][replied]
             message["type"] = 19  # a reply
         self.messages[channel["id"]][message["id"]] = message
         return message
