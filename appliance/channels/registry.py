@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 # name -> "module:Class"; the class takes (its config section, runtime, outbox).
 CHANNELS: dict[str, str] = {
     "telegram": "appliance.channels.telegram.channel:TelegramChannel",
+    "discord": "appliance.channels.discord.channel:DiscordChannel",
     "whatsapp": "appliance.channels.whatsapp.channel:WhatsAppChannel",
     "webhook": "appliance.channels.webhook:WebhookChannel",
 }

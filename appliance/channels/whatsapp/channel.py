@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 from appliance.channels.base import ChannelDown, ChatChannel, Incoming, as_text
 from appliance.channels.commands import Said
+from appliance.channels.text import split_text
 from appliance.channels.whatsapp.graph import (
     TEXT_LIMIT,
     GraphClient,
@@ -32,7 +33,6 @@ from appliance.channels.whatsapp.graph import (
     GraphUnreachable,
     buttons_message,
     fits_buttons,
-    split_text,
     text_message,
 )
 from appliance.channels.whatsapp.payload import ButtonPress, Event, Failed, Text

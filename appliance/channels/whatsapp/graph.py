@@ -118,25 +118,6 @@ def fits_buttons(text: str, buttons: list[tuple[str, str]]) -> bool:
     )
 
 
-def split_text(text: str, limit: int = TEXT_LIMIT) -> list[str]:
-    """Cut a text into messages WhatsApp takes: at a paragraph, else a line, else a space, else hard."""
-    pieces: list[str] = []
-    rest = text.strip()
-    while len(rest) > limit:
-        window = rest[:limit]
-        cut = limit
-        for separator in ("\n\n", "\n", " "):
-            at = window.rfind(separator)
-            if at >= limit // 4:  # an earlier boundary would leave a stub of a message
-                cut = at
-                break
-        pieces.append(rest[:cut].rstrip())
-        rest = rest[cut:].lstrip()
-    if rest:
-        pieces.append(rest)
-    return pieces
-
-
 class GraphClient:
     """Calls to one WhatsApp business number through the Graph API."""
 
