@@ -22,7 +22,10 @@ log = logging.getLogger(__name__)
 # name -> "module:Class"; the class takes (its config section, runtime, outbox).
 CHANNELS: dict[str, str] = {
     "telegram": "appliance.channels.telegram.channel:TelegramChannel",
+    "discord": "appliance.channels.discord.channel:DiscordChannel",
     "email": "appliance.channels.email.channel:EmailChannel",
+    "whatsapp": "appliance.channels.whatsapp.channel:WhatsAppChannel",
+    "webhook": "appliance.channels.webhook:WebhookChannel",
 }
 
 
@@ -94,12 +97,17 @@ class ChannelSet:
                 continue
             channel = self.channels.get(name)
             if channel is None:
-                rows.append({"name": name, "enabled": False, "up": False, "detail": "off"})
+                rows.append({"name": name, "enabled": False, "up": False, "detail": off_detail(name)})
             elif channel.up:
                 rows.append({"name": name, "enabled": True, "up": True, "detail": _detail(channel, "connected")})
             else:
                 rows.append({"name": name, "enabled": True, "up": False, "detail": channel.problem or "connecting"})
         return sorted(rows, key=lambda row: not row["enabled"])
+
+
+def off_detail(name: str) -> str:
+    """Why a channel is off, as the config says it."""
+    return "no bridge under webhooks:" if name == "webhook" else f"{name}.enabled is false"
 
 
 def _detail(channel: Channel, default: str) -> str:
