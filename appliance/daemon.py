@@ -1,16 +1,17 @@
 """`picoagent serve`: the composition root. Builds every service and owns their one lifecycle.
 
-The services, started in this order by :class:`appliance.lifecycle.Services` and stopped in reverse:
-the runtime (database, model worker, agent, devices; see runtime.py), background chores (the model
-loading, MCP servers: a slow or broken one never holds up or stops the daemon), the web site
+The services, started in this order by :class:`appliance.lifecycle.Services` and stopped in reverse: the
+runtime (database, model worker, agent, devices; see runtime.py), background chores (the model loading,
+MCP servers: a slow or broken one never holds up or stops the daemon), the web site
 (channels/web/server.py: with ``web.tls: auto`` HTTPS with the data dir's certificate, renewed once a
-day), the temperature sampler, the systemd watchdog, threshold watching, the outbox and Telegram, the
+day), the temperature sampler, the systemd watchdog, threshold watching, the outbox, every enabled chat
+channel (channels/registry.py) and the notifier that picks one for proactive messages (notify.py), the
 task runner, the cron scheduler and heartbeat, memory sweeps. Then ``READY=1`` to systemd and
 :attr:`Daemon.ready` set (tests wait on it). SIGTERM/SIGINT: stop taking requests, let turns in flight
 finish (briefly), cancel the rest, close the model and the database, exit 0; a service that fails to
 start stops those already started. SIGHUP: re-read the config; an invalid one is refused, with the
-reason logged, and the running config stays. SIGHUP also re-reads the workspace's skills and retries
-the MCP servers that are down.
+reason logged, and the running config stays. SIGHUP also re-reads the workspace's skills and retries the
+MCP servers that are down.
 """
 
 from __future__ import annotations
@@ -30,11 +31,13 @@ from appliance.lifecycle import Chores, Loop, Service, Services
 from appliance.runtime import Runtime, local_model
 
 if TYPE_CHECKING:
+    from appliance.channels.registry import ChannelSet
     from appliance.channels.telegram.channel import TelegramChannel
     from appliance.channels.web.server import WebServer
     from appliance.channels.web.state import WebState
     from appliance.hardware.events import ThresholdWatcher
-    from appliance.outbox import Notifier, Outbox
+    from appliance.notify import Notifier
+    from appliance.outbox import Outbox
     from appliance.schedule.heartbeat import Heartbeat
     from appliance.schedule.scheduler import Scheduler
     from appliance.tasks import TaskRunner, TaskStore
@@ -100,6 +103,7 @@ class Daemon:
         self.outbox: Outbox | None = None
         self.notifier: Notifier | None = None
         self.telegram: TelegramChannel | None = None
+        self.channels: ChannelSet | None = None
         self.task_store: TaskStore | None = None
         self.task_runner: TaskRunner | None = None
         self.cron: Scheduler | None = None
@@ -140,8 +144,6 @@ class Daemon:
 
     def _services(self, runtime: Runtime, state: WebState, web: WebServer) -> list[Service]:
         """Every service, in start order (they stop in reverse)."""
-        from appliance.outbox import Notifier, Outbox
-
         services: list[Service] = [RuntimeService(runtime), self.chores, web]
         services.append(Loop("temperature", self._sample_temperature))
         watchdog_us = int(os.environ.get("WATCHDOG_USEC", "0") or 0)
@@ -151,14 +153,7 @@ class Daemon:
         watcher = self._watch_devices(runtime, state)
         if watcher is not None:
             services.append(Loop("threshold watching", watcher.run))
-        self.outbox = Outbox(runtime.db)
-        self.notifier = Notifier(self.outbox, self._owner)
-        if self.config.telegram.enabled:
-            from appliance.channels.telegram.channel import TelegramChannel
-
-            self.telegram = TelegramChannel(self.config.telegram, runtime, self.outbox)
-            state.telegram = self.telegram  # POST /telegram/webhook hands updates to it (webhook mode)
-            services.append(self.telegram)  # its start never raises for a bad token or no network; see .problem
+        services += self._channel_services(runtime, state)
         services += self._task_services(runtime)
         services += self._schedule_services(runtime, state)
         if runtime.agent.memory is not None:
@@ -171,6 +166,40 @@ class Daemon:
             # A new embedding model: memories are re-embedded in the background; search uses keywords meanwhile.
             log.warning("memory: re-embedding with %s in the background", memory.model_name)
             self.chores.spawn(asyncio.to_thread(memory.reembed))
+        return services
+
+    def _channel_services(self, runtime: Runtime, state: WebState) -> list[Service]:
+        """The outbox, every enabled chat channel, and the notifier that picks one for proactive messages.
+
+        A channel that cannot be built (its library missing) is reported and left off; its start never
+        raises for a bad token or no network (see its ``problem``).
+        """
+        from appliance.channels.registry import ChannelSet, build, enabled_names
+        from appliance.notify import Notifier
+        from appliance.outbox import Outbox
+
+        config = self.config
+        self.outbox = Outbox(runtime.db)
+        self.channels = state.channels = channels = ChannelSet(config)
+        services: list[Service] = []
+        for name in enabled_names(config):
+            try:
+                channel = build(name, config, runtime, self.outbox)
+            except ImportError as exc:
+                log.error("%s: the channel cannot run: %s (reinstall picoagent)", name, exc)
+                continue
+            channels.channels[name] = channel
+            services.append(channel)
+        self.telegram = state.telegram = channels.get("telegram")  # type: ignore[assignment]
+        self.notifier = notifier = Notifier(
+            self.outbox,
+            channels.channels,  # type: ignore[arg-type]
+            lambda: list(config.notify.owner) or enabled_names(config),
+            fallback_after_s=lambda: config.notify.fallback_after_s,
+            feed_keep=lambda: config.notify.feed_keep,
+        )
+        state.notifier = notifier
+        services.append(Loop("notification fallback", notifier.run))
         return services
 
     def _watch_devices(self, runtime: Runtime, state: WebState) -> ThresholdWatcher | None:
@@ -251,12 +280,6 @@ class Daemon:
     @property
     def _port(self) -> int:
         return self.web.port if self.web is not None else self.port
-
-    def _owner(self) -> tuple[str, str] | None:
-        """Where proactive messages go: the owner's Telegram chat, when Telegram is on."""
-        from appliance.channels.telegram.pairing import owner_target
-
-        return owner_target(self.config.telegram, self.runtime.db)
 
     async def _preload(self) -> None:
         sd_notify("STATUS=loading the model")

@@ -69,6 +69,46 @@ def run_checks(config_file: str | None = None, data_dir: str | None = None) -> I
     yield from _check_skills(root)
     yield from _check_mcp(config, root)
     yield from _check_sandbox(config)
+    yield from _check_channels(config)
+
+
+def _check_channels(config: Config) -> Iterator[Check]:
+    """Each enabled chat channel's state in the running daemon; where proactive messages go."""
+    from appliance.cli.channels import channel_rows
+
+    rows = channel_rows(config)
+    for row in rows:
+        name = f"channel {row['name']}"
+        if not row["enabled"]:
+            yield Check(name, "ok", f"off ({row['detail']})")
+        elif row["up"]:
+            yield Check(name, "ok", f"up: {row['detail']}")
+        elif "not running" in row["detail"]:
+            yield Check(name, "warn", row["detail"], "start the daemon: picoagent serve (or systemctl start picoagent)")
+        else:
+            yield Check(
+                name,
+                "fail",
+                f"down: {row['detail']}",
+                f"see the {row['name']} section of the README; the log says more",
+            )
+    enabled = [row["name"] for row in rows if row["enabled"]]
+    listed = [n for n in config.notify.owner if n not in enabled]
+    if listed:
+        yield Check(
+            "notifications",
+            "warn",
+            f"notify.owner lists {', '.join(listed)}, which is not enabled",
+            "enable it, or take it off notify.owner",
+        )
+    elif not enabled:
+        yield Check(
+            "notifications",
+            "ok",
+            "no chat channel: proactive messages show on the status page and in `picoagent status`",
+        )
+    else:
+        yield Check("notifications", "ok", "proactive messages go to " + " -> ".join(config.notify.owner or enabled))
 
 
 def _check_skills(root: Path) -> Iterator[Check]:

@@ -5,18 +5,20 @@ the other end, so they go through this table. A channel's :class:`Delivery` take
 hands each to the channel's ``send``, and marks it sent only when the remote side accepted it; a
 failure schedules a retry with backoff (or the server's own Retry-After). Messages to one chat go out
 in order: a message waiting for its retry holds back the younger ones of its chat. After a restart
-the loop simply picks up what is pending. :class:`Outbox` holds every SQL statement on the table.
+the loop simply picks up what is pending. :class:`Outbox` holds every SQL statement on the table;
+which channel a proactive message goes to is :mod:`appliance.notify`'s choice.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from appliance.errors import PicoagentError
 from appliance.memory.db import Database
@@ -42,6 +44,7 @@ class OutMessage:
     text: str
     kind: str
     attempts: int
+    meta: dict[str, Any] = field(default_factory=dict)  # what the channel needs besides the text (a thread)
 
 
 class Outbox:
@@ -51,23 +54,26 @@ class Outbox:
         self.db = db
         self.clock = clock
 
-    def enqueue(self, channel: str, chat_id: str, text: str, kind: str) -> int:
-        """Store a message for delivery (durable when this returns)."""
+    def enqueue(self, channel: str, chat_id: str, text: str, kind: str, meta: dict[str, Any] | None = None) -> int:
+        """Store a message for delivery (durable when this returns); ``meta``: what the channel needs besides."""
         now = self.clock()
         return self.db.write(
-            "INSERT INTO outbox (channel, chat_id, text, kind, created_at, next_attempt_at, status)"
-            " VALUES (?, ?, ?, ?, ?, ?, 'pending')",
-            (channel, chat_id, text, kind, now, now),
+            "INSERT INTO outbox (channel, chat_id, text, kind, created_at, next_attempt_at, status, meta)"
+            " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
+            (channel, chat_id, text, kind, now, now, json.dumps(meta) if meta else None),
         )
 
     def due(self, channel: str, limit: int = 20) -> list[OutMessage]:
         """Pending messages whose time has come, oldest first."""
         rows = self.db.rows(
-            "SELECT id, channel, chat_id, text, kind, attempts FROM outbox"
+            "SELECT id, channel, chat_id, text, kind, attempts, meta FROM outbox"
             " WHERE channel = ? AND status = 'pending' AND next_attempt_at <= ? ORDER BY id LIMIT ?",
             (channel, self.clock(), limit),
         )
-        return [OutMessage(*row) for row in rows]
+        return [
+            OutMessage(i, ch, chat, text, kind, attempts, json.loads(meta) if meta else {})
+            for i, ch, chat, text, kind, attempts, meta in rows
+        ]
 
     def pending_count(self, channel: str) -> int:
         """Messages not yet accepted."""
@@ -215,19 +221,3 @@ class Delivery:
                 queue.pop(0)
                 accepted += outcome == "sent"
             return accepted
-
-
-class Notifier:
-    """Proactive messages to the owner: stored in the outbox for the owner's channel."""
-
-    def __init__(self, outbox: Outbox, owner: Callable[[], tuple[str, str] | None]) -> None:
-        self.outbox = outbox
-        self.owner = owner  # () -> (channel, chat_id), or None when no channel can reach the owner
-
-    def notify(self, text: str, kind: str) -> int | None:
-        """Queue a message for the owner; None when no channel reaches them (it is logged instead)."""
-        target = self.owner()
-        if target is None:
-            log.info("notification (no channel to deliver it): %s", text)
-            return None
-        return self.outbox.enqueue(target[0], target[1], text, kind)

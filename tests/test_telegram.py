@@ -31,7 +31,8 @@ from appliance.cli.common import load
 from appliance.config import CHECKOUT_CONFIG, Config, DeviceConfig
 from appliance.llm.base import Generation, GenerationRequest
 from appliance.llm.scripted import ScriptedModel
-from appliance.outbox import Notifier, Outbox
+from appliance.notify import Notifier
+from appliance.outbox import Outbox
 from appliance.runtime import Runtime
 from tests.fakes.clock import ManualClock
 from tests.fakes.telegram_api import FakeTelegram, utf16_len
@@ -436,7 +437,7 @@ async def drain(h: Harness, seconds: int = 60) -> None:
 def test_dropped_connections_lose_nothing_and_duplicate_nothing(config: Config) -> None:
     async def scenario(h: Harness) -> None:
         h.fake.add_chat(OWNER)  # the owner pressed Start once
-        notifier = Notifier(h.outbox, lambda: owner_target(h.runtime.config.telegram, h.runtime.db))
+        notifier = Notifier(h.outbox, {"telegram": h.channel}, lambda: ["telegram"])
         texts = ["The living room is over 28 °C.", "Doorbell: pressed", "Backup finished"]
         h.fake.fail_next("sendMessage", 2, kind="network")
         for text in texts:

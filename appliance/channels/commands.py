@@ -28,7 +28,8 @@ HELP = """I am the assistant on your Raspberry Pi. Write to me and I answer with
 
 /status – the Pi's health, the model and its queue
 /devices – switch and read the devices with buttons
-/approve – device writes waiting for your approval
+/approve – device writes waiting for your approval (/approve ID or /deny ID decides one)
+/toggle NAME, /read NAME – switch or read a device without its button
 /cloud, /local – answer the next message (or /cloud TEXT) with the cloud model, or on the Pi
 /private on|off – keep this chat on the Pi always, or route it as configured
 /reset – forget this conversation and start a new one
@@ -80,6 +81,8 @@ class CommandCall:
     chat_id: str
     words: list[str]  # what followed the command
     ask: Callable[[str, Route], Awaitable[None]]  # answer a text in this chat on a route (/cloud TEXT)
+    user: str = ""  # who sent it, as decisions record it ("discord:111"): /approve ID, /toggle NAME
+    name: str = ""  # their name, as people read it
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,9 @@ class ChatCommands:
             "status": self.status,
             "devices": self.devices,
             "approve": self.approve,
+            "deny": self.deny,
+            "toggle": self.toggle,
+            "read": self.read,
             "local": self.local,
             "cloud": self.cloud,
             "private": self.private,
@@ -269,8 +275,33 @@ class ChatCommands:
 
     # --- approvals -------------------------------------------------------------------------------------
 
+    async def toggle(self, call: CommandCall) -> list[Said]:
+        """/toggle NAME: what the device's button does (a platform without buttons shows this command)."""
+        return await self._typed_tap(call, "dev:toggle")
+
+    async def read(self, call: CommandCall) -> list[Said]:
+        """/read NAME: read a device, as its button does."""
+        return await self._typed_tap(call, "dev:read")
+
+    async def deny(self, call: CommandCall) -> list[Said]:
+        """/deny ID: deny a waiting device write, as its Deny button does."""
+        return await self._typed_tap(call, "apr:deny")
+
+    async def _typed_tap(self, call: CommandCall, prefix: str) -> list[Said]:
+        """A button's command typed out (``/approve 3f2a``): the same handler as the tap, answered as text."""
+        if not call.words:
+            return [Said(f"Say which one: /{prefix.split(':')[1]} NAME (see /devices and /approve).")]
+        tap = Tap(f"{prefix}:{call.words[0]}", call.user, call.name or call.user)
+        handler = self.approval_button if prefix.startswith("apr") else self.device_button
+        tapped = await handler(tap)
+        if tapped is None:
+            return [Said("No devices are configured (devices: in the config).")]
+        return [Said(tapped.edit.text if tapped.edit is not None and prefix.startswith("apr") else tapped.notice)]
+
     async def approve(self, call: CommandCall) -> list[Said]:
-        """/approve: each device write waiting for approval, with Approve and Deny."""
+        """/approve: each device write waiting for approval, with Approve and Deny; /approve ID approves one."""
+        if call.words:
+            return await self._typed_tap(call, "apr:approve")
         devices = self.runtime.devices
         pending = await asyncio.to_thread(devices.approvals.pending) if devices is not None else []
         if not pending:

@@ -15,7 +15,7 @@ import argparse
 from collections.abc import Callable, Sequence
 
 from appliance import __version__
-from appliance.cli import access, automation, chat, devices, memory, models, routing, system, tools
+from appliance.cli import access, automation, channels, chat, devices, memory, models, routing, system, tools
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     tools.add_parser(sub, common)  # tools, skills, mcp
     memory.add_parser(sub, common)  # memory
     access.add_telegram_parser(sub, common)  # telegram
+    channels.add_parser(sub, common)  # channels, notifications
     automation.add_parser(sub, common)  # cron, tasks
     routing.add_parser(sub, common)  # providers, usage, routing
     system.add_upkeep_parsers(sub, common)  # update, selftest

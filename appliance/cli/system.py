@@ -93,6 +93,16 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"  {curl_command(certificate['pin'], web['url'] + '/healthz')}")
     for reply in status["recent"][:5]:
         print(f"  {reply['route']:>6}  {reply['total_s']:.2f} s  {reply['session']}  {reply['reason']}")
+    from appliance.cli.channels import feed_lines, state_word
+
+    for row in status.get("channels", []):
+        if row["enabled"]:
+            print(f"channel {row['name']}: {state_word(row)}, {row['detail']}")
+    if not any(row["enabled"] for row in status.get("channels", [])):
+        print("channels: none enabled (proactive messages show here and on the status page)")
+    if status.get("notifications"):
+        print("notifications:")
+        print("\n".join(feed_lines(status["notifications"][:5])))
     return 0
 
 

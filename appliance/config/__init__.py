@@ -9,7 +9,18 @@ The file's location is overridden through ``appliance.config.load.SYSTEM_CONFIG`
 
 from __future__ import annotations
 
+from appliance.config.channels import (
+    CHANNEL_ORDER,
+    DiscordConfig,
+    EmailConfig,
+    NotifyConfig,
+    SlackConfig,
+    TelegramConfig,
+    WebhookConfig,
+    WhatsAppConfig,
+)
 from appliance.config.checks import WHEN
+from appliance.config.fields import doc
 from appliance.config.load import CHECKOUT_CONFIG, SYSTEM_CONFIG, config_path, load_config, load_jobs, read_secrets
 from appliance.config.schema import (
     SYSTEM_DATA_DIR,
@@ -29,15 +40,14 @@ from appliance.config.schema import (
     SchedulerConfig,
     ShellConfig,
     SPIAllow,
-    TelegramConfig,
     ToolsConfig,
     WebConfig,
     WebFetchConfig,
     describe_keys,
-    doc,
 )
 
 __all__ = [
+    "CHANNEL_ORDER",
     "CHECKOUT_CONFIG",
     "SYSTEM_CONFIG",
     "SYSTEM_DATA_DIR",
@@ -46,22 +56,28 @@ __all__ = [
     "Config",
     "CronJob",
     "DeviceConfig",
+    "DiscordConfig",
+    "EmailConfig",
     "EventRule",
     "HardwareConfig",
     "I2CAllow",
     "LlmConfig",
     "McpServerConfig",
     "MemoryConfig",
+    "NotifyConfig",
     "ProviderConfig",
     "RawAccessConfig",
     "RoutingConfig",
     "SPIAllow",
     "SchedulerConfig",
     "ShellConfig",
+    "SlackConfig",
     "TelegramConfig",
     "ToolsConfig",
     "WebConfig",
     "WebFetchConfig",
+    "WebhookConfig",
+    "WhatsAppConfig",
     "config_path",
     "describe_keys",
     "doc",

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
+from appliance.config.channel_checks import check_channels
 from appliance.config.schema import Config, CronJob
 from appliance.config.shown import _describe
 from appliance.errors import ConfigError, UsageError
@@ -57,6 +58,7 @@ def _check(config: Config, referenced: set[str]) -> None:
     _check_web(config, refuse)
     _check_tools(config, refuse)
     _check_devices(config, refuse)  # and events, schedules, telegram, routing, providers, memory, hardware
+    check_channels(config)
 
 
 def _ranged(node: Any, prefix: str) -> Iterator[tuple[str, float, Mapping[str, Any]]]:

@@ -14,42 +14,21 @@ import os
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
+from appliance.config.channels import (
+    DiscordConfig,
+    EmailConfig,
+    NotifyConfig,
+    SlackConfig,
+    TelegramConfig,
+    WebhookConfig,
+    WhatsAppConfig,
+)
+from appliance.config.fields import COUNT, SECONDS, THREADS, doc
 from appliance.hardware.drivers import DRIVERS
 
 SYSTEM_DATA_DIR = Path("/var/lib/picoagent")
-
-
-def doc(
-    text: str,
-    default: Any = dataclasses.MISSING,
-    *,
-    secret: bool = False,
-    low: float | None = None,
-    high: float | None = None,
-    expected: str = "",
-    **kw: Any,
-) -> Any:
-    """A dataclass field with its one-line description, whether its value is secret, and its range.
-
-    ``low`` and ``high`` bound a number (a value that is no number, like ``"auto"``, is not range-checked);
-    ``expected`` is what people are told when it is outside: ``agent.max_rounds: expected {expected}, got 0``.
-    """
-    if (low is not None or high is not None) and not expected:
-        raise TypeError(f"doc({text!r}): a range needs expected=, the words people read when it is broken")
-    meta: dict[str, Any] = {"doc": text, "secret": secret}
-    if low is not None or high is not None:
-        meta.update(low=low, high=high, expected=expected)
-    if default is dataclasses.MISSING:
-        return field(metadata=meta, **kw)
-    return field(default=default, metadata=meta, **kw)
-
-
-# What people are told when a value is out of range, where several keys say the same.
-_SECONDS = "a positive number of seconds"
-_COUNT = "a positive whole number"
-_THREADS = "auto or a number of threads from 1 to 256"
 
 
 @dataclass
@@ -69,7 +48,7 @@ class AgentConfig:
         30.0,
         low=0.001,
         high=86_400,
-        expected=_SECONDS,
+        expected=SECONDS,
     )
     history_messages: int = doc(
         "recent messages of the conversation put into the prompt",
@@ -78,7 +57,7 @@ class AgentConfig:
         high=10_000,
         expected="a whole number from 0 to 10000",
     )
-    max_reply_tokens: int = doc("most tokens in one reply", 256, low=1, high=1_000_000, expected=_COUNT)
+    max_reply_tokens: int = doc("most tokens in one reply", 256, low=1, high=1_000_000, expected=COUNT)
     temperature: float = doc(
         "sampling temperature; 0 is greedy and repeatable", 0.2, low=0.0, high=2.0, expected="a number from 0 to 2"
     )
@@ -114,17 +93,17 @@ class LlmConfig:
         "context window in tokens (prompt + reply)", 2048, low=256, high=1_048_576, expected="at least 256 tokens"
     )
     threads: int | Literal["auto"] = doc(
-        "decode threads; auto: see README (never oversubscribed)", "auto", low=1, high=256, expected=_THREADS
+        "decode threads; auto: see README (never oversubscribed)", "auto", low=1, high=256, expected=THREADS
     )
     batch_threads: int | Literal["auto"] = doc(
-        "prompt-processing threads; auto: physical cores", "auto", low=1, high=256, expected=_THREADS
+        "prompt-processing threads; auto: physical cores", "auto", low=1, high=256, expected=THREADS
     )
     batch_size: int = doc(
-        "tokens evaluated per batch while reading the prompt", 256, low=1, high=65_536, expected=_COUNT
+        "tokens evaluated per batch while reading the prompt", 256, low=1, high=65_536, expected=COUNT
     )
     stop: list[str] = doc("extra stop sequences besides the model's own end of turn", default_factory=list)
     timeout_s: float = doc(
-        "a generation running longer than this is cancelled", 120.0, low=0.001, high=86_400, expected=_SECONDS
+        "a generation running longer than this is cancelled", 120.0, low=0.001, high=86_400, expected=SECONDS
     )
     memory_margin_mb: int = doc(
         "memory that must stay free after the model loads", 128, low=0, high=1_048_576, expected="0 or more megabytes"
@@ -159,14 +138,14 @@ class WebConfig:
         5,
         low=1,
         high=10_000,
-        expected=_COUNT,
+        expected=COUNT,
     )
     login_attempts_per_minute_total: int = doc(
         "login attempts allowed per minute from all addresses together (bounds guessing from many addresses)",
         30,
         low=1,
         high=100_000,
-        expected=_COUNT,
+        expected=COUNT,
     )
 
 
@@ -261,25 +240,6 @@ class EventRule:
     message: str = doc("what to say; empty: the condition and the value", "")
     every_s: float = doc("how often the sensor is read", 60.0)
     cooldown_s: float = doc("least time between two events of this rule", 900.0)
-
-
-@dataclass
-class TelegramConfig:
-    """The Telegram channel (python-telegram-bot, long polling)."""
-
-    enabled: bool = doc("run the Telegram bot inside the daemon", False)
-    token: str = doc("the bot's token from @BotFather; keep it in the secrets file", "", secret=True)
-    allow_from: list[int] = doc(
-        "Telegram user ids allowed to talk to the bot (pairing adds more)", default_factory=list
-    )
-    owner_chat: int | None = doc("chat id for proactive messages; empty: the first allowed user", None)
-    api_base_url: str = doc("Bot API base URL (a self-hosted Bot API server works)", "https://api.telegram.org/bot")
-    edit_interval_s: float = doc("least time between two edits of a streaming reply (Telegram rate-limits)", 1.2)
-    poll_timeout_s: int = doc("long-polling timeout for getUpdates", 30)
-    webhook_url: str = doc("public HTTPS URL Telegram posts updates to; empty: long polling", "")
-    webhook_secret: str = doc(
-        "secret Telegram sends with each webhook post; keep it in the secrets file", "", secret=True
-    )
 
 
 @dataclass
@@ -385,11 +345,11 @@ class ShellConfig:
     memory_mb: int = doc(
         "address space one sandboxed process may use, in MiB", 512, low=16, high=1_048_576, expected="at least 16 MiB"
     )
-    cpu_s: int = doc("CPU seconds one sandboxed process may use", 20, low=1, high=86_400, expected=_SECONDS)
+    cpu_s: int = doc("CPU seconds one sandboxed process may use", 20, low=1, high=86_400, expected=SECONDS)
     max_file_mb: int = doc(
         "largest file a command may write, in MiB", 64, low=1, high=1_048_576, expected="at least 1 MiB"
     )
-    max_processes: int = doc("most processes a command may run at once", 64, low=1, high=100_000, expected=_COUNT)
+    max_processes: int = doc("most processes a command may run at once", 64, low=1, high=100_000, expected=COUNT)
     max_output_kb: int = doc(
         "output read from a command before it is stopped, in KiB", 256, low=1, high=1_048_576, expected="at least 1 KiB"
     )
@@ -404,7 +364,7 @@ class WebFetchConfig:
         "largest response read, in bytes", 2_000_000, low=1024, high=1_073_741_824, expected="at least 1024 bytes"
     )
     timeout_s: float = doc(
-        "give up on a fetch after this long (redirects included)", 15.0, low=0.001, high=3600, expected=_SECONDS
+        "give up on a fetch after this long (redirects included)", 15.0, low=0.001, high=3600, expected=SECONDS
     )
     max_redirects: int = doc(
         "most redirects followed (each one checked again)", 5, low=0, high=50, expected="a whole number from 0 to 50"
@@ -488,6 +448,12 @@ class Config:
     devices: dict[str, DeviceConfig] = doc("named devices wired to the Pi", default_factory=dict)
     events: list[EventRule] = doc("sensor conditions that become events", default_factory=list)
     telegram: TelegramConfig = doc("the Telegram channel", default_factory=TelegramConfig)
+    discord: DiscordConfig = doc("the Discord channel", default_factory=DiscordConfig)
+    slack: SlackConfig = doc("the Slack channel", default_factory=SlackConfig)
+    email: EmailConfig = doc("the e-mail channel", default_factory=EmailConfig)
+    whatsapp: WhatsAppConfig = doc("the WhatsApp channel", default_factory=WhatsAppConfig)
+    webhooks: dict[str, WebhookConfig] = doc("webhook bridges, by name", default_factory=dict)
+    notify: NotifyConfig = doc("where proactive messages go", default_factory=NotifyConfig)
     memory: MemoryConfig = doc("long-term memory", default_factory=MemoryConfig)
     providers: dict[str, ProviderConfig] = doc("cloud models, by name", default_factory=dict)
     routing: RoutingConfig = doc("when a message may leave the Pi", default_factory=RoutingConfig)

@@ -321,6 +321,49 @@ def _m10_memory_store(db: sqlite3.Connection) -> None:
         )
 
 
+def _m11_channels(db: sqlite3.Connection) -> None:
+    # Every chat channel after Telegram (appliance/channels/base.py): who was paired, by channel; the
+    # platform ids of messages handled (a message delivered twice is answered once, across restarts);
+    # what an outbound message needs besides its text (a thread, a Message-ID); and the feed of
+    # proactive messages the status page shows, with the channel each one was given to.
+    _script(
+        db,
+        """
+        CREATE TABLE channel_users (
+            channel TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            name TEXT,
+            paired_at REAL NOT NULL,
+            PRIMARY KEY (channel, user_id)
+        );
+        CREATE TABLE channel_pairing (
+            code_hash TEXT PRIMARY KEY,
+            channel TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            expires_at REAL NOT NULL,
+            used_by TEXT,
+            used_at REAL
+        );
+        CREATE TABLE inbound (
+            channel TEXT NOT NULL,
+            remote_id TEXT NOT NULL,
+            received_at REAL NOT NULL,
+            status TEXT NOT NULL DEFAULT 'received' CHECK (status IN ('received', 'handled')),
+            PRIMARY KEY (channel, remote_id)
+        ) WITHOUT ROWID;
+        ALTER TABLE outbox ADD COLUMN meta TEXT;
+        CREATE TABLE notifications (
+            id INTEGER PRIMARY KEY,
+            created_at REAL NOT NULL,
+            kind TEXT NOT NULL,
+            text TEXT NOT NULL,
+            channel TEXT,
+            outbox_id INTEGER
+        );
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m1_conversations,
     _m2_web_auth,
@@ -332,4 +375,5 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m8_embedding_cache,
     _m9_token_scopes,
     _m10_memory_store,
+    _m11_channels,
 ]

@@ -50,7 +50,13 @@ from appliance.agent.record import ReplyRecord
 from appliance.channels.commands import COMMANDS, ChatCommands
 from appliance.channels.core import Doorkeeper, Route
 from appliance.channels.telegram.commands import TelegramCommands
-from appliance.channels.telegram.pairing import CHANNEL, PAIRING_MESSAGE, is_paired, redeem_pairing_code
+from appliance.channels.telegram.pairing import (
+    CHANNEL,
+    PAIRING_MESSAGE,
+    is_paired,
+    owner_target,
+    redeem_pairing_code,
+)
 from appliance.channels.telegram.stream import ReplyStream, retry_after_s
 from appliance.channels.telegram.text import chat_ref, split_message, with_footer
 from appliance.config import TelegramConfig
@@ -84,6 +90,8 @@ class TelegramChannel:
         self.clock = clock
         self.app: Application[Any, Any, Any, Any, Any, Any] | None = None
         self.problem: str | None = None  # why the bot is not running, for status pages
+        self.connected = False
+        self.detail = ""  # "polling as @pico", for status pages
         self.doorkeeper = Doorkeeper(
             CHANNEL,
             self.db,
@@ -115,6 +123,16 @@ class TelegramChannel:
     def turns_in_flight(self) -> int:
         """Answers being written now."""
         return len(self._turns)
+
+    @property
+    def up(self) -> bool:
+        """Whether messages can go out now (connected, and Telegram did not refuse us)."""
+        return self.connected and self.problem is None
+
+    def owner_target(self) -> str | None:
+        """The chat proactive messages go to: owner_chat, else the first allowed user, else the first paired."""
+        target = owner_target(self.config, self.db)
+        return target[1] if target is not None else None
 
     @property
     def uses_webhook(self) -> bool:
@@ -208,6 +226,8 @@ class TelegramChannel:
             )
             how = "polling"
         self.problem = None
+        self.connected = True
+        self.detail = f"{how} as @{app.bot.username}"
         self.delivery.start()
         log.info("telegram: %s as @%s", how, app.bot.username)
 
@@ -251,6 +271,7 @@ class TelegramChannel:
             if app.running:
                 await app.stop()
             await app.shutdown()
+        self.connected = False
 
     def notify_wakeup(self) -> None:
         """Something was put into the outbox: deliver now rather than at the next poll (any thread)."""

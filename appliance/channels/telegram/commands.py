@@ -62,7 +62,10 @@ class TelegramCommands:
             async def ask(text: str, route: Route) -> None:
                 await self.turn(chat.id, user.id, text, reply_to=None, force=route)
 
-            for said in await handler(CommandCall(str(chat.id), list(context.args or []), ask)):
+            call = CommandCall(
+                str(chat.id), list(context.args or []), ask, user=f"telegram:{user.id}", name=user.full_name
+            )
+            for said in await handler(call):
                 await message.reply_text(said.text, reply_markup=keyboard(said.buttons))
 
         return callback

@@ -18,9 +18,11 @@ from appliance.channels.web import chat, cron, devices, hosts, http, login, open
 from appliance.channels.web.login_guard import LoginGuard
 from appliance.channels.web.openapi import openapi_document
 from appliance.channels.web.state import STATE, WebState
+from appliance.errors import UsageError
 from appliance.hardware.states import device_states
 from appliance.health import read_health
 from appliance.metrics import CONTENT_TYPE
+from appliance.notify import recent as recent_notifications
 
 STATIC = Path(__file__).parent / "static"
 
@@ -52,7 +54,19 @@ async def api_status(request: web.Request) -> web.Response:
     status["routing"] = await state.runtime.db.call(state.routing_status)
     if state.events is not None:
         status["events"] = [e.as_dict() for e in await asyncio.to_thread(state.events.recent, 10)]
+    status["channels"] = state.channels.states() if state.channels is not None else []
+    status["notifications"] = await state.runtime.db.call(recent_notifications, state.runtime.db, limit=10)
     return web.json_response(status)
+
+
+async def api_notifications(request: web.Request) -> web.Response:
+    """The feed of proactive messages, newest first; ``?after=ID`` only those newer than ID."""
+    try:
+        after = int(request.query.get("after", "0"))
+    except ValueError:
+        raise UsageError("after: expected a notification id (a whole number)") from None
+    db = request.app[STATE].runtime.db
+    return web.json_response({"notifications": await db.call(recent_notifications, db, after_id=after)})
 
 
 async def api_openapi(request: web.Request) -> web.Response:
@@ -108,6 +122,7 @@ def build_app(state: WebState, site: hosts.SiteNames | None = None) -> web.Appli
             web.get("/", page("status.html")),
             web.get("/chat", page("chat.html")),
             web.get("/api/status", api_status),
+            web.get("/api/notifications", api_notifications),
             *devices.routes(),
             *cron.routes(),
             web.get("/api/openapi.json", api_openapi),

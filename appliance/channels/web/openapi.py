@@ -236,6 +236,10 @@ def openapi_document() -> dict[str, Any]:
                 }
             },
             "/api/events": _object_get("the latest hardware events"),
+            "/api/notifications": _object_get(
+                "proactive messages (events, cron results, heartbeat findings, finished tasks), newest first;"
+                " ?after=ID: only newer ones; each says which channel it went to and whether it arrived"
+            ),
             "/api/openapi.json": _object_get("this document"),
             "/api/session": _object_get("who is logged in, and the CSRF token for form posts"),
             "/v1/models": _object_get("OpenAI-compatible model list"),

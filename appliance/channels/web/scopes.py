@@ -49,6 +49,7 @@ ROUTE_SCOPES: dict[tuple[str, str], Scope] = {
     ("GET", "/api/devices/{name}"): "read",
     ("GET", "/api/approvals"): "read",
     ("GET", "/api/events"): "read",
+    ("GET", "/api/notifications"): "read",
     ("GET", "/api/cron"): "read",
     ("POST", "/api/devices/{name}"): "devices",
     ("POST", "/api/approvals/{id}/{decision}"): "devices",

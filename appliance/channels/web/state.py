@@ -16,9 +16,11 @@ from appliance.metrics import Counter, Gauge, Histogram, Registry
 from appliance.update import running_status
 
 if TYPE_CHECKING:
+    from appliance.channels.registry import ChannelSet
     from appliance.channels.telegram.channel import TelegramChannel
     from appliance.channels.web.auth import Auth
     from appliance.hardware.events import EventBus
+    from appliance.notify import Notifier
     from appliance.runtime import Runtime
     from appliance.schedule.scheduler import Scheduler
 
@@ -89,6 +91,8 @@ class WebState:
     events: EventBus | None = None
     cron: Scheduler | None = None
     telegram: TelegramChannel | None = None  # set by the daemon; receives POST /telegram/webhook
+    channels: ChannelSet | None = None  # the running chat channels (status pages list them)
+    notifier: Notifier | None = None  # proactive messages; their feed is on the status page
     readings: dict[str, tuple[float, list[dict[str, Any]]]] = field(default_factory=dict)  # sensor cache
     web: dict[str, Any] = field(default_factory=dict)  # how the daemon serves: url, tls, certificate
     metrics: ApplianceMetrics = field(init=False)

@@ -1,0 +1,90 @@
+"""Pairing with any chat channel but Telegram, and the messages a channel has handled: no platform library needed.
+
+``picoagent channels pair NAME`` stores a one-time 6-digit code for that channel (only its hash); whoever
+sends it to the assistant there, in a private chat, within its lifetime is paired, once. Telegram keeps
+its own tables (appliance/channels/telegram/pairing.py), older than these. :func:`first_time` records a
+platform's message id, so a message the platform delivers twice (a retried webhook, a re-sent envelope)
+is handled once, across restarts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import time
+from collections.abc import Callable
+
+from appliance.memory.db import Database
+
+CODE_TTL_S = 600.0
+PAIRING_CODE = re.compile(r"(?:/(?:start|pair)\s+)?(\d{6})")  # a bare code, or /pair CODE
+
+
+def _code_hash(channel: str, code: str) -> str:
+    return hashlib.sha256(f"picoagent-pairing:{channel}:{code}".encode()).hexdigest()
+
+
+def create_code(
+    db: Database, channel: str, ttl_s: float = CODE_TTL_S, *, clock: Callable[[], float] = time.time
+) -> str:
+    """A one-time 6-digit code: whoever sends it on ``channel`` is paired (the code is stored only hashed)."""
+    now = clock()
+    with db.transaction() as conn:
+        conn.execute("DELETE FROM channel_pairing WHERE used_by IS NULL AND expires_at <= ?", (now,))
+        while True:  # used codes stay (who paired, when); never hand out a code whose hash is taken
+            code = f"{secrets.randbelow(10**6):06d}"
+            taken = conn.execute("SELECT 1 FROM channel_pairing WHERE code_hash = ?", (_code_hash(channel, code),))
+            if taken.fetchone() is None:
+                break
+        conn.execute(
+            "INSERT INTO channel_pairing (code_hash, channel, created_at, expires_at) VALUES (?, ?, ?, ?)",
+            (_code_hash(channel, code), channel, now, now + ttl_s),
+        )
+    return code
+
+
+def redeem(
+    channel: str, db: Database, code: str, user_id: object, name: str, *, clock: Callable[[], float] = time.time
+) -> bool:
+    """Pair a user with a valid, unused, unexpired code of this channel; False (nothing changed) otherwise."""
+    now = clock()
+    with db.transaction() as conn:
+        used = conn.execute(
+            "UPDATE channel_pairing SET used_by = ?, used_at = ?"
+            " WHERE code_hash = ? AND channel = ? AND used_by IS NULL AND expires_at > ?",
+            (str(user_id), now, _code_hash(channel, code), channel, now),
+        ).rowcount
+        if used == 1:
+            conn.execute(
+                "INSERT OR IGNORE INTO channel_users (channel, user_id, name, paired_at) VALUES (?, ?, ?, ?)",
+                (channel, str(user_id), name, now),
+            )
+    return used == 1
+
+
+def is_paired(channel: str, db: Database, user_id: object) -> bool:
+    """Whether a user was added to this channel by pairing."""
+    found = db.value("SELECT 1 FROM channel_users WHERE channel = ? AND user_id = ?", (channel, str(user_id)))
+    return found == 1
+
+
+def paired_users(db: Database, channel: str) -> list[str]:
+    """The channel's users added by pairing, first paired first."""
+    rows = db.rows("SELECT user_id FROM channel_users WHERE channel = ? ORDER BY paired_at, user_id", (channel,))
+    return [str(r[0]) for r in rows]
+
+
+def first_time(db: Database, channel: str, remote_id: str, *, clock: Callable[[], float] = time.time) -> bool:
+    """Record a platform message id; False when it was recorded before (a second delivery of it)."""
+    with db.transaction() as conn:
+        inserted = conn.execute(
+            "INSERT OR IGNORE INTO inbound (channel, remote_id, received_at) VALUES (?, ?, ?)",
+            (channel, remote_id, clock()),
+        ).rowcount
+    return inserted == 1
+
+
+def mark_handled(db: Database, channel: str, remote_id: str) -> None:
+    """The message was answered (its reply accepted, or stored in the outbox)."""
+    db.write("UPDATE inbound SET status = 'handled' WHERE channel = ? AND remote_id = ?", (channel, remote_id))

@@ -1,0 +1,110 @@
+"""Which chat channels exist, how the daemon builds the enabled ones, and what status pages say of each.
+
+A channel is named here once, by the class that implements it; its module is imported only when the
+channel is enabled, so neither the daemon without it nor ``picoagent chat`` loads its platform library.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Protocol
+
+from appliance.config import CHANNEL_ORDER, Config
+
+if TYPE_CHECKING:
+    from appliance.outbox import Delivery, Outbox
+    from appliance.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+# name -> "module:Class"; the class takes (its config section, runtime, outbox).
+CHANNELS: dict[str, str] = {
+    "telegram": "appliance.channels.telegram.channel:TelegramChannel",
+}
+
+
+class Channel(Protocol):
+    """What the daemon, the notifier and status pages use of a running channel."""
+
+    name: str
+    problem: str | None
+    delivery: Delivery
+
+    @property
+    def up(self) -> bool:
+        """Whether messages can go out now."""
+
+    def owner_target(self) -> str | None:
+        """The chat proactive messages go to (None: nobody to tell here)."""
+
+    async def start(self) -> None:
+        """Connect (never raises for the platform's refusal or absence)."""
+
+    async def stop(self) -> None:
+        """Disconnect."""
+
+
+def section(config: Config, name: str) -> Any:
+    """A channel's config section (the webhook bridges are ``webhooks``)."""
+    return config.webhooks if name == "webhook" else getattr(config, name)
+
+
+def is_enabled(config: Config, name: str) -> bool:
+    """Whether the config turns a channel on (a webhook bridge: any bridge is configured)."""
+    if name == "webhook":
+        return bool(config.webhooks)
+    return bool(getattr(section(config, name), "enabled", False))
+
+
+def enabled_names(config: Config) -> list[str]:
+    """The enabled channels, in the default order for proactive messages."""
+    return [name for name in CHANNEL_ORDER if name in CHANNELS and is_enabled(config, name)]
+
+
+def build(name: str, config: Config, runtime: Runtime, outbox: Outbox) -> Channel:
+    """Import and make one channel (its platform library is imported now, not before)."""
+    module_name, _, class_name = CHANNELS[name].partition(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    channel: Channel = cls(section(config, name), runtime, outbox)
+    return channel
+
+
+class ChannelSet:
+    """The running channels, by name."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.channels: dict[str, Channel] = {}
+
+    def __iter__(self) -> Iterator[Channel]:
+        return iter(self.channels.values())
+
+    def get(self, name: str) -> Channel | None:
+        """A running channel, or None."""
+        return self.channels.get(name)
+
+    def states(self) -> list[dict[str, Any]]:
+        """Every known channel and its state, enabled ones first (for /api/status)."""
+        rows = []
+        for name in CHANNEL_ORDER:
+            if name not in CHANNELS:
+                continue
+            channel = self.channels.get(name)
+            if channel is None:
+                rows.append({"name": name, "enabled": False, "up": False, "detail": off_detail(name)})
+            elif channel.up:
+                rows.append({"name": name, "enabled": True, "up": True, "detail": _detail(channel, "connected")})
+            else:
+                rows.append({"name": name, "enabled": True, "up": False, "detail": channel.problem or "connecting"})
+        return sorted(rows, key=lambda row: not row["enabled"])
+
+
+def off_detail(name: str) -> str:
+    """Why a channel is off, as the config says it."""
+    return "no bridge under webhooks:" if name == "webhook" else f"{name}.enabled is false"
+
+
+def _detail(channel: Channel, default: str) -> str:
+    return str(getattr(channel, "detail", "") or default)

@@ -1,0 +1,128 @@
+"""`picoagent channels list|pair` and `picoagent notifications`: the chat channels, and what they carried."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import TYPE_CHECKING, Any
+
+from appliance.cli.common import load, open_db, print_json
+from appliance.cli.daemon_client import daemon_get
+from appliance.errors import UsageError
+
+if TYPE_CHECKING:
+    from appliance.config import Config
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    """The `channels` group and the `notifications` command."""
+    group = sub.add_parser("channels", parents=[common], help="the chat channels: their state; pair a user")
+    gsub = group.add_subparsers(dest="action", metavar="ACTION", required=True)
+    listing = gsub.add_parser("list", parents=[common], help="each channel: enabled, and its state in the daemon")
+    listing.add_argument("--json", action="store_true", help="print them as JSON")
+    listing.set_defaults(handler=cmd_channels_list)
+    pair = gsub.add_parser(
+        "pair", parents=[common], help="a one-time code: whoever sends it to the assistant there may talk to it"
+    )
+    pair.add_argument("channel", help="telegram, discord, slack, email or whatsapp")
+    pair.add_argument(
+        "--ttl", type=float, default=600, metavar="SECONDS", help="how long the code is valid (default 600)"
+    )
+    pair.set_defaults(handler=cmd_channels_pair)
+    feed = sub.add_parser("notifications", parents=[common], help="the latest proactive messages and where they went")
+    feed.add_argument("-n", type=int, default=10, metavar="N", help="how many (default 10, at most 50)")
+    feed.set_defaults(handler=cmd_notifications)
+
+
+def channel_rows(config: Config) -> list[dict[str, Any]]:
+    """Every channel with its state: the daemon's when it runs, else what the config says."""
+    from appliance.channels.registry import CHANNELS, is_enabled, off_detail
+    from appliance.config import CHANNEL_ORDER
+
+    status = daemon_get(config, "/api/status")
+    if status is not None and status.get("channels"):
+        return list(status["channels"])
+    rows = []
+    for name in CHANNEL_ORDER:
+        if name not in CHANNELS:
+            continue
+        enabled = is_enabled(config, name)
+        detail = "enabled; the daemon is not running" if enabled else off_detail(name)
+        rows.append({"name": name, "enabled": enabled, "up": False, "detail": detail})
+    return sorted(rows, key=lambda row: not row["enabled"])
+
+
+def state_word(row: dict[str, Any]) -> str:
+    """up, down or off, as people read a channel's state."""
+    if not row["enabled"]:
+        return "off"
+    return "up" if row["up"] else "down"
+
+
+def cmd_channels_list(args: argparse.Namespace) -> int:
+    """Each channel, enabled or not, and its state."""
+    config = load(args)
+    rows = channel_rows(config)
+    if args.json:
+        print_json(rows)
+        return 0
+    for row in rows:
+        print(f"{row['name']:<9} {state_word(row):<5} {row['detail']}")
+    order = config.notify.owner or [r["name"] for r in rows if r["enabled"]]
+    print(f"proactive messages: {' -> '.join(order) if order else 'the status page only (no channel is enabled)'}")
+    return 0
+
+
+def cmd_channels_pair(args: argparse.Namespace) -> int:
+    """Print a one-time pairing code for a channel."""
+    from appliance.channels.registry import CHANNELS, is_enabled
+
+    config = load(args)
+    name = args.channel.lower()
+    if name not in CHANNELS or name == "webhook":
+        known = ", ".join(n for n in CHANNELS if n != "webhook")
+        raise UsageError(f"no chat channel named {name!r}", fix=f"pair on one of: {known}")
+    db = open_db(config)
+    try:
+        if name == "telegram":
+            from appliance.channels.telegram.pairing import create_pairing_code
+
+            code = create_pairing_code(db, ttl_s=args.ttl)
+        else:
+            from appliance.channels.pairing import create_code
+
+            code = create_code(db, name, ttl_s=args.ttl)
+    finally:
+        db.close()
+    print(f"send this code to the assistant on {name}, in a private chat, within {args.ttl / 60:g} minutes: {code}")
+    print("it works once; whoever sends it can talk to the assistant")
+    if not is_enabled(config, name):
+        print(f"note: {name}.enabled is false; the channel must be running for the code to work")
+    return 0
+
+
+def feed_lines(notifications: list[dict[str, Any]]) -> list[str]:
+    """Notifications as `picoagent status` and `notifications` print them."""
+    lines = []
+    for item in notifications:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(item["at"]))
+        where = f"{item['channel']}: {item['delivery']}" if item["channel"] else item["delivery"]
+        lines.append(f"  {when}  {item['text']}  [{where}]")
+    return lines
+
+
+def cmd_notifications(args: argparse.Namespace) -> int:
+    """The latest proactive messages and where each went."""
+    from appliance.notify import recent
+
+    config = load(args)
+    db = open_db(config)
+    try:
+        items = recent(db, limit=max(1, args.n))
+    finally:
+        db.close()
+    if not items:
+        print("no notifications yet")
+        return 0
+    print("\n".join(feed_lines(items)))
+    return 0

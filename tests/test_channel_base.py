@@ -1,0 +1,161 @@
+"""The core every chat channel shares (appliance/channels/base.py), on a platform kept in memory.
+
+Each real channel's tests (test_channel_*.py, test_telegram.py) run this core through the platform's real
+library; here it is alone: who may talk, once only, typed commands and buttons as reply commands, one turn
+per conversation, the outbox when a reply cannot be shown, and a channel that cannot connect staying off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+from appliance.channels.base import Incoming, as_text, button_command
+from appliance.channels.commands import Button, Said
+from appliance.channels.pairing import create_code
+from appliance.config import Config, DeviceConfig
+from appliance.llm.scripted import ScriptedModel
+from appliance.outbox import Outbox
+from appliance.runtime import Runtime
+from tests.fakes.chat_platform import MemoryChannel, platform_class
+from tests.helpers import eventually
+
+OWNER = "u-owner"
+STRANGER = "u-stranger"
+
+
+def said_to(channel: MemoryChannel, chat: str) -> list[str]:
+    return [text for chat_id, text in channel.said if chat_id == chat]
+
+
+def dm(user: str, text: str, remote_id: str = "") -> Incoming:
+    return Incoming(
+        chat_id=f"dm-{user}", user_id=user, user_name=user.title(), text=text, private=True, remote_id=remote_id
+    )
+
+
+@contextlib.asynccontextmanager
+async def board(config: Config, model: ScriptedModel | None = None, **kw: object) -> AsyncIterator[MemoryChannel]:
+    config.discord.allow_from = [OWNER]  # the memory platform borrows a section with allow_from and owner
+    runtime = Runtime.open(config, model=model or ScriptedModel())
+    try:
+        channel = platform_class("memory")(config.discord, runtime, Outbox(runtime.db), **kw)
+        await channel.start()
+        try:
+            yield channel
+        finally:
+            await channel.stop()
+    finally:
+        runtime.close()
+
+
+def run(config: Config, scenario: Callable[[MemoryChannel], Awaitable[None]], **kw: object) -> None:
+    async def main() -> None:
+        async with board(config, **kw) as channel:
+            await scenario(channel)
+
+    asyncio.run(main())
+
+
+def test_the_owner_is_answered_with_the_footer_and_a_stranger_costs_nothing(config: Config) -> None:
+    model = ScriptedModel()
+
+    async def scenario(ch: MemoryChannel) -> None:
+        await ch.handle(dm(STRANGER, "what is the weather"))
+        await ch.handle(dm(STRANGER, "/status"))
+        assert ch.said == [] and model.history == []  # no reply, no model call, no command
+        await ch.handle(dm(OWNER, "hello there"))
+        (reply,) = said_to(ch, f"dm-{OWNER}")
+        assert reply.startswith("echo: hello there") and reply.endswith(
+            "local · scripted · " + reply.rsplit(" · ", 1)[1]
+        )
+        assert len(model.history) == 1
+
+    async def main() -> None:
+        async with board(config, model) as channel:
+            await scenario(channel)
+
+    asyncio.run(main())
+
+
+def test_a_message_delivered_twice_is_answered_once(config: Config) -> None:
+    async def scenario(ch: MemoryChannel) -> None:
+        await ch.handle(dm(OWNER, "hello", remote_id="m-1"))
+        await ch.handle(dm(OWNER, "hello", remote_id="m-1"))  # the platform re-sent it
+        assert len(said_to(ch, f"dm-{OWNER}")) == 1
+        status = ch.db.value("SELECT status FROM inbound WHERE channel = 'memory' AND remote_id = 'm-1'")
+        assert status == "handled"
+
+    run(config, scenario)
+
+
+def test_pairing_by_code_in_a_private_chat_only(config: Config) -> None:
+    async def scenario(ch: MemoryChannel) -> None:
+        code = create_code(ch.db, "memory")
+        group = Incoming(chat_id="room", user_id=STRANGER, user_name="S", text=code, private=False)
+        await ch.handle(group)
+        assert ch.said == []  # a code said in a group pairs nobody
+        await ch.handle(dm(STRANGER, code))
+        assert said_to(ch, f"dm-{STRANGER}") == ["Paired: you can talk to me now."]
+        await ch.handle(dm(STRANGER, "hi"))
+        assert said_to(ch, f"dm-{STRANGER}")[-1].startswith("echo: hi")
+        assert ch.owner_target() == OWNER  # allow_from comes before the paired
+
+    run(config, scenario)
+
+
+def test_typed_commands_show_buttons_as_replies_and_an_approval_runs_once(config: Config) -> None:
+    config.devices["heater"] = DeviceConfig(driver="relay", pin=5, approval="required")
+
+    async def scenario(ch: MemoryChannel) -> None:
+        devices = ch.runtime.devices
+        assert devices is not None
+        await ch.handle(dm(OWNER, "/devices"))
+        menu = said_to(ch, f"dm-{OWNER}")[-1]
+        assert "• heater: off (needs approval): reply /toggle heater" in menu
+        pending = (await devices.set("heater", "on", requested_by="model")).pending
+        assert pending is not None
+        await ch.handle(dm(OWNER, "/approve"))
+        assert f"• Approve: reply /approve {pending.id}" in said_to(ch, f"dm-{OWNER}")[-1]
+        await ch.handle(dm(OWNER, f"/approve {pending.id}"))
+        await ch.handle(dm(OWNER, f"/approve {pending.id}"))  # typed twice
+        first, second = said_to(ch, f"dm-{OWNER}")[-2:]
+        assert first.startswith("Approved by U-Owner: heater is now") and "already approved" in second
+        decided = devices.approvals.get(pending.id)
+        assert decided.status == "approved" and decided.decided_by == f"memory:{OWNER}"
+        assert devices.backend.pin_factory.pin(5).state  # type: ignore[attr-defined]
+
+    run(config, scenario)
+
+
+def test_a_reply_that_cannot_be_shown_goes_to_the_outbox_and_is_delivered_once_back(config: Config) -> None:
+    async def scenario(ch: MemoryChannel) -> None:
+        ch.reachable = False
+        await ch.handle(dm(OWNER, "are you there"))
+        assert ch.said == [] and ch.outbox.pending_count("memory") == 1
+        ch.reachable = True
+        ch.notify_wakeup()
+        await eventually(lambda: ch.delivered, what="the stored reply to be delivered")
+        ((chat, text),) = ch.delivered
+        assert chat == f"dm-{OWNER}" and text.startswith("echo: are you there")
+
+    run(config, scenario)
+
+
+def test_a_refused_channel_stays_off_with_its_reason(config: Config) -> None:
+    async def scenario(ch: MemoryChannel) -> None:
+        assert not ch.up and ch.problem == "the memory platform refused the token"
+        state = ch.state()
+        assert (state.up, state.detail) == (False, "the memory platform refused the token")
+
+    run(config, scenario, refuse="the memory platform refused the token")
+
+
+def test_buttons_become_the_commands_that_do_the_same() -> None:
+    assert button_command("apr:approve:3f2a") == "/approve 3f2a"
+    assert button_command("dev:toggle:fan") == "/toggle fan"
+    assert button_command("say:porch") == "porch"
+    assert button_command("bogus") == ""
+    shown = as_text(Said("Pick one", [[Button("Approve", "apr:approve:1"), Button("Deny", "apr:deny:1")]]))
+    assert shown.text == "Pick one\n• Approve: reply /approve 1\n• Deny: reply /deny 1" and shown.buttons == []
