@@ -19,12 +19,14 @@ does) or when a test calls :meth:`FakeSlack.redeliver`. :meth:`FakeSlack.disconn
 Like Slack, the fake sends the app a ``message`` event for its own posts and edits (``bot_id`` set; edits as
 ``message_changed``) when it is subscribed to that kind of channel, so a bot that does not ignore its
 own messages talks to itself here too. Slash commands and block actions carry a ``response_url`` on the
-fake (``POST /response/<id>``, recorded in :attr:`FakeSlack.responses`).
+fake (``POST /response/<id>``, five posts each, recorded in :attr:`FakeSlack.responses`): an ephemeral
+answer is kept in :attr:`FakeSlack.ephemeral`, where its buttons can be pressed too, and
+``replace_original`` edits the message it came from.
 
 Tests push what people do (:meth:`push_dm`, :meth:`push_mention`, :meth:`push_channel_message`,
-:meth:`push_command`, :meth:`push_action`), make calls fail (:meth:`fail_next`: network, 429, 500 or any
-Slack error code) and read every request (:attr:`calls`), acknowledgement (:attr:`acks`) and message as it
-looks now (:meth:`bot_messages`).
+:meth:`push_command`, :meth:`push_action`, :meth:`push_ephemeral_action`), make calls fail
+(:meth:`fail_next`: network, 429, 500 or any Slack error code) or wait (:meth:`hold`), and read every
+request (:attr:`calls`), acknowledgement (:attr:`acks`) and message as it looks now (:meth:`bot_messages`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ TEXT_LIMIT = 40_000  # characters of a message's text (Slack truncates at 40,000
 SECTION_TEXT_LIMIT = 3_000  # characters of a section block's text
 BUTTON_TEXT_LIMIT = 75  # characters of a button's label
 BUTTON_VALUE_LIMIT = 2_000
+RESPONSE_URL_USES = 5  # a response_url answers this many posts (within 30 minutes)
 ACTIONS_LIMIT = 25  # elements in one actions block
 BLOCKS_LIMIT = 50  # blocks in one message
 # Methods the app-level token may call; the bot token may call all the others.
@@ -98,14 +101,18 @@ class FakeSlack:
         self.envelopes: list[dict[str, Any]] = []  # every envelope sent, in order (re-deliveries too)
         self.acks: dict[str, dict[str, Any] | None] = {}  # envelope id -> the ack's payload (None: none)
         self.responses: list[dict[str, Any]] = []  # what the app posted to response_urls, with "url_id"
+        self.ephemeral: dict[str, dict[str, Any]] = {}  # ts -> an ephemeral message as its one reader sees it
         self.connects = 0  # websocket connections accepted
         self._tickets: set[str] = set()
         self._connections: list[Connection] = []
         self._unacked: dict[str, dict[str, Any]] = {}  # envelope id -> envelope, in push order
         self._queued: deque[str] = deque()  # envelope ids waiting for a connection
+        self._flushing: set[asyncio.Future[None]] = set()
         self._sent: set[str] = set()  # envelope ids sent on some connection and not acknowledged
         self._response_urls: dict[str, dict[str, Any]] = {}  # url id -> what it answers (channel, message)
         self._failures: dict[str, deque[tuple[str, int]]] = {}
+        self._holds: dict[str, asyncio.Event] = {}  # method -> released when set
+        self.held: dict[str, int] = {}  # method -> calls waiting at its hold now
         self._ts = itertools.count(1)
         self._ids = itertools.count(1)
         self._changed = asyncio.Event()
@@ -134,7 +141,10 @@ class FakeSlack:
         self.port = self._runner.addresses[0][1]
 
     async def close(self) -> None:
-        """Stop listening; open websockets are closed (the app sees the network go away)."""
+        """Stop listening; open websockets are closed (the app sees the network go away). State is kept:
+        :meth:`start` with the same port brings the same workspace back."""
+        for gate in self._holds.values():
+            gate.set()
         await self.drop_connections()
         if self._runner is not None:
             await self._runner.cleanup()
@@ -231,7 +241,7 @@ class FakeSlack:
         """A user runs a slash command in a channel or DM (``slash_commands``, accepts a response payload)."""
         user = self.add_user(user_id)
         conversation = self.conversations.get(channel_id) or self.add_channel(channel_id)
-        url_id = self._response_url(channel_id, None)
+        url_id = self._response_url(channel_id, user_id, None)
         payload = {
             "token": "verification-token",
             "team_id": TEAM_ID,
@@ -251,8 +261,17 @@ class FakeSlack:
 
     def push_action(self, user_id: str, channel_id: str, message_ts: str, action_id: str) -> dict[str, Any]:
         """A user presses the button ``action_id`` on one of the bot's messages (``block_actions``)."""
+        return self._push_press(user_id, channel_id, self.messages[channel_id][message_ts], action_id, False)
+
+    def push_ephemeral_action(self, user_id: str, message_ts: str, action_id: str) -> dict[str, Any]:
+        """A user presses a button on an ephemeral message (one only they see, e.g. a slash command's answer)."""
+        message = self.ephemeral[message_ts]
+        return self._push_press(user_id, message["channel"], message, action_id, True)
+
+    def _push_press(
+        self, user_id: str, channel_id: str, message: dict[str, Any], action_id: str, ephemeral: bool
+    ) -> dict[str, Any]:
         user = self.add_user(user_id)
-        message = self.messages[channel_id][message_ts]
         found = [
             (block, element)
             for block in message.get("blocks") or []
@@ -260,9 +279,9 @@ class FakeSlack:
             if element.get("action_id") == action_id
         ]
         if not found:
-            raise AssertionError(f"no button {action_id!r} on message {message_ts} in {channel_id}")
+            raise AssertionError(f"no button {action_id!r} on message {message['ts']} in {channel_id}")
         block, button = found[0]
-        url_id = self._response_url(channel_id, message_ts)
+        url_id = self._response_url(channel_id, user_id, message["ts"], ephemeral=ephemeral)
         conversation = self.conversations[channel_id]
         action = {
             "action_id": action_id,
@@ -273,27 +292,28 @@ class FakeSlack:
         }
         if "value" in button:
             action["value"] = button["value"]
-        payload = {
+        payload: dict[str, Any] = {
             "type": "block_actions",
             "user": {"id": user_id, "username": user["name"], "name": user["name"], "team_id": TEAM_ID},
             "api_app_id": APP_ID,
             "token": "verification-token",
             "container": {
                 "type": "message",
-                "message_ts": message_ts,
+                "message_ts": message["ts"],
                 "channel_id": channel_id,
-                "is_ephemeral": False,
+                "is_ephemeral": ephemeral,
             },
             "trigger_id": f"{next(self._ids)}.{TEAM_ID}.trigger",
             "team": {"id": TEAM_ID, "domain": "picotest"},
             "enterprise": None,
             "is_enterprise_install": False,
             "channel": {"id": channel_id, "name": "directmessage" if conversation["is_im"] else conversation["name"]},
-            "message": message,
             "state": {"values": {}},
             "response_url": f"http://127.0.0.1:{self.port}/response/{url_id}",
             "actions": [action],
         }
+        if not ephemeral:  # Slack leaves the message out of presses on ephemeral ones
+            payload["message"] = message
         return self._push_envelope("interactive", payload, accepts_response_payload=False)
 
     async def redeliver(self, envelope: dict[str, Any]) -> dict[str, Any]:
@@ -324,9 +344,15 @@ class FakeSlack:
                 await connection.ws.close()
         self._wake()
 
+    def hold(self, method: str) -> asyncio.Event:
+        """Calls of ``method`` wait (in :attr:`held`) until the returned event is set: a slow Slack."""
+        gate = self._holds[method] = asyncio.Event()
+        return gate
+
     def fail_next(self, method: str, n: int = 1, kind: str = "network", *, retry_after: int = 1) -> None:
         """The next ``n`` calls of ``method`` fail: ``network`` (connection dropped unanswered), ``429``
-        (ratelimited, with Retry-After), ``500``, or any Slack error code (``invalid_auth``, ...)."""
+        (ratelimited, with Retry-After), ``500``, or any Slack error code (``invalid_auth``, ...).
+        ``method`` ``response_url`` makes posts to response URLs fail (network or an HTTP status)."""
         self._failures.setdefault(method, deque()).extend([(kind, retry_after)] * n)
 
     # --- what tests read ----------------------------------------------------------------------
@@ -442,7 +468,9 @@ class FakeSlack:
             envelope["retry_reason"] = ""
         self._unacked[envelope["envelope_id"]] = envelope
         self._queued.append(envelope["envelope_id"])
-        asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self._flush()))
+        flushing = asyncio.ensure_future(self._flush())  # sent once the test yields to the loop
+        self._flushing.add(flushing)
+        flushing.add_done_callback(self._flushing.discard)
         return envelope
 
     @staticmethod
@@ -531,28 +559,55 @@ class FakeSlack:
 
     # --- response_url ---------------------------------------------------------------------------
 
-    def _response_url(self, channel_id: str, message_ts: str | None) -> str:
+    def _response_url(self, channel_id: str, user_id: str, message_ts: str | None, *, ephemeral: bool = False) -> str:
         url_id = uuid.uuid4().hex
-        self._response_urls[url_id] = {"channel": channel_id, "message_ts": message_ts}
+        self._response_urls[url_id] = {
+            "channel": channel_id,
+            "user": user_id,
+            "message_ts": message_ts,
+            "ephemeral": ephemeral,
+            "uses": 0,
+        }
         return url_id
 
     async def _handle_response_url(self, request: web.Request) -> web.Response:
         target = self._response_urls.get(request.match_info["url_id"])
         if target is None:
             return web.Response(status=404, text="no_response_url")
+        if target["uses"] >= RESPONSE_URL_USES:
+            return web.Response(status=404, text="used_url")
+        failures = self._failures.get("response_url")
+        if failures:  # fail_next("response_url", ...): network or an HTTP status
+            kind, _ = failures.popleft()
+            if kind == "network" and request.transport is not None:
+                request.transport.abort()
+            return web.Response(status=int(kind) if kind.isdigit() else 500, text="internal_error")
         try:
             body = await request.json()
         except ValueError:
             return web.Response(status=400, text="invalid_payload")
+        target["uses"] += 1
         self.responses.append({"url_id": request.match_info["url_id"], **body})
         channel, message_ts = target["channel"], target["message_ts"]
-        if body.get("replace_original") and message_ts and message_ts in self.messages.get(channel, {}):
-            message = self.messages[channel][message_ts]
+        if body.get("replace_original") and message_ts:
+            shown = self.ephemeral if target["ephemeral"] else self.messages.get(channel, {})
+            message = shown.get(message_ts)
+            if message is None:
+                return web.Response(status=404, text="message_not_found")
             message["text"] = body.get("text", message.get("text", ""))
             message["blocks"] = body.get("blocks") or []
-            message["edited"] = {"user": BOT_USER_ID, "ts": self._next_ts()}
         elif body.get("response_type") == "in_channel":
             self._post(channel, {"text": body.get("text", ""), "blocks": body.get("blocks")})
+        else:  # ephemeral: shown only to the person, until they reload
+            ts = self._next_ts()
+            self.ephemeral[ts] = {
+                "type": "message",
+                "ts": ts,
+                "channel": channel,
+                "user": target["user"],
+                "text": body.get("text", ""),
+                "blocks": body.get("blocks") or [],
+            }
         self._wake()
         return web.Response(text="ok")
 
@@ -577,6 +632,14 @@ class FakeSlack:
         params = await self._params(request)
         auth = request.headers.get("Authorization", "")
         token = auth.removeprefix("Bearer ").strip() if auth.startswith("Bearer ") else str(params.pop("token", ""))
+        gate = self._holds.get(method)
+        if gate is not None and not gate.is_set():
+            self.held[method] = self.held.get(method, 0) + 1
+            self._wake()
+            try:
+                await gate.wait()
+            finally:
+                self.held[method] -= 1
         failures = self._failures.get(method)
         if failures:
             kind, retry_after = failures.popleft()
