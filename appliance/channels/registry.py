@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 # name -> "module:Class"; the class takes (its config section, runtime, outbox).
 CHANNELS: dict[str, str] = {
     "telegram": "appliance.channels.telegram.channel:TelegramChannel",
+    "slack": "appliance.channels.slack.channel:SlackChannel",
 }
 
 
