@@ -321,6 +321,11 @@ class Daemon:
         listening = ("host", "port", "tls", "allowed_hosts")
         if any(getattr(new.web, k) != getattr(old.web, k) for k in listening) or new.data_dir != old.data_dir:
             log.warning("SIGHUP: web.host, web.port, web.tls, web.allowed_hosts and data_dir apply at the next restart")
+        from appliance.channels.registry import CHANNELS, section
+
+        changed = [name for name in CHANNELS if section(new, name) != section(old, name)]
+        if changed:
+            log.warning("SIGHUP: the %s channel settings apply at the next restart", ", ".join(changed))
         try:
             if new.llm != old.llm:
                 replacement = local_model(new)
@@ -337,7 +342,7 @@ class Daemon:
             return
         # Apply in place: the agent and handlers hold this same object.
         routing_changed = (new.providers, new.routing) != (old.providers, old.routing)
-        for name in ("agent", "llm", "log_level", "secrets_file", "providers", "routing"):
+        for name in ("agent", "llm", "log_level", "secrets_file", "providers", "routing", "notify"):
             setattr(old, name, getattr(new, name))
         if routing_changed:
             from appliance.agent.escalation import CloudRoute

@@ -113,6 +113,16 @@ class Outbox:
         """It can never be delivered (the chat is gone, the bot was blocked)."""
         self.db.write("UPDATE outbox SET status = 'failed', last_error = ? WHERE id = ?", (error, message_id))
 
+    def mark_undelivered(self, channel: str, remote_id: str, error: str) -> bool:
+        """The platform accepted a message (marked sent) and reported later that it never arrived; True if found."""
+        with self.db.transaction() as conn:
+            changed = conn.execute(
+                "UPDATE outbox SET status = 'failed', last_error = ?"
+                " WHERE channel = ? AND remote_id = ? AND status = 'sent'",
+                (error, channel, remote_id),
+            ).rowcount
+        return changed > 0
+
     def keep_unsent(self, message_id: int, rest: str) -> None:
         """Part of a long message went out: only the rest stays to send, so a retry repeats nothing."""
         self.db.write("UPDATE outbox SET text = ? WHERE id = ?", (rest, message_id))

@@ -763,5 +763,15 @@ def test_the_rate_limiter_forgets_old_keys() -> None:
 
 
 def test_module_constants() -> None:
-    assert sorted(auth_module.PUBLIC_PATHS) == ["/healthz", "/login", "/metrics", "/telegram/webhook"]
+    assert sorted(auth_module.PUBLIC_PATHS) == [
+        "/healthz",
+        "/login",
+        "/metrics",
+        "/telegram/webhook",
+        "/whatsapp/webhook",
+    ]
+    # A webhook bridge's route is public (its signature is checked there); nothing else under /api/ is.
+    public = auth_module._is_public
+    assert public("/api/webhook/home_assistant")
+    assert not any(public(p) for p in ("/api/webhook/", "/api/webhook/a/b", "/api/webhook/..", "/api/status"))
     assert (SESSION_COOKIE, CSRF_HEADER, auth_module.STATIC_PREFIX) == ("pa_session", "X-CSRF-Token", "/static/")

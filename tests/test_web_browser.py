@@ -62,6 +62,7 @@ class Served:
 
     base: str
     spki: str = ""
+    cli: tuple[str, ...] = ()  # `python -m appliance --config ... --data-dir ...` for this daemon
 
 
 @pytest.fixture(scope="module", params=["off", "auto"], ids=["tls-off", "tls-auto"])
@@ -72,7 +73,11 @@ def server(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequ
     tls = request.param == "auto"
     data = tmp_path_factory.mktemp("web-data")
     config = data.parent / f"{data.name}.yaml"
-    config.write_text(CHECKOUT_CONFIG.read_text().replace("tls: off", f"tls: {request.param}"))
+    # A job that acts without the model: `picoagent cron run porch_check` puts its result in the feed.
+    job = '\n    - {id: porch_check, schedule: "daily 03:00", device: porch_light, value: "on"}'
+    config.write_text(
+        CHECKOUT_CONFIG.read_text().replace("tls: off", f"tls: {request.param}").replace("  jobs: []", "  jobs:" + job)
+    )
     env = {k: v for k, v in os.environ.items() if k != "PICOAGENT_CONFIG"}
     cli = [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(data)]
     subprocess.run([*cli, "passwd", "--stdin"], input=PASSWORD + "\n", text=True, env=env, check=True, timeout=60)
@@ -101,7 +106,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequ
             if time.monotonic() > deadline:
                 pytest.fail(f"picoagent serve did not answer /healthz in 30 s:\n{log_path.read_text()}")
             time.sleep(0.1)
-        yield Served(base, certificate.pin.removeprefix("sha256//") if certificate else "")
+        yield Served(base, certificate.pin.removeprefix("sha256//") if certificate else "", tuple(cli))
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -239,6 +244,45 @@ def test_every_status_card_and_device_is_seen_none_under_another(page: sync_api.
     for title in page.locator("section.card h2.card-title").all():
         _uncovered(page, title)
     _uncovered(page, page.locator("#devices li").first)
+
+
+# Records what the page shows as a browser notification, then lets Chromium show it.
+RECORD_NOTIFICATIONS = """
+window.__shown = [];
+const Shown = window.Notification;
+window.Notification = class extends Shown {
+  constructor(title, options) { super(title, options); window.__shown.push(options.body); }
+};
+"""
+
+
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_a_proactive_message_shows_in_the_feed_live_and_as_a_browser_notification(
+    browser: sync_api.Browser, server: Served, requested: list[str], size: dict[str, int]
+) -> None:
+    context = _context(browser, server, requested)
+    context.grant_permissions(["notifications"])
+    context.add_init_script(RECORD_NOTIFICATIONS)
+    page = context.new_page()
+    page.set_viewport_size(size)
+    page.goto("/login")
+    _sign_in(page, PASSWORD)
+    page.wait_for_url("**/")
+    expect(page.locator("#updated")).to_contain_text("updated")  # the feed as it was is on screen
+    expect(page.locator("#channels")).to_contain_text("No chat channel: notifications show here")
+    expect(page.locator("#notify-here")).to_be_hidden()  # permission granted already: nothing to ask
+    env = {k: v for k, v in os.environ.items() if k != "PICOAGENT_CONFIG"}
+    ran = subprocess.run(
+        [*server.cli, "cron", "run", "porch_check"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert ran.returncode == 0, ran.stderr
+    newest = page.locator("#feed li").first
+    expect(newest.locator(".feed-text")).to_have_text(f"porch_check: {ran.stdout.strip()}", timeout=15_000)
+    expect(newest.locator(".feed-where")).to_have_text("cron · not sent (no channel)")
+    _uncovered(page, newest.locator(".feed-text"))
+    page.wait_for_function("(text) => window.__shown.includes(text)", arg=f"porch_check: {ran.stdout.strip()}")
+    page.screenshot(path=ARTIFACTS / f"status-feed-{'phone' if size == PHONE else 'desktop'}.png", full_page=True)
+    context.close()
 
 
 @pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])

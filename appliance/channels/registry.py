@@ -22,7 +22,10 @@ log = logging.getLogger(__name__)
 # name -> "module:Class"; the class takes (its config section, runtime, outbox).
 CHANNELS: dict[str, str] = {
     "telegram": "appliance.channels.telegram.channel:TelegramChannel",
+    "discord": "appliance.channels.discord.channel:DiscordChannel",
     "slack": "appliance.channels.slack.channel:SlackChannel",
+    "whatsapp": "appliance.channels.whatsapp.channel:WhatsAppChannel",
+    "webhook": "appliance.channels.webhook:WebhookChannel",
 }
 
 

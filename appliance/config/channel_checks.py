@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 from appliance.config.channels import CHANNEL_ORDER
 from appliance.config.schema import Config
@@ -42,6 +43,12 @@ def check_channels(config: Config) -> None:
     _check_email(config)
     if config.whatsapp.enabled and not config.whatsapp.phone_number_id:
         raise ConfigError("whatsapp.phone_number_id: the channel needs the number's id (the app's API setup page)")
+    hook_url = config.whatsapp.webhook_url
+    if hook_url and (not hook_url.startswith("https://") or not urlsplit(hook_url).hostname):
+        raise ConfigError(
+            "whatsapp.webhook_url: Meta only posts to https:// URLs",
+            fix="give the public HTTPS URL of /whatsapp/webhook (a tunnel such as cloudflared gives one)",
+        )
     for bridge, hook in config.webhooks.items():
         if not BRIDGE_NAME.fullmatch(bridge):
             raise ConfigError(

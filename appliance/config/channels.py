@@ -111,6 +111,9 @@ class WhatsAppConfig:
     )
     owner: str = doc("number proactive messages go to; empty: the first allowed number", "")
     api_base_url: str = doc("the Graph API base URL", "https://graph.facebook.com/v21.0")
+    webhook_url: str = doc(
+        "the public HTTPS URL Meta posts to (ends in /whatsapp/webhook); its host name is let in", ""
+    )
 
 
 @dataclass

@@ -270,7 +270,7 @@ class CronJob:
     device: str = doc("a device to set (with value)", "")
     value: str | bool = doc("the value to set the device to: on, off, 40%", "")
     task: str = doc("a persistent task's goal to start", "")
-    deliver: bool = doc("send the result to the owner (Telegram)", True)
+    deliver: bool = doc("send the result to the owner (the status page feed and notify.owner's channel)", True)
     missed: Literal["skip", "run_once"] = doc(
         "a run missed while the Pi was off: skip it, or run once at start", "skip"
     )

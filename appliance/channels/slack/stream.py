@@ -43,8 +43,10 @@ def retry_after_s(exc: SlackApiError) -> float | None:
 
 
 def error_of(exc: SlackApiError) -> str:
-    """Slack's error code (``channel_not_found``), else the HTTP status."""
-    return str(exc.response.get("error") or exc.response.status_code)
+    """Slack's error code (``channel_not_found``), else the HTTP status (a 5xx page is not JSON)."""
+    data = exc.response.data
+    error = data.get("error") if isinstance(data, dict) else None
+    return str(error or exc.response.status_code)
 
 
 class SlackReply(StreamedReply):

@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from appliance.channels.commands import Button, Said
+from appliance.channels.text import split_text
 
 MESSAGE_LIMIT = 3_000  # characters of one message we send (a section block's text limit)
 ACTIONS_PER_BLOCK = 25  # buttons in one actions block
@@ -24,6 +25,7 @@ ACTION_PREFIX = "pico:"  # every button's action_id starts with it
 
 _LINK = re.compile(r"<([^<>|]+)(?:\|([^<>]*))?>")
 _ENTITY = re.compile(r"&(amp|lt|gt);")
+_PARTIAL_ENTITY = re.compile(r"&(?:a|am|amp|l|lt|g|gt)?$")  # an entity a hard cut split
 
 
 def escape(text: str) -> str:
@@ -56,25 +58,13 @@ def from_slack(text: str, bot_user_id: str = "") -> str:
 
 
 def split_message(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
-    """An escaped text cut into pieces of at most ``limit`` characters: at a paragraph, a line, a space, else hard."""
-    pieces: list[str] = []
-    rest = text.strip()
-    while len(rest) > limit:
-        window = rest[:limit]
-        cut = len(window)
-        for separator in ("\n\n", "\n", " "):
-            at = window.rfind(separator)
-            if at >= len(window) // 4:  # an earlier boundary would leave a stub of a message
-                cut = at
-                break
-        else:
-            entity = window.rfind("&", len(window) - 5)
-            if entity > 0 and ";" not in window[entity:]:
-                cut = entity  # never cut an &amp; in two
-        pieces.append(rest[:cut].rstrip())
-        rest = rest[cut:].lstrip()
-    if rest:
-        pieces.append(rest)
+    """An escaped text cut into pieces of at most ``limit`` characters (the shared cut: a paragraph, a line,
+    a space, else hard), never inside an ``&amp;``."""
+    pieces = split_text(text, limit - 4)  # room for an entity's start moved to the next piece
+    for i in range(len(pieces) - 1):
+        cut = _PARTIAL_ENTITY.search(pieces[i])
+        if cut is not None:
+            pieces[i], pieces[i + 1] = pieces[i][: cut.start()], pieces[i][cut.start() :] + pieces[i + 1]
     return pieces
 
 

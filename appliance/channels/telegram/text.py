@@ -1,7 +1,7 @@
 """Text and buttons within Telegram's limits: 4096 UTF-16 code units a message, 64 bytes of button data.
 
-A long reply is cut at a paragraph, else a line, else a space, else hard, into messages Telegram
-accepts; the footer (:func:`appliance.channels.core.footer`) closes the last one.
+A long reply is cut (:func:`appliance.channels.text.split_text`) into messages Telegram accepts; the
+footer (:func:`appliance.channels.core.footer`) closes the last one.
 """
 
 from __future__ import annotations
@@ -13,38 +13,15 @@ from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 from appliance.agent.record import ReplyRecord
 from appliance.channels.commands import Button
 from appliance.channels.core import footer
+from appliance.channels.text import split_text
 
 MESSAGE_LIMIT = 4096  # Telegram's limit for one message, in UTF-16 code units
 CALLBACK_DATA_LIMIT = 64  # bytes of a button's callback data
 
 
-def _within(text: str, limit: int) -> str:
-    """The longest prefix of ``text`` that fits ``limit`` UTF-16 code units."""
-    units = 0
-    for i, char in enumerate(text):
-        units += 2 if ord(char) > 0xFFFF else 1
-        if units > limit:
-            return text[:i]
-    return text
-
-
 def split_message(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
     """Cut a text into messages Telegram accepts: at a paragraph, else a line, else a space, else hard."""
-    pieces: list[str] = []
-    rest = text.strip()
-    while len(_within(rest, limit)) < len(rest):
-        window = _within(rest, limit)
-        cut = len(window)
-        for separator in ("\n\n", "\n", " "):
-            at = window.rfind(separator)
-            if at >= len(window) // 4:  # an earlier boundary would leave a stub of a message
-                cut = at
-                break
-        pieces.append(rest[:cut].rstrip())
-        rest = rest[cut:].lstrip()
-    if rest:
-        pieces.append(rest)
-    return pieces
+    return split_text(text, limit)
 
 
 def with_footer(record: ReplyRecord) -> str:

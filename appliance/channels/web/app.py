@@ -14,7 +14,7 @@ from aiohttp import WSCloseCode, web
 
 from appliance import __version__
 from appliance.channels.web import auth as web_auth
-from appliance.channels.web import chat, cron, devices, hosts, http, login, openai_api, telegram_hook
+from appliance.channels.web import chat, cron, devices, hooks, hosts, http, login, openai_api, telegram_hook
 from appliance.channels.web.login_guard import LoginGuard
 from appliance.channels.web.openapi import openapi_document
 from appliance.channels.web.state import STATE, WebState
@@ -129,6 +129,7 @@ def build_app(state: WebState, site: hosts.SiteNames | None = None) -> web.Appli
             *chat.routes(),
             *openai_api.routes(),
             *telegram_hook.routes(),
+            *hooks.routes(),
             *login.routes(state.auth, login_guard=guard),
             web.static("/static", STATIC),
         ]

@@ -47,8 +47,10 @@ log = logging.getLogger(__name__)
 SESSION_COOKIE = "pa_session"
 LOGIN_CSRF_COOKIE = "pa_login_csrf"
 CSRF_HEADER = "X-CSRF-Token"
-# /telegram/webhook is authenticated by Telegram's secret token header instead (see telegram_hook).
-PUBLIC_PATHS = frozenset({"/healthz", "/metrics", "/login", "/telegram/webhook"})
+# /telegram/webhook is authenticated by Telegram's secret token header instead (see telegram_hook);
+# /whatsapp/webhook and each bridge's /api/webhook/NAME by their signatures (see hooks).
+PUBLIC_PATHS = frozenset({"/healthz", "/metrics", "/login", "/telegram/webhook", "/whatsapp/webhook"})
+BRIDGE_PREFIX = "/api/webhook/"
 STATIC_PREFIX = "/static/"
 # Request key the middleware stores the Principal under (read it with principal(request)).
 
@@ -342,7 +344,11 @@ def principal(request: web.Request) -> Principal | None:
 
 def _is_public(path: str) -> bool:
     # The router sees the same un-normalised path, but a `..` under /static/ has no honest use.
-    return path in PUBLIC_PATHS or (path.startswith(STATIC_PREFIX) and ".." not in path)
+    if path in PUBLIC_PATHS or (path.startswith(STATIC_PREFIX) and ".." not in path):
+        return True
+    # One path segment after the prefix, a bridge's name: nothing else under /api/ is let through.
+    name = path[len(BRIDGE_PREFIX) :] if path.startswith(BRIDGE_PREFIX) else ""
+    return bool(name) and "/" not in name and ".." not in name
 
 
 def _wants_json(path: str) -> bool:

@@ -5,7 +5,8 @@ lets that page read whatever the Pi answers, because to the browser it is the pa
 thing the page cannot fake is the ``Host`` header, which carries its name. So every request must name
 the appliance: localhost, its host name, ``<hostname>.local``, one of its own addresses (the address the
 connection came in on always counts, so a new DHCP lease works at once), the host of
-``telegram.webhook_url``, or a name listed in ``web.allowed_hosts``; anything else gets ``421``.
+``telegram.webhook_url`` or ``whatsapp.webhook_url``, or a name listed in ``web.allowed_hosts``; anything
+else gets ``421``.
 
 The machine's addresses come from ``/proc/net`` because the hardened unit allows no ``AF_NETLINK``
 socket, which ``getifaddrs()`` needs. The same names go into the TLS certificate (``certificate.py``).
@@ -107,8 +108,10 @@ class SiteNames:
         listen = normal_address(config.web.host)
         if listen and not ipaddress.ip_address(listen).is_unspecified:
             found.add(listen)
-        webhook = urlsplit(config.telegram.webhook_url).hostname if config.telegram.webhook_url else None
-        for entry in [*config.web.allowed_hosts, *([webhook] if webhook else [])]:
+        # The public names Telegram and Meta post to (a tunnel's or a reverse proxy's) are this appliance too.
+        webhooks = [config.telegram.webhook_url, config.whatsapp.webhook_url]
+        public = [host for host in (urlsplit(url).hostname for url in webhooks if url) if host]
+        for entry in [*config.web.allowed_hosts, *public]:
             value = host_entry(entry)
             if value is None:
                 continue  # the config check refuses these; a webhook URL's host always parses

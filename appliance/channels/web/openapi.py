@@ -119,6 +119,107 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
+            "/whatsapp/webhook": {
+                "get": {
+                    "summary": "Meta's verification handshake for the WhatsApp webhook (whatsapp.verify_token)",
+                    "security": [],
+                    "parameters": [
+                        {"name": "hub.mode", "in": "query", "required": True, "schema": {"type": "string"}},
+                        {"name": "hub.verify_token", "in": "query", "required": True, "schema": {"type": "string"}},
+                        {"name": "hub.challenge", "in": "query", "required": True, "schema": {"type": "string"}},
+                    ],
+                    "responses": {
+                        "200": {"description": "hub.challenge, as text", "content": {"text/plain": {}}},
+                        "403": _json(ERROR, "not a subscription, or the wrong verify token"),
+                        "404": _json(ERROR, "the WhatsApp channel is not enabled"),
+                    },
+                },
+                "post": {
+                    "summary": "Meta posts WhatsApp messages and statuses here (whatsapp.enabled)",
+                    "security": [],
+                    "parameters": [
+                        {
+                            "name": "X-Hub-Signature-256",
+                            "in": "header",
+                            "required": True,
+                            "description": "sha256= and the hex HMAC-SHA256 of the raw body with whatsapp.app_secret",
+                            "schema": {"type": "string"},
+                        }
+                    ],
+                    "requestBody": _body({"type": "object", "description": "a whatsapp_business_account payload"}),
+                    "responses": {
+                        "200": _json({"type": "object"}, "queued; handled in the background"),
+                        "400": BAD_REQUEST,
+                        "401": _json(ERROR, "missing or wrong signature"),
+                        "404": _json(ERROR, "the WhatsApp channel is not enabled"),
+                        "413": _json(ERROR, "the body is too large"),
+                        "503": _json(ERROR, "the channel is stopping; Meta sends it again"),
+                    },
+                },
+            },
+            "/api/webhook/{name}": {
+                "post": {
+                    "summary": "a webhook bridge (webhooks.NAME) asks the assistant; the answer is the reply",
+                    "security": [],
+                    "parameters": [
+                        {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}},
+                        {
+                            "name": "X-Picoagent-Timestamp",
+                            "in": "header",
+                            "required": True,
+                            "description": "when the request was signed, in Unix seconds (at most 5 minutes ago)",
+                            "schema": {"type": "string", "pattern": "^[0-9]+$"},
+                        },
+                        {
+                            "name": "X-Picoagent-Signature",
+                            "in": "header",
+                            "required": True,
+                            "description": 'sha256= and the hex HMAC-SHA256 of timestamp + "." + body with'
+                            " webhooks.NAME.secret; each signature is accepted once",
+                            "schema": {"type": "string"},
+                        },
+                    ],
+                    "requestBody": _body(
+                        {
+                            "type": "object",
+                            "required": ["text"],
+                            "properties": {
+                                "text": {"type": "string", "minLength": 1, "maxLength": 8000},
+                                "chat": {
+                                    "type": "string",
+                                    "pattern": "^[A-Za-z0-9_.:@-]{1,64}$",
+                                    "description": "a conversation of this bridge (default: the bridge's one)",
+                                },
+                                "user": {"type": "string", "description": "who asks, as the history shows it"},
+                            },
+                        }
+                    ),
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "required": ["text", "reply", "footer", "route", "reason"],
+                                "properties": {
+                                    "bridge": {"type": "string"},
+                                    "chat": {"type": "string"},
+                                    "text": {"type": "string", "description": "the answer as a chat shows it"},
+                                    "reply": {"type": "string", "description": "the reply without the footer"},
+                                    "footer": {"type": "string"},
+                                    "route": {"type": "string", "description": "local, cloud, intent ... or command"},
+                                    "reason": {"type": "string"},
+                                    "model": {"type": "string"},
+                                    "choices": {"type": "array", "items": {"type": "string"}},
+                                },
+                            }
+                        ),
+                        "400": BAD_REQUEST,
+                        "401": _json(ERROR, "not signed, wrongly signed, or no such bridge"),
+                        "403": _json(ERROR, "signed more than 5 minutes ago, or a replay of a request seen before"),
+                        "413": _json(ERROR, "the body is too large"),
+                        "503": _json(ERROR, "the assistant is stopping"),
+                    },
+                }
+            },
             "/api/status": _object_get("health, model, queue, recent replies, chart series"),
             "/api/chat": {
                 "post": {

@@ -226,6 +226,51 @@
     $("events-empty").hidden = events.length > 0;
   }
 
+  // --- notifications: the channels, the feed, and the browser's own notifications ------------------
+
+  let newestSeen = null; // the newest notification id shown; null until the first render
+
+  function renderFeed(status) {
+    const channels = (status.channels || []).filter((c) => c.enabled);
+    $("channels").replaceChildren(
+      ...(channels.length
+        ? channels.map((c) =>
+            el("li", "badge " + (c.up ? "badge-ok" : "badge-down"), `${c.name}: ${c.up ? "up" : "down"} · ${c.detail}`),
+          )
+        : [el("li", "badge", "No chat channel: notifications show here")]),
+    );
+    const items = status.notifications || [];
+    const fresh = newestSeen === null ? [] : items.filter((n) => n.id > newestSeen);
+    $("feed").replaceChildren(
+      ...items.map((n) => {
+        const item = el("li", fresh.includes(n) ? "fresh" : "");
+        item.append(el("span", "feed-time", clock(n.at)));
+        item.append(el("span", "feed-text", n.text));
+        item.append(el("span", "feed-where", `${n.kind} · ${n.channel ? `${n.channel}: ${n.delivery}` : n.delivery}`));
+        return item;
+      }),
+    );
+    $("feed-empty").hidden = items.length > 0;
+    if (items.length) newestSeen = Math.max(newestSeen || 0, ...items.map((n) => n.id));
+    else if (newestSeen === null) newestSeen = 0;
+    if ("Notification" in window && Notification.permission === "granted") {
+      for (const n of fresh.reverse()) new Notification("picoagent", { body: n.text, tag: `picoagent-${n.id}` });
+    }
+  }
+
+  function wireNotifyHere() {
+    const button = $("notify-here");
+    if (!("Notification" in window)) return; // this browser (or plain http:// on another host) has none
+    const show = () => {
+      button.hidden = Notification.permission !== "default";
+    };
+    button.addEventListener("click", async () => {
+      await Notification.requestPermission();
+      show();
+    });
+    show();
+  }
+
   // --- charts: inline SVG sized to its box --------------------------------------------------------
 
   function svg(tag, attrs, parent) {
@@ -328,6 +373,7 @@
     renderRecent(status);
     renderDevices(status);
     renderEvents(status);
+    renderFeed(status);
   }
 
   // --- polling ----------------------------------------------------------------------------------
@@ -367,6 +413,7 @@
   });
 
   wireLogout();
+  wireNotifyHere();
   loadCsrf().catch(() => {});
   poll();
   setInterval(poll, POLL_MS);

@@ -1,0 +1,367 @@
+"""Webhook bridges: signed requests to the daemon's real web app, and the bridge's signed posts to a real
+receiver on 127.0.0.1 (tests/fakes/webhook_receiver.py, which checks the signatures on its own).
+
+The runtime is the real one with a scripted instant model: these tests check the bridge (signatures,
+replays, the answer in the response, delivery to the url), not answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from appliance.channels.registry import ChannelSet
+from appliance.channels.web.app import build_app
+from appliance.channels.web.auth import Auth
+from appliance.channels.web.state import WebState
+from appliance.channels.webhook import WebhookChannel
+from appliance.config import Config, DeviceConfig, WebhookConfig
+from appliance.llm.base import Generation, GenerationRequest
+from appliance.llm.scripted import ScriptedModel
+from appliance.notify import Notifier
+from appliance.outbox import Outbox
+from appliance.runtime import Runtime
+from tests.fakes.clock import ManualClock
+from tests.fakes.webhook_receiver import WebhookReceiver, signed_request
+from tests.helpers import eventually
+
+SECRET = "ha-secret-0123456789abcdef"
+SCRIPT_SECRET = "script-secret-0123456789"
+
+
+class Clock(ManualClock):
+    start = 1_800_000_000.0
+
+
+@dataclass
+class Harness:
+    receiver: WebhookReceiver
+    runtime: Runtime
+    channel: WebhookChannel
+    outbox: Outbox
+    model: ScriptedModel
+    clock: Clock
+    client: TestClient[Any, Any]
+
+    async def ask(
+        self, payload: dict[str, Any] | bytes, *, bridge: str = "ha", secret: str = SECRET, at: float | None = None
+    ) -> tuple[int, dict[str, Any]]:
+        """A signed request, as a caller sends it; the status and the JSON answer."""
+        body, headers = signed_request(secret, payload, timestamp=self.clock() if at is None else at)
+        return await self.post(bridge, body, headers)
+
+    async def post(self, bridge: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        response = await self.client.post(f"/api/webhook/{bridge}", data=body, headers=headers)
+        return response.status, await response.json()
+
+    def notifier(self) -> Notifier:
+        return Notifier(self.outbox, {"webhook": self.channel}, lambda: ["webhook"], clock=self.clock)
+
+    async def drain(self, seconds: int = 120) -> None:
+        """A delivery pass every (test) second until nothing is pending."""
+        for _ in range(seconds):
+            await self.channel.delivery.deliver_due()
+            if self.outbox.pending_count("webhook") == 0:
+                return
+            self.clock.advance(1)
+        raise AssertionError(f"the outbox did not empty: {self.rows()}")
+
+    def rows(self) -> list[tuple[str, str, str | None]]:
+        return self.runtime.db.rows("SELECT text, status, last_error FROM outbox ORDER BY id")
+
+    def new_channel(self) -> WebhookChannel:
+        return WebhookChannel(self.runtime.config.webhooks, self.runtime, self.outbox, clock=self.clock)
+
+
+@contextlib.asynccontextmanager
+async def bridges(config: Config, model: ScriptedModel | None = None) -> AsyncIterator[Harness]:
+    """A receiver, the runtime, the bridges "ha" (with the receiver's url) and "script" (answers only), the web app."""
+    clock = Clock()
+    async with contextlib.AsyncExitStack() as stack:
+        receiver = await stack.enter_async_context(WebhookReceiver(SECRET, clock=clock))
+        config.webhooks = {
+            "ha": WebhookConfig(secret=SECRET, url=receiver.url),
+            "script": WebhookConfig(secret=SCRIPT_SECRET),
+        }
+        model = model or ScriptedModel()
+        runtime = Runtime.open(config, model=model)
+        stack.callback(runtime.close)
+        outbox = Outbox(runtime.db, clock=clock)
+        channel = WebhookChannel(config.webhooks, runtime, outbox, clock=clock)
+        channels = ChannelSet(config)
+        channels.channels["webhook"] = channel
+        state = WebState(runtime, Auth(runtime.db))
+        state.channels = channels
+        client: TestClient[Any, Any] = await stack.enter_async_context(TestClient(TestServer(build_app(state))))
+        harness = Harness(receiver, runtime, channel, outbox, model, clock, client)
+        await channel.start()
+        try:
+            yield harness
+        finally:
+            await harness.channel.stop()
+
+
+def run(config: Config, scenario: Callable[[Harness], Awaitable[None]], model: ScriptedModel | None = None) -> None:
+    async def main() -> None:
+        async with bridges(config, model) as harness:
+            await scenario(harness)
+
+    asyncio.run(main())
+
+
+# --- requests in ---------------------------------------------------------------------------------------
+
+
+def test_a_signed_request_is_answered_with_the_reply_and_its_footer(config: Config) -> None:
+    async def scenario(h: Harness) -> None:
+        assert h.channel.up and h.channel.detail == f"bridges: ha -> {h.receiver.url}, script (answers only)"
+        status, answer = await h.ask({"text": "hello there", "chat": "kitchen"})
+        assert status == 200
+        assert answer["reply"] == "echo: hello there" and answer["route"] == "local"
+        assert answer["footer"].startswith("local · scripted · ") and answer["reason"]
+        assert answer["text"] == f"{answer['reply']}\n\n{answer['footer']}"
+        assert (answer["bridge"], answer["chat"]) == ("ha", "kitchen")
+        assert len(h.model.history) == 1
+
+        # Each chat of a bridge is a conversation of its own, in the same history as every channel's.
+        await h.ask({"text": "and the garage?", "chat": "garage"})
+        await h.ask({"text": "from the script"}, bridge="script", secret=SCRIPT_SECRET)
+        db = h.runtime.db
+        for chat_id, first in (("ha:kitchen", "hello there"), ("ha:garage", "and the garage?")):
+            assert db.recent_messages(db.conversation("webhook", chat_id), 10)[0].content == first
+        assert db.recent_messages(db.conversation("webhook", "script"), 10)[0].content == "from the script"
+        assert h.receiver.received == []  # answers go in the response, never to the url
+
+    run(config, scenario)
+
+
+def test_unsigned_wrong_old_and_replayed_requests_are_refused_and_cost_nothing(
+    config: Config, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def scenario(h: Harness) -> None:
+        good_body, good_headers = signed_request(SECRET, {"text": "turn on the porch light"}, timestamp=h.clock())
+        with caplog.at_level(logging.WARNING):
+            refused = [
+                await h.post("ha", good_body, {"Content-Type": "application/json"}),  # unsigned
+                await h.ask({"text": "hi"}, secret="not-the-secret-0123456789"),  # wrong secret
+                await h.ask({"text": "hi"}, bridge="nope"),  # no such bridge
+                await h.ask({"text": "hi"}, bridge="script"),  # another bridge's secret
+                await h.post("ha", good_body.replace(b"porch", b"front"), good_headers),  # changed after signing
+                await h.ask({"text": "hi"}, at=h.clock() - 301),  # too old
+                await h.ask({"text": "hi"}, at=h.clock() + 301),  # from the future
+            ]
+        assert [status for status, _ in refused] == [401, 401, 401, 401, 401, 403, 403]
+        assert all("error" in answer and "porch" not in str(answer) for _, answer in refused)
+        assert len([r for r in caplog.records if "refused" in r.getMessage()]) == 1  # one line, not seven
+        assert h.model.history == []
+
+        status, _ = await h.post("ha", good_body, good_headers)
+        assert status == 200 and h.runtime.devices is not None
+        replayed, answer = await h.post("ha", good_body, good_headers)  # the same request again
+        assert replayed == 403 and "replay" in answer["error"]
+        # Forgotten by the memory (a restart): the once-only record in the database still refuses it.
+        h.channel.replays = type(h.channel.replays)()
+        assert (await h.post("ha", good_body, good_headers))[0] == 403
+
+        # A request that is signed but not a message: a 400 saying why, no model call.
+        bad = [await h.ask(b"not json"), await h.ask({"chat": "kitchen"}), await h.ask({"text": "x", "chat": "a b"})]
+        assert [status for status, _ in bad] == [400, 400, 400] and h.model.history == []
+
+    run(config, scenario)
+
+
+def test_without_bridges_every_request_is_refused_alike(config: Config) -> None:
+    async def main() -> None:
+        runtime = Runtime.open(config, model=ScriptedModel())
+        try:
+            async with TestClient(TestServer(build_app(WebState(runtime, Auth(runtime.db))))) as client:
+                body, headers = signed_request(SECRET, {"text": "hi"})
+                response = await client.post("/api/webhook/ha", data=body, headers=headers)
+                assert response.status == 401 and "fix" in await response.json()
+        finally:
+            runtime.close()
+
+    asyncio.run(main())
+
+
+def test_commands_and_an_approval_by_reply_code_decided_once(config: Config) -> None:
+    config.devices["heater"] = DeviceConfig(driver="relay", pin=5, approval="required")
+
+    async def scenario(h: Harness) -> None:
+        devices = h.runtime.devices
+        assert devices is not None
+        pending = (await devices.set("heater", "on", requested_by="model")).pending
+        assert pending is not None
+        status, answer = await h.ask({"text": "/approve"})
+        assert status == 200 and answer["route"] == "command"
+        assert f"reply /approve {pending.id}" in answer["text"] and f"reply /deny {pending.id}" in answer["text"]
+        _, decided = await h.ask({"text": f"/approve {pending.id}"})
+        assert decided["text"].startswith("Approved by")
+        h.clock.advance(1)  # a new request, not a replay: signed a second later (the same second would be one)
+        _, again = await h.ask({"text": f"/approve {pending.id}"})
+        assert "already" in again["text"]
+        assert devices.approvals.get(pending.id).decided_by == "webhook:ha"
+        assert bool(devices.backend.pin_factory.pin(5).state) is True and h.model.history == []
+
+    run(config, scenario)
+
+
+class GatedModel(ScriptedModel):
+    """The scripted model answering only once :attr:`gate` is set (a slow turn, without sleeping)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+
+    async def generate(self, request: GenerationRequest) -> Generation:
+        await self.gate.wait()
+        return await super().generate(request)
+
+
+def test_a_reply_whose_caller_hung_up_goes_to_the_url(config: Config) -> None:
+    model = GatedModel()
+
+    async def scenario(h: Harness) -> None:
+        body, headers = signed_request(SECRET, {"text": "a slow question", "chat": "kitchen"}, timestamp=h.clock())
+        with pytest.raises(TimeoutError):
+            await h.client.post("/api/webhook/ha", data=body, headers=headers, timeout=aiohttp.ClientTimeout(total=0.3))
+        await eventually(lambda: h.channel.callers_waiting == 0, what="the server to see the caller go")
+        model.gate.set()
+        await eventually(lambda: bool(h.receiver.accepted), what="the reply at the url")
+        [posted] = h.receiver.accepted
+        assert posted["text"].startswith("echo: a slow question\n\nlocal · scripted")
+        assert (posted["bridge"], posted["chat"], posted["kind"]) == ("ha", "kitchen", "reply")
+        assert [r.valid for r in h.receiver.received] == [True]
+
+    run(config, scenario, model)
+
+
+# --- messages out --------------------------------------------------------------------------------------
+
+
+def test_a_proactive_message_is_posted_signed_to_the_url(config: Config) -> None:
+    async def scenario(h: Harness) -> None:
+        assert h.channel.owner_target() == "ha"  # the first bridge with a url
+        h.notifier().notify("Doorbell: pressed", "event")
+        await eventually(lambda: bool(h.receiver.received), what="the post")
+        [post] = h.receiver.received
+        assert post.valid and post.status == 200  # the receiver checked the signature and the timestamp itself
+        assert post.body == {"bridge": "ha", "chat": "", "kind": "event", "text": "Doorbell: pressed", "id": 1}
+        assert post.delivery == "1"
+        assert h.rows() == [("Doorbell: pressed", "sent", None)]
+
+    run(config, scenario)
+
+
+def test_the_receiver_down_then_back_gets_each_message_once_in_order(config: Config) -> None:
+    async def scenario(h: Harness) -> None:
+        await h.channel.delivery.stop()  # these passes are the test's, by its clock
+        await h.receiver.go_down()
+        notifier = h.notifier()
+        texts = ["The living room is over 28 °C.", "Doorbell: pressed", "Backup finished"]
+        for text in texts:
+            notifier.notify(text, "event")
+        for _ in range(3):
+            await h.channel.delivery.deliver_due()
+            h.clock.advance(30)
+        assert not h.channel.up and h.channel.problem is not None
+        assert h.channel.problem.startswith(f"cannot reach {h.receiver.url}")
+        # Down for proactive messages, the bridge still answers its callers.
+        assert (await h.ask({"text": "still there?"}))[0] == 200
+
+        await h.receiver.come_back()
+        h.receiver.fail_next(1, 503)  # back, but not ready yet for a moment
+        await h.drain()
+        assert h.receiver.texts == texts  # each once, in order
+        assert [r.delivery for r in h.receiver.received] == ["1", "1", "2", "3"]  # a repeat carries its id
+        assert h.channel.up
+
+    run(config, scenario)
+
+
+def test_a_receiver_that_refuses_the_signature_is_not_retried_for_nothing(config: Config) -> None:
+    async def scenario(h: Harness) -> None:
+        await h.channel.delivery.stop()
+        h.receiver.secret = "the-receiver-has-another-secret"
+        h.outbox.enqueue("webhook", "ha", "refused", "event")
+        h.outbox.enqueue("webhook", "script", "nowhere to go", "event")
+        await h.drain()
+        [refused, nowhere] = h.rows()
+        assert refused[1] == "failed" and "HTTP 401" in str(refused[2]) and "secret" in str(refused[2])
+        assert nowhere == ("nowhere to go", "failed", "webhooks.script.url is empty: nowhere to post it")
+        assert len(h.receiver.received) == 1
+
+    run(config, scenario)
+
+
+def test_a_restart_mid_delivery_loses_nothing_and_sends_nothing_twice(config: Config) -> None:
+    async def scenario(h: Harness) -> None:
+        await h.channel.delivery.stop()
+        h.outbox.enqueue("webhook", "ha", "first", "event")
+        await h.channel.delivery.deliver_due()
+        h.outbox.enqueue("webhook", "ha", "second", "event")
+        h.outbox.enqueue("webhook", "ha", "third", "event")
+        h.receiver.fail_next(1, 500)  # "second" fails; "third" waits behind it
+        await h.channel.delivery.deliver_due()
+        await h.channel.stop()  # the daemon stops with "second" and "third" pending
+        h.clock.advance(10)
+        h.outbox.enqueue("webhook", "ha", "while stopped", "event")
+        h.channel = h.new_channel()
+        await h.channel.start()  # nothing else: its own loop delivers
+        await eventually(lambda: h.outbox.pending_count("webhook") == 0, what="the pending messages")
+        assert h.receiver.texts == ["first", "second", "third", "while stopped"]
+
+    run(config, scenario)
+
+
+def test_proactive_messages_go_to_the_first_bridge_that_may_carry_them(config: Config) -> None:
+    async def scenario(h: Harness) -> None:
+        hooks = h.runtime.config.webhooks
+        hooks["ha"].owner = False
+        assert h.channel.owner_target() is None  # "script" has no url
+        hooks["script"].url = "http://127.0.0.1:9/hook"
+        assert h.channel.owner_target() == "script"
+
+    run(config, scenario)
+
+
+def test_the_daemon_builds_the_bridges_from_the_config_and_serves_them(config: Config) -> None:
+    """The whole appliance: the registry builds the channel, /api/status lists it, a bridge answers, notify posts."""
+    from appliance.daemon import Daemon
+    from tests.helpers import started
+
+    config.llm.preload = False
+
+    async def main() -> None:
+        async with WebhookReceiver(SECRET) as receiver:
+            config.webhooks = {"ha": WebhookConfig(secret=SECRET, url=receiver.url)}
+            daemon = Daemon(config, host="127.0.0.1", port=0)
+            served = asyncio.ensure_future(daemon.run())
+            await started(daemon, served)
+            try:
+                assert daemon.web is not None and daemon.channels is not None and daemon.notifier is not None
+                base = f"http://127.0.0.1:{daemon.web.port}"
+                body, headers = signed_request(SECRET, {"text": "turn on the porch light"})
+                async with (
+                    aiohttp.ClientSession() as http,
+                    http.post(f"{base}/api/webhook/ha", data=body, headers=headers) as response,
+                ):
+                    answer = await response.json()
+                assert response.status == 200 and answer["route"] == "intent", answer
+                [state] = [s for s in daemon.channels.states() if s["name"] == "webhook"]
+                assert state["enabled"] and state["up"]
+                await asyncio.to_thread(daemon.notifier.notify, "Backup finished", "task")
+                await eventually(lambda: receiver.texts == ["Backup finished"], what="the post to the url")
+            finally:
+                daemon.stopping.set()
+                assert await served == 0
+
+    asyncio.run(main())
