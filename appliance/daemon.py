@@ -200,6 +200,10 @@ class Daemon:
         )
         state.notifier = notifier
         services.append(Loop("notification fallback", notifier.run))
+        if channels.channels:
+            from appliance.channels.pairing import prune_inbound_daily
+
+            services.append(Loop("message id pruning", lambda: prune_inbound_daily(runtime.db)))
         return services
 
     def _watch_devices(self, runtime: Runtime, state: WebState) -> ThresholdWatcher | None:

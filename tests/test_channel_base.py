@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from appliance.channels.base import Incoming, as_text, button_command
 from appliance.channels.commands import Button, Said
-from appliance.channels.pairing import create_code
+from appliance.channels.pairing import create_code, prune_inbound
 from appliance.config import Config, DeviceConfig
 from appliance.llm.scripted import ScriptedModel
 from appliance.outbox import Outbox
@@ -86,6 +87,17 @@ def test_a_message_delivered_twice_is_answered_once(config: Config) -> None:
         assert len(said_to(ch, f"dm-{OWNER}")) == 1
         status = ch.db.value("SELECT status FROM inbound WHERE channel = 'memory' AND remote_id = 'm-1'")
         assert status == "handled"
+
+    run(config, scenario)
+
+
+def test_ids_of_messages_handled_long_ago_are_forgotten(config: Config) -> None:
+    async def scenario(ch: MemoryChannel) -> None:
+        await ch.handle(dm(OWNER, "hello", remote_id="old"))
+        now = time.time()
+        assert prune_inbound(ch.db, clock=lambda: now + 29 * 86400) == 0
+        assert prune_inbound(ch.db, clock=lambda: now + 31 * 86400) == 1
+        assert ch.db.value("SELECT count(*) FROM inbound") == 0
 
     run(config, scenario)
 

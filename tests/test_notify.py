@@ -122,3 +122,46 @@ def test_notify_owner_names_known_channels_once(tmp_path: pytest.TempPathFactory
         path = write(tmp_path, f"notify:\n  owner: {owner}\n")  # type: ignore[arg-type]
         with pytest.raises(ConfigError, match=error.replace("[", r"\[").replace("]", r"\]")):
             load_config(path)
+
+
+def test_a_doorbell_press_reaches_the_owner_through_the_bridge_when_telegram_is_down(config: Config) -> None:
+    """The whole daemon: notify.owner [telegram, webhook]; Telegram refuses the token, the bridge carries it."""
+    from appliance.config import WebhookConfig
+    from appliance.daemon import Daemon
+    from tests.fakes.telegram_api import FakeTelegram
+    from tests.fakes.webhook_receiver import WebhookReceiver
+    from tests.helpers import started
+
+    secret = "a-bridge-secret-of-32-characters"
+
+    async def main() -> None:
+        async with FakeTelegram("123:THE-REAL-TOKEN") as fake, WebhookReceiver(secret) as receiver:
+            tg = config.telegram
+            tg.enabled, tg.token, tg.api_base_url, tg.allow_from = True, "123:A-WRONG-TOKEN", fake.base_url, [111]
+            config.webhooks["home_assistant"] = WebhookConfig(secret=secret, url=receiver.url)
+            config.notify.owner = ["telegram", "webhook"]
+            config.llm.preload = False
+            config.scheduler.heartbeat_minutes = 0
+            daemon = Daemon(config, host="127.0.0.1", port=0)
+            served = asyncio.ensure_future(daemon.run())
+            await started(daemon, served)
+            try:
+                assert daemon.channels is not None
+                telegram, bridge = daemon.channels.get("telegram"), daemon.channels.get("webhook")
+                assert telegram is not None and not telegram.up and bridge is not None and bridge.up
+                devices = daemon.runtime.devices
+                assert devices is not None
+                pin = devices.backend.pin_factory.pin(22)
+                pin.drive_low()  # the doorbell
+                await asyncio.sleep(0.1)
+                pin.drive_high()
+                await eventually(lambda: receiver.texts, 10, "the press's message at the bridge's url")
+                assert receiver.texts == ["doorbell: pressed"]
+                assert fake.calls_of("sendMessage") == []  # nothing went (or was tried) through Telegram
+                (item,) = recent(daemon.runtime.db)
+                assert (item["channel"], item["delivery"]) == ("webhook", "sent")
+            finally:
+                daemon.stopping.set()
+            assert await served == 0
+
+    asyncio.run(main())

@@ -9,13 +9,17 @@ is handled once, across restarts.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import logging
 import re
 import secrets
 import time
 from collections.abc import Callable
 
 from appliance.memory.db import Database
+
+log = logging.getLogger(__name__)
 
 CODE_TTL_S = 600.0
 PAIRING_CODE = re.compile(r"(?:/(?:start|pair)\s+)?(\d{6})")  # a bare code, or /pair CODE
@@ -83,6 +87,31 @@ def first_time(db: Database, channel: str, remote_id: str, *, clock: Callable[[]
             (channel, remote_id, clock()),
         ).rowcount
     return inserted == 1
+
+
+INBOUND_KEEP_S = 30 * 86400  # longer than any platform re-sends a message (Meta: 7 days)
+
+
+def prune_inbound(db: Database, *, clock: Callable[[], float] = time.time) -> int:
+    """Forget the ids of messages handled more than 30 days ago; how many were forgotten."""
+    with db.transaction() as conn:
+        return int(
+            conn.execute(
+                "DELETE FROM inbound WHERE status = 'handled' AND received_at < ?", (clock() - INBOUND_KEEP_S,)
+            ).rowcount
+        )
+
+
+async def prune_inbound_daily(db: Database) -> None:
+    """The daemon's chore: :func:`prune_inbound` once a day (first an hour after the start)."""
+    delay = 3600.0
+    while True:
+        await asyncio.sleep(delay)
+        delay = 86400.0
+        try:
+            await db.call(prune_inbound, db)
+        except Exception:  # a full disk or a locked file: try again tomorrow
+            log.exception("channels: forgetting old message ids failed")
 
 
 def mark_handled(db: Database, channel: str, remote_id: str) -> None:
