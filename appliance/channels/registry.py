@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 CHANNELS: dict[str, str] = {
     "telegram": "appliance.channels.telegram.channel:TelegramChannel",
     "discord": "appliance.channels.discord.channel:DiscordChannel",
+    "slack": "appliance.channels.slack.channel:SlackChannel",
     "email": "appliance.channels.email.channel:EmailChannel",
     "whatsapp": "appliance.channels.whatsapp.channel:WhatsAppChannel",
     "webhook": "appliance.channels.webhook:WebhookChannel",
