@@ -10,6 +10,7 @@ header) or, in the first test, the way it really does: the owner submits it over
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import logging
 import subprocess
@@ -547,3 +548,19 @@ def test_the_mail_libraries_load_only_with_the_channel() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_password_reaches_no_log_line(config: Config, mail: MailServers, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+
+    async def scenario(h: Harness) -> None:
+        await h.write("hello")
+        await h.replies()
+
+    run(config, mail, scenario)
+    password = mail.box.password
+    plain = base64.b64encode(f"\0{mail.box.username}\0{password}".encode()).decode()  # SMTP AUTH PLAIN
+    secrets = [password, plain, base64.b64encode(password.encode()).decode()]
+    logged = [r.getMessage() + repr(r.args) for r in caplog.records]
+    assert any("LOGIN" in line for line in logged)  # the IMAP conversation is logged at DEBUG, scrubbed
+    assert not [line for line in logged if any(s in line for s in secrets)]

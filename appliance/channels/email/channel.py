@@ -31,6 +31,7 @@ import logging
 import ssl
 import time
 from collections.abc import Callable
+from email.message import EmailMessage
 from typing import Any
 
 from appliance.channels import base
@@ -99,7 +100,7 @@ class EmailChannel(ChatChannel):
         self.detail = self._detail()
         self._watching = asyncio.ensure_future(self._watch(self.inbox))
 
-    def _settings(self) -> ssl.SSLContext | None:
+    def _settings(self) -> ssl.SSLContext:
         c = self.config
         missing = [k for k in ("imap_host", "username", "password") if not getattr(c, k)]
         if missing:
@@ -118,7 +119,7 @@ class EmailChannel(ChatChannel):
                 raise ChannelDown(f"email.ca_file: cannot read {c.ca_file}: {exc}", permanent=True) from None
         return ssl.create_default_context()
 
-    def _new_inbox(self, tls: ssl.SSLContext | None) -> Inbox:
+    def _new_inbox(self, tls: ssl.SSLContext) -> Inbox:
         c = self.config
         settings = ImapSettings(
             c.imap_host, c.imap_port, c.imap_security, c.username, c.password, c.folder, c.poll_s, tls
@@ -265,7 +266,7 @@ class EmailChannel(ChatChannel):
         await self.db.call(self.outbox.mark_sent, message.id, str(mail["Message-ID"]))
         return "sent"
 
-    def _answer(self, to: str, text: str, meta: dict[str, Any], mid: str) -> Any:
+    def _answer(self, to: str, text: str, meta: dict[str, Any], mid: str) -> EmailMessage:
         return answer_mail(
             sender=self.address,
             to=to,
@@ -277,7 +278,7 @@ class EmailChannel(ChatChannel):
             attachments=[str(a) for a in meta.get("attachments", [])],
         )
 
-    async def _send(self, mail: Any, meta: dict[str, Any]) -> None:
+    async def _send(self, mail: EmailMessage, meta: dict[str, Any]) -> None:
         """Submit; on acceptance flag the mail it answers (\\Answered); SMTP's state feeds ``up``."""
         if self.submission is None:
             raise SendFailed("the e-mail channel is not connected")
