@@ -501,9 +501,7 @@ def test_a_wrong_imap_password_is_reported_and_the_daemon_runs_on(config: Config
 
     configure(config, mail, mail.box)
     config.llm.preload = False
-    imap_only = mail.dovecot.mailbox()  # SMTP takes this login, IMAP is given the wrong password for it
-    config.email.username, config.email.password = imap_only.username, imap_only.password
-    (mail.dovecot.passwd / imap_only.username).write_text(f"{imap_only.username}:{{PLAIN}}other::::\n")
+    mail.dovecot.refuse_imap_login(mail.box)  # SMTP takes the login, so IMAP's refusal is what is reported
 
     async def main() -> None:
         daemon = Daemon(config, host="127.0.0.1", port=0)

@@ -343,6 +343,11 @@ service imap-login {{
             self.mailboxes[box.address] = box
             return box
 
+    def refuse_imap_login(self, box: Mailbox) -> None:
+        """IMAP refuses this account's password from now on, SMTP still takes it (as when a provider turns
+        IMAP off for an account); only for an account that has not logged in to IMAP yet."""
+        (self.passwd / box.username).write_text(f"{box.username}:{{PLAIN}}not-{box.password}::::\n", encoding="utf-8")
+
     def log_text(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
