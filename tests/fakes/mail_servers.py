@@ -29,6 +29,7 @@ so a bug in how the channel drives them is not mirrored by the harness that chec
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import datetime
 import email
 import email.policy
@@ -301,6 +302,7 @@ service imap-login {{
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: stop() ends the master and its children at once
+            preexec_fn=_end_with_parent,
         )
 
         def listening() -> bool:
@@ -350,6 +352,11 @@ service imap-login {{
 
     def log_text(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+
+def _end_with_parent() -> None:
+    """In the child before exec: SIGTERM when the test process dies (a killed pytest leaves no dovecot)."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def _accepts(port: int) -> bool:
