@@ -11,8 +11,10 @@ from appliance.agent.escalation import CloudRoute
 from appliance.agent.loop import Agent
 from appliance.agent.record import ReplyRecord
 from appliance.config import Config, ProviderConfig
+from appliance.llm.base import Generation, GenerationRequest
 from appliance.llm.embeddings import LocalEmbedder
 from appliance.llm.local import LocalModel
+from appliance.llm.scripted import ScriptedModel
 from appliance.memory.db import Database
 from appliance.tools import builtin
 from appliance.tools.registry import ToolRegistry
@@ -76,3 +78,17 @@ class Routed:
     async def close(self) -> None:
         await self.cloud.close()
         self.db.close()
+
+
+class SlowModel(ScriptedModel):
+    """The scripted model writing one word every 40 ms, so that a reply visibly streams."""
+
+    async def generate(self, request: GenerationRequest) -> Generation:
+        words: list[str] = []
+        on_token, request.on_token = request.on_token, words.append
+        generation = await super().generate(request)
+        for word in words:
+            await asyncio.sleep(0.04)
+            if on_token is not None:
+                on_token(word)
+        return generation

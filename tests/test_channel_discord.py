@@ -25,10 +25,10 @@ from appliance.channels.discord import slash
 from appliance.channels.discord.channel import NO_INTENT, REFUSED, DiscordChannel
 from appliance.channels.discord.text import MESSAGE_LIMIT, split_message
 from appliance.config import Config, DeviceConfig
-from appliance.llm.base import Generation, GenerationRequest
 from appliance.llm.scripted import ScriptedModel
 from appliance.outbox import Outbox
 from appliance.runtime import Runtime
+from tests.agents import SlowModel
 from tests.fakes.clock import ManualClock
 from tests.fakes.discord_api import INTENT_MESSAGE_CONTENT, FakeDiscord
 from tests.helpers import eventually, started, wait_healthy
@@ -46,20 +46,6 @@ CALLBACK = "POST /interactions/{interaction_id}/{interaction_token}/callback"
 
 class Clock(ManualClock):
     start = 1_800_000_000.0
-
-
-class SlowModel(ScriptedModel):
-    """The scripted model writing one word every 40 ms, so that a reply visibly streams."""
-
-    async def generate(self, request: GenerationRequest) -> Generation:
-        words: list[str] = []
-        on_token, request.on_token = request.on_token, words.append
-        generation = await super().generate(request)
-        for word in words:
-            await asyncio.sleep(0.04)
-            if on_token is not None:
-                on_token(word)
-        return generation
 
 
 @dataclass

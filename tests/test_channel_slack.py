@@ -24,11 +24,11 @@ from appliance.channels.pairing import create_code
 from appliance.channels.slack.channel import SlackChannel, slash_command
 from appliance.channels.slack.text import escape, from_slack, split_message
 from appliance.config import Config, DeviceConfig
-from appliance.llm.base import Generation, GenerationRequest
 from appliance.llm.scripted import ScriptedModel
 from appliance.notify import Notifier
 from appliance.outbox import Outbox
 from appliance.runtime import Runtime
+from tests.agents import SlowModel
 from tests.fakes.clock import ManualClock
 from tests.fakes.slack_api import BOT_USER_ID, FakeSlack
 from tests.helpers import ROOT, started
@@ -42,20 +42,6 @@ ROOM = "C0ROOM"
 
 class Clock(ManualClock):
     start = 1_800_000_000.0
-
-
-class SlowModel(ScriptedModel):
-    """The scripted model writing one word every 40 ms, so that a reply visibly streams."""
-
-    async def generate(self, request: GenerationRequest) -> Generation:
-        words: list[str] = []
-        on_token, request.on_token = request.on_token, words.append
-        generation = await super().generate(request)
-        for word in words:
-            await asyncio.sleep(0.04)
-            if on_token is not None:
-                on_token(word)
-        return generation
 
 
 @dataclass

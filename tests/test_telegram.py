@@ -29,11 +29,11 @@ from appliance.channels.web.state import WebState
 from appliance.channels.web.telegram_hook import SECRET_HEADER, WEBHOOK_PATH
 from appliance.cli.common import load
 from appliance.config import CHECKOUT_CONFIG, Config, DeviceConfig
-from appliance.llm.base import Generation, GenerationRequest
 from appliance.llm.scripted import ScriptedModel
 from appliance.notify import Notifier
 from appliance.outbox import Outbox
 from appliance.runtime import Runtime
+from tests.agents import SlowModel
 from tests.fakes.clock import ManualClock
 from tests.fakes.telegram_api import FakeTelegram, utf16_len
 
@@ -47,20 +47,6 @@ WEBHOOK_SECRET = "s3cret-token_0123456789"
 
 class Clock(ManualClock):
     start = 1_800_000_000.0
-
-
-class SlowModel(ScriptedModel):
-    """The scripted model writing one word every 40 ms, so that a reply visibly streams."""
-
-    async def generate(self, request: GenerationRequest) -> Generation:
-        words: list[str] = []
-        on_token, request.on_token = request.on_token, words.append
-        generation = await super().generate(request)
-        for word in words:
-            await asyncio.sleep(0.04)
-            if on_token is not None:
-                on_token(word)
-        return generation
 
 
 @dataclass
