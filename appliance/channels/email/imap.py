@@ -88,7 +88,7 @@ class Inbox:
         where = f"the IMAP server {s.host}:{s.port}"
         self._lost.clear()
         self._offered.clear()
-        self._idling, self._done_sent, self._closing = None, False, False
+        self._idling, self._done_sent = None, False
         client = aioimaplib.IMAP4(
             host=s.host,
             port=s.port,
