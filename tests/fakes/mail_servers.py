@@ -236,6 +236,7 @@ service auth {{
 }}
 """
             home = "/%u"  # inside the chroot
+            anvil_chroot = ""
         else:
             users = f"""
 default_internal_user = {me}
@@ -246,11 +247,9 @@ first_valid_gid = {gid}
 service imap-login {{
   chroot =
 }}
-service anvil {{
-  chroot =
-}}
 """
             home = f"{self.mail}/%u"
+            anvil_chroot = "  chroot =\n"
         return f"""# a throwaway dovecot for picoagent's tests
 base_dir = {self.root}/run
 state_dir = {self.root}/state
@@ -277,6 +276,12 @@ mail_location = maildir:~/Maildir
 local {NO_IDLE_HOST} {{
   protocol imap {{
     imap_capability = IMAP4rev1 LITERAL+ SASL-IR LOGIN-REFERRALS ID ENABLE UIDPLUS
+  }}
+}}
+# no login penalty: after a refused password dovecot delays the next logins from that address 2-15 s
+service anvil {{
+{anvil_chroot}  unix_listener anvil-auth-penalty {{
+    mode = 0
   }}
 }}
 service imap-login {{

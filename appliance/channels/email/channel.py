@@ -136,6 +136,7 @@ class EmailChannel(ChatChannel):
         while True:
             try:
                 await inbox.run()
+                return  # stopped
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -171,8 +172,11 @@ class EmailChannel(ChatChannel):
     async def disconnect(self) -> None:
         """Stop watching and log out."""
         if self._watching is not None:
-            self._watching.cancel()
-            await asyncio.gather(self._watching, return_exceptions=True)
+            if self.inbox is not None:
+                self.inbox.stop_soon()
+            while not self._watching.done():  # cancel again if a cancel was swallowed (3.11's wait_for can)
+                self._watching.cancel()
+                await asyncio.wait({self._watching}, timeout=1.0)
             self._watching = None
         if self.inbox is not None:
             await self.inbox.close()

@@ -73,6 +73,8 @@ class Inbox:
         self.idle = False  # whether the server announced IDLE
         self._client: aioimaplib.IMAP4 | None = None
         self._idling: asyncio.Future[Any] | None = None  # the IDLE command while it runs
+        self._done_sent = False  # whether DONE was sent for it
+        self._closing = False
         self._offered: set[int] = set()  # UIDs handed to on_mail on this connection
         self._flags: dict[tuple[int, int], set[str]] = {}  # (uidvalidity, uid) -> flags still to store
         self._wake = asyncio.Event()
@@ -86,6 +88,7 @@ class Inbox:
         where = f"the IMAP server {s.host}:{s.port}"
         self._lost.clear()
         self._offered.clear()
+        self._idling, self._done_sent = None, False
         client = aioimaplib.IMAP4(
             host=s.host,
             port=s.port,
@@ -152,6 +155,11 @@ class Inbox:
         protocol.transport = transport
         await asyncio.wait_for(protocol.capability(), TIMEOUT_S)  # what the server offers may change with TLS
 
+    def stop_soon(self) -> None:
+        """End :meth:`run` at its next step (a cancel alone can be lost: Python 3.11's wait_for may swallow it)."""
+        self._closing = True
+        self._wake.set()
+
     def _connection_lost(self, exc: Exception | None) -> None:
         self._lost.set()
         self._wake.set()
@@ -161,17 +169,22 @@ class Inbox:
         client, self._client = self._client, None
         if client is None:
             return
-        with contextlib.suppress(Exception):
-            if client.has_pending_idle() and not self._lost.is_set():
-                client.idle_done()
+        try:
+            if not self._lost.is_set() and client.has_pending_idle():
+                if not self._done_sent:
+                    client.idle_done()
+                    self._done_sent = True
                 if self._idling is not None:
-                    await asyncio.wait_for(self._idling, 2.0)
-            if not self._lost.is_set():
+                    await asyncio.wait({self._idling}, timeout=2.0)  # never cancels the IDLE command itself
+            if not self._lost.is_set() and not client.has_pending_idle():
                 await asyncio.wait_for(self._store_flags(client), 2.0)
                 await asyncio.wait_for(client.logout(), 2.0)
-        transport = getattr(client.protocol, "transport", None)
-        if transport is not None:
-            transport.close()
+        except Exception as exc:  # closing anyway; flags not stored are stored after the next login
+            log.debug("email: closing the IMAP connection: %s", _reason(exc))
+        finally:
+            transport = getattr(client.protocol, "transport", None)
+            if transport is not None:
+                transport.close()
 
     # --- flags --------------------------------------------------------------------------------------
 
@@ -201,18 +214,18 @@ class Inbox:
     # --- the loop -----------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Find unread mail, store flags, wait for news; until cancelled, or raises when the connection fails."""
+        """Find unread mail, store flags, wait for news: until :meth:`stop_soon`; raises when the connection fails."""
         client = self._client
         if client is None:
             raise RuntimeError("the inbox is not open")
-        while True:
+        while not self._closing:
             if self._lost.is_set():
                 raise ConnectionError("the IMAP server closed the connection")
             self._wake.clear()
             await self._store_flags(client)
             await self._fetch_unread(client)
             if self._wake.is_set():
-                continue  # flags arrived meanwhile
+                continue  # flags (or a stop) arrived meanwhile
             if self.idle:
                 await self._idle(client)
             else:
@@ -238,6 +251,7 @@ class Inbox:
     async def _idle(self, client: aioimaplib.IMAP4) -> None:
         """Wait in IDLE until the server reports a change, a flag is to be stored, or it is time to renew."""
         idle = self._idling = await client.idle_start(timeout=IDLE_RENEW_S)
+        self._done_sent = False
         push = asyncio.ensure_future(client.wait_server_push(timeout=IDLE_RENEW_S + 60))
         wake = asyncio.ensure_future(self._wake.wait())
         try:
@@ -248,7 +262,8 @@ class Inbox:
         if self._lost.is_set():
             raise ConnectionError("the IMAP server closed the connection")
         client.idle_done()
-        await asyncio.wait_for(idle, TIMEOUT_S)
+        self._done_sent = True  # DONE twice would be a protocol error (close() checks this)
+        await asyncio.wait_for(asyncio.shield(idle), TIMEOUT_S)  # a stop here leaves the command to close()
         self._idling = None
 
 
