@@ -83,7 +83,7 @@ def _check_channels(config: Config) -> Iterator[Check]:
             yield Check(name, "ok", f"off ({row['detail']})")
         elif row["up"]:
             yield Check(name, "ok", f"up: {row['detail']}")
-        elif "not running" in row["detail"]:
+        elif row["up"] is None:  # enabled, but no daemon runs it
             yield Check(name, "warn", row["detail"], "start the daemon: picoagent serve (or systemctl start picoagent)")
         else:
             yield Check(

@@ -13,7 +13,7 @@ from pathlib import Path
 from appliance.config import CHECKOUT_CONFIG, Config
 from appliance.daemon import Daemon
 from tests.fakes.telegram_api import FakeTelegram
-from tests.helpers import eventually, picoagent, started
+from tests.helpers import eventually, picoagent, started, write
 
 OWNER = 111
 
@@ -60,3 +60,17 @@ def test_a_channel_that_is_down_is_listed_with_its_reason_and_notifications_stil
             assert await served == 0
 
     asyncio.run(main())
+
+
+def test_without_a_daemon_an_enabled_channel_reads_on_and_doctor_says_to_start_it(tmp_path: Path) -> None:
+    config = write(
+        tmp_path,
+        f"data_dir: {tmp_path / 'data'}\ndiscord:\n  enabled: true\n  token: ${{DISCORD_BOT_TOKEN}}\n",
+        secrets="DISCORD_BOT_TOKEN=MTIz.fake",
+    )
+    listed = picoagent("--config", config, "channels", "list", cwd=tmp_path).stdout.splitlines()
+    assert "discord   on    enabled; the daemon is not running" in listed
+    assert "telegram  off   telegram.enabled is false" in listed
+    doctor = picoagent("--config", config, "doctor", cwd=tmp_path).stdout
+    assert "[warn] channel discord: enabled; the daemon is not running" in doctor
+    assert "fix: start the daemon: picoagent serve" in doctor

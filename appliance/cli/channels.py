@@ -48,14 +48,16 @@ def channel_rows(config: Config) -> list[dict[str, Any]]:
             continue
         enabled = is_enabled(config, name)
         detail = "enabled; the daemon is not running" if enabled else off_detail(name)
-        rows.append({"name": name, "enabled": enabled, "up": False, "detail": detail})
+        rows.append({"name": name, "enabled": enabled, "up": None, "detail": detail})  # None: nobody runs it
     return sorted(rows, key=lambda row: not row["enabled"])
 
 
 def state_word(row: dict[str, Any]) -> str:
-    """up, down or off, as people read a channel's state."""
+    """up, down, on (enabled, no daemon running it) or off, as people read a channel's state."""
     if not row["enabled"]:
         return "off"
+    if row["up"] is None:
+        return "on"
     return "up" if row["up"] else "down"
 
 
