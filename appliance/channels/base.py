@@ -339,7 +339,7 @@ class ChatChannel(ABC):
             name = name.split("@")[0].lower()
             if name in self.commands.handlers():
                 for said in await self.command(incoming, name, words):
-                    await self._say(incoming, said)
+                    await self.say_or_keep(incoming, said)
                 await self._handled(incoming)
                 return
         force = self.commands.forced_route.pop(incoming.conversation, None)
@@ -424,14 +424,20 @@ class ChatChannel(ABC):
         await self._handled(incoming)
         return record
 
-    async def _say(self, incoming: Incoming, said: Said) -> None:
-        """Say a command's answer; when it cannot be shown now, the outbox delivers its text later."""
+    async def say_or_keep(self, incoming: Incoming, said: Said) -> None:
+        """Say it now; when it cannot be shown, the outbox delivers its text (buttons as reply commands) later."""
         try:
             await self.say(incoming, said)
         except Exception as exc:
             log.warning("%s: showing an answer failed (%s); it goes to the outbox", self.name, exc)
-            await self.db.call(self.outbox.enqueue, self.name, incoming.chat_id, said.text, "reply", incoming.meta)
+            text = as_text(said).text
+            await self.db.call(self.outbox.enqueue, self.name, incoming.chat_id, text, "reply", incoming.meta)
             self.delivery.wakeup()
+
+    async def keep_unsent(self, message: OutMessage, pieces: list[str], first_unsent: int) -> None:
+        """After some pieces of a long message went out, keep only the rest, so a retry repeats nothing."""
+        if first_unsent:
+            await self.db.call(self.outbox.keep_unsent, message.id, "\n\n".join(pieces[first_unsent:]))
 
     async def _handled(self, incoming: Incoming) -> None:
         if incoming.remote_id:

@@ -223,7 +223,7 @@ class DiscordChannel(ChatChannel):
 
     async def say_or_keep(self, incoming: Incoming, said: Said) -> None:
         """Say it; when it cannot be shown now, the outbox delivers its text later."""
-        await self._say(incoming, said)
+        await self.say_or_keep(incoming, said)
 
     # --- delivery of the outbox ---------------------------------------------------------------------
 
@@ -243,7 +243,7 @@ class DiscordChannel(ChatChannel):
                 return "failed"
             except discord.RateLimited as exc:
                 self.delivery.pause(exc.retry_after)
-                await self._keep_unsent(message, pieces, i)
+                await self.keep_unsent(message, pieces, i)
                 wait = f"Discord asked to wait {exc.retry_after:g} s"
                 await self.db.call(self.outbox.mark_retry, message, wait, exc.retry_after)
                 log.info("discord: rate limited, sending again in %g s", exc.retry_after)
@@ -277,15 +277,10 @@ class DiscordChannel(ChatChannel):
         log.warning("discord: message %d to %s cannot be delivered: %s", message.id, message.chat_id, why)
 
     async def _retry(self, message: OutMessage, pieces: list[str], first_unsent: int, exc: BaseException) -> Outcome:
-        await self._keep_unsent(message, pieces, first_unsent)
+        await self.keep_unsent(message, pieces, first_unsent)
         await self.db.call(self.outbox.mark_retry, message, _describe(exc))
         log.info("discord: message %d not delivered (%s); will retry", message.id, _describe(exc))
         return "retry"
-
-    async def _keep_unsent(self, message: OutMessage, pieces: list[str], first_unsent: int) -> None:
-        """After some pieces of a long message went out, keep only the rest, so a retry repeats nothing."""
-        if first_unsent:
-            await self.db.call(self.outbox.keep_unsent, message.id, "\n\n".join(pieces[first_unsent:]))
 
 
 class _Client(discord.Client):

@@ -317,7 +317,7 @@ class SlackChannel(ChatChannel):
         if self._stopping or not await self.admit(incoming) or not await self.first_time(incoming.remote_id):
             return
         for said in await self.command(incoming, name, words):
-            await self._say(incoming, said)
+            await self.say_or_keep(incoming, said)
         await self._handled(incoming)
 
     async def _action(self, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:

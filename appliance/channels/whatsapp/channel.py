@@ -141,7 +141,7 @@ class WhatsAppChannel(ChatChannel):
         elif not await self.doorkeeper.is_allowed(event.wa_id):
             self.doorkeeper.turned_away(event.wa_id, incoming.user_name)
         elif await self.first_time(event.message_id):  # an image, a voice note: said once per message
-            await self._say_or_keep(incoming, Said(ONLY_TEXT))
+            await self.say_or_keep(incoming, Said(ONLY_TEXT))
 
     async def _pressed(self, incoming: Incoming, data: str) -> None:
         """A reply button: the base decides it once; what a platform shows on the tapped message is a new one."""
@@ -149,7 +149,7 @@ class WhatsAppChannel(ChatChannel):
         if tapped is None or data.startswith("say:"):
             return  # a repeat of a press already handled, or an answer the turn replies to
         decided = tapped.edit is not None and data.startswith("apr:") and not tapped.alert
-        await self._say_or_keep(incoming, tapped.edit if decided and tapped.edit else Said(tapped.notice))
+        await self.say_or_keep(incoming, tapped.edit if decided and tapped.edit else Said(tapped.notice))
 
     async def _failed(self, event: Failed) -> None:
         """WhatsApp could not deliver a message it had accepted: its outbox row says why."""
@@ -159,15 +159,6 @@ class WhatsAppChannel(ChatChannel):
             log.warning("whatsapp: a message to %s was not delivered: %s", event.recipient or "?", reason)
         if not changed:
             log.debug("whatsapp: failed status for %s, not one of the outbox's messages", event.message_id)
-
-    async def _say_or_keep(self, incoming: Incoming, said: Said) -> None:
-        """Say it now, or leave its text in the outbox when WhatsApp cannot be reached."""
-        try:
-            await self.say(incoming, said)
-        except Exception as exc:
-            log.warning("whatsapp: showing an answer failed (%s); it goes to the outbox", exc)
-            await self.db.call(self.outbox.enqueue, self.name, incoming.chat_id, as_text(said).text, "reply")
-            self.delivery.wakeup()
 
     # --- sending ------------------------------------------------------------------------------------
 
@@ -219,10 +210,10 @@ class WhatsAppChannel(ChatChannel):
                 return await self._retry(message, pieces, i, f"cannot reach the Graph API: {exc}")
             except GraphError as exc:
                 if exc.kind == "token":
-                    await self._keep_unsent(message, pieces, i)
+                    await self.keep_unsent(message, pieces, i)
                     return "paused"  # untouched: it goes once the token is fixed
                 if exc.kind == "rate":
-                    await self._keep_unsent(message, pieces, i)
+                    await self.keep_unsent(message, pieces, i)
                     await self.db.call(self.outbox.mark_retry, message, str(exc), exc.pause_s)
                     log.info("whatsapp: rate limit (%s); sending again in %g s", exc.code, exc.pause_s)
                     return "paused"
@@ -236,12 +227,7 @@ class WhatsAppChannel(ChatChannel):
         return "sent"
 
     async def _retry(self, message: OutMessage, pieces: list[str], first_unsent: int, error: str) -> Outcome:
-        await self._keep_unsent(message, pieces, first_unsent)
+        await self.keep_unsent(message, pieces, first_unsent)
         await self.db.call(self.outbox.mark_retry, message, error)
         log.info("whatsapp: message %d not delivered (%s); will retry", message.id, error)
         return "retry"
-
-    async def _keep_unsent(self, message: OutMessage, pieces: list[str], first_unsent: int) -> None:
-        """After some pieces of a long message went out, keep only the rest, so a retry repeats nothing."""
-        if first_unsent:
-            await self.db.call(self.outbox.keep_unsent, message.id, "\n\n".join(pieces[first_unsent:]))
