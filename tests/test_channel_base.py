@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from appliance.channels.base import Incoming, as_text, button_command
 from appliance.channels.commands import Button, Said
 from appliance.channels.pairing import create_code, prune_inbound
+from appliance.channels.registry import state_of
 from appliance.config import Config, DeviceConfig
 from appliance.llm.scripted import ScriptedModel
 from appliance.outbox import Outbox
@@ -158,8 +159,7 @@ def test_a_reply_that_cannot_be_shown_goes_to_the_outbox_and_is_delivered_once_b
 def test_a_refused_channel_stays_off_with_its_reason(config: Config) -> None:
     async def scenario(ch: MemoryChannel) -> None:
         assert not ch.up and ch.problem == "the memory platform refused the token"
-        state = ch.state()
-        assert (state.up, state.detail) == (False, "the memory platform refused the token")
+        assert state_of(ch) == {"name": "memory", "enabled": True, "up": False, "detail": ch.problem}
 
     run(config, scenario, refuse="the memory platform refused the token")
 

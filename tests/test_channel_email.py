@@ -27,6 +27,7 @@ from appliance.channels.email.channel import EmailChannel
 from appliance.channels.email.imap import ANSWERED
 from appliance.channels.email.message import read_mail
 from appliance.channels.pairing import create_code, is_paired
+from appliance.channels.registry import state_of
 from appliance.config import Config, DeviceConfig
 from appliance.llm.base import Generation, GenerationRequest
 from appliance.llm.scripted import ScriptedModel
@@ -457,7 +458,7 @@ def test_without_idle_the_folder_is_polled(config: Config, mail: MailServers) ->
 
     async def scenario(h: Harness) -> None:
         assert h.channel.inbox is not None and not h.channel.inbox.idle
-        assert h.channel.state().detail == f"as {h.box.address} (checked every 0.2 s)"
+        assert state_of(h.channel)["detail"] == f"as {h.box.address} (checked every 0.2 s)"
         await h.write("hello")
         await h.replies()
 

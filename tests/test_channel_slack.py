@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from appliance.channels.pairing import create_code
+from appliance.channels.registry import state_of
 from appliance.channels.slack.channel import SlackChannel, slash_command
 from appliance.channels.slack.text import escape, from_slack, split_message
 from appliance.config import Config, DeviceConfig
@@ -159,7 +160,7 @@ def rows(h: Harness) -> list[tuple[str, str]]:
 def test_an_owners_dm_is_answered_with_the_footer(config: Config, caplog: pytest.LogCaptureFixture) -> None:
     async def scenario(h: Harness) -> None:
         caplog.set_level(logging.DEBUG)
-        assert h.channel.state().detail == "as @pico in Pico Test"
+        assert state_of(h.channel)["detail"] == "as @pico in Pico Test"
         asked = h.fake.push_dm(OWNER, "turn on the porch light")
         [reply] = await h.replies(h.dm)
         assert h.pin(17) is True and h.model.history == []  # the fast path: no model call
@@ -400,7 +401,7 @@ def test_a_proactive_message_waits_while_slack_is_down_and_arrives_when_it_is_ba
         port = h.fake.port
         await h.fake.close()  # the network is gone
         await h.fake.wait_for(lambda: not h.channel.up, what="the channel to notice")
-        assert h.channel.state().detail == "connecting"
+        assert state_of(h.channel)["detail"] == "connecting"
         notifier.notify("The living room is over 28 °C.", "event")
         await h.fake.wait_for(lambda: h.outbox.next_due_in("slack") not in (None, 0.0), what="a failed attempt")
         assert rows(h) == [("The living room is over 28 °C.", "pending")]

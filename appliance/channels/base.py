@@ -75,20 +75,6 @@ class Incoming:
         return self.session or self.chat_id
 
 
-@dataclass(frozen=True)
-class ChannelState:
-    """What ``picoagent status``, ``doctor`` and the status page say about a channel."""
-
-    name: str
-    enabled: bool
-    up: bool
-    detail: str  # "connected as @pico" or why it is off
-
-    def as_dict(self) -> dict[str, Any]:
-        """For /api/status."""
-        return {"name": self.name, "enabled": self.enabled, "up": self.up, "detail": self.detail}
-
-
 def button_command(data: str) -> str:
     """What a person types instead of tapping a button (a platform without buttons shows this)."""
     kind, _, rest = data.partition(":")
@@ -208,12 +194,6 @@ class ChatChannel(ABC):
     def turns_in_flight(self) -> int:
         """Answers being written now."""
         return len(self._turns)
-
-    def state(self) -> ChannelState:
-        """What status pages say about this channel."""
-        if self.up:
-            return ChannelState(self.name, True, True, self.detail or "connected")
-        return ChannelState(self.name, True, False, self.problem or "connecting")
 
     def owner_target(self) -> str | None:
         """Where proactive messages go: ``owner``, else the first allowed user, else the first paired one."""

@@ -99,10 +99,8 @@ class ChannelSet:
             channel = self.channels.get(name)
             if channel is None:
                 rows.append({"name": name, "enabled": False, "up": False, "detail": off_detail(name)})
-            elif channel.up:
-                rows.append({"name": name, "enabled": True, "up": True, "detail": _detail(channel, "connected")})
             else:
-                rows.append({"name": name, "enabled": True, "up": False, "detail": channel.problem or "connecting"})
+                rows.append(state_of(channel))
         return sorted(rows, key=lambda row: not row["enabled"])
 
 
@@ -111,5 +109,9 @@ def off_detail(name: str) -> str:
     return "no bridge under webhooks:" if name == "webhook" else f"{name}.enabled is false"
 
 
-def _detail(channel: Channel, default: str) -> str:
-    return str(getattr(channel, "detail", "") or default)
+def state_of(channel: Channel) -> dict[str, Any]:
+    """A running channel's state as status pages show it: up with what that means, or why it is not."""
+    if channel.up:
+        detail = str(getattr(channel, "detail", "") or "connected")
+        return {"name": channel.name, "enabled": True, "up": True, "detail": detail}
+    return {"name": channel.name, "enabled": True, "up": False, "detail": channel.problem or "connecting"}
