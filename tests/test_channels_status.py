@@ -39,6 +39,7 @@ def test_a_channel_that_is_down_is_listed_with_its_reason_and_notifications_stil
             try:
                 status = await cli("status")
                 assert "channel telegram: down, Telegram refused telegram.token" in status
+                assert "channels off: discord, slack, whatsapp, email, webhook" in status
                 listed = (await cli("channels", "list")).splitlines()
                 assert "telegram  down  Telegram refused telegram.token" in listed
                 assert "proactive messages: telegram" in listed

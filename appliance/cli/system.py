@@ -95,11 +95,15 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"  {reply['route']:>6}  {reply['total_s']:.2f} s  {reply['session']}  {reply['reason']}")
     from appliance.cli.channels import feed_lines, state_word
 
-    for row in status.get("channels", []):
+    channels = status.get("channels", [])
+    for row in channels:
         if row["enabled"]:
             print(f"channel {row['name']}: {state_word(row)}, {row['detail']}")
-    if not any(row["enabled"] for row in status.get("channels", [])):
-        print("channels: none enabled (proactive messages show here and on the status page)")
+    off = [row["name"] for row in channels if not row["enabled"]]
+    if off and len(off) == len(channels):
+        print(f"channels: all off ({', '.join(off)}); proactive messages show here and on the status page")
+    elif off:
+        print(f"channels off: {', '.join(off)}")
     if status.get("notifications"):
         print("notifications:")
         print("\n".join(feed_lines(status["notifications"][:5])))
