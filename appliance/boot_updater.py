@@ -32,7 +32,6 @@ import io
 import os
 import subprocess
 import sys
-import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -95,6 +94,8 @@ def install(release: Path, root: Path, expected: Mapping[str, str] | None = None
 
 def _zip(members: Mapping[str, bytes]) -> bytes:
     """A zip with fixed timestamps and modes: the same modules always give the same bytes."""
+    import zipfile  # only when the boot updater is (re)built: the idle daemon never needs it
+
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, data in sorted(members.items()):

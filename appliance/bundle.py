@@ -20,13 +20,15 @@ import json
 import os
 import re
 import stat
-import tarfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from appliance.errors import PicoagentError
+
+if TYPE_CHECKING:
+    import tarfile  # imported where a bundle is read or written: the idle daemon never needs it
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -199,6 +201,8 @@ def _check_signature(manifest: bytes, signature: bytes, keys: list[Any]) -> None
 
 def write_bundle(out: Path, tree: Path, manifest: Manifest, private_key: Any) -> None:
     """Write a signed bundle of ``tree`` (whose files ``manifest`` lists) to ``out``, atomically."""
+    import tarfile
+
     body = manifest.to_json()
     signature = private_key.sign(body)
     tmp = out.with_name(f".{out.name}.part")
@@ -249,6 +253,8 @@ def read_manifest(bundle: Path, keys: list[Any]) -> Manifest:
 
 
 def _open(bundle: Path) -> tarfile.TarFile:
+    import tarfile
+
     try:
         return tarfile.open(bundle, "r:")
     except (OSError, tarfile.TarError) as exc:
@@ -256,6 +262,8 @@ def _open(bundle: Path) -> tarfile.TarFile:
 
 
 def _signed_manifest(tar: tarfile.TarFile, keys: list[Any]) -> Manifest:
+    import tarfile
+
     try:
         first, second = tar.next(), tar.next()
         if first is None or second is None or (first.name, second.name) != (MANIFEST, SIGNATURE):
@@ -285,6 +293,8 @@ def extract_verified(bundle: Path, keys: list[Any], dest: Path) -> Manifest:
     Raises BundleError on a bad signature, a file the manifest does not list, a hash or size mismatch,
     a missing file or a truncated archive. The caller removes ``dest`` then; nothing outside it is touched.
     """
+    import tarfile
+
     with _open(bundle) as tar:
         manifest = _signed_manifest(tar, keys)
         expected = {f.path: f for f in manifest.files}
