@@ -25,6 +25,7 @@ from appliance.tools.registry import ToolRegistry, current_turn
 from appliance.tools.web_policy import Lookup
 
 MAX_COUNT = 10
+ENGINES = {"duckduckgo": "DuckDuckGo's HTML page", "searxng": "SearXNG", "brave": "the Brave Search API"}
 MAX_QUERY_CHARS = 400
 
 
