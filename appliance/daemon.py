@@ -200,6 +200,10 @@ class Daemon:
         )
         state.notifier = notifier
         services.append(Loop("notification fallback", notifier.run))
+        if config.tools.message_per_hour:  # only where a notifier is: the model never sees a tool that cannot work
+            from appliance.tools import message
+
+            message.register(runtime.tools, notifier.notify, runtime.db, config.tools.message_per_hour)
         if channels.channels:
             from appliance.channels.pairing import prune_inbound_daily
 

@@ -69,6 +69,7 @@ def run_checks(config_file: str | None = None, data_dir: str | None = None) -> I
     yield from _check_skills(root)
     yield from _check_mcp(config, root)
     yield from _check_sandbox(config)
+    yield from _check_web_search(config)
     yield from _check_channels(config)
 
 
@@ -174,6 +175,18 @@ def _check_sandbox(config: Config) -> Iterator[Check]:
         yield Check("sandbox", "ok", f"commands run in bubblewrap through the picoagent-sandbox service ({path})")
         return
     yield Check("sandbox", "ok", f"commands run in bubblewrap ({sandbox.bwrap_path()})")
+
+
+def _check_web_search(config: Config) -> Iterator[Check]:
+    """Which engine web_search asks (the config check already refused one that lacks what it needs)."""
+    search = config.tools.web_search
+    if search.backend == "off":
+        yield Check("web search", "ok", "off (tools.web_search.backend: off)")
+        return
+    from appliance.tools.web_search import ENGINES
+
+    where = f"at {search.url} (reached wherever it is: your choice)" if search.url else "at its public address"
+    yield Check("web search", "ok", f"{ENGINES[search.backend]} {where}")
 
 
 def _check_routing(config: Config) -> Iterator[Check]:

@@ -22,7 +22,7 @@ from appliance.llm.local import LocalModel
 from appliance.memory.db import Database
 from appliance.memory.keeper import MemoryKeeper
 from appliance.memory.store import MemoryStore
-from appliance.tools import builtin, shell, web_fetch
+from appliance.tools import builtin, shell, web_fetch, web_search
 from appliance.tools import workspace as workspace_tools
 from appliance.tools.registry import ToolRegistry
 
@@ -104,6 +104,7 @@ def base_registry(config: Config) -> ToolRegistry:
     workspace_tools.register(registry, workspace_root, tools.workspace_max_mb)
     shell.register(registry, tools.shell, workspace_root, config.agent.tool_timeout_s, tools.workspace_max_mb)
     web_fetch.register(registry, tools.web_fetch)
+    web_search.register(registry, tools.web_search)
     load_plugins(registry.hooks, tools.plugins)
     return registry
 

@@ -151,6 +151,7 @@ def test_doctor_passes_on_the_default_config(tmp_path: Path) -> None:
     assert (tmp_path / "data" / "picoagent.db").is_file()
     line = next(line for line in out.stdout.splitlines() if line.startswith("[ok  ] embeddings:"))
     assert "minilm: " in line and "all-MiniLM-L6-v2.Q8_0.gguf" in line and "384 dimensions" in line
+    assert "[ok  ] web search: DuckDuckGo's HTML page at its public address" in out.stdout
 
 
 def test_doctor_says_which_embedding_model_memory_uses(tmp_path: Path) -> None:

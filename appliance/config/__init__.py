@@ -43,6 +43,7 @@ from appliance.config.schema import (
     ToolsConfig,
     WebConfig,
     WebFetchConfig,
+    WebSearchConfig,
     describe_keys,
 )
 
@@ -76,6 +77,7 @@ __all__ = [
     "ToolsConfig",
     "WebConfig",
     "WebFetchConfig",
+    "WebSearchConfig",
     "WebhookConfig",
     "WhatsAppConfig",
     "config_path",

@@ -108,6 +108,30 @@ def _check_tools(config: Config, refuse: Refuse) -> None:
         if host_entry(entry) is None:
             where = f"tools.web_fetch.trusted_hosts[{i}]"
             raise refuse(where, "a host name with no scheme or path, e.g. en.wikipedia.org", entry)
+    _check_web_search(config, refuse)
+
+
+def _check_web_search(config: Config, refuse: Refuse) -> None:
+    """web_search's engine has what it needs: SearXNG an address, Brave a key; an address is http(s)."""
+    search = config.tools.web_search
+    if search.backend == "searxng" and not search.url:
+        raise ConfigError(
+            "tools.web_search.url: the searxng backend needs your instance's address",
+            fix="e.g. url: http://192.168.1.30:8888 (its JSON API must be on: search.formats: [html, json])",
+        )
+    if search.backend == "brave" and not search.api_key:
+        raise ConfigError(
+            "tools.web_search.api_key: the brave backend needs an API key",
+            fix="put BRAVE_API_KEY=... in the secrets file and write api_key: ${BRAVE_API_KEY}",
+        )
+    if search.url:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(search.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.query:
+            raise refuse(
+                "tools.web_search.url", "an http:// or https:// base URL, e.g. http://192.168.1.30:8888", search.url
+            )
 
 
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")

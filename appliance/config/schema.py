@@ -382,6 +382,27 @@ class WebFetchConfig:
 
 
 @dataclass
+class WebSearchConfig:
+    """The web_search tool: which search engine answers, and how much of it."""
+
+    backend: Literal["duckduckgo", "searxng", "brave", "off"] = doc(
+        "duckduckgo: its HTML page, no key; searxng: your instance (needs url); brave: the Brave Search API "
+        "(needs api_key); off: no web_search tool",
+        "duckduckgo",
+    )
+    url: str = doc(
+        "the engine's base URL, e.g. http://192.168.1.30:8888 for SearXNG; empty: the backend's public "
+        "address. The host and port given here are reached even on the LAN (your choice); nothing else is",
+        "",
+    )
+    api_key: str = doc("the Brave Search API key: a ${NAME} reference into the secrets file", "", secret=True)
+    max_results: int = doc(
+        "results a search gives when the model asks for no number", 5, low=1, high=10, expected="1 to 10"
+    )
+    timeout_s: float = doc("give up on a search after this long", 10.0, low=0.001, high=600, expected=SECONDS)
+
+
+@dataclass
 class McpServerConfig:
     """An MCP server the assistant uses, started over stdio."""
 
@@ -427,6 +448,14 @@ class ToolsConfig:
     )
     shell: ShellConfig = doc("the sandboxed shell", default_factory=ShellConfig)
     web_fetch: WebFetchConfig = doc("fetching web pages", default_factory=WebFetchConfig)
+    web_search: WebSearchConfig = doc("searching the web", default_factory=WebSearchConfig)
+    message_per_hour: int = doc(
+        "most messages the message tool sends the owner in an hour (tasks, cron prompts); 0: no message tool",
+        6,
+        low=0,
+        high=3600,
+        expected="0 or a whole number up to 3600",
+    )
     mcp: dict[str, McpServerConfig] = doc("MCP servers whose tools the model may use, by name", default_factory=dict)
     plugins: list[str] = doc("Python modules loaded as plugins (each has register(hooks))", default_factory=list)
 

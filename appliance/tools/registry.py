@@ -234,6 +234,7 @@ class ToolTurn:
     limit: int
     used: int = 0
     trust: TurnTrust = field(default_factory=TurnTrust)
+    channel: str = ""  # where the turn came from: "telegram", "web"... a person reading; "task", "cron": nobody
 
 
 _TURN: contextvars.ContextVar[ToolTurn | None] = contextvars.ContextVar("picoagent_tool_turn", default=None)
@@ -315,9 +316,9 @@ class ToolRegistry:
     def __len__(self) -> int:
         return len(self.tools)
 
-    def turn(self, said: str = "") -> ToolTurn:
+    def turn(self, said: str = "", channel: str = "") -> ToolTurn:
         """A fresh budget for one turn; ``said``: the person's message (the hosts it names stay fetchable)."""
-        return ToolTurn(self.per_turn, trust=TurnTrust(said))
+        return ToolTurn(self.per_turn, trust=TurnTrust(said), channel=channel)
 
     async def execute(
         self, name: str, arguments: Any, *, timeout_s: float = 30.0, turn: ToolTurn | None = None

@@ -10,7 +10,8 @@ registered with ``outside=...``, or an answer returned as :class:`OutsideText`),
   bus writes are refused: they have no approval to wait for), and
 - ``web_fetch`` only reaches hosts the person named in this turn's message or that the owner trusts
   (``tools.web_fetch.trusted_hosts``), every redirect hop included, so nothing from the context can
-  be carried to a host of the page's choosing.
+  be carried to a host of the page's choosing. A result address of this turn's web_search is read
+  as it is (with its redirects): the engine chose it, and it carries nothing from the conversation.
 
 What was held back is said in the reply (:meth:`TurnTrust.note`). The person's own words are never
 outside content: the intent fast path (a command parsed from the message, no model) acts as before.
@@ -105,6 +106,7 @@ class TurnTrust:
     sources: list[str] = field(default_factory=list)  # outside content in the context, in the order it came
     written: set[str] = field(default_factory=set)  # workspace files the model wrote this turn
     held: list[str] = field(default_factory=list)  # sentences for the reply
+    listed: set[str] = field(default_factory=set)  # result addresses web_search gave: fetchable as they are
 
     @property
     def untrusted(self) -> bool:

@@ -4,14 +4,17 @@ The connector resolves host names through :class:`GuardedResolver`, which refuse
 its addresses is refused by the policy (:mod:`appliance.tools.web_policy`) and hands the connector
 exactly the addresses it checked (numeric, so nothing is looked up again): a name that resolves to a
 public address for the check and to 127.0.0.1 for the connection (DNS rebinding) has no second lookup
-to exploit. Redirects are followed by hand, each new URL checked again. Imported when a page is first
-fetched: aiohttp costs ~0.1 s to import, which a one-shot `chat -m` need not pay.
+to exploit. Redirects are followed by hand, each new URL checked again. :func:`request_service` makes
+web_search's one request to its engine the same way, with the engine's configured host and port (the
+owner's choice, often a SearXNG on the LAN) exempt from the policy and no redirect followed. Imported
+when a page is first fetched: aiohttp costs ~0.1 s to import, which a one-shot `chat -m` need not pay.
 """
 
 from __future__ import annotations
 
 import asyncio
 import codecs
+import contextlib
 import ipaddress
 import logging
 import re
@@ -74,15 +77,21 @@ class GuardedResolver(AbstractResolver):
 
     The connector connects to the numeric addresses returned here, so the addresses checked are the
     addresses used. ``lookup`` replaces getaddrinfo (tests point made-up names at local servers);
-    ``own``: the Pi's own networks, refused like private ones.
+    ``own``: the Pi's own networks, refused like private ones; ``exempt``: the one (host, port) the
+    owner configured as a service to reach wherever it is (web_search's SearXNG on the LAN).
     """
 
     def __init__(
-        self, allow: Sequence[IPNetwork] = (), lookup: Lookup | None = None, own: OwnNetworks | None = None
+        self,
+        allow: Sequence[IPNetwork] = (),
+        lookup: Lookup | None = None,
+        own: OwnNetworks | None = None,
+        exempt: tuple[str, int] | None = None,
     ) -> None:
         self.allow = list(allow)
         self.lookup = lookup or _system_lookup
         self.own = own
+        self.exempt = exempt  # (host, port) the owner configured (web_search's engine): any address of it
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
@@ -101,7 +110,7 @@ class GuardedResolver(AbstractResolver):
             if info_family == socket.AF_INET6 and len(sockaddr) > 3 and sockaddr[3]:
                 address = f"{address.split('%')[0]}%{sockaddr[3]}"
             ip = ipaddress.ip_address(address)
-            reason = refused_address(ip, self.allow, own=self.own)
+            reason = None if (name, port) == self.exempt else refused_address(ip, self.allow, own=self.own)
             if reason:
                 raise _refusal(name, ip, reason)
             results.append(
@@ -284,3 +293,95 @@ async def fetch_page(
         raise ToolError(f"cannot connect to {exc.host}:{exc.port}: {exc.os_error.strerror or exc}") from None
     except aiohttp.ClientError as exc:
         raise ToolError(f"fetching {target} failed: {str(exc) or type(exc).__name__}") from None
+
+
+# --- one request to a configured service (web_search's engine) -----------------------------------
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One HTTP answer, read whole up to a limit: what a search engine said."""
+
+    url: str
+    status: int
+    reason: str
+    content_type: str
+    charset: str | None
+    body: bytes
+    truncated: bool
+    retry_after: str = ""
+    location: str = ""
+
+    def text(self) -> str:
+        """The body as text (the declared charset, else UTF-8; bad bytes replaced)."""
+        return self.body.decode(_charset(self.charset, self.body, "text"), errors="replace")
+
+
+async def _answer(response: aiohttp.ClientResponse, max_bytes: int) -> Answer:
+    body = bytearray()
+    truncated = False
+    async for chunk in response.content.iter_chunked(_CHUNK):
+        body += chunk
+        if len(body) > max_bytes:
+            del body[max_bytes:]
+            truncated = True
+            break
+    return Answer(
+        str(response.url),
+        response.status,
+        response.reason or "",
+        response.headers.get("Content-Type", "").split(";")[0].strip().lower(),
+        response.charset,
+        bytes(body),
+        truncated,
+        response.headers.get("Retry-After", ""),
+        response.headers.get("Location", ""),
+    )
+
+
+async def request_service(
+    method: str,
+    url: str,
+    *,
+    timeout_s: float,
+    max_bytes: int,
+    headers: dict[str, str] | None = None,
+    form: dict[str, str] | None = None,
+    exempt: bool = False,
+    lookup: Lookup | None = None,
+    proc_net: Path = PROC_NET,
+) -> Answer:
+    """One request (no redirects followed) under the address policy; every failure is a ToolError.
+
+    ``exempt``: the URL's host and port are the owner's configured choice (a SearXNG on the LAN) and
+    may be any address; without it the request is guarded like a page fetch. A redirect is returned
+    as it is (``location``), never followed: a service's API does not redirect, and following one
+    would carry the exemption nowhere or somewhere it was not given.
+    """
+    own = read_own_networks(proc_net)
+    parsed = URL(url)
+    host = (parsed.host or "").rstrip(".").lower()
+    allow: list[IPNetwork] = []
+    if exempt:
+        with contextlib.suppress(ValueError):  # a literal address never reaches the resolver: allow it here
+            allow = [ipaddress.ip_network(host)]
+    target = check_url(url, allow, own)
+    resolver = GuardedResolver((), lookup, own, exempt=(host, target.port or 0) if exempt else None)
+    connector = aiohttp.TCPConnector(resolver=resolver, use_dns_cache=False)
+    sent = {"User-Agent": USER_AGENT, **(headers or {})}
+    where = f"{target.scheme}://{target.host}" + (f":{target.explicit_port}" if target.explicit_port else "")
+    try:
+        async with (
+            asyncio.timeout(timeout_s),
+            aiohttp.ClientSession(connector=connector, headers=sent, trust_env=False) as session,
+            session.request(method, target, data=form, allow_redirects=False) as response,
+        ):
+            return await _answer(response, max_bytes)
+    except TimeoutError:
+        raise ToolError(f"{where} did not answer within {timeout_s:g} s") from None
+    except aiohttp.ClientConnectorCertificateError as exc:
+        raise ToolError(f"{exc.host} has no valid TLS certificate: {exc.certificate_error}") from None
+    except aiohttp.ClientConnectorError as exc:
+        raise ToolError(f"cannot connect to {exc.host}:{exc.port}: {exc.os_error.strerror or exc}") from None
+    except aiohttp.ClientError as exc:
+        raise ToolError(f"asking {where} failed: {str(exc) or type(exc).__name__}") from None

@@ -42,9 +42,11 @@ def register(registry: ToolRegistry, config: WebFetchConfig, *, proc_net: Path =
         if start < 0:
             raise ToolError("start must be 0 or more")
         turn = current_turn()
+        # A search result's own address, unchanged, carries nothing from the context to its host.
+        listed = turn is not None and url.strip() in turn.trust.listed
 
         def host_check(host: str) -> None:
-            if turn is not None:  # a page already read this turn may be what asks for this fetch
+            if turn is not None and not listed:  # a page already read this turn may be what asks for this fetch
                 turn.trust.check_host(host, config.trusted_hosts)
 
         from appliance.tools.web_client import fetch_page  # aiohttp, only once a page is fetched
