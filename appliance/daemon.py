@@ -199,6 +199,8 @@ class Daemon:
             feed_keep=lambda: config.notify.feed_keep,
         )
         state.notifier = notifier
+        if runtime.approvals is not None:
+            runtime.approvals.notify = notifier.notify  # an approved tool call's result goes to the owner
         services.append(Loop("notification fallback", notifier.run))
         if channels.channels:
             from appliance.channels.pairing import prune_inbound_daily

@@ -144,6 +144,13 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     config = load(args)
     registry, lazy, db = _cli_tools(config)  # MCP servers' own tools are not passed on (no loops)
+    if config.tools.require_approval:
+        from appliance.runtime import approval_store
+        from appliance.tools.approvals import ToolApprovals
+
+        # Another program's model calls these: tools.require_approval holds its calls for a person too,
+        # and the daemon runs them when approved.
+        ToolApprovals(approval_store(config, db), registry, config.tools.require_approval, requested_by="an MCP client")
     try:
         asyncio.run(serve_stdio(registry, sys.stdin.buffer, protocol_out, timeout_s=config.agent.tool_timeout_s))
     finally:

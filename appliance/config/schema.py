@@ -429,6 +429,10 @@ class ToolsConfig:
     web_fetch: WebFetchConfig = doc("fetching web pages", default_factory=WebFetchConfig)
     mcp: dict[str, McpServerConfig] = doc("MCP servers whose tools the model may use, by name", default_factory=dict)
     plugins: list[str] = doc("Python modules loaded as plugins (each has register(hooks))", default_factory=list)
+    require_approval: list[str] = doc(
+        "tools whose calls wait for a person's approval, as device writes do (mcp_SERVER_* for a server's tools)",
+        default_factory=list,
+    )
 
 
 @dataclass
