@@ -33,7 +33,7 @@ HELP = """I am the assistant on your Raspberry Pi. Write to me and I answer with
 /cloud, /local – answer the next message (or /cloud TEXT) with the cloud model, or on the Pi
 /private on|off – keep this chat on the Pi always, or route it as configured
 /reset – forget this conversation and start a new one
-/memory – what this conversation holds"""
+/memory – what this conversation holds; /memory WORDS searches the memories"""
 COMMANDS = [  # the menu a platform shows (name, what it does); /start is answered like /help
     ("help", "what I can do"),
     ("status", "the Pi's health, model and queue"),
@@ -43,10 +43,11 @@ COMMANDS = [  # the menu a platform shows (name, what it does); /start is answer
     ("cloud", "answer the next message with a cloud model"),
     ("private", "on: this chat never leaves the Pi; off: as configured"),
     ("reset", "start a new conversation"),
-    ("memory", "what this conversation holds"),
+    ("memory", "what this conversation holds, or /memory WORDS to search"),
 ]
 DEVICES_HEADER = "Devices: tap a switch to toggle it, a sensor to read it."
 NOT_VALID = "That button is no longer valid."
+MEMORY_HITS = 5  # /memory QUERY answers with this many, as `picoagent memory search` does by default
 
 
 @dataclass(frozen=True)
@@ -208,15 +209,34 @@ class ChatCommands:
         return [Said("Forgotten: the next message starts a new conversation.")]
 
     async def memory(self, call: CommandCall) -> list[Said]:
-        """/memory: what this conversation holds."""
+        """/memory: what this conversation holds; /memory QUERY: the memories that match, as `memory search` finds them."""
+        if call.words:
+            return [Said(await self._search_memories(" ".join(call.words)))]
         count = await self.db.call(_conversation_size, self.db, self.channel, call.chat_id)
         recent = self.runtime.config.agent.history_messages
         return [
             Said(
                 f"This conversation holds {count} message{'s' if count != 1 else ''}; the last {recent} go into"
-                " each prompt. Searching older memories is not available yet. /reset starts a new conversation."
+                " each prompt. /memory WORDS searches the memories; /reset starts a new conversation."
             )
         ]
+
+    async def _search_memories(self, query: str) -> str:
+        """The best memories for a query (by meaning and keyword), one line each with its id."""
+        store = self.runtime.memory
+        if store is None:
+            return "Long-term memory is not open in this process."
+        try:
+            hits = await asyncio.to_thread(store.search, query, MEMORY_HITS)  # embedding the query blocks
+        except PicoagentError as exc:
+            return f"Searching the memories failed: {exc.message}"
+        if not hits:
+            return f"Nothing remembered matches {query!r}."
+        lines = [f"Memories matching {query!r}:"]
+        lines += [f"{hit.memory.id}: {hit.memory.text}" for hit in hits]
+        if hits.note:
+            lines.append(f"({hits.note})")
+        return "\n".join(lines)
 
     # --- devices -------------------------------------------------------------------------------------
 
