@@ -209,7 +209,7 @@ class ChatCommands:
         return [Said("Forgotten: the next message starts a new conversation.")]
 
     async def memory(self, call: CommandCall) -> list[Said]:
-        """/memory: what this conversation holds; /memory QUERY: the memories that match, as `memory search` finds them."""
+        """/memory: what this conversation holds; /memory QUERY: the best memories, as `memory search` finds them."""
         if call.words:
             return [Said(await self._search_memories(" ".join(call.words)))]
         count = await self.db.call(_conversation_size, self.db, self.channel, call.chat_id)
