@@ -199,6 +199,8 @@ class Daemon:
             feed_keep=lambda: config.notify.feed_keep,
         )
         state.notifier = notifier
+        if runtime.approvals is not None:
+            runtime.approvals.notify = notifier.notify  # an approved tool call's result goes to the owner
         services.append(Loop("notification fallback", notifier.run))
         if config.tools.message_per_hour:  # only where a notifier is: the model never sees a tool that cannot work
             from appliance.tools import message
@@ -225,6 +227,7 @@ class Daemon:
 
     def _task_services(self, runtime: Runtime) -> list[Service]:
         """The persistent task runner, after putting back the tasks a crash left running."""
+        from appliance.agent.reflection import make_reflector
         from appliance.tasks import TaskRunner, TaskStore, make_agent_step
 
         assert self.notifier is not None
@@ -232,7 +235,11 @@ class Daemon:
         recovered = self.task_store.recover()  # tasks left running by a crash go back to pending, with their steps
         if recovered:
             log.warning("resuming %d task(s) left running: %s", len(recovered), recovered)
-        self.task_runner = runner = TaskRunner(self.task_store, make_agent_step(runtime.agent), self.notifier.notify)
+        # After a task ends, lessons into workspace/LEARNINGS.md and memory, and maybe a proposed skill.
+        reflect = make_reflector(runtime.agent, runtime.workspace.root, memory=runtime.memory, tasks=self.task_store)
+        self.task_runner = runner = TaskRunner(
+            self.task_store, make_agent_step(runtime.agent), self.notifier.notify, on_end=reflect
+        )
         return [Loop("task runner", lambda: runner.run_forever(poll_s=TASK_POLL_S))]
 
     def _schedule_services(self, runtime: Runtime, state: WebState) -> list[Service]:

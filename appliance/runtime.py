@@ -24,9 +24,11 @@ from appliance.memory.keeper import MemoryKeeper
 from appliance.memory.store import MemoryStore
 from appliance.tools import builtin, shell, web_fetch, web_search
 from appliance.tools import workspace as workspace_tools
+from appliance.tools.approvals import ToolApprovals
 from appliance.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
+    from appliance.hardware.approvals import ApprovalStore
     from appliance.hardware.devices import DeviceAccess, DeviceRegistry, SetResult
     from appliance.hardware.drivers.base import Reading
     from appliance.hardware.policy import RawBusPolicy
@@ -157,19 +159,26 @@ def understanding(memory: MemoryStore) -> LocalEmbedder | None:
     return embedder
 
 
-def device_registry(config: Config, db: Database) -> tuple[DeviceRegistry | None, RawBusPolicy | None]:
+def approval_store(config: Config, db: Database) -> ApprovalStore:
+    """The pending approvals (device writes and tool calls), with the configured expiry."""
+    from appliance.hardware.approvals import ApprovalStore
+
+    return ApprovalStore(db, timeout_s=config.hardware.approval_timeout_s)
+
+
+def device_registry(
+    config: Config, db: Database, approvals: ApprovalStore | None = None
+) -> tuple[DeviceRegistry | None, RawBusPolicy | None]:
     """The named devices on the configured backend (None when nothing is configured)."""
     if not config.devices and not config.hardware.raw_access.enabled:
         return None, None
-    from appliance.hardware.approvals import ApprovalStore
     from appliance.hardware.backends import make_backend
     from appliance.hardware.devices import DeviceRegistry
     from appliance.hardware.events import record_write
     from appliance.hardware.policy import RawBusPolicy
 
     backend = make_backend(config.hardware)
-    approvals = ApprovalStore(db, timeout_s=config.hardware.approval_timeout_s)
-    devices = DeviceRegistry(config, backend, approvals)
+    devices = DeviceRegistry(config, backend, approvals or approval_store(config, db))
     # Every write lands in the events table, whichever process made it (the daemon, or `devices set`
     # with no daemon running), so "when did the fan go on?" has one answer.
     devices.write_listeners.append(lambda name, value, by: record_write(db, name, value, by))
@@ -256,6 +265,7 @@ class Runtime:
     memory: MemoryStore | None = None
     cloud: CloudRoute | None = None  # where messages escalate to (its provider is None when there is none)
     mcp: McpClients | None = None  # the tools.mcp servers (started by whoever runs turns: start_mcp)
+    approvals: ToolApprovals | None = None  # every pending approval, decided here (tools.require_approval)
 
     @classmethod
     def open(cls, config: Config, *, model: ServedModel | None = None) -> Runtime:
@@ -271,8 +281,9 @@ class Runtime:
         model = model or local_model(config)
         scheduler = FairScheduler(model)
         db = Database(root / "picoagent.db")
+        store = approval_store(config, db)
         try:
-            devices, raw = device_registry(config, db)
+            devices, raw = device_registry(config, db, store)
         except Exception:
             db.close()
             raise
@@ -290,7 +301,12 @@ class Runtime:
             config, scheduler, db, tools, workspace, devices, keeper, cloud, understanding=understanding(memory)
         )
         mcp = mcp_clients(config, tools, workspace.root)
-        return cls(config, db, model, scheduler, tools, workspace, agent, owns_model, devices, memory, cloud, mcp)
+        approvals = ToolApprovals(
+            store, tools, config.tools.require_approval, devices=devices, timeout_s=config.agent.tool_timeout_s
+        )
+        return cls(
+            config, db, model, scheduler, tools, workspace, agent, owns_model, devices, memory, cloud, mcp, approvals
+        )
 
     async def start_mcp(self) -> None:
         """Start the MCP servers (each failure is logged and kept in ``mcp.problems``, never raised)."""

@@ -105,6 +105,7 @@ class StepOutcome:
 
 StepFunction = Callable[[Task, list[Step]], Awaitable[StepOutcome]]
 NotifyFunction = Callable[[str, str], object]
+EndFunction = Callable[[Task, list[Step]], Awaitable[None]]
 
 
 def _is(state: str) -> str:
@@ -267,6 +268,7 @@ class TaskRunner:
         notify: NotifyFunction | None = None,
         *,
         max_steps: int = 8,
+        on_end: EndFunction | None = None,
     ) -> None:
         if max_steps < 1:
             raise UsageError(f"max_steps must be at least 1, not {max_steps}")
@@ -274,6 +276,7 @@ class TaskRunner:
         self.step = step
         self.notify = notify
         self.max_steps = max_steps
+        self.on_end = on_end  # called once when a task ends (done or failed); its errors are logged
         self._wake = asyncio.Event()
 
     async def _db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -321,6 +324,7 @@ class TaskRunner:
             task = await self._db(self.store.get, task.id)
             if result is not None:
                 await self._tell(f"Task {task.id} done: {result}")
+                await self._ended(task, steps)
                 return task
             if task.state != "running":
                 log.info("task %d is %s after step %d; it stops here", task.id, task.state, step.n)
@@ -335,7 +339,17 @@ class TaskRunner:
             current: Task = await self._db(self.store.get, task.id)
             return current
         await self._tell(f"Task {task.id} failed: {error}")
+        await self._ended(failed, await self._db(self.store.logs, task.id))
         return failed
+
+    async def _ended(self, task: Task, steps: list[Step]) -> None:
+        """Tell ``on_end`` (reflection) that a task ended; its failure is logged, never raised."""
+        if self.on_end is None:
+            return
+        try:
+            await self.on_end(task, list(steps))
+        except Exception:
+            log.exception("task %d: on_end failed", task.id)
 
     async def _tell(self, text: str) -> None:
         if self.notify is None:

@@ -250,7 +250,7 @@ def test_commands_answer(config: Config) -> None:
         answer = await command("/cloud what is up")  # with text: answered at once, on the Pi (local_only)
         assert "what is up" in answer and "routing.mode is local_only" in answer  # the footer says why
         assert "holds 4 messages" in await command("/memory")
-        assert "not available yet" in await command("/memory")
+        assert "/memory WORDS searches" in await command("/memory")
         await command("/reset")
         assert "holds 0 messages" in await command("/memory")
 

@@ -174,7 +174,9 @@ class Agent:
             raise UsageError(f"/{asked} needs the message after it", fix=f"e.g. /{asked} what is a qubit?")
         force = asked or force
         session = f"{channel}:{chat_id}"
-        stats = _TurnStats(started=time.perf_counter(), client=client or session, tools=self.tools.turn(text, channel))
+        stats = _TurnStats(
+            started=time.perf_counter(), client=client or session, tools=self.tools.turn(text, channel, session)
+        )
         await self.tools.hooks.turn_start(TurnStart(text, channel, chat_id))
         emit = on_event or (lambda kind, data: None)
         stats.emit = emit

@@ -12,7 +12,9 @@ A skill is a folder ``<workspace>/skills/<name>/`` with a ``SKILL.md`` that star
 Only the catalog (names and descriptions) goes into the system prompt, as a short list that changes only
 when the skills are reloaded (SIGHUP), so the prompt's prefix stays warm in the KV cache. The body comes
 on demand, through the read-only ``load_skill`` tool, with the bodies of the skills it requires. A
-SKILL.md that cannot be read is skipped with a warning and listed in ``problems``.
+SKILL.md that cannot be read is skipped with a warning and listed in ``problems``. The folder
+``skills/proposed/`` holds skills proposed from tasks (:mod:`appliance.agent.proposed_skills`): none
+is read here until a person accepts it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ log = logging.getLogger(__name__)
 
 SKILLS_DIR = "skills"
 SKILL_FILE = "SKILL.md"
+PROPOSED_DIR = "proposed"  # skills/proposed/NAME/SKILL.md: suggested from tasks, unused until accepted
 TOOL_NAME = "load_skill"
 MAX_SKILL_BYTES = 64 * 1024
 MAX_DESCRIPTION_CHARS = 1024
@@ -119,7 +122,8 @@ class SkillCatalog:
         if not root.is_dir():
             return cls(root)
         real_root = root.resolve()
-        for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        folders = (p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name != PROPOSED_DIR)
+        for folder in sorted(folders):
             path = folder / SKILL_FILE
             shown = f"{SKILLS_DIR}/{folder.name}/{SKILL_FILE}"
             try:

@@ -6,7 +6,7 @@ its data, ``kind:verb:target`` (``dev:toggle:fan``, ``apr:approve:<id>``), and i
 with a short notice and the tapped message's new content (:class:`Tapped`). The platform only parses
 its own updates into a :class:`CommandCall` or a :class:`Tap` and renders what comes back, so a new
 channel gets /status, /devices, /approve, /cloud, /local, /private, /reset and /memory for free.
-Device writes that need approval are listed by /approve, one message each with Approve and Deny.
+Device writes and tool calls that need approval are listed by /approve, one message each with Approve and Deny.
 """
 
 from __future__ import annotations
@@ -28,25 +28,26 @@ HELP = """I am the assistant on your Raspberry Pi. Write to me and I answer with
 
 /status – the Pi's health, the model and its queue
 /devices – switch and read the devices with buttons
-/approve – device writes waiting for your approval (/approve ID or /deny ID decides one)
+/approve – device writes and tool calls waiting for your approval (/approve ID or /deny ID decides one)
 /toggle NAME, /read NAME – switch or read a device without its button
 /cloud, /local – answer the next message (or /cloud TEXT) with the cloud model, or on the Pi
 /private on|off – keep this chat on the Pi always, or route it as configured
 /reset – forget this conversation and start a new one
-/memory – what this conversation holds"""
+/memory – what this conversation holds; /memory WORDS searches the memories"""
 COMMANDS = [  # the menu a platform shows (name, what it does); /start is answered like /help
     ("help", "what I can do"),
     ("status", "the Pi's health, model and queue"),
     ("devices", "switch and read the devices"),
-    ("approve", "device writes waiting for approval"),
+    ("approve", "device writes and tool calls waiting for approval"),
     ("local", "answer the next message on the Pi"),
     ("cloud", "answer the next message with a cloud model"),
     ("private", "on: this chat never leaves the Pi; off: as configured"),
     ("reset", "start a new conversation"),
-    ("memory", "what this conversation holds"),
+    ("memory", "what this conversation holds, or /memory WORDS to search"),
 ]
 DEVICES_HEADER = "Devices: tap a switch to toggle it, a sensor to read it."
 NOT_VALID = "That button is no longer valid."
+MEMORY_HITS = 5  # /memory QUERY answers with this many, as `picoagent memory search` does by default
 
 
 @dataclass(frozen=True)
@@ -208,15 +209,34 @@ class ChatCommands:
         return [Said("Forgotten: the next message starts a new conversation.")]
 
     async def memory(self, call: CommandCall) -> list[Said]:
-        """/memory: what this conversation holds."""
+        """/memory: what this conversation holds; /memory QUERY: the best memories, as `memory search` finds them."""
+        if call.words:
+            return [Said(await self._search_memories(" ".join(call.words)))]
         count = await self.db.call(_conversation_size, self.db, self.channel, call.chat_id)
         recent = self.runtime.config.agent.history_messages
         return [
             Said(
                 f"This conversation holds {count} message{'s' if count != 1 else ''}; the last {recent} go into"
-                " each prompt. Searching older memories is not available yet. /reset starts a new conversation."
+                " each prompt. /memory WORDS searches the memories; /reset starts a new conversation."
             )
         ]
+
+    async def _search_memories(self, query: str) -> str:
+        """The best memories for a query (by meaning and keyword), one line each with its id."""
+        store = self.runtime.memory
+        if store is None:
+            return "Long-term memory is not open in this process."
+        try:
+            hits = await asyncio.to_thread(store.search, query, MEMORY_HITS)  # embedding the query blocks
+        except PicoagentError as exc:
+            return f"Searching the memories failed: {exc.message}"
+        if not hits:
+            return f"Nothing remembered matches {query!r}."
+        lines = [f"Memories matching {query!r}:"]
+        lines += [f"{hit.memory.id}: {hit.memory.text}" for hit in hits]
+        if hits.note:
+            lines.append(f"({hits.note})")
+        return "\n".join(lines)
 
     # --- devices -------------------------------------------------------------------------------------
 
@@ -299,11 +319,12 @@ class ChatCommands:
         return [Said(tapped.edit.text if tapped.edit is not None and prefix.startswith("apr") else tapped.notice)]
 
     async def approve(self, call: CommandCall) -> list[Said]:
-        """/approve: each device write waiting for approval, with Approve and Deny; /approve ID approves one."""
+        """/approve: each device write or tool call waiting for approval, with Approve and Deny; /approve ID
+        approves one."""
         if call.words:
             return await self._typed_tap(call, "apr:approve")
-        devices = self.runtime.devices
-        pending = await asyncio.to_thread(devices.approvals.pending) if devices is not None else []
+        desk = self.runtime.approvals
+        pending = await asyncio.to_thread(desk.pending) if desk is not None else []
         if not pending:
             return [Said("Nothing is waiting for approval.")]
         cards = []
@@ -314,14 +335,14 @@ class ChatCommands:
         return cards
 
     async def approval_button(self, tap: Tap) -> Tapped:
-        """Approve or Deny: decide the stored action once; the card then says who decided."""
-        devices = self.runtime.devices
+        """Approve or Deny: decide the stored action once (a tool call runs then); the card says who decided."""
+        desk = self.runtime.approvals
         _, verb, action_id = parse_button(tap.data)
-        if devices is None or verb not in ("approve", "deny"):
+        if desk is None or verb not in ("approve", "deny"):
             return Tapped(NOT_VALID)
         try:
             async with self._decide_lock:
-                result = await devices.decide(action_id, verb == "approve", decided_by=tap.user)
+                result = await desk.decide(action_id, verb == "approve", decided_by=tap.user)
         except PicoagentError as exc:
             return Tapped(exc.message, alert=True)
         if verb == "approve":

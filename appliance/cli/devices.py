@@ -153,14 +153,18 @@ def cmd_hw_scan(args: argparse.Namespace) -> int:
 
 
 def cmd_approvals_list(args: argparse.Namespace) -> int:
-    """Writes waiting for a person."""
+    """Device writes and tool calls waiting for a person."""
     from appliance.hardware.approvals import PendingAction
+    from appliance.runtime import approval_store
 
     config = load(args)
     answer = daemon_get(config, "/api/approvals")
     if answer is None:
-        with _Direct(config) as devices:
-            answer = {"pending": [p.as_dict() for p in devices.approvals.pending()]}
+        db = open_db(config)
+        try:
+            answer = {"pending": [p.as_dict() for p in approval_store(config, db).pending()]}
+        finally:
+            db.close()
     if not answer["pending"]:
         print("nothing is waiting for approval")
     for item in answer["pending"]:
@@ -169,17 +173,40 @@ def cmd_approvals_list(args: argparse.Namespace) -> int:
 
 
 def cmd_approvals_decide(args: argparse.Namespace) -> int:
-    """Approve (and run) or deny a pending write."""
+    """Approve (and run) or deny a pending write or tool call."""
     import getpass
 
     config = load(args)
     answer = daemon_get(config, f"/api/approvals/{args.id}/{args.decision}", {})
     if answer is None:
-        with _Direct(config) as devices:
-            result = devices.decide_sync(args.id, args.decision == "approve", f"cli:{getpass.getuser()}")
-            answer = result.as_dict()
+        answer = _decide_here(config, args.id, args.decision == "approve", f"cli:{getpass.getuser()}")
     if args.decision == "deny":
         print(f"{args.id} denied")
+    elif "tool" in answer:
+        outcome = answer["output"] if answer["ok"] else f"failed: {answer['error']}"
+        print(f"{args.id} approved: {answer['tool']} ran: {outcome}")
     else:
         print(f"{args.id} approved: " + _show_readings(answer["device"], answer["state"]))
     return 0
+
+
+def _decide_here(config: Config, action_id: str, approve: bool, decided_by: str) -> dict[str, Any]:
+    """A decision with no daemon running: a device write runs here; a tool call may only be denied here."""
+    from appliance.errors import UsageError
+    from appliance.runtime import approval_store
+
+    db = open_db(config)
+    try:
+        store = approval_store(config, db)
+        action = store.get(action_id)
+        if action.tool is not None:
+            if approve:
+                raise UsageError(
+                    f"approval {action_id} is a call of {action.tool}: approved calls run in the daemon",
+                    fix="start it (picoagent serve, or systemctl start picoagent) and approve again",
+                )
+            return store.decide(action_id, False, decided_by).as_dict()
+    finally:
+        db.close()
+    with _Direct(config) as devices:
+        return dict(devices.decide_sync(action_id, approve, decided_by).as_dict())

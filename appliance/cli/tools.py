@@ -29,6 +29,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
     slist = ssub.add_parser("list", parents=[common], help="each skill, what it requires, and the files with problems")
     slist.add_argument("--json", action="store_true", help="print as JSON")
     slist.set_defaults(handler=cmd_skills_list)
+    sprop = ssub.add_parser("proposed", parents=[common], help="skills proposed from tasks, waiting for a person")
+    sprop.set_defaults(handler=cmd_skills_proposed)
+    saccept = ssub.add_parser("accept", parents=[common], help="make a proposed skill live (validated first)")
+    saccept.add_argument("name")
+    saccept.set_defaults(handler=cmd_skills_accept)
+    sreject = ssub.add_parser("reject", parents=[common], help="delete a proposed skill")
+    sreject.add_argument("name")
+    sreject.set_defaults(handler=cmd_skills_reject)
 
     mcp = sub.add_parser("mcp", parents=[common], help="serve the tools to another program as an MCP server (stdio)")
     mcp.set_defaults(handler=cmd_mcp)
@@ -132,6 +140,46 @@ def cmd_skills_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _workspace(args: argparse.Namespace) -> Any:
+    from appliance.runtime import data_dir
+
+    return data_dir(load(args)) / "workspace"
+
+
+def cmd_skills_proposed(args: argparse.Namespace) -> int:
+    """The skills proposed from tasks (workspace/skills/proposed), with their descriptions."""
+    from appliance.agent import proposed_skills
+
+    found = proposed_skills.proposals(_workspace(args))
+    if not found:
+        print("no proposed skills (a procedure that worked in two or more tasks is proposed here)")
+    for proposal in found:
+        if proposal.skill is None:
+            print(f"{proposal.name}\n    cannot be accepted: {proposal.problem}")
+        else:
+            print(f"{proposal.name}\n    {proposal.skill.description}\n    {proposal.path}")
+    return 0
+
+
+def cmd_skills_accept(args: argparse.Namespace) -> int:
+    """Move a proposed skill into the live skills after validating it."""
+    from appliance.agent import proposed_skills
+
+    skill = proposed_skills.accept(_workspace(args), args.name)
+    print(f"{skill.name} is a skill now: {skill.path}")
+    print("the running daemon reads it at its next reload (systemctl reload picoagent, or SIGHUP)")
+    return 0
+
+
+def cmd_skills_reject(args: argparse.Namespace) -> int:
+    """Delete a proposed skill."""
+    from appliance.agent import proposed_skills
+
+    proposed_skills.reject(_workspace(args), args.name)
+    print(f"proposed skill {args.name} deleted")
+    return 0
+
+
 def cmd_mcp(args: argparse.Namespace) -> int:
     """Serve the tools over stdio as an MCP server until the input ends."""
     import asyncio
@@ -144,6 +192,13 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     config = load(args)
     registry, lazy, db = _cli_tools(config)  # MCP servers' own tools are not passed on (no loops)
+    if config.tools.require_approval:
+        from appliance.runtime import approval_store
+        from appliance.tools.approvals import ToolApprovals
+
+        # Another program's model calls these: tools.require_approval holds its calls for a person too,
+        # and the daemon runs them when approved.
+        ToolApprovals(approval_store(config, db), registry, config.tools.require_approval, requested_by="an MCP client")
     try:
         asyncio.run(serve_stdio(registry, sys.stdin.buffer, protocol_out, timeout_s=config.agent.tool_timeout_s))
     finally:

@@ -96,8 +96,64 @@ def _check_web(config: Config, refuse: Refuse) -> None:
             raise refuse(f"web.allowed_hosts[{i}]", ALLOWED_HOSTS_EXAMPLE, entry)
 
 
+# Every tool picoagent itself may register (a test checks this against a registry with everything on).
+# A tool added to appliance/tools is added here, so that tools.require_approval may name it.
+BUILTIN_TOOLS = (
+    "calculator",
+    "current_time",
+    "system_health",
+    "read_file",
+    "write_file",
+    "edit_file",
+    "list_dir",
+    "shell",
+    "web_fetch",
+    "remember",
+    "recall",
+    "load_skill",
+    "devices_list",
+    "device_read",
+    "device_set",
+    "i2c_scan",
+    "i2c_read",
+    "i2c_write",
+    "spi_transfer",
+    "web_search",
+)
+# Tools only the daemon registers (they need its notifier, scheduler or task runner).
+DAEMON_TOOLS = ("message",)
+_MCP_SLUG = re.compile(r"[^a-z0-9_]+")  # as appliance.mcp.adapt names a server's tools: mcp_<server>_<tool>
+
+
+def check_require_approval(names: Sequence[str], mcp_servers: Collection[str]) -> None:
+    """tools.require_approval names built-in tools, or an MCP server's tools (which appear only once it runs).
+
+    The rule for MCP: ``mcp_<server>_<tool>`` or ``mcp_<server>_*`` for a server under tools.mcp.
+    """
+    prefixes = {f"mcp_{_MCP_SLUG.sub('_', s.lower()).strip('_') or 'x'}_": s for s in mcp_servers}
+    for i, name in enumerate(names):
+        where = f"tools.require_approval[{i}]"
+        if name in BUILTIN_TOOLS or name in DAEMON_TOOLS:
+            continue
+        if name.startswith("mcp_"):
+            if any(name.startswith(p) and len(name) > len(p) for p in prefixes):
+                continue
+            servers = ", ".join(sorted(mcp_servers)) or "none is configured"
+            raise ConfigError(
+                f"{where}: {name!r} names no MCP server under tools.mcp ({servers})",
+                fix="an MCP server's tools are mcp_<server>_<tool>, or mcp_<server>_* for all of them",
+            )
+        raise ConfigError(
+            f"{where}: no tool named {name!r}",
+            fix=f"known tools: {', '.join(BUILTIN_TOOLS + DAEMON_TOOLS)};"
+            " an MCP server's: mcp_<server>_<tool> or mcp_<server>_*",
+        )
+
+
 def _check_tools(config: Config, refuse: Refuse) -> None:
-    """web_fetch's private exceptions are addresses or networks, its trusted hosts bare names."""
+    """web_fetch's private exceptions are addresses or networks, its trusted hosts bare names; tools needing
+    approval exist."""
+    check_require_approval(config.tools.require_approval, config.tools.mcp)
     for i, entry in enumerate(config.tools.web_fetch.allow_private):
         try:
             ipaddress.ip_network(entry, strict=False)

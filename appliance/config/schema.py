@@ -32,6 +32,37 @@ SYSTEM_DATA_DIR = Path("/var/lib/picoagent")
 
 
 @dataclass
+class ReflectionConfig:
+    """What the assistant learns from its tasks: lessons in workspace/LEARNINGS.md, proposed skills."""
+
+    enabled: bool = doc("after a task ends, one short model turn writes what worked or failed", True)
+    max_lessons: int = doc(
+        "LEARNINGS.md keeps the newest this many lessons", 50, low=1, high=10_000, expected="a whole number from 1"
+    )
+    max_bytes: int = doc(
+        "LEARNINGS.md stays under this size; the oldest lessons go first",
+        8192,
+        low=256,
+        high=1_048_576,
+        expected="at least 256 bytes",
+    )
+    duplicate_distance: float = doc(
+        "a lesson this close by meaning (cosine distance) to a known one is a duplicate; 0: exact text only",
+        0.15,
+        low=0.0,
+        high=1.0,
+        expected="a number from 0 to 1",
+    )
+    propose_after: int = doc(
+        "done tasks with the same tool steps before that procedure is proposed as a skill",
+        2,
+        low=2,
+        high=100,
+        expected="a whole number from 2",
+    )
+
+
+@dataclass
 class AgentConfig:
     """How one turn runs."""
 
@@ -78,6 +109,7 @@ class AgentConfig:
         high=1000,
         expected="0 (every tool) or a number of tools",
     )
+    reflection: ReflectionConfig = doc("lessons from tasks and proposed skills", default_factory=ReflectionConfig)
 
 
 @dataclass
@@ -458,6 +490,10 @@ class ToolsConfig:
     )
     mcp: dict[str, McpServerConfig] = doc("MCP servers whose tools the model may use, by name", default_factory=dict)
     plugins: list[str] = doc("Python modules loaded as plugins (each has register(hooks))", default_factory=list)
+    require_approval: list[str] = doc(
+        "tools whose calls wait for a person's approval, as device writes do (mcp_SERVER_* for a server's tools)",
+        default_factory=list,
+    )
 
 
 @dataclass

@@ -4,6 +4,10 @@ A device with ``approval: required`` never moves on the model's word. Its write 
 action with an id and an expiry; only a person approves it (`picoagent approvals approve ID`, the web
 page, Telegram), and what runs then is exactly the stored device and value — the approver names the
 id, never the action. No tool for the model can approve: approving is not in its tool registry.
+
+A call of a tool named in ``tools.require_approval`` waits in the same table, in the same id
+namespace (:meth:`ApprovalStore.request_tool`): its row holds the tool's name and arguments instead of
+a device and value, and the chat it came from; :mod:`appliance.tools.approvals` runs it once approved.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ class PendingAction:
 
     id: str
     device: str
-    value: bool | float
+    value: bool | float | None  # None for a tool call
     requested_by: str
     created_at: float
     expires_at: float
@@ -43,6 +47,9 @@ class PendingAction:
     decided_by: str | None = None
     decided_at: float | None = None
     result: str | None = None
+    tool: str | None = None  # a tool call waiting (device is "" then)
+    arguments: dict[str, Any] | None = None
+    origin: str | None = None  # the chat the call came from, "channel:chat_id" ("" when none)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -50,15 +57,28 @@ class PendingAction:
 
     def describe(self) -> str:
         """One line for people."""
-        value = ("on" if self.value else "off") if isinstance(self.value, bool) else f"{self.value * 100:.0f}%"
+        if self.tool is not None:
+            shown = json.dumps(self.arguments or {}, ensure_ascii=False)
+            if len(shown) > DESCRIBE_ARGUMENTS_CHARS:
+                shown = shown[:DESCRIBE_ARGUMENTS_CHARS] + f"… ({len(shown)} characters)"
+            return f"{self.id}: run {self.tool} {shown} (asked by {self.requested_by})"
+        value = ("on" if self.value else "off") if isinstance(self.value, bool) else f"{(self.value or 0) * 100:.0f}%"
         return f"{self.id}: set {self.device} {value} (asked by {self.requested_by})"
 
 
-_COLUMNS = "id, device, value, requested_by, created_at, expires_at, status, decided_by, decided_at, result"
+_COLUMNS = (
+    "id, device, value, requested_by, created_at, expires_at, status, decided_by, decided_at, result,"
+    " tool, arguments, origin"
+)
+DESCRIBE_ARGUMENTS_CHARS = 300  # a long shell command is cut in one-line lists; as_dict has it whole
 
 
 def _action(row: tuple[Any, ...]) -> PendingAction:
-    return PendingAction(row[0], row[1], json.loads(row[2]), *row[3:])
+    names = [c.strip() for c in _COLUMNS.split(",")]
+    fields = dict(zip(names, row, strict=True))
+    fields["value"] = json.loads(fields["value"])
+    fields["arguments"] = json.loads(fields["arguments"]) if fields["arguments"] is not None else None
+    return PendingAction(**fields)
 
 
 class ApprovalStore:
@@ -78,6 +98,17 @@ class ApprovalStore:
             "INSERT INTO approvals (id, device, value, requested_by, created_at, expires_at, status)"
             " VALUES (?, ?, ?, ?, ?, ?, 'pending')",
             (action_id, device, json.dumps(value), requested_by, now, now + self.timeout_s),
+        )
+        return self.get(action_id)
+
+    def request_tool(self, tool: str, arguments: dict[str, Any], requested_by: str, origin: str = "") -> PendingAction:
+        """Record a tool call that needs a person's approval (bound: the id runs exactly this call)."""
+        now = self.clock()
+        action_id = "a-" + secrets.token_hex(4)
+        self.db.write(
+            "INSERT INTO approvals (id, device, value, requested_by, created_at, expires_at, status, tool,"
+            " arguments, origin) VALUES (?, '', 'null', ?, ?, ?, 'pending', ?, ?, ?)",
+            (action_id, requested_by, now, now + self.timeout_s, tool, json.dumps(arguments), origin),
         )
         return self.get(action_id)
 

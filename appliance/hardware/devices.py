@@ -272,17 +272,28 @@ class DeviceRegistry:
 
     def decide_sync(self, action_id: str, approve: bool, decided_by: str) -> PendingAction | SetResult:
         """A person's decision on a pending write; an approved one runs now, exactly as it was asked."""
+        if self.approvals.get(action_id).tool is not None:  # checked before deciding: nothing is left half done
+            raise UsageError(
+                f"approval {action_id} is a tool call: it runs in the daemon",
+                fix="start the daemon (picoagent serve) and decide it there, or deny it",
+            )
         action = self.approvals.decide(action_id, approve, decided_by)
         if action.status != "approved":
             return action
+        return self.run_approved(action, decided_by)
+
+    def run_approved(self, action: PendingAction, decided_by: str) -> SetResult:
+        """Perform a write a person's decision has just approved (the row that decision won), once."""
         # What runs is the stored row this decision won: its device and value, nothing the caller passed.
+        if action.tool is not None or action.value is None:
+            raise UsageError(f"approval {action.id} is a tool call, not a device write")
         device = self.get(action.device)
         try:
             state = self._write(device, action.value, f"{action.requested_by}, approved by {decided_by}")
         except Exception as exc:
-            self.approvals.record_result(action_id, str(exc), failed=True)
+            self.approvals.record_result(action.id, str(exc), failed=True)
             raise
-        self.approvals.record_result(action_id, ", ".join(str(r) for r in state))
+        self.approvals.record_result(action.id, ", ".join(str(r) for r in state))
         return SetResult(action.device, action.value, True, state)
 
     async def decide(self, action_id: str, approve: bool, decided_by: str) -> PendingAction | SetResult:

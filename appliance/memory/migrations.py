@@ -364,6 +364,20 @@ def _m11_channels(db: sqlite3.Connection) -> None:
     )
 
 
+def _m14_tool_approvals(db: sqlite3.Connection) -> None:
+    # A call of a tool in tools.require_approval waits in the same table as a device write, so that
+    # one id namespace serves /approve ID for both: a tool row has device '' and value 'null', the
+    # tool's name, its arguments (JSON) and the chat it came from ("telegram:111"), where its result goes.
+    _script(
+        db,
+        """
+        ALTER TABLE approvals ADD COLUMN tool TEXT;
+        ALTER TABLE approvals ADD COLUMN arguments TEXT;
+        ALTER TABLE approvals ADD COLUMN origin TEXT;
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m1_conversations,
     _m2_web_auth,
@@ -376,4 +390,5 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m9_token_scopes,
     _m10_memory_store,
     _m11_channels,
+    _m14_tool_approvals,  # 12 and 13 come from the other issue-19 branches; the lead orders them at merge
 ]

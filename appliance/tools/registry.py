@@ -10,6 +10,10 @@ Each result also says whether it brought outside text into the turn (a tool regi
 :class:`~appliance.tools.trust.TurnTrust` records it, a cached answer and a failure alike. While a tool
 runs, :func:`current_turn` gives it the turn it runs in (a context variable, so tools stay plain
 functions): device_set and web_fetch read there whether outside content is already in the turn.
+
+A tool named in ``tools.require_approval`` does not run when called: the registry's ``gate``
+(:class:`appliance.tools.approvals.ToolApprovals`) stores the call for a person and answers with its
+approval id; only a person's approval runs it, through ``execute(..., approved=True)``.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import threading
 import time
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -235,6 +239,7 @@ class ToolTurn:
     used: int = 0
     trust: TurnTrust = field(default_factory=TurnTrust)
     channel: str = ""  # where the turn came from: "telegram", "web"... a person reading; "task", "cron": nobody
+    origin: str = ""  # the chat it serves, "channel:chat_id": where an approved call's result goes
 
 
 _TURN: contextvars.ContextVar[ToolTurn | None] = contextvars.ContextVar("picoagent_tool_turn", default=None)
@@ -267,6 +272,8 @@ class ToolRegistry:
     cache_s: float = 0.0
     per_turn: int = 8
     clock: Callable[[], float] = time.monotonic
+    # (tool, arguments, turn) -> the answer of a call that waits for a person, or None: it runs now
+    gate: Callable[[Tool, dict[str, Any], ToolTurn | None], Awaitable[ToolResult | None]] | None = None
     _cache: dict[tuple[str, str], tuple[float, ToolResult]] = field(default_factory=dict, repr=False)
 
     def register(
@@ -316,17 +323,28 @@ class ToolRegistry:
     def __len__(self) -> int:
         return len(self.tools)
 
-    def turn(self, said: str = "", channel: str = "") -> ToolTurn:
-        """A fresh budget for one turn; ``said``: the person's message (the hosts it names stay fetchable)."""
-        return ToolTurn(self.per_turn, trust=TurnTrust(said), channel=channel)
+    def turn(self, said: str = "", channel: str = "", origin: str = "") -> ToolTurn:
+        """A fresh budget for one turn; ``said``: the person's message (the hosts it names stay fetchable);
+        ``channel``: where the turn came from; ``origin``: the chat, "channel:chat_id"."""
+        return ToolTurn(self.per_turn, trust=TurnTrust(said), channel=channel, origin=origin)
 
     async def execute(
-        self, name: str, arguments: Any, *, timeout_s: float = 30.0, turn: ToolTurn | None = None
+        self,
+        name: str,
+        arguments: Any,
+        *,
+        timeout_s: float = 30.0,
+        turn: ToolTurn | None = None,
+        approved: bool = False,
     ) -> ToolResult:
-        """Run a tool; every failure (unknown, bad arguments, exception, timeout, budget) is a result."""
+        """Run a tool; every failure (unknown, bad arguments, exception, timeout, budget) is a result.
+
+        ``approved``: a person approved this exact call (only :mod:`appliance.tools.approvals` says so);
+        otherwise a tool that needs approval waits for one instead of running.
+        """
         token = _TURN.set(turn)
         try:
-            result = await self._execute(name, arguments, timeout_s, turn)
+            result = await self._execute(name, arguments, timeout_s, turn, approved)
         finally:
             _TURN.reset(token)
         result = await self.hooks.tool_result(result)
@@ -336,7 +354,9 @@ class ToolRegistry:
             turn.trust.saw(result.outside, result.outside_file)
         return result
 
-    async def _execute(self, name: str, arguments: Any, timeout_s: float, turn: ToolTurn | None) -> ToolResult:
+    async def _execute(
+        self, name: str, arguments: Any, timeout_s: float, turn: ToolTurn | None, approved: bool = False
+    ) -> ToolResult:
         args = arguments if isinstance(arguments, dict) else {}
         started = time.perf_counter()
 
@@ -354,6 +374,10 @@ class ToolRegistry:
         problem = check_arguments(tool, arguments)
         if problem:
             return failed(problem)
+        if self.gate is not None and not approved:
+            held = await self.gate(tool, args, turn)
+            if held is not None:
+                return held
         result = await self._call(tool, args, timeout_s, started, failed)
         result.outside = result.outside or tool.outside  # an error of a web page or MCP server is its text too
         return result

@@ -55,19 +55,19 @@ async def set_device(request: web.Request) -> web.Response:
 
 
 async def list_approvals(request: web.Request) -> web.Response:
-    """Writes waiting for a person."""
-    devices = request.app[STATE].runtime.devices
-    pending = await asyncio.to_thread(devices.approvals.pending) if devices else []
+    """Device writes and tool calls waiting for a person."""
+    desk = request.app[STATE].runtime.approvals
+    pending = await asyncio.to_thread(desk.pending) if desk is not None else []
     return web.json_response({"pending": [p.as_dict() for p in pending]})
 
 
 async def decide_approval(request: web.Request) -> web.Response:
-    """Approve or deny one pending write (a person's session or token, never the model)."""
-    devices = request.app[STATE].runtime.devices
+    """Approve (and run) or deny one pending write or tool call (a person's session or token, never the model)."""
+    desk = request.app[STATE].runtime.approvals
     action_id, decision = request.match_info["id"], request.match_info["decision"]
-    if devices is None:
+    if desk is None:
         raise UnknownApprovalError(f"no approval {action_id!r}")
-    result = await devices.decide(action_id, decision == "approve", _who(request))
+    result = await desk.decide(action_id, decision == "approve", _who(request))
     return web.json_response(result.as_dict())
 
 

@@ -301,10 +301,10 @@ def openapi_document() -> dict[str, Any]:
                     },
                 },
             },
-            "/api/approvals": _object_get("device writes waiting for a person"),
+            "/api/approvals": _object_get("device writes and tool calls waiting for a person"),
             "/api/approvals/{id}/{decision}": {
                 "post": {
-                    "summary": "approve (and run) or deny a pending write",
+                    "summary": "approve (and run) or deny a pending write or tool call",
                     "parameters": [
                         {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}},
                         {
