@@ -22,7 +22,6 @@ from appliance.agent.loop import Agent
 from appliance.agent.record import Action, ReplyRecord
 from appliance.config import Config, TasksConfig
 from appliance.errors import DatabaseError, PicoagentError, UsageError
-from appliance.llm.scripted import ScriptedModel
 from appliance.memory.db import Database
 from appliance.tasks import (
     DeepWork,
@@ -396,7 +395,9 @@ def test_the_runner_stops_at_max_steps_with_a_partial_result(store: TaskStore) -
         "Partial result: stopped because it took its 3 steps, before the goal was reached.\n"
         "Last step (3): still thinking"
     )
-    assert notes.sent == [(f"Task {task.id} stopped with a partial result (it took its 3 steps): {ended.result}", "task")]
+    assert notes.sent == [
+        (f"Task {task.id} stopped with a partial result (it took its 3 steps): {ended.result}", "task")
+    ]
     assert "partial" in ended.describe()
     # The runner's own cap wins over a task's larger max_steps.
     capped = store.add("count the stars")
