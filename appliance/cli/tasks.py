@@ -150,6 +150,8 @@ def cmd_tasks_logs(args: argparse.Namespace) -> int:
             if not steps:
                 print("  (no steps yet)")
             return 0
+        if task.state in ENDED:
+            return 0
         seen = steps[-1].n if steps else 0
         try:
             while task.state not in ENDED:
@@ -160,7 +162,7 @@ def cmd_tasks_logs(args: argparse.Namespace) -> int:
                     seen = step.n
         except KeyboardInterrupt:
             return 0  # Ctrl-C ends following; the task goes on
-        print(task.describe(), flush=True)
+        print(task.describe(), flush=True)  # how it ended
     return 0
 
 
