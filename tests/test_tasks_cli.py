@@ -55,9 +55,9 @@ class Follower:
     def __init__(self, tmp_path: Path, task_id: int) -> None:
         config = config_file(tmp_path / "conf")
         env = {k: v for k, v in os.environ.items() if k != "PICOAGENT_CONFIG"}
+        data = str(tmp_path / "data")
         self.process = subprocess.Popen(
-            [*COMMAND, "--config", str(config), "--data-dir", str(tmp_path / "data"), "tasks", "logs", str(task_id)]
-            + ["--follow"],
+            [*COMMAND, "--config", str(config), "--data-dir", data, "tasks", "logs", str(task_id), "--follow"],
             cwd=tmp_path,
             env=env,
             stdout=subprocess.PIPE,
