@@ -363,3 +363,31 @@ def test_a_cancel_during_a_step_keeps_that_step_and_ends_the_task_cancelled(db: 
     assert ended is not None and (ended.state, ended.steps_done, ended.tokens_used) == ("cancelled", 2, 14)
     assert ends == ["cancelled"]
     assert asyncio.run(TaskRunner(store, steps).run_once()) is None  # it stays cancelled
+
+
+def test_a_subtask_whose_parent_step_is_stopped_is_cancelled_not_left_behind(db: Database) -> None:
+    tools = ToolRegistry()
+    store = TaskStore(db)
+    started = asyncio.Event()
+
+    async def hangs(task: Task, steps: list[Step]) -> StepOutcome:
+        started.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    spawn.register(tools, TaskRunner(store, hangs))
+    parent = store.add("parent")
+    store.claim(parent.id)
+
+    async def scenario() -> None:
+        call = asyncio.ensure_future(
+            tools.execute("spawn", {"goal": "wait", "tools": []}, turn=ToolTurn(8, task_id=parent.id))
+        )
+        await started.wait()
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+
+    asyncio.run(scenario())
+    [child] = store.children(parent.id)
+    assert (child.state, child.error) == ("cancelled", "its parent's step was stopped")

@@ -13,6 +13,7 @@ subtasks (:meth:`~appliance.tasks.store.TaskStore.cancel`), and the spawn call t
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from appliance.errors import ToolError
@@ -78,7 +79,12 @@ def register(registry: ToolRegistry, runner: TaskRunner) -> None:
             tools=sorted(set(tools)),
         )
         log.info("task %d spawned subtask %d: %s", parent.id, child.id, child.goal)
-        ended = await runner.work_child(child.id)
+        try:
+            ended = await runner.work_child(child.id)
+        except asyncio.CancelledError:
+            # The parent's step was stopped (timeout, shutdown): nobody would ever claim this child again.
+            await asyncio.shield(store.db.call(store.cancel, child.id, "its parent's step was stopped"))
+            raise
         await store.db.call(store.charge, parent.id, ended.tokens_used)
         used = f"{ended.tokens_used:,} tokens"
         if ended.state == "done":
