@@ -57,7 +57,7 @@ def run_task(rt: Runtime, goal: str, *replies: str) -> Task:
     """Add a task and run it to its end with the runner and its reflection (the daemon's wiring)."""
     store = TaskStore(rt.db)
     store.add(goal)
-    model(rt).enqueue(*replies)
+    model(rt).enqueue("1. Do it.", *replies)  # a task's first turn writes its plan
     reflect = make_reflector(rt.agent, rt.workspace.root, memory=rt.memory, tasks=store)
     ended = asyncio.run(TaskRunner(store, make_agent_step(rt.agent), on_end=reflect).run_once())
     assert ended is not None

@@ -247,8 +247,8 @@ class TaskReflector:
 
     async def __call__(self, task: Task, steps: list[Step]) -> None:
         """Reflect on an ended task (the TaskRunner's on_end)."""
-        if not self.config.enabled:
-            return
+        if not self.config.enabled or task.parent_id is not None or task.state == "cancelled":
+            return  # a subtask's lessons are its parent's to draw; a person stopped a cancelled one
         try:
             answer = await self._ask(task, steps)
             lessons = [str(x) for x in answer.get("lessons", []) if isinstance(x, str)][:MAX_LESSONS_PER_TASK]

@@ -46,6 +46,7 @@ from appliance.config.schema import (
     WebSearchConfig,
     describe_keys,
 )
+from appliance.config.tasks import TasksConfig
 
 __all__ = [
     "CHANNEL_ORDER",
@@ -73,6 +74,7 @@ __all__ = [
     "SchedulerConfig",
     "ShellConfig",
     "SlackConfig",
+    "TasksConfig",
     "TelegramConfig",
     "ToolsConfig",
     "WebConfig",

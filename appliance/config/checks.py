@@ -121,7 +121,7 @@ BUILTIN_TOOLS = (
     "web_search",
 )
 # Tools only the daemon registers (they need its notifier, scheduler or task runner).
-DAEMON_TOOLS = ("message",)
+DAEMON_TOOLS = ("message", "spawn")
 _MCP_SLUG = re.compile(r"[^a-z0-9_]+")  # as appliance.mcp.adapt names a server's tools: mcp_<server>_<tool>
 
 

@@ -364,6 +364,51 @@ def _m11_channels(db: sqlite3.Connection) -> None:
     )
 
 
+def _m13_deep_work(db: sqlite3.Connection) -> None:
+    # Deep work and subtasks (appliance/tasks): a task's budgets, its plan, the tokens it used, its route,
+    # its parent and its tools (JSON; NULL = every tool), whether it stopped with a partial result, whether
+    # the owner was told it nears its budget; the state 'cancelled'; each step's tokens. The state's CHECK
+    # cannot be altered in place, so the table is rebuilt. task_steps refers to it and foreign keys are on
+    # (they cannot be turned off inside the migration's transaction): the steps are set aside while the old
+    # table is dropped and come back once the new one carries its name.
+    _script(
+        db,
+        """
+        CREATE TABLE tasks_m13 (
+            id INTEGER PRIMARY KEY,
+            goal TEXT NOT NULL,
+            state TEXT NOT NULL
+                CHECK (state IN ('pending', 'running', 'done', 'error', 'paused', 'cancelled')),
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            steps_done INTEGER NOT NULL DEFAULT 0,
+            result TEXT,
+            error TEXT,
+            budget_tokens INTEGER CHECK (budget_tokens IS NULL OR budget_tokens > 0),
+            max_steps INTEGER NOT NULL DEFAULT 8 CHECK (max_steps > 0),
+            tokens_used INTEGER NOT NULL DEFAULT 0,
+            route TEXT NOT NULL DEFAULT 'auto' CHECK (route IN ('auto', 'local', 'cloud')),
+            parent_id INTEGER REFERENCES tasks_m13 (id),
+            plan TEXT,
+            tools TEXT,
+            partial INTEGER NOT NULL DEFAULT 0,
+            budget_warned INTEGER NOT NULL DEFAULT 0
+        );
+        INSERT INTO tasks_m13 (id, goal, state, created_at, updated_at, steps_done, result, error)
+            SELECT id, goal, state, created_at, updated_at, steps_done, result, error FROM tasks;
+        CREATE TABLE task_steps_m13 AS SELECT id, task_id, n, at, kind, content FROM task_steps;
+        DELETE FROM task_steps;
+        DROP TABLE tasks;
+        ALTER TABLE tasks_m13 RENAME TO tasks;
+        ALTER TABLE task_steps ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;
+        INSERT INTO task_steps (id, task_id, n, at, kind, content)
+            SELECT id, task_id, n, at, kind, content FROM task_steps_m13;
+        DROP TABLE task_steps_m13;
+        CREATE INDEX tasks_parent ON tasks (parent_id) WHERE parent_id IS NOT NULL;
+        """,
+    )
+
+
 def _m14_tool_approvals(db: sqlite3.Connection) -> None:
     # A call of a tool in tools.require_approval waits in the same table as a device write, so that
     # one id namespace serves /approve ID for both: a tool row has device '' and value 'null', the
@@ -390,5 +435,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m9_token_scopes,
     _m10_memory_store,
     _m11_channels,
-    _m14_tool_approvals,  # 12 and 13 come from the other issue-19 branches; the lead orders them at merge
+    # _m12 (cron jobs made in chat) goes here, before _m13.
+    _m13_deep_work,
+    _m14_tool_approvals,
 ]

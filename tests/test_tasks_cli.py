@@ -1,0 +1,110 @@
+"""`picoagent tasks`, run as a subprocess: what a person reads when adding, listing, cancelling, following."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+from appliance.memory.db import Database
+from appliance.tasks import TaskStore
+from tests.helpers import COMMAND, assert_clean_error, config_file, picoagent, wait_for
+
+
+def tasks(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    config = config_file(tmp_path / "conf")
+    return picoagent("--config", config, "--data-dir", tmp_path / "data", "tasks", *args, cwd=tmp_path)
+
+
+def test_add_list_status_cancel_and_logs(tmp_path: Path) -> None:
+    added = tasks(tmp_path, "add", "research", "tomatoes", "--budget-tokens", "5000", "--max-steps", "4")
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.splitlines() == [
+        "task 1 queued: research tomatoes",
+        "  at most 4 steps, 5,000 tokens, route auto",
+    ]
+    refused = tasks(tmp_path, "add", "ask", "the", "cloud", "--route", "cloud")
+    assert_clean_error(refused, 2)
+    assert "a task cannot run on the cloud here: no cloud provider is configured" in refused.stderr
+    assert "routing.cloud_provider" in refused.stderr  # the fix
+    bad = tasks(tmp_path, "add", "x", "--budget-tokens", "0")
+    assert_clean_error(bad, 2)
+    assert "a token budget must be at least 1, not 0" in bad.stderr
+    listed = tasks(tmp_path, "list")
+    assert listed.stdout.splitlines() == ["   1  pending    0 step(s)  0/5,000 tokens  research tomatoes"]
+    status = tasks(tmp_path, "status")
+    assert status.stdout.strip() == "pending 1  running 0  done 0  error 0  paused 0  cancelled 0"
+    cancelled = tasks(tmp_path, "cancel", "1")
+    assert cancelled.stdout.strip() == "task 1 cancelled (a running task stops after its current step)"
+    again = tasks(tmp_path, "cancel", "1")
+    assert_clean_error(again, 2)
+    assert "task 1 is already cancelled" in again.stderr
+    logs = tasks(tmp_path, "logs", "1", "--follow")  # an ended task: its log, then back at once
+    assert logs.returncode == 0
+    assert logs.stdout.splitlines() == ["   1  cancelled  0 step(s)  0/5,000 tokens  research tomatoes"]
+    missing = tasks(tmp_path, "logs", "7")
+    assert_clean_error(missing, 2)
+    assert "no task 7" in missing.stderr
+
+
+class Follower:
+    """`tasks logs ID --follow` in the background, its lines gathered as they come."""
+
+    def __init__(self, tmp_path: Path, task_id: int) -> None:
+        config = config_file(tmp_path / "conf")
+        env = {k: v for k, v in os.environ.items() if k != "PICOAGENT_CONFIG"}
+        data = str(tmp_path / "data")
+        self.process = subprocess.Popen(
+            [*COMMAND, "--config", str(config), "--data-dir", data, "tasks", "logs", str(task_id), "--follow"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+
+def test_logs_follow_prints_new_steps_until_the_task_ends_and_ctrl_c_ends_it_cleanly(tmp_path: Path) -> None:
+    db = Database(tmp_path / "data" / "picoagent.db")
+    store = TaskStore(db)
+    task = store.add("water the plants")
+    store.claim(task.id)
+    follower = Follower(tmp_path, task.id)
+    followers = [follower]
+    try:
+        wait_for(lambda: follower.lines, 30, "the task's first line")
+        store.record_step(task.id, "thought", "the soil is dry", tokens=120)
+        wait_for(lambda: "  1. [thought] the soil is dry" in follower.lines, 30, "the new step")
+        store.record_step(task.id, "result", "watered", result="the plants are watered", tokens=80)
+        assert follower.process.wait(30) == 0
+        follower.reader.join(10)
+        assert follower.lines == [
+            "   1  running    0 step(s)  0 tokens  water the plants",
+            "  1. [thought] the soil is dry",
+            "  2. [result] watered",
+            "   1  done       2 step(s)  200 tokens  water the plants: the plants are watered",
+        ]
+        second = store.add("wait for the rain")
+        store.claim(second.id)
+        interrupted = Follower(tmp_path, second.id)
+        followers.append(interrupted)
+        wait_for(lambda: interrupted.lines, 30, "the second task's first line")
+        interrupted.process.send_signal(signal.SIGINT)
+        assert interrupted.process.wait(30) == 0
+        assert interrupted.process.stderr is not None and "Traceback" not in interrupted.process.stderr.read()
+        assert store.get(second.id).state == "running"  # following never touches the task
+    finally:
+        for f in followers:
+            if f.process.poll() is None:
+                f.process.kill()
+        db.close()
