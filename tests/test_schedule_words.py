@@ -70,6 +70,10 @@ ABSOLUTE = [
     ("remind me at quarter to 8 to eat", msg("once 2026-11-24 19:45", "eat")),
     ("remind me at seven thirty to eat", msg("once 2026-11-24 19:30", "eat")),
     ("remind me at 7.30 to eat", msg("once 2026-11-24 19:30", "eat")),
+    ("remind me to call Bob on Friday at 7", msg("once 2026-11-27 07:00", "call Bob")),
+    ("remind me at 0 to eat", msg("once 2026-11-25 00:00", "eat")),
+    ("remind me at 7 o'clock to eat", msg("once 2026-11-24 19:00", "eat")),
+    ("remind me in twenty five minutes to eat", msg("once 2026-11-24 10:26", "eat")),
     ("set a reminder for 7 to take the bins out", msg("once 2026-11-24 19:00", BINS)),
     ("can you remind me at 7 to take the bins out?", msg("once 2026-11-24 19:00", BINS)),
     ("hey, remind me at 7 that the plumber comes, thanks", msg("once 2026-11-24 19:00", "that the plumber comes")),
@@ -120,6 +124,10 @@ RECURRING = [
     ("every hour check the soil", prm("every 1h", "check the soil")),
     ("every half hour check the soil", prm("every 30m", "check the soil")),
     ("every 90 minutes check the soil", prm("every 90m", "check the soil")),
+    ("brief me every morning at 7:30", prm("daily 07:30", "brief me")),
+    ("every day at noon and midnight check the soil", prm("0 0,12 * * *", "check the soil")),
+    ("every sunday morning at 10 give me a briefing", prm("0 10 * * 0", "give me a briefing")),
+    ("turn on fan at 7:30 every weekday", dev("30 7 * * 1-5", "fan", "on")),
 ]
 CANCELS = [
     ("cancel the 7:30 fan", CancelAsk("7:30 fan")),
@@ -141,6 +149,10 @@ ASK_BACK = [
     ("remind me at 7", Unclear("What should I remind you of?")),
     ("every morning turn on the fan", Unclear("At what time every morning?")),
     ("remind me at 25:00 to eat", Unclear("25:00 is not a time of day: at what time?")),
+    ("remind me at 7:60 to eat", Unclear("7:60 is not a time of day: at what time?")),
+    ("remind me on 2026-02-30 at 9 to eat", Unclear("There is no date 2026-02-30: which day?")),
+    ("remind me in the morning to call mum", Unclear("At what time in the morning?")),
+    ("remind me to water the plants on Friday", Unclear("At what time on Friday?")),
     ("remind me on 31 February to eat", Unclear("February has no day 31: which day?")),
     ("every 0 minutes check the soil", Unclear("An interval must be longer than 0: how often should it run?")),
     ("every 30 seconds check the soil", Unclear("That is more often than once a minute: how often should it run?")),
@@ -176,6 +188,13 @@ FOR_THE_MODEL = [
     ("turn on the fan", None),  # no time: the device fast path's
     ("what's the humidity in the living room", None),
     ("write me a poem about the sea", None),
+    ("tell me a story about a girl who wakes up every morning at 7", None),  # the girl's time, not a job's
+    ("give me the weather for tomorrow at 9", None),  # the weather's time
+    ("remind me to prepare for tomorrow at 9", None),  # at 9, or for the 9 o'clock thing?
+    ("remind me at 7 to call Bob on Friday", None),  # two times
+    ("tell me at 7", None),  # tell what?
+    ("check every plant at 7", None),  # "every" is not a time here
+    ("set an alarm for 7", None),
 ]
 TABLE: list[tuple[str, Expected]] = ABSOLUTE + RELATIVE + RECURRING + CANCELS + ASK_BACK + FOR_THE_MODEL
 
