@@ -302,3 +302,36 @@ def test_a_job_added_elsewhere_just_before_its_time_still_runs(db: Database, tmp
     clock.set(local("2026-11-24 18:01:30"))  # its time passed before the daemon saw it: it runs now
     assert until(daemon, clock, local("2026-11-24 18:02")) == ["tea:schedule"]
     assert sent == [("Reminder: tea", "reminder")]
+
+
+# --- the command line (no daemon: straight into the database the daemon reads) -------------------
+
+
+def test_cron_add_list_pause_logs_and_cancel_on_the_command_line(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from appliance.config import CHECKOUT_CONFIG
+
+    root = Path(__file__).resolve().parent.parent
+    environ = {k: v for k, v in os.environ.items() if k not in ("PICOAGENT_CONFIG", "NOTIFY_SOCKET")}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "appliance", "--config", str(CHECKOUT_CONFIG), "--data-dir", str(tmp_path)]
+        return subprocess.run([*command, *args], cwd=root, env=environ, capture_output=True, text=True, timeout=60)
+
+    added = cli("cron", "add", "30 7 * * 1-5", "--device", "fan", "--value", "on")
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.startswith("added fan_0730_weekdays: set fan on, next ")
+    refused = cli("cron", "add", "daily 07:00", "--device", "heater", "--value", "on")
+    assert refused.returncode != 0 and "no device named 'heater'" in refused.stderr
+    assert cli("cron", "pause", "fan_0730_weekdays").stdout == "fan_0730_weekdays paused\n"
+    listed = cli("cron", "list").stdout
+    assert "fan_0730_weekdays 30 7 * * 1-5       PAUSED\n    set fan on (made in chat, by cli)\n" in listed
+    resumed = cli("cron", "resume", "fan_0730_weekdays").stdout
+    assert resumed.startswith("fan_0730_weekdays resumed, next ")
+    assert cli("cron", "logs", "fan_0730_weekdays").stdout == "fan_0730_weekdays: no runs yet\n"
+    assert cli("cron", "cancel", "fan_0730_weekdays").stdout == "fan_0730_weekdays cancelled\n"
+    gone = cli("cron", "cancel", "fan_0730_weekdays")
+    assert gone.returncode != 0 and "no cron job named 'fan_0730_weekdays'" in gone.stderr
