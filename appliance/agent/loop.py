@@ -58,6 +58,7 @@ from appliance.tools.result import ToolResult
 
 if TYPE_CHECKING:
     from appliance.llm.embeddings import LocalEmbedder
+    from appliance.tools.scheduling import CronDesk
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +152,7 @@ class Agent:
         )
         self._asked: dict[str, tuple[Intent, float]] = {}  # the fast path's open question, per chat, and when
         self.listeners: list[Callable[[ReplyRecord], None]] = []  # told of every finished turn
+        self.cron: CronDesk | None = None  # the scheduler, set by whoever has one (schedule_desk.py)
 
     async def turn(
         self,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,8 @@ if TYPE_CHECKING:
     from appliance.config import Config
     from appliance.memory.db import Database
     from appliance.schedule.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -72,14 +75,24 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
     tlogs.set_defaults(handler=cmd_tasks_logs)
 
 
-def local_scheduler(config: Config, db: Database, run_job: Any = None) -> Scheduler:
-    """The jobs as a scheduler in this process sees them (not run here unless asked): config, cron.yaml, database."""
+def local_scheduler(config: Config, db: Database, run_job: Any = None, *, lenient: bool = False) -> Scheduler:
+    """The jobs as a scheduler in this process sees them (not run here unless asked): config, cron.yaml, database.
+
+    ``lenient``: a broken workspace/cron.yaml is logged and left out (chat goes on), not raised.
+    """
     from appliance.config import load_jobs
+    from appliance.errors import ConfigError
     from appliance.runtime import data_dir
     from appliance.schedule.jobs import make_job_runner
     from appliance.schedule.scheduler import Scheduler
 
-    jobs = load_jobs(config.scheduler.jobs, data_dir(config) / "workspace", config.devices)
+    try:
+        jobs = load_jobs(config.scheduler.jobs, data_dir(config) / "workspace", config.devices)
+    except ConfigError as exc:
+        if not lenient:
+            raise
+        log.error("cron jobs: %s; the config's jobs only", exc.for_people())
+        jobs = list(config.scheduler.jobs)
     return Scheduler(
         jobs,
         tz=config.scheduler.timezone,
