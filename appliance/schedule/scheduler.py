@@ -43,7 +43,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from appliance.errors import ConfigError, Conflict, NotFound, PicoagentError, UsageError
 from appliance.schedule.jobs import JOB_TIMEOUT_S, RESULT_CHARS, JobRun, LastRun, RunReason, does
-from appliance.schedule.naming import matches, new_job_id
 from appliance.schedule.parse import Once, Schedule, Startup, parse_schedule, resolve_zone
 from appliance.schedule.store import JobIdTaken, JobStore, StoredJob
 
@@ -306,6 +305,7 @@ class Scheduler:
     def checked(self, job: CronJob) -> CronJob:
         """The job as it would be added: an id given when it has none; a UsageError saying what is wrong."""
         from appliance.config.checks import check_job
+        from appliance.schedule.naming import new_job_id  # here: the idle daemon never needs it
 
         schedule = parse_schedule(job.schedule)
         if not job.id:
@@ -382,6 +382,10 @@ class Scheduler:
 
     def find(self, words: str) -> list[dict[str, Any]]:
         """The rows of the jobs ``words`` point at ("7:30 fan", "bins reminder"; see naming.matches)."""
+        from appliance.schedule.naming import matches
+
+        if words.strip() in self._entries:  # an id, as a person taps it from a list
+            return [self._row(self._entries[words.strip()])]
         return [self._row(e) for e in self._entries.values() if matches(words, e.job, e.schedule)]
 
     def _row(self, entry: _Entry) -> dict[str, Any]:
