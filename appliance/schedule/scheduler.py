@@ -439,8 +439,8 @@ class Scheduler:
             log.error("cron %s: cannot record the run: %s", job.id, exc.message)
         if ok:
             log.info("cron %s: ran (%s)", job.id, reason)
-            if job.message and result:
-                self._notify(result, "reminder")  # the owner's own words, as they are
+            if job.deliver and result and job.message:
+                self._notify(result, "reminder")  # the owner's own words ("Reminder: ..."), as they are
             elif job.deliver and result:
                 self._notify(f"{job.id}: {result}")
         else:
