@@ -266,7 +266,7 @@ class Daemon:
         state.cron = cron
         # The model schedules and starts tasks through this scheduler and task store (every channel's turns).
         scheduling.register(runtime.tools, cron, store, runner.wake)
-        runtime.agent.cron = cron  # "remind me at 7 to ..." without the model (appliance/agent/schedule_desk.py)
+        runtime.agent.desk.cron = cron  # "remind me at 7 to ..." without the model (appliance/agent/schedule_desk.py)
         services: list[Service] = [Loop("cron", cron.run)]
         if sched.heartbeat_minutes:
             devices = runtime.devices

@@ -62,4 +62,4 @@ def _schedule_tools(runtime: Runtime) -> None:
 
     cron = local_scheduler(runtime.config, runtime.db, lenient=True)
     scheduling.register(runtime.tools, cron, TaskStore(runtime.db))
-    runtime.agent.cron = cron  # the chat fast path's "remind me at 7 ..." (appliance/agent/schedule_desk.py)
+    runtime.agent.desk.cron = cron  # the chat fast path's "remind me at 7 ..." (appliance/agent/schedule_desk.py)
