@@ -244,11 +244,12 @@ class Daemon:
         return [Loop("task runner", lambda: runner.run_forever(poll_s=TASK_POLL_S))]
 
     def _schedule_services(self, runtime: Runtime, state: WebState) -> list[Service]:
-        """Cron jobs (config + workspace/cron.yaml) and the heartbeat."""
+        """Cron jobs (config, workspace/cron.yaml, made in chat) with the model's tools for them, and the heartbeat."""
         from appliance.config import load_jobs
         from appliance.schedule.heartbeat import Heartbeat, device_readings
         from appliance.schedule.jobs import make_job_runner
         from appliance.schedule.scheduler import Scheduler
+        from appliance.tools import scheduling
 
         assert self.notifier is not None and self.task_store is not None and self.task_runner is not None
         sched = self.config.scheduler
@@ -271,8 +272,13 @@ class Daemon:
             run_job=make_job_runner(runtime.agent, runtime.devices, start_task),
             notify=self.notifier.notify,
             db=runtime.db,
+            file_ids={job.id for job in jobs[len(sched.jobs) :]},
+            devices=list(self.config.devices),
         )
         state.cron = cron
+        # The model schedules and starts tasks through this scheduler and task store (every channel's turns).
+        scheduling.register(runtime.tools, cron, store, runner.wake)
+        runtime.agent.desk.cron = cron  # "remind me at 7 to ..." without the model (appliance/agent/schedule_desk.py)
         services: list[Service] = [Loop("cron", cron.run)]
         if sched.heartbeat_minutes:
             devices = runtime.devices

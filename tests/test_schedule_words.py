@@ -303,12 +303,11 @@ ONCE = re.compile(r"once (\d{4}-\d{2}-\d{2} \d{2}:\d{2})")
 
 def assert_valid(ask: ScheduleAsk, now: datetime) -> None:
     """The schedule is one the scheduler takes, and a one-time job runs after ``now``."""
-    match = ONCE.fullmatch(ask.schedule)
-    if match:  # parse.py gains the "once" form in another branch: checked here by hand
-        wall = datetime.strptime(match.group(1), "%Y-%m-%d %H:%M")
-        assert wall.replace(tzinfo=now.tzinfo).timestamp() > now.timestamp(), (ask, now)
-    else:
-        parse_schedule(ask.schedule)
+    schedule = parse_schedule(ask.schedule)
+    if ONCE.fullmatch(ask.schedule):  # a one-time job: it runs once, after now
+        first = schedule.next_after(now)
+        assert first is not None and first > now, (ask, now)
+        assert schedule.next_after(first) is None, ask
     assert sum(map(bool, (ask.message, ask.device, ask.prompt))) == 1, ask
     assert (ask.kind == "device") == bool(ask.value), ask
 

@@ -42,6 +42,7 @@ from appliance.agent.router import (
     collapsed,
     local_route,
 )
+from appliance.agent.schedule_desk import ScheduleDesk
 from appliance.agent.semantic import answer_confirmation
 from appliance.agent.understanding import Understanding
 from appliance.config import Config
@@ -151,6 +152,7 @@ class Agent:
         )
         self._asked: dict[str, tuple[Intent, float]] = {}  # the fast path's open question, per chat, and when
         self.listeners: list[Callable[[ReplyRecord], None]] = []  # told of every finished turn
+        self.desk = ScheduleDesk(devices.infos() if devices is not None else ())  # desk.cron: set by its owner
 
     async def turn(
         self,
@@ -181,16 +183,19 @@ class Agent:
         emit = on_event or (lambda kind, data: None)
         stats.emit = emit
         conversation = await self.db.call(self.db.conversation, channel, chat_id)
-        intent = self._intent(text, session) if force != "cloud" else None
-        if intent is None and self.understanding is not None and force != "cloud":
+        # Schedules first ("remind me at 7 ..."), then device commands: the intent route, no model.
+        record = await self.desk.answer(text, session, stats.client, stats.started, force)
+        intent = self._intent(text, session) if force != "cloud" and record is None else None
+        if intent is None and record is None and self.understanding is not None and force != "cloud":
             intent = await self.understanding.device_intent(text)
             if intent is not None and intent.action in ("confirm", "ask"):
                 self._asked[session] = (intent, time.monotonic())
         if intent is not None and self.devices is not None:
-            await self.db.call(self.db.add_message, conversation, "user", text)
             record = await run_intent(
                 intent, self.devices, requested_by=stats.client, started=stats.started, db=self.db
             )
+        if record is not None:
+            await self.db.call(self.db.add_message, conversation, "user", text)
             record.why = "intent"
             return await self._finish(record, conversation, session, emit, CloudUse())
         context_ = await self._routing_context(channel, chat_id, force)

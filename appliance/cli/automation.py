@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+import logging
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from appliance.cli.common import load, open_db, print_json
 from appliance.cli.daemon_client import daemon_get
 
 if TYPE_CHECKING:
-    pass
+    from appliance.config import Config
+    from appliance.memory.db import Database
+    from appliance.schedule.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """The `cron` command group."""
-    cron = sub.add_parser("cron", parents=[common], help="scheduled jobs: list them, run one now")
+    cron = sub.add_parser("cron", parents=[common], help="scheduled jobs: list, add, run, pause, resume, cancel")
     csub = cron.add_subparsers(dest="action", metavar="ACTION", required=True)
     clist = csub.add_parser("list", parents=[common], help="the jobs with their next and last runs")
     clist.add_argument("--json", action="store_true", help="print the jobs as JSON")
@@ -22,6 +28,58 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
     crun = csub.add_parser("run", parents=[common], help="run a job now (in the daemon when it runs)")
     crun.add_argument("id")
     crun.set_defaults(handler=cmd_cron_run)
+    cadd = csub.add_parser("add", parents=[common], help="add a job (stored in the database, like jobs made in chat)")
+    cadd.add_argument("schedule", help='e.g. "once 2026-11-24 19:00", "daily 07:30", "every 2h", "30 7 * * 1-5"')
+    what = cadd.add_mutually_exclusive_group(required=True)
+    what.add_argument("--message", help="a text sent to you as it is (a reminder)")
+    what.add_argument("--prompt", help="a message for the agent; its reply is sent to you")
+    what.add_argument("--device", help="a device to set (with --value)")
+    what.add_argument("--task", help="a persistent task's goal to start")
+    cadd.add_argument("--value", default="", help="the device's value: on, off, 40%%")
+    cadd.add_argument("--id", default="", help="the job's id (default: made from what it does and when)")
+    cadd.set_defaults(handler=cmd_cron_add)
+    for move, text in (
+        ("pause", "pause a job (any job): it does not run until resumed"),
+        ("resume", "resume a paused job at its next slot"),
+        ("cancel", "remove a job made in chat or with `cron add`"),
+    ):
+        one = csub.add_parser(move, parents=[common], help=text)
+        one.add_argument("id")
+        one.set_defaults(handler=cmd_cron_move, move=move)
+    clogs = csub.add_parser("logs", parents=[common], help="a job's last runs, newest first")
+    clogs.add_argument("id")
+    clogs.add_argument("--limit", type=int, default=20, help="how many runs (default 20)")
+    clogs.add_argument("--json", action="store_true", help="print the runs as JSON")
+    clogs.set_defaults(handler=cmd_cron_logs)
+
+
+def local_scheduler(config: Config, db: Database, run_job: Any = None, *, lenient: bool = False) -> Scheduler:
+    """The jobs as a scheduler in this process sees them (not run here unless asked): config, cron.yaml, database.
+
+    ``lenient``: a broken workspace/cron.yaml is logged and left out (chat goes on), not raised.
+    """
+    from appliance.config import load_jobs
+    from appliance.errors import ConfigError
+    from appliance.runtime import data_dir
+    from appliance.schedule.jobs import make_job_runner
+    from appliance.schedule.scheduler import Scheduler
+
+    try:
+        jobs = load_jobs(config.scheduler.jobs, data_dir(config) / "workspace", config.devices)
+    except ConfigError as exc:
+        if not lenient:
+            raise
+        log.error("cron jobs: %s; the config's jobs only", exc.for_people())
+        jobs = list(config.scheduler.jobs)
+    return Scheduler(
+        jobs,
+        tz=config.scheduler.timezone,
+        run_job=run_job or make_job_runner(None, None, None),
+        notify=None,
+        db=db,
+        file_ids={job.id for job in jobs[len(config.scheduler.jobs) :]},
+        devices=list(config.devices),
+    )
 
 
 def cmd_cron_list(args: argparse.Namespace) -> int:
@@ -29,34 +87,99 @@ def cmd_cron_list(args: argparse.Namespace) -> int:
     config = load(args)
     answer = daemon_get(config, "/api/cron")
     if answer is None:
-        from appliance.config import load_jobs
-        from appliance.runtime import data_dir
-        from appliance.schedule.jobs import make_job_runner
-        from appliance.schedule.scheduler import Scheduler
-
-        root = data_dir(config)
         db = open_db(config)
         try:
-            jobs = load_jobs(config.scheduler.jobs, root / "workspace", config.devices)
-            runner = make_job_runner(None, None, None)
-            scheduler = Scheduler(jobs, tz=config.scheduler.timezone, run_job=runner, notify=None, db=db)
-            answer = {"jobs": scheduler.list_jobs()}
+            answer = {"jobs": local_scheduler(config, db).list_jobs()}
         finally:
             db.close()
     if args.json:
         print_json(answer["jobs"])
         return 0
     if not answer["jobs"]:
-        print("no cron jobs (add them under scheduler.jobs in the config or in workspace/cron.yaml)")
+        print("no cron jobs (add them in chat, with `cron add`, under scheduler.jobs or in workspace/cron.yaml)")
     for job in answer["jobs"]:
-        last = "never run"
-        if job["last_run"] is not None:
-            lines = (job["last_result"] or "").splitlines()
-            outcome = "ok" if job["last_ok"] else "FAILED"
-            last = f"last {job['last_run']} {outcome}" + (f": {lines[0][:70]}" if lines else "")
-        print(
-            f"{job['id']:16} {job['schedule']:18} next {job['next_run'] or 'at start'}\n    {job['does']}\n    {last}"
-        )
+        print(_job_lines(job))
+    return 0
+
+
+def _job_lines(job: dict[str, Any]) -> str:
+    last = "never run"
+    if job["last_run"] is not None:
+        lines = (job["last_result"] or "").splitlines()
+        outcome = "ok" if job["last_ok"] else "FAILED"
+        last = f"last {job['last_run']} {outcome}" + (f": {lines[0][:70]}" if lines else "")
+    source = job.get("source", "config")
+    if source == "chat":
+        source += f", by {job['created_by']}" if job.get("created_by") else ""
+    source = {"config": "from the config", "file": "from workspace/cron.yaml"}.get(source, f"made in {source}")
+    next_run = "PAUSED" if job.get("paused") else f"next {job['next_run'] or 'at start'}"
+    return f"{job['id']:16} {job['schedule']:18} {next_run}\n    {job['does']} ({source})\n    {last}"
+
+
+def _with_scheduler(config: Config, work: Callable[[Scheduler], Coroutine[Any, Any, Any]]) -> Any:
+    """Run ``work`` on a scheduler of this process (no daemon runs): it writes the database the daemon reads."""
+    import asyncio
+
+    db = open_db(config)
+    try:
+        return asyncio.run(work(local_scheduler(config, db)))
+    finally:
+        db.close()
+
+
+def cmd_cron_add(args: argparse.Namespace) -> int:
+    """Add a job: through the daemon when it runs (it schedules it at once), else into the database."""
+    from appliance.config import CronJob
+
+    config = load(args)
+    fields: dict[str, str] = {k: getattr(args, k) or "" for k in ("message", "prompt", "device", "task")}
+    job = CronJob(
+        id=args.id, schedule=args.schedule, value=args.value, message=fields["message"], prompt=fields["prompt"],
+        device=fields["device"], task=fields["task"],
+    )  # fmt: skip
+    if daemon_get(config, "/api/status") is not None:
+        body = {"schedule": job.schedule, "id": job.id, **{k: v for k, v in fields.items() if v}}
+        if job.device:
+            body["value"] = str(job.value)
+        answer = daemon_get(config, "/api/cron", body)
+        row = answer.get("job", answer) if isinstance(answer, dict) else answer
+    else:
+        row = _with_scheduler(config, lambda cron: cron.add_job(job, "cli"))
+    print(f"added {row['id']}: {row['does']}, next {row['next_run']}")
+    return 0
+
+
+def cmd_cron_move(args: argparse.Namespace) -> int:
+    """Pause, resume or cancel a job: in the daemon when it runs, else in the database (it reads it within a minute)."""
+    config = load(args)
+    if daemon_get(config, "/api/status") is not None:
+        answer = daemon_get(config, f"/api/cron/{args.id}/{args.move}", {})
+        row = answer.get("job", answer) if isinstance(answer, dict) else answer
+    else:
+        row = _with_scheduler(config, lambda cron: getattr(cron, args.move)(args.id))
+    done = {"pause": "paused", "resume": "resumed", "cancel": "cancelled"}[args.move]
+    after = f", next {row['next_run']}" if args.move == "resume" and row.get("next_run") else ""
+    print(f"{row['id']} {done}{after}")
+    return 0
+
+
+def cmd_cron_logs(args: argparse.Namespace) -> int:
+    """A job's last runs."""
+    config = load(args)
+    answer = daemon_get(config, f"/api/cron/{args.id}/logs?limit={args.limit}")
+    if answer is None:
+        runs = _with_scheduler(config, lambda cron: cron.runs(args.id, args.limit))
+    else:
+        runs = answer.get("runs", []) if isinstance(answer, dict) else answer
+    if args.json:
+        print_json(runs)
+        return 0
+    if not runs:
+        print(f"{args.id}: no runs yet")
+    for run in runs:
+        outcome = "ok" if run["ok"] else "FAILED"
+        first = (run["result"] or "").splitlines()[:1]
+        print(f"{run['at']} {outcome:6} ({run['reason']})" + (f": {first[0][:90]}" if first else ""))
     return 0
 
 
@@ -77,10 +200,8 @@ def cmd_cron_run(args: argparse.Namespace) -> int:
             )
         print(answer["result"])
         return 0
-    from appliance.config import load_jobs
     from appliance.runtime import Runtime
     from appliance.schedule.jobs import make_job_runner
-    from appliance.schedule.scheduler import Scheduler
     from appliance.tasks import TaskStore
 
     runtime = Runtime.open(config)
@@ -90,10 +211,8 @@ def cmd_cron_run(args: argparse.Namespace) -> int:
             task = await runtime.db.call(TaskStore(runtime.db, settings=config.tasks).add, goal)
             return f"task {task.id} queued: {task.goal} (`picoagent tasks run` works it here)"
 
-        jobs = load_jobs(config.scheduler.jobs, runtime.workspace.root, config.devices)
         runner = make_job_runner(runtime.agent, runtime.devices, queue_task)
-        scheduler = Scheduler(jobs, tz=config.scheduler.timezone, run_job=runner, notify=None, db=runtime.db)
-        print(asyncio.run(scheduler.run_now(args.id)))
+        print(asyncio.run(local_scheduler(config, runtime.db, runner).run_now(args.id)))
     finally:
         runtime.close()
     return 0

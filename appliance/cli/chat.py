@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from appliance.cli.common import load, print_json
+
+if TYPE_CHECKING:
+    from appliance.runtime import Runtime
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -27,6 +31,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     config = load(args)
     runtime = Runtime.open(config)
     try:
+        _schedule_tools(runtime)
         chat = TerminalChat(runtime, session=args.session)
         if args.message is None:
             if args.json:
@@ -43,3 +48,18 @@ def cmd_chat(args: argparse.Namespace) -> int:
         return 0
     finally:
         runtime.close()
+
+
+def _schedule_tools(runtime: Runtime) -> None:
+    """The model's schedule and task tools, on a scheduler of this process that only writes the database.
+
+    Jobs and tasks made here are run by the daemon (it reads them within a minute; tasks within seconds),
+    or by the next one to start; nothing runs in this process.
+    """
+    from appliance.cli.automation import local_scheduler
+    from appliance.tasks import TaskStore
+    from appliance.tools import scheduling
+
+    cron = local_scheduler(runtime.config, runtime.db, lenient=True)
+    scheduling.register(runtime.tools, cron, TaskStore(runtime.db))
+    runtime.agent.desk.cron = cron  # the chat fast path's "remind me at 7 ..." (appliance/agent/schedule_desk.py)

@@ -1,0 +1,186 @@
+"""Schedules from words, without the model: "remind me at 7 to take the bins out" makes the job and says when
+it runs; "cancel the 7:30 fan" finds it and cancels it. The ``intent`` route, like device commands.
+
+:func:`appliance.agent.schedule_words.understand_schedule` reads the message (a rule parser, no model); a
+message it is not sure of goes on to the model, which has the same abilities as tools
+(:mod:`appliance.tools.scheduling`). Here: carry it out on the scheduler (the daemon's, or in
+``picoagent chat`` one that writes the database the daemon reads) and answer in a sentence. A cancel that
+matches several jobs asks which, with the ids as answers to tap; the answer is taken here (for
+:data:`ASK_TTL_S`). Every failure (an unknown device, a time that has passed) is said, never raised.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from appliance.agent.record import Action, ReplyRecord, Timings
+from appliance.errors import PicoagentError
+
+if TYPE_CHECKING:
+    from appliance.agent.schedule_words import ScheduleAsk
+    from appliance.hardware.device_info import DeviceInfo
+    from appliance.tools.scheduling import CronDesk
+
+ASK_TTL_S = 600.0  # how long "which one?" waits for its answer
+_DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
+_DAY_FIELDS = {"1-5": "weekday", "mon-fri": "weekday", "0,6": "Saturday and Sunday", "6,0": "Saturday and Sunday"}
+_UNITS = {"s": "second", "m": "minute", "h": "hour", "d": "day"}
+
+
+def day_words(at: datetime, now: datetime) -> str:
+    """ "today at 19:00 (Tue 24 Nov)", "tomorrow at 07:30 (Wed 25 Nov)", "on Fri 27 Nov at 07:30"."""
+    day = f"{at:%a} {at.day} {at:%b}"
+    if at.date() == now.date():
+        return f"today at {at:%H:%M} ({day})"
+    if at.date() == now.date() + timedelta(days=1):
+        return f"tomorrow at {at:%H:%M} ({day})"
+    return f"on {day} at {at:%H:%M}"
+
+
+def every_words(schedule: str) -> str:
+    """A repeating schedule said: "every weekday at 07:30", "every day at 09:00", "every 2 hours"."""
+    parts = schedule.lower().split()
+    if parts[0] == "daily" and len(parts) == 2:
+        return f"every day at {parts[1]}"
+    if parts[0] == "every" and len(parts) == 2 and parts[1][:-1].isdigit() and parts[1][-1] in _UNITS:
+        n, unit = int(parts[1][:-1]), _UNITS[parts[1][-1]]
+        return f"every {unit}" if n == 1 else f"every {n} {unit}s"
+    if len(parts) == 5 and parts[0].isdigit() and parts[1].isdigit() and parts[2] == parts[3] == "*":
+        at = f"{int(parts[1]):02d}:{int(parts[0]):02d}"
+        if parts[4] == "*":
+            return f"every day at {at}"
+        if parts[4] in _DAY_FIELDS:
+            return f"every {_DAY_FIELDS[parts[4]]} at {at}"
+        if parts[4].isdigit() and int(parts[4]) <= 7:
+            return f"every {_DAYS[int(parts[4]) % 7]} at {at}"
+    return f"on the schedule {schedule}"
+
+
+class ScheduleDesk:
+    """Carries out the scheduling phrases of chat messages on the scheduler, and answers them."""
+
+    def __init__(self, devices: Sequence[DeviceInfo] = ()) -> None:
+        self.cron: CronDesk | None = None  # set by whoever has a scheduler (the daemon; `picoagent chat`)
+        self.devices = tuple(devices)
+        self._asked: dict[str, tuple[list[str], float]] = {}  # a session's "which one?" and when
+
+    async def answer(
+        self, text: str, session: str, requested_by: str, started: float, force: str | None = None
+    ) -> ReplyRecord | None:
+        """The reply when ``text`` is about schedules (made, cancelled or asked back); None: not for us.
+
+        ``requested_by``: who asked ("telegram:42"), kept with the job; ``force`` "cloud": the model answers.
+        """
+        if self.cron is None or force == "cloud":
+            return None
+        picked = self._picked(session, text)
+        if picked is not None:
+            return await self._cancel([picked], text, session, started)
+        from appliance.agent.schedule_words import CancelAsk, ScheduleAsk, understand_schedule
+
+        now = datetime.fromtimestamp(self.cron.clock(), self.cron.zone)
+        said = understand_schedule(text, now, self.devices)
+        if said is None:
+            return None
+        if isinstance(said, ScheduleAsk):
+            return await self._create(said, now, requested_by, started)
+        if isinstance(said, CancelAsk):
+            return await self._cancel(self.cron.find(said.words), said.words, session, started)
+        return _record(said.question, "asked back, the schedule was not clear", started)
+
+    def _picked(self, session: str, text: str) -> dict[str, Any] | None:
+        """The job a person picked from our last "which one?" (None: this message is not that answer)."""
+        asked = self._asked.get(session)
+        if asked is None or self.cron is None:
+            return None
+        ids, at = asked
+        if time.monotonic() - at > ASK_TTL_S:
+            del self._asked[session]
+            return None
+        choice = text.strip().lower().removeprefix("cancel ").strip()
+        if choice not in ids:
+            return None
+        del self._asked[session]
+        found = self.cron.find(choice)
+        return found[0] if found else None
+
+    async def _create(self, ask: ScheduleAsk, now: datetime, requested_by: str, started: float) -> ReplyRecord:
+        from appliance.config import CronJob
+
+        assert self.cron is not None
+        job = CronJob(
+            id="", schedule=ask.schedule, message=ask.message, device=ask.device, value=ask.value, prompt=ask.prompt
+        )
+        arguments = {"schedule": ask.schedule, ask.kind: getattr(ask, ask.kind)}
+        if ask.kind == "device":
+            arguments["value"] = ask.value
+        t0 = time.perf_counter()
+        try:
+            row = await self.cron.add_job(job, requested_by)
+        except PicoagentError as exc:
+            action = _action("schedule_create", arguments, False, None, exc.message, t0)
+            return _record(exc.for_people(), f"could not schedule {ask.describe()}", started, [action])
+        what = {"message": f"Reminder set: {ask.message}", "device": f"Scheduled: {ask.device.replace('_', ' ')}"}
+        text = what.get(ask.kind, f"Scheduled: {ask.prompt}")
+        if ask.kind == "device":
+            text += f" {ask.value}"
+        next_run = datetime.fromisoformat(row["next_run"]) if row["next_run"] else None
+        if row["once"] and next_run is not None:
+            text += f", {day_words(next_run, now)}."
+        else:
+            text += f", {every_words(row['schedule'])}"
+            text += f"; next {next_run:%a} {next_run.day} {next_run:%b %H:%M}." if next_run is not None else "."
+        action = _action("schedule_create", arguments, True, row, None, t0)
+        return _record(text, f"job {row['id']}: {ask.describe()}", started, [action])
+
+    async def _cancel(self, found: list[dict[str, Any]], words: str, session: str, started: float) -> ReplyRecord:
+        assert self.cron is not None
+        if len(found) > 1:
+            self._asked[session] = ([row["id"] for row in found], time.monotonic())
+            lines = "; ".join(f"{row['id']} ({_what(row)})" for row in found)
+            text = f"Several jobs match “{words}”: {lines}. Which one should I cancel?"
+            record = _record(text, f"asked which of {len(found)} jobs to cancel", started)
+            record.choices = [row["id"] for row in found]
+            return record
+        if not found:
+            listed = self.cron.list_jobs()
+            shown = "; ".join(f"{row['id']} ({_what(row)})" for row in listed[:8])
+            text = f"Nothing scheduled matches “{words}”." + (
+                f" Scheduled now: {shown}." if shown else " Nothing is scheduled."
+            )
+            return _record(text, "no job matched the words to cancel", started)
+        row = found[0]
+        t0 = time.perf_counter()
+        try:
+            gone = await self.cron.cancel(row["id"])
+        except PicoagentError as exc:
+            action = _action("schedule_cancel", {"id": row["id"]}, False, None, exc.message, t0)
+            return _record(exc.for_people(), f"could not cancel job {row['id']}", started, [action])
+        action = _action("schedule_cancel", {"id": row["id"]}, True, gone, None, t0)
+        return _record(f"Cancelled {row['id']} ({_what(row)}).", f"cancelled job {row['id']}", started, [action])
+
+
+def _what(row: dict[str, Any]) -> str:
+    does = str(row["does"]).removeprefix("message: ")
+    if row.get("paused"):
+        return f"{does}, paused"
+    return f"{does}, next {row['next_run'][:16].replace('T', ' ')}" if row.get("next_run") else does
+
+
+def _record(text: str, why: str, started: float, actions: list[Action] | None = None) -> ReplyRecord:
+    total = round(time.perf_counter() - started, 4)
+    return ReplyRecord(
+        text=text,
+        route="intent",
+        reason=f"schedule fast path: {why} (no model)",
+        actions=actions or [],
+        timings=Timings(ttft_s=total, total_s=total),
+        finish_reason="stop",
+    )
+
+
+def _action(tool: str, arguments: dict[str, Any], ok: bool, result: Any, error: str | None, t0: float) -> Action:
+    return Action(tool, arguments, ok, result, error, round(time.perf_counter() - t0, 4))

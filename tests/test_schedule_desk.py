@@ -1,0 +1,177 @@
+"""Schedules from chat, end to end: a message makes the job with no model, the job runs at its time on a
+hand-moved clock (after a restart of the scheduler), and its result reaches the owner's channel."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from appliance.agent.schedule_desk import every_words
+from appliance.config import Config, CronJob
+from appliance.llm.scripted import ScriptedModel
+from appliance.notify import Notifier, recent
+from appliance.outbox import Outbox
+from appliance.runtime import Runtime
+from appliance.schedule.jobs import make_job_runner
+from appliance.schedule.scheduler import Scheduler
+from tests.fakes.chat_platform import MemoryChannel, platform_class
+from tests.fakes.clock import ManualClock
+from tests.helpers import eventually
+
+BRUSSELS = ZoneInfo("Europe/Brussels")
+OWNER = "owner-1"
+
+
+def local(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=BRUSSELS)
+
+
+@dataclass
+class Home:
+    runtime: Runtime
+    model: ScriptedModel
+    clock: ManualClock
+    channel: MemoryChannel
+    notifier: Notifier
+
+    def scheduler(self) -> Scheduler:
+        """A scheduler as the daemon builds one (a new one is a restart), the chat fast path's too."""
+        cron = Scheduler(
+            [],
+            tz="Europe/Brussels",
+            run_job=make_job_runner(self.runtime.agent, self.runtime.devices, None),
+            notify=self.notifier.notify,
+            db=self.runtime.db,
+            clock=self.clock,
+            devices=list(self.runtime.config.devices),
+        )
+        self.runtime.agent.desk.cron = cron
+        return cron
+
+    async def say(self, text: str) -> tuple[str, str, str]:
+        record = await self.runtime.agent.turn(text, channel="memory", chat_id=OWNER)
+        return record.text, record.route, record.reason
+
+
+@asynccontextmanager
+async def home(config: Config, at: str) -> AsyncIterator[Home]:
+    config.scheduler.timezone = "Europe/Brussels"
+    config.discord.allow_from = [OWNER]
+    clock = ManualClock(local(at))
+    model = ScriptedModel()
+    runtime = Runtime.open(config, model=model)
+    outbox = Outbox(runtime.db, clock=clock)
+    channel = platform_class("memory")(config.discord, runtime, outbox, clock=clock)
+    try:
+        await channel.start()
+        notifier = Notifier(outbox, {"memory": channel}, lambda: ["memory"], clock=clock)
+        yield Home(runtime, model, clock, channel, notifier)
+    finally:
+        await channel.stop()
+        runtime.close()
+
+
+def test_a_reminder_and_a_device_job_from_chat_run_at_their_time_after_a_restart(config: Config) -> None:
+    async def main() -> None:
+        async with home(config, "2026-11-24 18:00") as h:
+            first = h.scheduler()
+            await first.tick()
+            assert h.runtime.devices is not None
+            await h.runtime.devices.set("fan", "on", requested_by="test")
+            text, route, reason = await h.say("remind me in 10 minutes to take the bins out")
+            assert (text, route) == ("Reminder set: take the bins out, today at 18:10 (Tue 24 Nov).", "intent")
+            assert "job bins_1810" in reason and "(no model)" in reason
+            text, route, reason = await h.say("in 10 minutes switch the fan off")
+            assert (text, route) == ("Scheduled: fan off, today at 18:10 (Tue 24 Nov).", "intent")
+            assert "job fan_1810" in reason
+            assert h.model.history == []  # no model ran
+            # Stored like any turn: the person's words and the reply with its route.
+            conversation = h.runtime.db.conversation("memory", OWNER)
+            stored = [(m.role, m.route) for m in h.runtime.db.recent_messages(conversation, 10)]
+            assert stored == [("user", None), ("assistant", "intent")] * 2
+
+            # The daemon restarts at 18:05, before they are due; the new scheduler runs them at 18:10.
+            h.clock.set(local("2026-11-24 18:05"))
+            again = h.scheduler()
+            assert [r.job_id for r in await again.tick()] == []
+            h.clock.set(local("2026-11-24 18:10"))
+            assert sorted(r.job_id for r in await again.tick()) == ["bins_1810", "fan_1810"]
+            await eventually(lambda: len(h.channel.delivered) == 2, what="both results delivered")
+            assert (OWNER, "Reminder: take the bins out") in h.channel.delivered
+            assert any(text.startswith("fan_1810: ") for _, text in h.channel.delivered)
+            readings = await h.runtime.devices.read("fan")
+            assert readings[0].value is False
+            assert {item["kind"] for item in recent(h.runtime.db)} == {"reminder", "cron"}
+            assert again.list_jobs() == []  # one-time jobs are gone once they ran ...
+            assert (await again.runs("bins_1810"))[0]["ok"] is True  # ... and their runs stay
+
+    asyncio.run(main())
+
+
+def test_cancel_by_words_one_several_or_none(config: Config) -> None:
+    async def main() -> None:
+        async with home(config, "2026-11-24 18:00") as h:
+            cron = h.scheduler()
+            await cron.add_job(CronJob(id="", schedule="30 7 * * 1-5", device="fan", value="on"), "test")
+            await cron.add_job(CronJob(id="", schedule="daily 22:00", device="fan", value="off"), "test")
+            await cron.add_job(CronJob(id="", schedule="once 2026-11-24 19:30", message="take the bins out"), "test")
+            text, route, _ = await h.say("cancel the 7:30 fan")
+            assert (text, route) == ("Cancelled fan_0730_weekdays (set fan on, next 2026-11-25 07:30).", "intent")
+            record = await h.runtime.agent.turn("cancel the porch light schedule", channel="memory", chat_id=OWNER)
+            assert record.text.startswith("Nothing scheduled matches")
+            assert "fan_2200_daily (set fan off, next 2026-11-24 22:00)" in record.text
+            await cron.add_job(CronJob(id="", schedule="daily 06:00", device="fan", value="on"), "test")
+            record = await h.runtime.agent.turn("cancel the fan schedule", channel="memory", chat_id=OWNER)
+            assert record.route == "intent" and record.choices == ["fan_2200_daily", "fan_0600_daily"]
+            picked = await h.runtime.agent.turn("fan_0600_daily", channel="memory", chat_id=OWNER)
+            assert picked.text == "Cancelled fan_0600_daily (set fan on, next 2026-11-25 06:00)."
+            assert [row["id"] for row in cron.list_jobs()] == ["fan_2200_daily", "bins_1930"]
+
+    asyncio.run(main())
+
+
+def test_repeating_schedules_are_said_in_words() -> None:
+    assert every_words("30 7 * * 1-5") == "every weekday at 07:30"
+    assert every_words("daily 09:00") == "every day at 09:00"
+    assert every_words("0 19 * * 2") == "every Tuesday at 19:00"
+    assert every_words("every 2h") == "every 2 hours"
+    assert every_words("every 1d") == "every day"
+    assert every_words("*/5 * * * *") == "on the schedule */5 * * * *"
+
+
+def test_in_the_daemon_a_telegram_message_makes_the_job_and_its_run_reaches_telegram(config: Config) -> None:
+    from appliance.daemon import Daemon
+    from tests.fakes.telegram_api import FakeTelegram
+    from tests.helpers import started
+
+    owner = 111
+
+    async def main() -> None:
+        async with FakeTelegram("123:TEST") as fake:
+            fake.add_chat(owner)
+            tg = config.telegram
+            tg.enabled, tg.token, tg.api_base_url, tg.allow_from = True, "123:TEST", fake.base_url, [owner]
+            config.llm.preload = False
+            config.scheduler.heartbeat_minutes = 0
+            daemon = Daemon(config, host="127.0.0.1", port=0)
+            served = asyncio.ensure_future(daemon.run())
+            await started(daemon, served)
+            assert {"schedule_create", "schedule_list", "schedule_cancel", "task_create", "task_status"} <= set(
+                daemon.runtime.tools.tools
+            )
+            fake.push_message(owner, owner, "remind me in 10 minutes to take the bins out")
+            await eventually(lambda: any("Reminder set" in t for t in fake.sent_texts(owner)), 20, "the confirmation")
+            assert daemon.cron is not None
+            (row,) = daemon.cron.list_jobs()
+            assert (row["source"], row["once"], row["created_by"]) == ("chat", True, f"telegram:{owner}")
+            # Its time comes (run now rather than wait ten minutes): the reminder arrives on Telegram.
+            assert await daemon.cron.run_now(row["id"]) == "Reminder: take the bins out"
+            await eventually(lambda: "Reminder: take the bins out" in fake.sent_texts(owner), 20, "the reminder")
+            daemon.stopping.set()
+            assert await served == 0
+
+    asyncio.run(main())
