@@ -389,7 +389,7 @@ def test_source_is_not_a_config_key(tmp_path: Path) -> None:
             'missed: expected one of "skip", "run_once", got "sometimes"',
         ),
         ("- id: Bad Id\n  schedule: startup\n  prompt: hi\n", "id: lower-case letters, digits and _ (at most 40)"),
-        ("- id: x\n  schedule: daily 09:00\n", "a job has exactly one of prompt, device (with value) or task"),
+        ("- id: x\n  schedule: daily 09:00\n", "a job has exactly one of prompt, device (with value), task or message"),
         ("- id: x\n  schedule: every 5x\n  prompt: hi\n", 'schedule "every 5x": expected a number and a unit'),
     ],
 )

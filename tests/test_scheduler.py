@@ -436,6 +436,10 @@ def test_run_now_and_list_jobs(db: Database) -> None:
         "last_ok": None,
         "deliver": True,
         "missed": "skip",
+        "paused": False,
+        "source": "config",
+        "once": False,
+        "created_by": "",
     }
     assert asyncio.run(scheduler.run_now("water")) == "did water"
     assert sent == [("water: did water", "cron")]
@@ -542,7 +546,7 @@ def test_cron_yaml_adds_jobs(tmp_path: Path) -> None:
         ("- schedule: daily 09:00\n  prompt: hi\n", "entry 1: id: required, but missing"),
         (
             "- id: x\n  schedule: daily 09:00\n",
-            "entry 1 (x): a job has exactly one of prompt, device (with value) or task",
+            "entry 1 (x): a job has exactly one of prompt, device (with value), task or message",
         ),
         (
             "- id: x\n  schedule: daily 09:00\n  prompt: hi\n  missed: sometimes\n",

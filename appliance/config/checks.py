@@ -220,8 +220,8 @@ def check_job(job: CronJob, where: str, keys: str, devices: Collection[str] | No
     """A job's id, what it does and its schedule are valid (a ConfigError naming the job or the key)."""
     if not _NAME.fullmatch(job.id):  # the one rule for names: device names follow it too
         raise ConfigError(f"{keys}id: lower-case letters, digits and _ (at most 40)")
-    if len([k for k in ("prompt", "device", "task") if getattr(job, k)]) != 1:
-        raise ConfigError(f"{where}: a job has exactly one of prompt, device (with value) or task")
+    if len([k for k in ("prompt", "device", "task", "message") if getattr(job, k)]) != 1:
+        raise ConfigError(f"{where}: a job has exactly one of prompt, device (with value), task or message")
     if job.device and not job.value:
         raise ConfigError(f"{where}: device {job.device} needs a value: on, off or a brightness like 40%")
     if job.device and devices is not None and job.device not in devices:

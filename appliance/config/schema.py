@@ -262,14 +262,17 @@ class MemoryConfig:
 
 @dataclass
 class CronJob:
-    """A scheduled job: a prompt for the agent, a device action, or a task to run."""
+    """A scheduled job: a prompt for the agent, a device action, a task to run, or a message for the owner."""
 
     id: str = doc("a short name, used by `picoagent cron run ID`")
-    schedule: str = doc('"every 30m", "daily 09:00", "hourly :15", "startup", or a cron expression "0 7 * * 1-5"')
+    schedule: str = doc(
+        '"every 30m", "daily 09:00", "hourly :15", "startup", "once 2026-11-24 19:00", or a cron expression "0 7 * * 1-5"'
+    )
     prompt: str = doc("a message for the agent; its reply is delivered", "")
     device: str = doc("a device to set (with value)", "")
     value: str | bool = doc("the value to set the device to: on, off, 40%", "")
     task: str = doc("a persistent task's goal to start", "")
+    message: str = doc('a text sent to the owner as it is, no model: "take the bins out" arrives as a reminder', "")
     deliver: bool = doc("send the result to the owner (the status page feed and notify.owner's channel)", True)
     missed: Literal["skip", "run_once"] = doc(
         "a run missed while the Pi was off: skip it, or run once at start", "skip"

@@ -364,6 +364,44 @@ def _m11_channels(db: sqlite3.Connection) -> None:
     )
 
 
+def _m12_chat_jobs(db: sqlite3.Connection) -> None:
+    # Cron jobs made in chat (appliance/schedule/store.py says why they live here and not in
+    # workspace/cron.yaml): every CronJob field plus who made it and when. Paused jobs by id, for any
+    # job (the config's and cron.yaml's too). The run history, the last ~50 runs of each job.
+    _script(
+        db,
+        """
+        CREATE TABLE cron_jobs (
+            id TEXT PRIMARY KEY,
+            schedule TEXT NOT NULL,
+            prompt TEXT NOT NULL DEFAULT '',
+            device TEXT NOT NULL DEFAULT '',
+            value TEXT NOT NULL DEFAULT '',
+            task TEXT NOT NULL DEFAULT '',
+            message TEXT NOT NULL DEFAULT '',
+            deliver INTEGER NOT NULL DEFAULT 1,
+            missed TEXT NOT NULL DEFAULT 'skip',
+            created_by TEXT NOT NULL,
+            created_at REAL NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE cron_paused (
+            job_id TEXT PRIMARY KEY,
+            paused_at REAL NOT NULL,
+            paused_by TEXT NOT NULL DEFAULT ''
+        ) WITHOUT ROWID;
+        CREATE TABLE cron_runs (
+            id INTEGER PRIMARY KEY,
+            job_id TEXT NOT NULL,
+            at REAL NOT NULL,
+            ok INTEGER NOT NULL,
+            result TEXT NOT NULL,
+            reason TEXT NOT NULL
+        );
+        CREATE INDEX cron_runs_job ON cron_runs (job_id, id);
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m1_conversations,
     _m2_web_auth,
@@ -376,4 +414,5 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m9_token_scopes,
     _m10_memory_store,
     _m11_channels,
+    _m12_chat_jobs,
 ]

@@ -1,5 +1,5 @@
 """What a cron job is once loaded, and what running one does: a prompt goes to the agent, a device is
-set, a persistent task is started.
+set, a persistent task is started, a message goes to the owner as it is ("Reminder: ...", no model).
 
 A job itself is :class:`appliance.config.CronJob`, from the config's ``scheduler.jobs`` or
 ``workspace/cron.yaml``; both are read and checked by :func:`appliance.config.load_jobs`, with the
@@ -24,6 +24,7 @@ JOB_TIMEOUT_S = 900.0  # a job still running after this long is stopped, its run
 RESULT_CHARS = 2000  # the longest result kept in schedule_runs
 
 RunReason = Literal["schedule", "startup", "missed", "manual"]
+REMINDER = "Reminder: "  # what a message job's text arrives as
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,8 @@ def does(job: CronJob) -> str:
         return f"prompt: {job.prompt}"
     if job.device:
         return f"set {job.device} {job.value}"
+    if job.message:
+        return f"message: {job.message}"
     return f"task: {job.task}"
 
 
@@ -64,9 +67,12 @@ def make_job_runner(
     devices: DeviceAccess | None,
     tasks_start: Callable[[str], Awaitable[str]] | None,
 ) -> Callable[[CronJob], Awaitable[str]]:
-    """The default ``run_job``: a prompt goes to the agent, a device is set, a task is started."""
+    """The default ``run_job``: a prompt goes to the agent, a device is set, a task is started, a message
+    is the result itself (the scheduler delivers it)."""
 
     async def run_job(job: CronJob) -> str:
+        if job.message:
+            return REMINDER + job.message
         if job.prompt:
             if agent is None:
                 raise UsageError(f"cron job {job.id}: no agent to answer the prompt here")

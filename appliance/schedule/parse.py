@@ -9,6 +9,9 @@ The forms (:func:`parse_schedule`):
   for a time of day).
 - ``daily 09:00``: the fixed-time cron job ``0 9 * * *``. ``hourly :15``: the wildcard job ``15 * * * *``.
 - ``startup``: once each time the scheduler starts.
+- ``once 2026-11-24 19:00``: one run at that local time (a reminder). It follows the fixed-time DST
+  rules below: a time skipped by spring-forward runs at the first instant after the gap, a repeated
+  one at its first occurrence. A job on it is removed once it ran (its run stays in the history).
 - ``m h dom mon dow``: Vixie cron. ``*``, lists, ranges, steps (``*/15``, ``1-30/5``), names (``jan``,
   ``mon``; Sunday is 0 or 7). When both day fields are restricted a day matches either (OR); a field
   starting with ``*`` (even ``*/2``) counts as unrestricted, and then both must match.
@@ -41,7 +44,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from appliance.errors import ConfigError, UsageError
 
-FORMS = 'use "every 30m" (s, m, h or d), "daily 09:00", "hourly :15", "startup" or a cron expression "0 7 * * 1-5"'
+FORMS = (
+    'use "every 30m" (s, m, h or d), "daily 09:00", "hourly :15", "startup", "once 2026-11-24 19:00"'
+    ' or a cron expression "0 7 * * 1-5"'
+)
 _SEARCH_DAYS = 366 * 9  # Feb 29 on a given weekday can be 8 years away (no leap year in 2100)
 _MONTH_DAYS = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)  # the most each month can have
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -90,6 +96,23 @@ class Interval(Schedule):
         """The next multiple of the interval after ``t``."""
         zone = _zone_of(t)
         return datetime.fromtimestamp((int(t.timestamp() // self.seconds) + 1) * self.seconds, zone)
+
+
+@dataclass(frozen=True)
+class Once(Schedule):
+    """One run at a local wall-clock time, in the zone of the time it is asked about."""
+
+    text: str
+    wall: datetime  # naive: the local date and time as written
+
+    def at(self, zone: tzinfo) -> datetime:
+        """The instant it runs in ``zone`` (a skipped time: the end of the gap; a repeated one: the first)."""
+        return _wall_instants(self.wall, zone, wildcard=False)[0].astimezone(zone)
+
+    def next_after(self, t: datetime) -> datetime | None:
+        """Its instant when that is after ``t``; else None (it has run, or its time has passed)."""
+        instant = self.at(_zone_of(t))
+        return instant if instant > t else None
 
 
 @dataclass(frozen=True)
@@ -201,6 +224,16 @@ def parse_schedule(text: str) -> Schedule:
         if hour > 23 or minute > 59:
             raise _bad(text, "the time must be from 00:00 to 23:59")
         return _cron([str(minute), str(hour), "*", "*", "*"], spec)
+    if word == "once":
+        match = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})[ t](\d{1,2}):(\d{2})", rest)
+        if not match:
+            raise _bad(text, 'expected a date and a time after "once", e.g. "once 2026-11-24 19:00"')
+        try:
+            year, month, day, hour, minute = (int(part) for part in match.groups())
+            wall = datetime(year, month, day, hour, minute)
+        except ValueError as exc:
+            raise _bad(text, f"no such date or time ({exc})") from None
+        return Once(f"once {wall:%Y-%m-%d %H:%M}", wall)
     if word == "hourly":
         match = re.fullmatch(r":(\d{2})", rest)
         if not match or int(match.group(1)) > 59:
