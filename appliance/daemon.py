@@ -261,6 +261,7 @@ class Daemon:
             db=runtime.db,
         )
         state.cron = cron
+        state.tasks, state.task_runner = store, runner  # /api/tasks and the status page's Tasks card
         services: list[Service] = [Loop("cron", cron.run)]
         if sched.heartbeat_minutes:
             devices = runtime.devices
