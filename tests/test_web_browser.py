@@ -9,6 +9,7 @@ people to look at.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -76,8 +77,13 @@ def server(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequ
     config = data.parent / f"{data.name}.yaml"
     # A job that acts without the model: `picoagent cron run porch_check` puts its result in the feed.
     job = '\n    - {id: porch_check, schedule: "daily 03:00", device: porch_light, value: "on"}'
+    # A switch that waits for a person, and a dimmer, for the Devices card's controls.
+    more = "devices:\n  gate: {driver: relay, pin: 5, approval: required}\n  desk_lamp: {driver: led, pin: 6}\n"
     config.write_text(
-        CHECKOUT_CONFIG.read_text().replace("tls: off", f"tls: {request.param}").replace("  jobs: []", "  jobs:" + job)
+        CHECKOUT_CONFIG.read_text()
+        .replace("tls: off", f"tls: {request.param}")
+        .replace("  jobs: []", "  jobs:" + job)
+        .replace("devices:\n", more, 1)
     )
     env = {k: v for k, v in os.environ.items() if k != "PICOAGENT_CONFIG"}
     cli = [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(data)]
@@ -306,6 +312,95 @@ def test_every_status_card_and_device_is_seen_none_under_another(page: sync_api.
         page.screenshot(path=ARTIFACTS / f"status-{size['width']}x{size['height']}.png", full_page=True)
     _no_card_covers_another(page)
     _uncovered(page, page.locator("#devices li").first)
+
+
+def _post(page: sync_api.Page, path: str, body: dict[str, object]) -> dict[str, object]:
+    """POST as the signed-in page does: the session cookie and its CSRF token."""
+    csrf = page.request.get("/api/session").json()["csrf"]
+    response = page.request.post(path, data=body, headers={"X-CSRF-Token": csrf})
+    assert response.ok, response.text()
+    answer: dict[str, object] = response.json()
+    return answer
+
+
+@pytest.mark.parametrize("size", [WIDE, PHONE], ids=["1280x900", "390x844"])
+def test_switches_on_the_devices_card_set_devices_and_wait_for_approval(
+    page: sync_api.Page, size: dict[str, int]
+) -> None:
+    page.set_viewport_size(size)
+    page.goto("/")
+    expect(page.locator("#updated")).to_contain_text("updated")
+    fan = page.get_by_role("switch", name="fan", exact=True)
+    _uncovered(page, fan)
+    was = fan.get_attribute("aria-checked")
+    fan.click()
+    now = "false" if was == "true" else "true"
+    expect(fan).to_have_attribute("aria-checked", now)
+    fan_row = page.locator("#devices li", has=fan)
+    expect(fan_row.locator(".device-detail")).to_contain_text("on" if now == "true" else "off")
+    assert page.request.get("/api/devices/fan").json()["readings"][0]["value"] is (now == "true")
+
+    lamp = page.get_by_role("slider", name="desk_lamp brightness")
+    lamp.fill("40")
+    lamp_row = page.locator("#devices li", has=lamp)
+    expect(lamp_row.locator(".device-detail")).to_contain_text("brightness 40")
+    expect(page.get_by_role("switch", name="desk_lamp")).to_have_attribute("aria-checked", "true")
+
+    gate = page.get_by_role("switch", name="gate")
+    gate.click()
+    note = page.locator("#devices li", has=gate).locator(".row-note")
+    expect(note).to_have_text(re.compile(r"^waiting for approval \S+$"))
+    action = (note.text_content() or "").split()[-1]
+    assert [p["id"] for p in page.request.get("/api/approvals").json()["pending"]] == [action]
+    expect(gate).to_have_attribute("aria-checked", "false")  # nothing switched before a person says so
+    page.reload()
+    expect(page.locator("#devices li", has=page.get_by_role("switch", name="gate")).locator(".row-note")).to_have_text(
+        f"waiting for approval {action}"
+    )
+    _post(page, f"/api/approvals/{action}/deny", {})
+    expect(page.locator("#devices li", has=page.get_by_role("switch", name="gate")).locator(".row-note")).to_be_hidden()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=ARTIFACTS / f"status-switches-{size['width']}.png", full_page=True)
+
+
+@pytest.mark.parametrize("size", [WIDE, PHONE], ids=["1280x900", "390x844"])
+def test_scheduled_and_tasks_cards_show_jobs_and_tasks_with_working_buttons(
+    page: sync_api.Page, size: dict[str, int]
+) -> None:
+    page.set_viewport_size(size)
+    page.goto("/")
+    expect(page.locator("#updated")).to_contain_text("updated")
+    job = _post(page, "/api/cron", {"schedule": "daily 19:00", "message": "take the bins out"})
+    task = _post(page, "/api/tasks", {"goal": "list three vegetables", "budget_tokens": 3000, "max_steps": 4})
+    _post(page, f"/api/tasks/{task['id']}/pause", {})
+
+    row = page.locator(f'#jobs li[data-job="{job["id"]}"]')
+    expect(row.locator(".item-badges")).to_contain_text("made in chat")
+    expect(row.locator(".item-lines")).to_contain_text("next 19:00")
+    config_row = page.locator('#jobs li[data-job="porch_check"]')
+    expect(config_row.get_by_role("button", name="Pause porch_check")).to_be_visible()
+    expect(config_row.get_by_role("button", name=re.compile("^Cancel"))).to_have_count(0)  # not the chat's to remove
+
+    task_row = page.locator(f'#tasks li[data-task="{task["id"]}"]')
+    expect(task_row.locator(".item-badges")).to_have_text("paused")
+    expect(task_row.locator(".item-lines")).to_contain_text("list three vegetables")
+    expect(task_row.locator(".item-lines")).to_contain_text("of 3000")
+    expect(task_row.locator(".item-lines")).to_contain_text("of 4")
+    page.screenshot(path=ARTIFACTS / f"status-automation-{size['width']}.png", full_page=True)
+    _no_card_covers_another(page)
+    _no_horizontal_scroll(page)
+
+    row.get_by_role("button", name=re.compile("^Pause")).click()
+    expect(row.locator(".item-badges")).to_contain_text("paused")
+    expect(row.locator(".item-lines")).to_contain_text("next paused")
+    row.get_by_role("button", name=re.compile("^Resume")).click()
+    expect(row.locator(".item-lines")).to_contain_text("next 19:00")
+    row.get_by_role("button", name=re.compile("^Cancel")).click()
+    expect(row).to_have_count(0)
+
+    task_row.get_by_role("button", name=re.compile("^Cancel")).click()
+    expect(task_row.locator(".item-badges")).to_have_text("cancelled")
+    expect(task_row.get_by_role("button")).to_have_count(0)
 
 
 # Records what the page shows as a browser notification, then lets Chromium show it.
