@@ -221,14 +221,15 @@ class Daemon:
 
     def _task_services(self, runtime: Runtime) -> list[Service]:
         """The persistent task runner, after putting back the tasks a crash left running."""
-        from appliance.tasks import TaskRunner, TaskStore, make_agent_step
+        from appliance.tasks import TaskRunner, TaskStore, make_agent_step, spawn
 
         assert self.notifier is not None
-        self.task_store = TaskStore(runtime.db)
+        self.task_store = TaskStore(runtime.db, settings=self.config.tasks)
         recovered = self.task_store.recover()  # tasks left running by a crash go back to pending, with their steps
         if recovered:
             log.warning("resuming %d task(s) left running: %s", len(recovered), recovered)
         self.task_runner = runner = TaskRunner(self.task_store, make_agent_step(runtime.agent), self.notifier.notify)
+        spawn.register(runtime.tools, runner)  # subtasks, worked inline by this runner inside their parent's step
         return [Loop("task runner", lambda: runner.run_forever(poll_s=TASK_POLL_S))]
 
     def _schedule_services(self, runtime: Runtime, state: WebState) -> list[Service]:

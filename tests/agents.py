@@ -92,3 +92,24 @@ class SlowModel(ScriptedModel):
             if on_token is not None:
                 on_token(word)
         return generation
+
+
+class MeteredModel(ScriptedModel):
+    """The scripted model reporting fixed token counts for every generation, and keeping each one.
+
+    A turn's tokens are then known ahead (``prompt_tokens + completion_tokens`` a model call), so budgets
+    can be tested to the token.
+    """
+
+    def __init__(self, prompt_tokens: int = 900, completion_tokens: int = 100) -> None:
+        super().__init__()
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
+        self.generated: list[Generation] = []
+
+    async def generate(self, request: GenerationRequest) -> Generation:
+        generation = await super().generate(request)
+        generation.prompt_tokens = self.prompt_tokens
+        generation.completion_tokens = self.completion_tokens
+        self.generated.append(generation)
+        return generation

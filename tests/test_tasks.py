@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +20,12 @@ import pytest
 from appliance.agent.context import Workspace
 from appliance.agent.loop import Agent
 from appliance.agent.record import Action, ReplyRecord
-from appliance.config import Config
+from appliance.config import Config, TasksConfig
 from appliance.errors import DatabaseError, PicoagentError, UsageError
 from appliance.llm.scripted import ScriptedModel
 from appliance.memory.db import Database
 from appliance.tasks import (
+    DeepWork,
     Step,
     StepOutcome,
     Task,
@@ -35,6 +37,7 @@ from appliance.tasks import (
     task_prompt,
 )
 from appliance.tools.registry import ToolRegistry
+from tests.agents import MeteredModel
 from tests.fakes.clock import ManualClock
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -383,14 +386,22 @@ def test_a_picoagent_error_in_a_step_is_reported_by_its_message(store: TaskStore
     assert ended is not None and ended.error == "step 1 failed: no device named pump"
 
 
-def test_the_runner_gives_up_after_max_steps(store: TaskStore) -> None:
-    task = store.add("find the meaning of life")
+def test_the_runner_stops_at_max_steps_with_a_partial_result(store: TaskStore) -> None:
+    task = store.add("find the meaning of life", max_steps=3)
     notes = Notes()
-    ended = asyncio.run(TaskRunner(store, ScriptedSteps(), notes, max_steps=3).run_once())
+    ended = asyncio.run(TaskRunner(store, ScriptedSteps(), notes).run_once())
     assert ended is not None
-    assert (ended.state, ended.steps_done) == ("error", 3)
-    assert ended.error == "gave up after 3 steps without reaching the goal"
-    assert notes.sent == [(f"Task {task.id} failed: gave up after 3 steps without reaching the goal", "task")]
+    assert (ended.state, ended.partial, ended.steps_done, ended.error) == ("done", True, 3, None)
+    assert ended.result == (
+        "Partial result: stopped because it took its 3 steps, before the goal was reached.\n"
+        "Last step (3): still thinking"
+    )
+    assert notes.sent == [(f"Task {task.id} stopped with a partial result (it took its 3 steps): {ended.result}", "task")]
+    assert "partial" in ended.describe()
+    # The runner's own cap wins over a task's larger max_steps.
+    capped = store.add("count the stars")
+    ended = asyncio.run(TaskRunner(store, ScriptedSteps(), max_steps=2).run_once())
+    assert ended is not None and ended.id == capped.id and (ended.partial, ended.steps_done) == (True, 2)
     with pytest.raises(UsageError, match="max_steps must be at least 1"):
         TaskRunner(store, ScriptedSteps(), max_steps=0)
 
@@ -402,7 +413,7 @@ def test_max_steps_counts_the_steps_from_before_a_restart(store: TaskStore) -> N
     store.recover()
     steps = ScriptedSteps()
     ended = asyncio.run(TaskRunner(store, steps, max_steps=4).run_once())
-    assert ended is not None and ended.state == "error" and ended.steps_done == 4
+    assert ended is not None and ended.state == "done" and ended.partial and ended.steps_done == 4
     assert steps.calls == [(task.id, [1, 2, 3])]
 
 
@@ -553,25 +564,35 @@ def test_task_prompt_carries_the_goal_the_steps_and_how_to_finish() -> None:
     assert "No steps yet." in task_prompt(task, [])
 
 
-def test_agent_step_asks_in_the_task_chat_and_reads_done(db: Database) -> None:
+def test_agent_step_plans_then_asks_in_the_task_chat_and_reads_done(db: Database) -> None:
     action = Action(tool="set_device", arguments={"name": "pump"}, ok=True, result="pump: on")
     agent = RecordingAgent(
         db,
+        reply("1. Read the soil.\n2. Water."),
         reply("I will check the soil."),
         reply("Turned the pump on.", [action]),
         reply("  done: the plants are watered"),
     )
-    step = make_agent_step(agent)  # type: ignore[arg-type]
+    step = DeepWork(agent, TasksConfig(), context_tokens=2048)  # type: ignore[arg-type]
     task = Task(3, "water the plants", "running", 0.0, 0.0, 0)
-    first = asyncio.run(step(task, []))
+    plan = asyncio.run(step(task, []))
+    assert plan == StepOutcome("plan", "1. Read the soil.\n2. Water.", plan="1. Read the soil.\n2. Water.")
+    assert agent.calls[0]["tool_choice"] == "none" and "numbered plan" in agent.calls[0]["text"]
+    task = replace(task, plan=plan.content, steps_done=1)
+    steps = [Step(3, 1, 0.0, "plan", plan.content)]
+    first = asyncio.run(step(task, steps))
     assert first == StepOutcome("thought", "I will check the soil.")
-    second = asyncio.run(step(task, [Step(3, 1, 0.0, first.kind, first.content)]))
+    steps.append(Step(3, 2, 0.0, first.kind, first.content))
+    second = asyncio.run(step(task, steps))
     assert second.kind == "action" and not second.done
     assert second.content == "Turned the pump on.\n[set_device({'name': 'pump'}) -> pump: on]"
-    third = asyncio.run(step(task, []))
+    third = asyncio.run(step(task, steps))
     assert third == StepOutcome("result", "the plants are watered", done=True, result="the plants are watered")
     assert {(c["channel"], c["chat_id"], c["client"]) for c in agent.calls} == {("task", "task-3", "task:3")}
-    assert "1. [thought] I will check the soil." in agent.calls[1]["text"]
+    assert {c["force"] for c in agent.calls} == {None}  # route auto: routing decides
+    assert "Your plan:\n1. Read the soil.\n2. Water." in agent.calls[2]["text"]
+    assert "2. [thought] I will check the soil." in agent.calls[2]["text"]
+    assert "[plan]" not in agent.calls[2]["text"]  # the plan is quoted once, as the plan
 
 
 def test_agent_steps_through_a_real_agent_to_done(config: Config, tmp_path: Path) -> None:
@@ -580,20 +601,25 @@ def test_agent_steps_through_a_real_agent_to_done(config: Config, tmp_path: Path
     workspace = Workspace(data / "workspace")
     workspace.ensure(config.agent.name)
     database = Database(data / "picoagent.db")
-    model = ScriptedModel()
-    model.enqueue("The soil is dry; I would water it.", "DONE: watered the plants")
+    model = MeteredModel(prompt_tokens=300, completion_tokens=20)
+    model.enqueue("1. Look at the soil.", "The soil is dry; I would water it.", "DONE: watered the plants")
     agent = Agent(config, model, database, ToolRegistry(), workspace)
     store = TaskStore(database)
     task = store.add("water the plants")
     notes = Notes()
     ended = asyncio.run(TaskRunner(store, make_agent_step(agent), notes).run_once())
+    logs = store.logs(task.id)
     database.close()
     assert ended is not None and ended.state == "done" and ended.result == "watered the plants"
     assert notes.sent == [(f"Task {task.id} done: watered the plants", "task")]
-    second_prompt = [m.content for m in model.history[1].messages if m.role == "user"]
+    assert ended.plan == "1. Look at the soil." and [s.kind for s in logs] == ["plan", "thought", "result"]
+    third_prompt = [m.content for m in model.history[2].messages if m.role == "user"]
     # One user message: the step log is in the prompt and the chat was reset, so nothing is said twice.
-    assert len(second_prompt) == 1
-    assert "1. [thought] The soil is dry; I would water it." in second_prompt[0]
+    assert len(third_prompt) == 1
+    assert "2. [thought] The soil is dry; I would water it." in third_prompt[0]
+    # Every turn's tokens, as the model reported them, are the task's.
+    assert len(model.generated) == 3 and ended.tokens_used == 3 * 320
+    assert [s.tokens for s in logs] == [320, 320, 320]
 
 
 # --- kill -9 mid-step --------------------------------------------------------------------------------
@@ -623,8 +649,8 @@ def stall():
 
 
 class Store(TaskStore):
-    def record_step(self, task_id, kind, content, *, result=None):
-        step = super().record_step(task_id, kind, content, result=result)
+    def record_step(self, task_id, kind, content, **kw):
+        step = super().record_step(task_id, kind, content, **kw)
         if hang == "after" and step.n == KILL_STEP:
             stall()
         return step

@@ -15,7 +15,7 @@ import argparse
 from collections.abc import Callable, Sequence
 
 from appliance import __version__
-from appliance.cli import access, automation, channels, chat, devices, memory, models, routing, system, tools
+from appliance.cli import access, automation, channels, chat, devices, memory, models, routing, system, tasks, tools
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -51,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     memory.add_parser(sub, common)  # memory
     access.add_telegram_parser(sub, common)  # telegram
     channels.add_parser(sub, common)  # channels, notifications
-    automation.add_parser(sub, common)  # cron, tasks
+    automation.add_parser(sub, common)  # cron
+    tasks.add_parser(sub, common)  # tasks
     routing.add_parser(sub, common)  # providers, usage, routing
     system.add_upkeep_parsers(sub, common)  # update, selftest
     return parser

@@ -1,20 +1,19 @@
-"""`picoagent cron` and `tasks`: scheduled jobs and persistent tasks (the daemon runs them when it runs)."""
+"""`picoagent cron`: scheduled jobs (the daemon runs them when it runs; `tasks` is in cli/tasks.py)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from appliance.cli.common import load, open_db, print_json
 from appliance.cli.daemon_client import daemon_get
 
 if TYPE_CHECKING:
-    from appliance.config import Config
+    pass
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
-    """The `cron` and `tasks` command groups."""
+    """The `cron` command group."""
     cron = sub.add_parser("cron", parents=[common], help="scheduled jobs: list them, run one now")
     csub = cron.add_subparsers(dest="action", metavar="ACTION", required=True)
     clist = csub.add_parser("list", parents=[common], help="the jobs with their next and last runs")
@@ -23,27 +22,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
     crun = csub.add_parser("run", parents=[common], help="run a job now (in the daemon when it runs)")
     crun.add_argument("id")
     crun.set_defaults(handler=cmd_cron_run)
-
-    tasks = sub.add_parser("tasks", parents=[common], help="persistent tasks: a goal worked on step by step")
-    tasub = tasks.add_subparsers(dest="action", metavar="ACTION", required=True)
-    tadd = tasub.add_parser("add", parents=[common], help="queue a task (the daemon starts it within seconds)")
-    tadd.add_argument("goal", nargs="+", help="what to do, e.g. water the plants when the soil is dry, then tell me")
-    tadd.set_defaults(handler=cmd_tasks_add)
-    tlist = tasub.add_parser("list", parents=[common], help="the tasks and their states")
-    tlist.add_argument("--state", choices=["pending", "running", "done", "error", "paused"], help="only these")
-    tlist.add_argument("--json", action="store_true", help="print the tasks as JSON")
-    tlist.set_defaults(handler=cmd_tasks_list)
-    tasub.add_parser("run", parents=[common], help="work the pending tasks here (when no daemon runs)").set_defaults(
-        handler=cmd_tasks_run
-    )
-    for move, text in (("pause", "pause a task after its current step"), ("resume", "put a paused task back")):
-        one = tasub.add_parser(move, parents=[common], help=text)
-        one.add_argument("id", type=int)
-        one.set_defaults(handler=cmd_tasks_move, move=move)
-    tlogs = tasub.add_parser("logs", parents=[common], help="a task's steps")
-    tlogs.add_argument("id", type=int)
-    tlogs.add_argument("--json", action="store_true", help="print the task and its steps as JSON")
-    tlogs.set_defaults(handler=cmd_tasks_logs)
 
 
 def cmd_cron_list(args: argparse.Namespace) -> int:
@@ -109,7 +87,7 @@ def cmd_cron_run(args: argparse.Namespace) -> int:
     try:
 
         async def queue_task(goal: str) -> str:
-            task = await runtime.db.call(TaskStore(runtime.db).add, goal)
+            task = await runtime.db.call(TaskStore(runtime.db, settings=config.tasks).add, goal)
             return f"task {task.id} queued: {task.goal} (`picoagent tasks run` works it here)"
 
         jobs = load_jobs(config.scheduler.jobs, runtime.workspace.root, config.devices)
@@ -119,101 +97,3 @@ def cmd_cron_run(args: argparse.Namespace) -> int:
     finally:
         runtime.close()
     return 0
-
-
-class _TaskTable:
-    """The tasks in this process's own connection (safe beside the daemon's: WAL, one transaction per change)."""
-
-    def __init__(self, config: Config) -> None:
-        from appliance.tasks import TaskStore
-
-        self.db = open_db(config)
-        self.store = TaskStore(self.db)
-
-    def __enter__(self) -> Any:
-        return self.store
-
-    def __exit__(self, *exc: object) -> None:
-        self.db.close()
-
-
-def cmd_tasks_add(args: argparse.Namespace) -> int:
-    """Queue a task."""
-    with _TaskTable(load(args)) as store:
-        task = store.add(" ".join(args.goal))
-    print(f"task {task.id} queued: {task.goal}")
-    print("(the daemon starts it; without a daemon, `picoagent tasks run` works it here)", file=sys.stderr)
-    return 0
-
-
-def cmd_tasks_list(args: argparse.Namespace) -> int:
-    """The tasks and their states."""
-    with _TaskTable(load(args)) as store:
-        tasks = store.list(args.state)
-    if args.json:
-        print_json([t.as_dict() for t in tasks])
-        return 0
-    if not tasks:
-        print("no tasks" + (f" {args.state}" if args.state else ""))
-    for task in tasks:
-        print(task.describe())
-    return 0
-
-
-def cmd_tasks_move(args: argparse.Namespace) -> int:
-    """Pause or resume a task."""
-    with _TaskTable(load(args)) as store:
-        task = store.pause(args.id) if args.move == "pause" else store.resume(args.id)
-    if args.move == "pause":
-        print(f"task {task.id} paused (a running task stops after its current step)")
-    else:
-        print(f"task {task.id} resumed: it goes on at step {task.steps_done + 1}")
-    return 0
-
-
-def cmd_tasks_logs(args: argparse.Namespace) -> int:
-    """A task and its steps."""
-    with _TaskTable(load(args)) as store:
-        task = store.get(args.id)
-        steps = store.logs(args.id)
-    if args.json:
-        print_json({"task": task.as_dict(), "steps": [s.as_dict() for s in steps]})
-        return 0
-    print(task.describe())
-    for step in steps:
-        print(step.describe())
-    if not steps:
-        print("  (no steps yet)")
-    return 0
-
-
-def cmd_tasks_run(args: argparse.Namespace) -> int:
-    """Work the pending tasks in the foreground, one at a time, until none is left."""
-    import asyncio
-
-    from appliance.errors import UsageError
-    from appliance.runtime import Runtime
-    from appliance.tasks import Task, TaskRunner, TaskStore, make_agent_step
-
-    config = load(args)
-    if daemon_get(config, "/api/status") is not None:
-        # Two runners would each recover() the other's running task and run it twice.
-        raise UsageError("the daemon is running and works the tasks itself", fix="`picoagent tasks list` shows them")
-    runtime = Runtime.open(config)
-    try:
-        store = TaskStore(runtime.db)
-        store.recover()
-        runner = TaskRunner(store, make_agent_step(runtime.agent), None)
-
-        async def work() -> list[Task]:
-            ended = []
-            while (task := await runner.run_once()) is not None:
-                print(task.describe(), flush=True)
-                ended.append(task)
-            return ended
-
-        if not asyncio.run(work()):
-            print("no pending tasks")
-        return 0
-    finally:
-        runtime.close()

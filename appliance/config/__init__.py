@@ -45,6 +45,7 @@ from appliance.config.schema import (
     WebFetchConfig,
     describe_keys,
 )
+from appliance.config.tasks import TasksConfig
 
 __all__ = [
     "CHANNEL_ORDER",
@@ -72,6 +73,7 @@ __all__ = [
     "SchedulerConfig",
     "ShellConfig",
     "SlackConfig",
+    "TasksConfig",
     "TelegramConfig",
     "ToolsConfig",
     "WebConfig",

@@ -26,6 +26,7 @@ from appliance.config.channels import (
     WhatsAppConfig,
 )
 from appliance.config.fields import COUNT, SECONDS, THREADS, doc
+from appliance.config.tasks import TasksConfig
 from appliance.hardware.drivers import DRIVERS
 
 SYSTEM_DATA_DIR = Path("/var/lib/picoagent")
@@ -461,6 +462,7 @@ class Config:
     providers: dict[str, ProviderConfig] = doc("cloud models, by name", default_factory=dict)
     routing: RoutingConfig = doc("when a message may leave the Pi", default_factory=RoutingConfig)
     scheduler: SchedulerConfig = doc("cron jobs and the heartbeat", default_factory=SchedulerConfig)
+    tasks: TasksConfig = doc("persistent tasks: budgets, notes, subtasks", default_factory=TasksConfig)
     tools: ToolsConfig = doc("the model's tools: sandbox, web, MCP servers, plugins", default_factory=ToolsConfig)
 
     # Not config keys: where this config came from (set by load_config).

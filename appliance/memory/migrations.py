@@ -402,6 +402,51 @@ def _m12_chat_jobs(db: sqlite3.Connection) -> None:
     )
 
 
+def _m13_deep_work(db: sqlite3.Connection) -> None:
+    # Deep work and subtasks (appliance/tasks): a task's budgets, its plan, the tokens it used, its route,
+    # its parent and its tools (JSON; NULL = every tool), whether it stopped with a partial result, whether
+    # the owner was told it nears its budget; the state 'cancelled'; each step's tokens. The state's CHECK
+    # cannot be altered in place, so the table is rebuilt. task_steps refers to it and foreign keys are on
+    # (they cannot be turned off inside the migration's transaction): the steps are set aside while the old
+    # table is dropped and come back once the new one carries its name.
+    _script(
+        db,
+        """
+        CREATE TABLE tasks_m13 (
+            id INTEGER PRIMARY KEY,
+            goal TEXT NOT NULL,
+            state TEXT NOT NULL
+                CHECK (state IN ('pending', 'running', 'done', 'error', 'paused', 'cancelled')),
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            steps_done INTEGER NOT NULL DEFAULT 0,
+            result TEXT,
+            error TEXT,
+            budget_tokens INTEGER CHECK (budget_tokens IS NULL OR budget_tokens > 0),
+            max_steps INTEGER NOT NULL DEFAULT 8 CHECK (max_steps > 0),
+            tokens_used INTEGER NOT NULL DEFAULT 0,
+            route TEXT NOT NULL DEFAULT 'auto' CHECK (route IN ('auto', 'local', 'cloud')),
+            parent_id INTEGER REFERENCES tasks_m13 (id),
+            plan TEXT,
+            tools TEXT,
+            partial INTEGER NOT NULL DEFAULT 0,
+            budget_warned INTEGER NOT NULL DEFAULT 0
+        );
+        INSERT INTO tasks_m13 (id, goal, state, created_at, updated_at, steps_done, result, error)
+            SELECT id, goal, state, created_at, updated_at, steps_done, result, error FROM tasks;
+        CREATE TABLE task_steps_m13 AS SELECT id, task_id, n, at, kind, content FROM task_steps;
+        DELETE FROM task_steps;
+        DROP TABLE tasks;
+        ALTER TABLE tasks_m13 RENAME TO tasks;
+        ALTER TABLE task_steps ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;
+        INSERT INTO task_steps (id, task_id, n, at, kind, content)
+            SELECT id, task_id, n, at, kind, content FROM task_steps_m13;
+        DROP TABLE task_steps_m13;
+        CREATE INDEX tasks_parent ON tasks (parent_id) WHERE parent_id IS NOT NULL;
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m1_conversations,
     _m2_web_auth,
@@ -415,4 +460,5 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m10_memory_store,
     _m11_channels,
     _m12_chat_jobs,
+    _m13_deep_work,
 ]

@@ -10,6 +10,10 @@ Each result also says whether it brought outside text into the turn (a tool regi
 :class:`~appliance.tools.trust.TurnTrust` records it, a cached answer and a failure alike. While a tool
 runs, :func:`current_turn` gives it the turn it runs in (a context variable, so tools stay plain
 functions): device_set and web_fetch read there whether outside content is already in the turn.
+
+A persistent task's turn runs inside :func:`task_scope`: its turns carry the task's id and, when the task
+has a tool subset, only those tools are listed (to the local model and the cloud alike) and a call of any
+other is refused. A tool registered ``task_only`` (spawn) is listed only inside a task's turn.
 """
 
 from __future__ import annotations
@@ -55,6 +59,8 @@ class Tool:
     cacheable: bool = False  # read-only and the same arguments give the same answer for a while
     examples: tuple[str, ...] = ()  # what people say when they need it: the local prompt's tools are ranked by them
     outside: str = ""  # every answer (and error) is outside text: what it is, e.g. "a web page"
+    timeout_s: float | None = None  # its own time limit, over the turn's (spawn waits for a whole subtask)
+    task_only: bool = False  # listed and callable only inside a task's turn
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI-style function description of this tool."""
@@ -105,6 +111,8 @@ def tool_from_function(
     read_only: bool = False,
     cacheable: bool = False,
     outside: str = "",
+    timeout_s: float | None = None,
+    task_only: bool = False,
 ) -> Tool:
     """Describe a typed function as a tool (first docstring line = description)."""
     tool_name = name or fn.__name__
@@ -134,7 +142,18 @@ def tool_from_function(
         "additionalProperties": False,
     }
     examples = _examples(docstring)
-    return Tool(tool_name, description, parameters, fn, read_only or cacheable, cacheable, examples, outside)
+    return Tool(
+        tool_name,
+        description,
+        parameters,
+        fn,
+        read_only or cacheable,
+        cacheable,
+        examples,
+        outside,
+        timeout_s,
+        task_only,
+    )
 
 
 def _examples(docstring: str) -> tuple[str, ...]:
@@ -234,9 +253,36 @@ class ToolTurn:
     limit: int
     used: int = 0
     trust: TurnTrust = field(default_factory=TurnTrust)
+    task_id: int | None = None  # the persistent task whose step this turn is (None: a chat, a job)
+    allowed: frozenset[str] | None = None  # the only tools it may call (None: every tool)
+
+
+@dataclass(frozen=True)
+class TaskScope:
+    """The task a turn works for, and its tool subset (None: every tool)."""
+
+    task_id: int
+    allowed: frozenset[str] | None = None
 
 
 _TURN: contextvars.ContextVar[ToolTurn | None] = contextvars.ContextVar("picoagent_tool_turn", default=None)
+_SCOPE: contextvars.ContextVar[TaskScope | None] = contextvars.ContextVar("picoagent_task_scope", default=None)
+
+
+@contextlib.contextmanager
+def task_scope(scope: TaskScope) -> typing.Iterator[TaskScope]:
+    """Turns started inside the block are this task's: its tools only, its id on their ToolTurn."""
+    token = _SCOPE.set(scope)
+    try:
+        yield scope
+    finally:
+        _SCOPE.reset(token)
+
+
+def _listed(tool: Tool, scope: TaskScope | None) -> bool:
+    if scope is None:
+        return not tool.task_only
+    return scope.allowed is None or tool.name in scope.allowed
 
 
 def current_turn() -> ToolTurn | None:
@@ -310,14 +356,23 @@ class ToolRegistry:
             ) from None
 
     def __iter__(self) -> typing.Iterator[Tool]:
-        return iter(sorted(self.tools.values(), key=lambda t: t.name))
+        """The tools a turn started here may see: inside a task's scope, only its tools."""
+        scope = _SCOPE.get()
+        return iter(sorted((t for t in self.tools.values() if _listed(t, scope)), key=lambda t: t.name))
 
     def __len__(self) -> int:
-        return len(self.tools)
+        scope = _SCOPE.get()
+        return sum(1 for t in self.tools.values() if _listed(t, scope))
 
     def turn(self, said: str = "") -> ToolTurn:
-        """A fresh budget for one turn; ``said``: the person's message (the hosts it names stay fetchable)."""
-        return ToolTurn(self.per_turn, trust=TurnTrust(said))
+        """A fresh budget for one turn; ``said``: the person's message (the hosts it names stay fetchable).
+
+        Inside :func:`task_scope` the turn is the task's: its id and its tool subset come with it.
+        """
+        scope = _SCOPE.get()
+        if scope is None:
+            return ToolTurn(self.per_turn, trust=TurnTrust(said))
+        return ToolTurn(self.per_turn, trust=TurnTrust(said), task_id=scope.task_id, allowed=scope.allowed)
 
     async def execute(
         self, name: str, arguments: Any, *, timeout_s: float = 30.0, turn: ToolTurn | None = None
@@ -347,9 +402,12 @@ class ToolRegistry:
             if turn.used >= turn.limit:
                 return failed(f"this turn's tool budget ({turn.limit} calls) is spent: answer with what you have")
             turn.used += 1
+        if turn is not None and turn.allowed is not None and name not in turn.allowed:
+            mine = ", ".join(sorted(turn.allowed)) or "none"
+            return failed(f"{name!r} is not among the tools of task {turn.task_id} ({mine}); do it with those")
         tool = self.tools.get(name)
-        if tool is None:
-            return failed(f"no tool named {name!r}; known tools: {', '.join(sorted(self.tools)) or 'none'}")
+        if tool is None or (tool.task_only and (turn is None or turn.task_id is None)):
+            return failed(f"no tool named {name!r}; known tools: {', '.join(t.name for t in self) or 'none'}")
         problem = check_arguments(tool, arguments)
         if problem:
             return failed(problem)
@@ -362,6 +420,7 @@ class ToolRegistry:
     ) -> ToolResult:
         """The tool's answer (or a reused one), with its exceptions and timeout as failed results."""
         name = tool.name
+        timeout_s = tool.timeout_s or timeout_s
         key = (name, json.dumps(args, sort_keys=True, default=str))
         if not tool.read_only:
             self._cache.clear()  # a write (a file, a relay, a shell command) may change any answer

@@ -1,0 +1,197 @@
+"""Deep work: the step function that asks the agent for a task's next step, with a plan and notes.
+
+A task's first step is its plan: one model turn, no tools, that writes a short numbered plan, stored
+with the task and quoted in every later prompt. Each later step is one agent turn in the chat
+``task:task-ID`` (reset every step: the prompt carries the recorded steps, and a stored conversation
+would also hold a step that was never recorded). When the steps, as quoted, pass ``tasks.compact_share``
+of the context, a turn summarises them into a ``notes`` step and later prompts quote the notes and the
+steps after them only. Every turn's tokens (prompt + completion, local or cloud) are the step's, counted
+with it; the agent counts them in the usage ledger as it does every turn.
+
+A task's turns run in its :func:`~appliance.tools.registry.task_scope` (its tools only; the spawn tool
+knows the task) and on its route: ``cloud`` forces the cloud (a step that could not use it fails the task
+rather than run on the Pi unasked), ``local`` keeps it on the Pi.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from appliance.config.tasks import TasksConfig
+from appliance.errors import PicoagentError, UsageError
+from appliance.tasks.runner import StepFunction
+from appliance.tasks.store import Step, StepOutcome, Task
+from appliance.tools.registry import TaskScope, task_scope
+
+if TYPE_CHECKING:
+    from appliance.agent.escalation import Forced
+    from appliance.agent.loop import Agent
+    from appliance.agent.record import Action, ReplyRecord
+    from appliance.config import Config
+
+log = logging.getLogger(__name__)
+
+DONE_PREFIX = "DONE:"
+PROMPT_STEP_CHARS = 600  # a step's content as quoted back to the model; keeps a small context from overflowing
+CHARS_PER_TOKEN = 4  # the steps' size in tokens, estimated (a tokenizer call per step would cost more than it tells)
+MIN_STEPS_TO_COMPACT = 2  # notes need something to sum up: never notes of notes alone
+
+
+def _quote(step: Step) -> str:
+    content = step.content if len(step.content) <= PROMPT_STEP_CHARS else step.content[:PROMPT_STEP_CHARS] + "…"
+    return f"{step.n}. [{step.kind}] {content}"
+
+
+def since_notes(steps: list[Step]) -> tuple[Step | None, list[Step]]:
+    """The latest notes step (None: no notes yet) and the work steps after it, as the prompt quotes them."""
+    last = max((i for i, s in enumerate(steps) if s.kind == "notes"), default=-1)
+    notes = steps[last] if last >= 0 else None
+    return notes, [s for s in steps[last + 1 :] if s.kind != "plan"]
+
+
+def task_prompt(task: Task, steps: list[Step]) -> str:
+    """The agent's prompt for a task's next step: the goal, the plan, the notes and steps since, the
+    budget left, and how to say it is done."""
+    lines = [f"You are working on a task, one step at a time. Goal: {task.goal}", ""]
+    if task.plan:
+        lines += ["Your plan:", task.plan, ""]
+    notes, recent = since_notes(steps)
+    if notes is not None:
+        lines += [f"Notes on steps 1-{notes.n - 1}: {notes.content}", ""]
+    if recent:
+        lines.append("Steps so far:" if notes is None else "Steps since the notes:")
+        lines += [_quote(step) for step in recent]
+    elif notes is None:
+        lines.append("No steps yet.")
+    if task.budget_tokens:
+        lines += ["", f"Tokens used: {task.tokens_used:,} of {task.budget_tokens:,}; be brief."]
+    lines += [
+        "",
+        f"Do step {steps[-1].n + 1 if steps else 1} now; use a tool if it helps. Do not repeat a step already done.",
+        f"When the goal is reached, reply starting with {DONE_PREFIX} followed by the result for the owner.",
+    ]
+    return "\n".join(lines)
+
+
+def plan_prompt(task: Task) -> str:
+    """The prompt of a task's first turn: a short numbered plan, nothing done yet."""
+    return (
+        f"You will work on this task step by step. Goal: {task.goal}\n\n"
+        "Before doing anything, write a short numbered plan: at most 5 steps, one line each. "
+        "Reply with the plan only."
+    )
+
+
+def notes_prompt(task: Task, notes: Step | None, recent: list[Step]) -> str:
+    """The prompt that sums up the steps so far into notes the later steps read instead."""
+    lines = [f"You are working on a task. Goal: {task.goal}", ""]
+    if notes is not None:
+        lines += [f"Your notes so far: {notes.content}", ""]
+    lines += ["The steps since:" if notes is not None else "The steps so far:", *[_quote(s) for s in recent], ""]
+    lines.append(
+        "Write short notes that replace these steps: the facts found, the results, what was done and what is "
+        "left. Keep names, numbers and file names exactly. Reply with the notes only."
+    )
+    return "\n".join(lines)
+
+
+def _describe_action(action: Action) -> str:
+    outcome = action.result if action.ok else f"ERROR: {action.error}"
+    return f"{action.tool}({action.arguments}) -> {outcome}"
+
+
+def check_route(config: Config, route: str) -> None:
+    """Refuse a task route this config cannot serve (at add time: `--route cloud` with no cloud allowed)."""
+    if route != "cloud":
+        return
+    routing = config.routing
+    why = ""
+    if not routing.cloud_provider:
+        why = "no cloud provider is configured (routing.cloud_provider is empty)"
+    elif routing.cloud_provider not in config.providers:
+        why = f"routing.cloud_provider names {routing.cloud_provider!r}, which is not under providers:"
+    elif routing.mode == "local_only":
+        why = "routing.mode is local_only"
+    elif "task" in routing.local_only_channels:
+        why = "the task channel is in routing.local_only_channels"
+    elif min(routing.daily_budget_usd, routing.monthly_budget_usd) <= 0:
+        why = "the cloud budget is 0 (routing.daily_budget_usd / monthly_budget_usd)"
+    if why:
+        raise UsageError(
+            f"a task cannot run on the cloud here: {why}",
+            fix="add a provider under providers:, name it in routing.cloud_provider and set routing.mode to "
+            "edge_first or cloud_first (`picoagent providers --check` tries it); or use --route auto",
+        )
+
+
+class CloudNotUsed(PicoagentError):
+    """A cloud-routed task's turn was answered on the Pi."""
+
+
+class DeepWork:
+    """The default step function: plan, then one agent turn per step, with notes when the steps grow long.
+
+    ``context_tokens``: the context the notes must fit in (default: the agent's ``llm.context_tokens``).
+    """
+
+    def __init__(self, agent: Agent, settings: TasksConfig | None = None, *, context_tokens: int | None = None) -> None:
+        self.agent = agent
+        self.settings = settings or agent.config.tasks
+        self.context_tokens = context_tokens or agent.config.llm.context_tokens
+
+    def needs_notes(self, steps: list[Step]) -> bool:
+        """Whether the steps since the last notes, as quoted, pass the compaction share of the context."""
+        _, recent = since_notes(steps)
+        if len(recent) < MIN_STEPS_TO_COMPACT:
+            return False
+        chars = sum(len(_quote(s)) for s in recent)
+        return chars / CHARS_PER_TOKEN > self.settings.compact_share * self.context_tokens
+
+    async def _turn(self, task: Task, text: str, *, tools: bool) -> tuple[ReplyRecord, int]:
+        chat_id = f"task-{task.id}"
+        await self.agent.db.call(self.agent.db.reset, "task", chat_id)
+        force: Forced = "cloud" if task.route == "cloud" else "local" if task.route == "local" else None
+        allowed = frozenset(task.tools) if task.tools is not None else None
+        with task_scope(TaskScope(task.id, allowed)):
+            record = await self.agent.turn(
+                text,
+                channel="task",
+                chat_id=chat_id,
+                client=f"task:{task.id}",
+                force=force,
+                tool_choice="auto" if tools else "none",
+            )
+        tokens = record.timings.prompt_tokens + record.timings.completion_tokens
+        if task.route == "cloud" and record.route != "cloud":
+            raise CloudNotUsed(
+                f"the cloud was not used ({record.reason})",
+                fix="`picoagent providers --check` tries the provider; the task can go on with `--route auto`",
+            )
+        return record, tokens
+
+    async def __call__(self, task: Task, steps: list[Step]) -> StepOutcome:
+        """The task's next step: its plan, notes, or a step of work."""
+        if task.plan is None and not any(s.kind == "plan" for s in steps):
+            record, tokens = await self._turn(task, plan_prompt(task), tools=False)
+            plan = record.text.strip() or "1. Work towards the goal."
+            return StepOutcome("plan", plan, tokens=tokens, plan=plan)
+        if self.needs_notes(steps):
+            notes, recent = since_notes(steps)
+            record, tokens = await self._turn(task, notes_prompt(task, notes, recent), tools=False)
+            log.info("task %d: steps %d-%d summed up into notes", task.id, recent[0].n, recent[-1].n)
+            return StepOutcome("notes", record.text.strip(), tokens=tokens)
+        record, tokens = await self._turn(task, task_prompt(task, steps), tools=True)
+        reply = record.text.strip()
+        if reply[: len(DONE_PREFIX)].upper() == DONE_PREFIX:
+            result = reply[len(DONE_PREFIX) :].strip() or "the goal is reached"
+            return StepOutcome("result", result, done=True, result=result, tokens=tokens)
+        if record.actions:
+            done = "; ".join(_describe_action(a) for a in record.actions)
+            return StepOutcome("action", f"{reply}\n[{done}]" if reply else f"[{done}]", tokens=tokens)
+        return StepOutcome("thought", reply, tokens=tokens)
+
+
+def make_agent_step(agent: Agent, settings: TasksConfig | None = None) -> StepFunction:
+    """The default step function: :class:`DeepWork` on this agent."""
+    return DeepWork(agent, settings)
