@@ -263,6 +263,8 @@ class Daemon:
         )
         state.cron = cron
         state.tasks, state.task_runner = store, runner  # /api/tasks and the status page's Tasks card
+        if self.channels is not None:
+            self.channels.attach_automation(cron, store, runner.wake)  # /tasks and /schedule in the chats
         services: list[Service] = [Loop("cron", cron.run)]
         if sched.heartbeat_minutes:
             devices = runtime.devices
