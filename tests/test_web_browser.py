@@ -19,6 +19,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -314,13 +315,29 @@ def test_every_status_card_and_device_is_seen_none_under_another(page: sync_api.
     _uncovered(page, page.locator("#devices li .device-name").first)
 
 
-def _post(page: sync_api.Page, path: str, body: dict[str, object]) -> dict[str, object]:
+# Requests from inside the page (the browser's own cookies and, over HTTPS, its trust in the daemon's key).
+FETCH = """async ([path, body]) => {
+  const csrf = (await (await fetch("/api/session")).json()).csrf;
+  const init = body === null ? {} : {
+    method: "POST", headers: {"Content-Type": "application/json", "X-CSRF-Token": csrf}, body: JSON.stringify(body),
+  };
+  const response = await fetch(path, init);
+  return {status: response.status, body: await response.json()};
+}"""
+
+
+def _get(page: sync_api.Page, path: str) -> Any:
+    """GET as the signed-in page does."""
+    answer = page.evaluate(FETCH, [path, None])
+    assert answer["status"] == 200, answer
+    return answer["body"]
+
+
+def _post(page: sync_api.Page, path: str, body: dict[str, object]) -> Any:
     """POST as the signed-in page does: the session cookie and its CSRF token."""
-    csrf = page.request.get("/api/session").json()["csrf"]
-    response = page.request.post(path, data=body, headers={"X-CSRF-Token": csrf})
-    assert response.ok, response.text()
-    answer: dict[str, object] = response.json()
-    return answer
+    answer = page.evaluate(FETCH, [path, body])
+    assert answer["status"] in (200, 201), answer
+    return answer["body"]
 
 
 @pytest.mark.parametrize("size", [WIDE, PHONE], ids=["1280x900", "390x844"])
@@ -338,7 +355,7 @@ def test_switches_on_the_devices_card_set_devices_and_wait_for_approval(
     expect(fan).to_have_attribute("aria-checked", now)
     fan_row = page.locator("#devices li", has=fan)
     expect(fan_row.locator(".device-detail")).to_contain_text("on" if now == "true" else "off")
-    assert page.request.get("/api/devices/fan").json()["readings"][0]["value"] is (now == "true")
+    assert _get(page, "/api/devices/fan")["readings"][0]["value"] is (now == "true")
 
     lamp = page.get_by_role("slider", name="desk_lamp brightness")
     lamp.fill("40")
@@ -351,7 +368,7 @@ def test_switches_on_the_devices_card_set_devices_and_wait_for_approval(
     note = page.locator("#devices li", has=gate).locator(".row-note")
     expect(note).to_have_text(re.compile(r"^waiting for approval \S+$"))
     action = (note.text_content() or "").split()[-1]
-    assert [p["id"] for p in page.request.get("/api/approvals").json()["pending"]] == [action]
+    assert [p["id"] for p in _get(page, "/api/approvals")["pending"]] == [action]
     expect(gate).to_have_attribute("aria-checked", "false")  # nothing switched before a person says so
     page.reload()
     expect(page.locator("#devices li", has=page.get_by_role("switch", name="gate")).locator(".row-note")).to_have_text(
