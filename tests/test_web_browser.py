@@ -9,6 +9,7 @@ people to look at.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -18,6 +19,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -39,6 +41,7 @@ ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 TABLET = {"width": 800, "height": 1000}  # the two-column layout between phone and desktop
+WIDE = {"width": 1280, "height": 900}  # where the issue saw Events drawn over Devices
 
 pytestmark = [
     pytest.mark.model,
@@ -75,8 +78,13 @@ def server(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequ
     config = data.parent / f"{data.name}.yaml"
     # A job that acts without the model: `picoagent cron run porch_check` puts its result in the feed.
     job = '\n    - {id: porch_check, schedule: "daily 03:00", device: porch_light, value: "on"}'
+    # A switch that waits for a person, and a dimmer, for the Devices card's controls.
+    more = "devices:\n  gate: {driver: relay, pin: 5, approval: required}\n  desk_lamp: {driver: led, pin: 6}\n"
     config.write_text(
-        CHECKOUT_CONFIG.read_text().replace("tls: off", f"tls: {request.param}").replace("  jobs: []", "  jobs:" + job)
+        CHECKOUT_CONFIG.read_text()
+        .replace("tls: off", f"tls: {request.param}")
+        .replace("  jobs: []", "  jobs:" + job)
+        .replace("devices:\n", more, 1)
     )
     env = {k: v for k, v in os.environ.items() if k != "PICOAGENT_CONFIG"}
     cli = [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(data)]
@@ -233,17 +241,186 @@ def test_pages_fit_a_phone_and_screenshots_are_saved(page: sync_api.Page) -> Non
         _no_horizontal_scroll(page)
 
 
-@pytest.mark.parametrize("size", [DESKTOP, TABLET, PHONE], ids=["desktop", "tablet", "phone"])
+# Finds, for one card's heading, what a tap at its centre reaches once it is scrolled into view.
+HEADING_HIT = """(id) => {
+  const heading = document.getElementById(id);
+  const card = heading.closest("section.card");
+  const r = heading.getBoundingClientRect();
+  const x = r.left + r.width / 2, y = r.top + r.height / 2;
+  const hit = document.elementFromPoint(x, y);
+  const owner = hit && hit.closest("section.card, header");
+  const name = owner
+    ? owner.querySelector("h2")?.textContent || owner.tagName.toLowerCase()
+    : String(hit && hit.tagName);
+  return {
+    inView: r.top >= 0 && r.left >= 0 && r.bottom <= window.innerHeight && r.right <= window.innerWidth,
+    ours: !!hit && card.contains(hit),
+    shows: name,
+    at: [Math.round(x), Math.round(y)],
+  };
+}"""
+
+# Every pair of cards whose boxes intersect (a grid area shared by two cards draws one over the other).
+CARDS_OVERLAPPING = """() => {
+  const cards = [...document.querySelectorAll("section.card")].filter((c) => c.offsetParent !== null);
+  const pairs = [];
+  for (let i = 0; i < cards.length; i++)
+    for (let j = i + 1; j < cards.length; j++) {
+      const a = cards[i].getBoundingClientRect(), b = cards[j].getBoundingClientRect();
+      if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1)
+        pairs.push(`${cards[i].querySelector("h2").textContent} / ${cards[j].querySelector("h2").textContent}`);
+    }
+  return pairs;
+}"""
+
+
+def _no_card_covers_another(page: sync_api.Page) -> None:
+    """Every card's heading is on screen once scrolled to and is what a tap there reaches; no two cards intersect."""
+    ids = page.evaluate("() => [...document.querySelectorAll('section.card h2')].map((h) => h.id)")
+    assert len(ids) >= 8, ids
+    for heading_id in ids:
+        heading = page.locator(f"#{heading_id}")
+        expect(heading).to_be_visible()
+        heading.scroll_into_view_if_needed()
+        found = page.evaluate(HEADING_HIT, heading_id)
+        assert found["inView"], (
+            f"{heading.text_content()!r} is off screen after scrolling to it at {page.viewport_size}"
+        )
+        assert found["ours"], (
+            f"the {heading.text_content()!r} heading is covered at {page.viewport_size}: "
+            f"a tap at {found['at']} reaches {found['shows']!r}"
+        )
+    overlapping = page.evaluate(CARDS_OVERLAPPING)
+    assert not overlapping, f"cards drawn over each other at {page.viewport_size}: {overlapping}"
+
+
+@pytest.mark.parametrize("size", [DESKTOP, WIDE, TABLET, PHONE], ids=["desktop", "1280x900", "tablet", "phone"])
 def test_every_status_card_and_device_is_seen_none_under_another(page: sync_api.Page, size: dict[str, int]) -> None:
-    """The cards share a grid; two in one grid cell would hide one under the other (Devices once was)."""
+    """The cards share a grid; two in one grid area draw one over the other (the issue saw Events over Devices).
+
+    Checked with the cards empty (no /api/status answer) and full, at the widths of each grid layout.
+    """
+    page.set_viewport_size(size)
+    page.route("**/api/status", lambda route: route.abort())
+    page.goto("/")
+    expect(page.locator("#updated")).to_contain_text("cannot reach")
+    _no_card_covers_another(page)
+    page.unroute("**/api/status")
+    page.goto("/")
+    expect(page.locator("#updated")).to_contain_text("updated")
+    expect(page.locator("#devices li").first).to_be_visible()
+    if size in (TABLET, WIDE):
+        page.screenshot(path=ARTIFACTS / f"status-{size['width']}x{size['height']}.png", full_page=True)
+    _no_card_covers_another(page)
+    _uncovered(page, page.locator("#devices li .device-name").first)
+
+
+# Requests from inside the page (the browser's own cookies and, over HTTPS, its trust in the daemon's key).
+FETCH = """async ([path, body]) => {
+  const csrf = (await (await fetch("/api/session")).json()).csrf;
+  const init = body === null ? {} : {
+    method: "POST", headers: {"Content-Type": "application/json", "X-CSRF-Token": csrf}, body: JSON.stringify(body),
+  };
+  const response = await fetch(path, init);
+  return {status: response.status, body: await response.json()};
+}"""
+
+
+def _get(page: sync_api.Page, path: str) -> Any:
+    """GET as the signed-in page does."""
+    answer = page.evaluate(FETCH, [path, None])
+    assert answer["status"] == 200, answer
+    return answer["body"]
+
+
+def _post(page: sync_api.Page, path: str, body: dict[str, object]) -> Any:
+    """POST as the signed-in page does: the session cookie and its CSRF token."""
+    answer = page.evaluate(FETCH, [path, body])
+    assert answer["status"] in (200, 201), answer
+    return answer["body"]
+
+
+@pytest.mark.parametrize("size", [WIDE, PHONE], ids=["1280x900", "390x844"])
+def test_switches_on_the_devices_card_set_devices_and_wait_for_approval(
+    page: sync_api.Page, size: dict[str, int]
+) -> None:
     page.set_viewport_size(size)
     page.goto("/")
-    if size == TABLET:
-        page.screenshot(path=ARTIFACTS / "status-tablet.png", full_page=True)
-    expect(page.locator("#devices li").first).to_be_visible()
-    for title in page.locator("section.card h2.card-title").all():
-        _uncovered(page, title)
-    _uncovered(page, page.locator("#devices li").first)
+    expect(page.locator("#updated")).to_contain_text("updated")
+    fan = page.get_by_role("switch", name="fan", exact=True)
+    _uncovered(page, fan)
+    was = fan.get_attribute("aria-checked")
+    fan.click()
+    now = "false" if was == "true" else "true"
+    expect(fan).to_have_attribute("aria-checked", now)
+    fan_row = page.locator("#devices li", has=fan)
+    expect(fan_row.locator(".device-detail")).to_contain_text("on" if now == "true" else "off")
+    assert _get(page, "/api/devices/fan")["readings"][0]["value"] is (now == "true")
+
+    lamp = page.get_by_role("slider", name="desk_lamp brightness")
+    lamp.fill("40")
+    lamp_row = page.locator("#devices li", has=lamp)
+    expect(lamp_row.locator(".device-detail")).to_contain_text("brightness 40")
+    expect(page.get_by_role("switch", name="desk_lamp")).to_have_attribute("aria-checked", "true")
+
+    gate = page.get_by_role("switch", name="gate")
+    gate.click()
+    note = page.locator("#devices li", has=gate).locator(".row-note")
+    expect(note).to_have_text(re.compile(r"^waiting for approval \S+$"))
+    action = (note.text_content() or "").split()[-1]
+    assert [p["id"] for p in _get(page, "/api/approvals")["pending"]] == [action]
+    expect(gate).to_have_attribute("aria-checked", "false")  # nothing switched before a person says so
+    page.reload()
+    expect(page.locator("#devices li", has=page.get_by_role("switch", name="gate")).locator(".row-note")).to_have_text(
+        f"waiting for approval {action}"
+    )
+    _post(page, f"/api/approvals/{action}/deny", {})
+    gate_note = page.locator("#devices li", has=page.get_by_role("switch", name="gate")).locator(".row-note")
+    expect(gate_note).to_be_hidden(timeout=15_000)  # the next poll: the approvals list no longer has it
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=ARTIFACTS / f"status-switches-{size['width']}.png", full_page=True)
+
+
+@pytest.mark.parametrize("size", [WIDE, PHONE], ids=["1280x900", "390x844"])
+def test_scheduled_and_tasks_cards_show_jobs_and_tasks_with_working_buttons(
+    page: sync_api.Page, size: dict[str, int]
+) -> None:
+    page.set_viewport_size(size)
+    page.goto("/")
+    expect(page.locator("#updated")).to_contain_text("updated")
+    job = _post(page, "/api/cron", {"schedule": "daily 19:00", "message": "take the bins out"})
+    task = _post(page, "/api/tasks", {"goal": "list three vegetables", "budget_tokens": 3000, "max_steps": 4})
+    _post(page, f"/api/tasks/{task['id']}/pause", {})
+    page.reload()  # rather than waiting for the next poll
+
+    row = page.locator(f'#jobs li[data-job="{job["id"]}"]')
+    expect(row.locator(".item-badges")).to_contain_text("made in chat")
+    at_seven = re.compile(r"next (\S+ )*(19:00|0?7:00\s?PM)")  # in the browser's own locale
+    expect(row.locator(".item-lines")).to_contain_text(at_seven)
+    config_row = page.locator('#jobs li[data-job="porch_check"]')
+    expect(config_row.get_by_role("button", name="Pause porch_check")).to_be_visible()
+    expect(config_row.get_by_role("button", name=re.compile("^Cancel"))).to_have_count(0)  # not the chat's to remove
+
+    task_row = page.locator(f'#tasks li[data-task="{task["id"]}"]')
+    expect(task_row.locator(".item-badges")).to_have_text("paused")
+    expect(task_row.locator(".item-lines")).to_contain_text("list three vegetables")
+    expect(task_row.locator(".item-lines")).to_contain_text("of 3000")
+    expect(task_row.locator(".item-lines")).to_contain_text("of 4")
+    page.screenshot(path=ARTIFACTS / f"status-automation-{size['width']}.png", full_page=True)
+    _no_card_covers_another(page)
+    _no_horizontal_scroll(page)
+
+    row.get_by_role("button", name=re.compile("^Pause")).click()
+    expect(row.locator(".item-badges")).to_contain_text("paused")
+    expect(row.locator(".item-lines")).to_contain_text("next paused")
+    row.get_by_role("button", name=re.compile("^Resume")).click()
+    expect(row.locator(".item-lines")).to_contain_text(at_seven)
+    row.get_by_role("button", name=re.compile("^Cancel")).click()
+    expect(row).to_have_count(0)
+
+    task_row.get_by_role("button", name=re.compile("^Cancel")).click()
+    expect(task_row.locator(".item-badges")).to_have_text("cancelled")
+    expect(task_row.get_by_role("button")).to_have_count(0)
 
 
 # Records what the page shows as a browser notification, then lets Chromium show it.

@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 
 from appliance.agent.record import ReplyRecord
 from appliance.channels import pairing
+from appliance.channels.automation_commands import typed_command
 from appliance.channels.commands import Button, ChatCommands, CommandCall, Said, Tap, Tapped
 from appliance.channels.core import Doorkeeper, Route, StreamedReply, footer
 from appliance.errors import PicoagentError
@@ -85,7 +86,7 @@ def button_command(data: str) -> str:
         return f"/{verb} {target}"
     if kind == "dev" and verb in ("toggle", "read"):
         return f"/{verb} {target}"
-    return ""
+    return typed_command(kind, verb, target)  # /tasks and /schedule buttons
 
 
 def as_text(said: Said) -> Said:

@@ -5,7 +5,8 @@ messages to say (:class:`Said`: a text and rows of :class:`Button`). A tap on a 
 its data, ``kind:verb:target`` (``dev:toggle:fan``, ``apr:approve:<id>``), and its handler answers
 with a short notice and the tapped message's new content (:class:`Tapped`). The platform only parses
 its own updates into a :class:`CommandCall` or a :class:`Tap` and renders what comes back, so a new
-channel gets /status, /devices, /approve, /cloud, /local, /private, /reset and /memory for free.
+channel gets /status, /devices, /approve, /cloud, /local, /private, /reset, /memory, /tasks and /schedule
+(automation_commands.py) for free.
 Device writes and tool calls that need approval are listed by /approve, one message each with Approve and Deny.
 """
 
@@ -33,7 +34,9 @@ HELP = """I am the assistant on your Raspberry Pi. Write to me and I answer with
 /cloud, /local – answer the next message (or /cloud TEXT) with the cloud model, or on the Pi
 /private on|off – keep this chat on the Pi always, or route it as configured
 /reset – forget this conversation and start a new one
-/memory – what this conversation holds; /memory WORDS searches the memories"""
+/memory – what this conversation holds; /memory WORDS searches the memories
+/tasks – the tasks at work: steps, tokens, Pause, Resume, Cancel (/tasks cancel ID)
+/schedule – reminders and scheduled jobs: next run, Pause, Resume, Cancel (/schedule pause ID)"""
 COMMANDS = [  # the menu a platform shows (name, what it does); /start is answered like /help
     ("help", "what I can do"),
     ("status", "the Pi's health, model and queue"),
@@ -44,6 +47,8 @@ COMMANDS = [  # the menu a platform shows (name, what it does); /start is answer
     ("private", "on: this chat never leaves the Pi; off: as configured"),
     ("reset", "start a new conversation"),
     ("memory", "what this conversation holds, or /memory WORDS to search"),
+    ("tasks", "tasks at work, with pause, resume, cancel"),
+    ("schedule", "reminders and scheduled jobs"),
 ]
 DEVICES_HEADER = "Devices: tap a switch to toggle it, a sensor to read it."
 NOT_VALID = "That button is no longer valid."
@@ -112,6 +117,10 @@ class ChatCommands:
         # The route forced with /local or /cloud for a chat's next message.
         self.forced_route: dict[str, Route] = {}
         self._decide_lock = asyncio.Lock()  # one approval decision at a time: a double tap runs once
+        # /tasks and /schedule (imported here: that module builds on this one's Said and Button).
+        from appliance.channels.automation_commands import AutomationCommands
+
+        self.automation = AutomationCommands(runtime.db)
 
     def handlers(self) -> dict[str, Callable[[CommandCall], Awaitable[list[Said]]]]:
         """Command name -> its handler (what it says, in order)."""
@@ -129,11 +138,12 @@ class ChatCommands:
             "private": self.private,
             "reset": self.reset,
             "memory": self.memory,
+            **self.automation.handlers(),
         }
 
     def button_handlers(self) -> dict[str, Callable[[Tap], Awaitable[Tapped | None]]]:
         """Button kind (the data's first part) -> its handler (None: nothing to answer)."""
-        return {"dev": self.device_button, "apr": self.approval_button}
+        return {"dev": self.device_button, "apr": self.approval_button, **self.automation.button_handlers()}
 
     async def help(self, call: CommandCall) -> list[Said]:
         """/help, /start: what the assistant does and its commands."""

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from appliance.config import CHANNEL_ORDER, Config
 
 if TYPE_CHECKING:
+    from appliance.channels.commands import ChatCommands
     from appliance.outbox import Delivery, Outbox
     from appliance.runtime import Runtime
+    from appliance.schedule.scheduler import Scheduler
+    from appliance.tasks import TaskStore
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +39,7 @@ class Channel(Protocol):
     name: str
     problem: str | None
     delivery: Delivery
+    commands: ChatCommands  # /status, /devices ... /tasks, /schedule
 
     @property
     def up(self) -> bool:
@@ -89,6 +93,11 @@ class ChannelSet:
     def get(self, name: str) -> Channel | None:
         """A running channel, or None."""
         return self.channels.get(name)
+
+    def attach_automation(self, cron: Scheduler, tasks: TaskStore, wake: Callable[[], None]) -> None:
+        """Give every channel's /tasks and /schedule the daemon's scheduler and task store."""
+        for channel in self.channels.values():
+            channel.commands.automation.attach(cron, tasks, wake)
 
     def states(self) -> list[dict[str, Any]]:
         """Every known channel and its state, enabled ones first (for /api/status)."""

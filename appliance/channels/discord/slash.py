@@ -40,6 +40,8 @@ OPTIONS = {
     "local": ("text", "answer this on the Pi (empty: the next message)"),
     "cloud": ("text", "answer this with the cloud model (empty: the next message)"),
     "private": ("mode", "on: this chat never leaves the Pi; off: as configured"),
+    "tasks": ("action", "pause, resume or cancel and a task id (cancel 7); empty: list the tasks"),
+    "schedule": ("action", "pause, resume or cancel and a job id (pause bins); empty: list the jobs"),
 }
 ASKING = ("local", "cloud")  # with words, these run a turn: its answer is a message of its own
 ELSEWHERE = "I answer here only in direct messages and in the channels listed in discord.channels."

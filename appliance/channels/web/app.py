@@ -14,7 +14,7 @@ from aiohttp import WSCloseCode, web
 
 from appliance import __version__
 from appliance.channels.web import auth as web_auth
-from appliance.channels.web import chat, cron, devices, hooks, hosts, http, login, openai_api, telegram_hook
+from appliance.channels.web import chat, cron, devices, hooks, hosts, http, login, openai_api, tasks, telegram_hook
 from appliance.channels.web.login_guard import LoginGuard
 from appliance.channels.web.openapi import openapi_document
 from appliance.channels.web.state import STATE, WebState
@@ -25,6 +25,7 @@ from appliance.metrics import CONTENT_TYPE
 from appliance.notify import recent as recent_notifications
 
 STATIC = Path(__file__).parent / "static"
+STATUS_TASKS = 10  # the newest tasks on the status page
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -56,6 +57,12 @@ async def api_status(request: web.Request) -> web.Response:
         status["events"] = [e.as_dict() for e in await asyncio.to_thread(state.events.recent, 10)]
     status["channels"] = state.channels.states() if state.channels is not None else []
     status["notifications"] = await state.runtime.db.call(recent_notifications, state.runtime.db, limit=10)
+    # The cards with buttons: writes waiting for a person (shown on their device), the jobs, the tasks.
+    devices_ = state.runtime.devices
+    pending = await asyncio.to_thread(devices_.approvals.pending) if devices_ is not None else []
+    status["approvals"] = [p.as_dict() for p in pending]
+    status["jobs"] = state.cron.list_jobs() if state.cron is not None else []
+    status["tasks"] = await tasks.recent_tasks(state, STATUS_TASKS)
     return web.json_response(status)
 
 
@@ -125,6 +132,7 @@ def build_app(state: WebState, site: hosts.SiteNames | None = None) -> web.Appli
             web.get("/api/notifications", api_notifications),
             *devices.routes(),
             *cron.routes(),
+            *tasks.routes(),
             web.get("/api/openapi.json", api_openapi),
             *chat.routes(),
             *openai_api.routes(),

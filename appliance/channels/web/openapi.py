@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from appliance import __version__
+from appliance.channels.web.openapi_automation import automation_paths
 from appliance.channels.web.scopes import SCOPE_HELP, needed_scope
 
 
@@ -322,20 +323,6 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
-            "/api/cron": _object_get("scheduled jobs with their next and last runs"),
-            "/api/cron/{id}/run": {
-                "post": {
-                    "summary": "run a scheduled job now",
-                    "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
-                    "responses": {
-                        "200": _json({"type": "object"}),
-                        "404": _json(ERROR, "unknown job"),
-                        "409": _json(ERROR, "the job is running now"),
-                        "502": _json(ERROR, "the job failed"),
-                        "401": UNAUTHORIZED,
-                    },
-                }
-            },
             "/api/events": _object_get("the latest hardware events"),
             "/api/notifications": _object_get(
                 "proactive messages (events, cron results, heartbeat findings, finished tasks), newest first;"
@@ -366,6 +353,7 @@ def openapi_document() -> dict[str, Any]:
             },
         },
     }
+    document["paths"].update(automation_paths())
     for path, item in document["paths"].items():
         for method, operation in item.items():
             # The same table the middleware enforces, so the document cannot promise what is refused.

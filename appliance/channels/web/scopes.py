@@ -2,7 +2,7 @@
 
 Scopes are ordered, each holding the ones before it: ``chat`` talks to the assistant (the web chat's
 socket, POST /api/chat, the OpenAI-compatible /v1 API); ``read`` also reads status, history, devices,
-approvals, events and jobs; ``devices`` also switches devices and decides approvals; ``admin`` is the
+approvals, events, jobs and tasks; ``devices`` also switches devices and decides approvals; ``admin`` is the
 owner (a browser logged in with the password is always admin). A route missing from the table needs
 ``admin``, so a new route is closed to narrower tokens until someone decides otherwise here.
 """
@@ -19,7 +19,7 @@ DEFAULT_SCOPE: Scope = "chat"  # what `picoagent tokens add` gives: the least a 
 
 SCOPE_HELP: dict[Scope, str] = {
     "chat": "chat only: the web chat socket, /api/chat and the OpenAI-compatible /v1 API",
-    "read": "chat, and read status, history, devices, approvals, events and jobs",
+    "read": "chat, and read status, history, devices, approvals, events, jobs and tasks",
     "devices": "read, and switch devices and approve or deny their pending writes",
     "admin": "everything the owner can do",
 }
@@ -51,6 +51,9 @@ ROUTE_SCOPES: dict[tuple[str, str], Scope] = {
     ("GET", "/api/events"): "read",
     ("GET", "/api/notifications"): "read",
     ("GET", "/api/cron"): "read",
+    ("GET", "/api/cron/{id}/logs"): "read",
+    ("GET", "/api/tasks"): "read",
+    ("GET", "/api/tasks/{id}/logs"): "read",
     ("POST", "/api/devices/{name}"): "devices",
     ("POST", "/api/approvals/{id}/{decision}"): "devices",
 }

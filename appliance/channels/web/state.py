@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from appliance.notify import Notifier
     from appliance.runtime import Runtime
     from appliance.schedule.scheduler import Scheduler
+    from appliance.tasks import TaskRunner, TaskStore
 
 SERIES_SECONDS = 3600  # the status page charts the last hour
 RECENT_REPLIES = 20
@@ -90,6 +91,8 @@ class WebState:
     sockets: set[web.WebSocketResponse] = field(default_factory=set)  # open chat streams, closed at stop
     events: EventBus | None = None
     cron: Scheduler | None = None
+    tasks: TaskStore | None = None  # set by the daemon next to cron: /api/tasks and the Tasks card
+    task_runner: TaskRunner | None = None  # woken when a task is added or resumed over HTTP
     telegram: TelegramChannel | None = None  # set by the daemon; receives POST /telegram/webhook
     channels: ChannelSet | None = None  # the running chat channels (status pages list them)
     notifier: Notifier | None = None  # proactive messages; their feed is on the status page

@@ -1,4 +1,5 @@
-// The status page: polls /api/status every 5 s (and when the tab comes back) and draws it.
+// The status page: polls /api/status every 5 s (and when the tab comes back) and draws it; the cards
+// with buttons (devices, scheduled jobs, tasks) are drawn by status-controls.js.
 // Every server string goes in through textContent, never innerHTML.
 "use strict";
 
@@ -10,6 +11,7 @@
 
   let last = null; // the latest /api/status document, for redrawing charts on resize
   let inFlight = false;
+  let again = false; // a poll asked for while one was in flight (after a button): run it when that ends
 
   // --- session: the CSRF token for the logout form -------------------------------------------
 
@@ -18,6 +20,7 @@
     if (response.status === 401) return toLogin();
     const session = await response.json();
     for (const input of document.querySelectorAll('form.logout input[name="csrf"]')) input.value = session.csrf || "";
+    window.StatusControls.setCsrf(session.csrf);
     return session.csrf;
   }
 
@@ -193,26 +196,6 @@
     $("replies-empty").hidden = recent.length > 0;
   }
 
-  function renderDevices(status) {
-    const devices = status.devices || [];
-    $("devices").replaceChildren(
-      ...devices.map((d) => {
-        const item = el("li", "device");
-        item.append(el("span", "device-name", d.name));
-        const reading = (r) =>
-          typeof r.value === "boolean"
-            ? `${r.quantity === "state" ? "" : r.quantity + " "}${r.value ? "on" : "off"}`
-            : `${r.quantity} ${r.value}${r.unit ? " " + r.unit : ""}`;
-        const shown = (d.readings || []).filter((r) => r.quantity !== "raw").map(reading);
-        const detail = [d.room, d.kind, ...(d.error ? [`error: ${d.error}`] : shown)];
-        if (d.approval === "required") detail.push("approval required");
-        item.append(el("span", "device-detail", detail.filter(Boolean).join(" · ")));
-        return item;
-      }),
-    );
-    $("devices-empty").hidden = devices.length > 0;
-  }
-
   function renderEvents(status) {
     const events = status.events || [];
     $("events").replaceChildren(
@@ -371,7 +354,7 @@
     renderCharts(status);
     renderRouting(status);
     renderRecent(status);
-    renderDevices(status);
+    window.StatusControls.render(status);
     renderEvents(status);
     renderFeed(status);
   }
@@ -379,6 +362,7 @@
   // --- polling ----------------------------------------------------------------------------------
 
   async function poll() {
+    if (inFlight) again = true;
     if (inFlight || document.visibilityState === "hidden") return;
     inFlight = true;
     const updated = $("updated");
@@ -395,6 +379,10 @@
       updated.classList.add("tone-bad");
     } finally {
       inFlight = false;
+      if (again) {
+        again = false;
+        poll();
+      }
     }
   }
 
@@ -414,6 +402,7 @@
 
   wireLogout();
   wireNotifyHere();
+  window.StatusControls.onChange(() => poll());
   loadCsrf().catch(() => {});
   poll();
   setInterval(poll, POLL_MS);
