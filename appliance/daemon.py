@@ -22,6 +22,7 @@ import os
 import signal
 import socket
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from appliance.channels.web.server import DaemonInfo as DaemonInfo  # where `picoagent status` finds us
@@ -46,6 +47,25 @@ log = logging.getLogger(__name__)
 
 TASK_POLL_S = 5.0  # a task added by another process (the CLI) starts within this
 TEMPERATURE_EVERY_S = 30.0
+
+
+def release_free_memory() -> None:
+    """Collect garbage and hand the C heap's free pages back to the system (glibc's malloc_trim).
+
+    Start-up parses the config, migrates the database and builds every parser and route: a few MiB that
+    are free afterwards but stay in the process unless trimmed. Measured with the serve_idle_rss bench,
+    three runs each: 50.25-50.30 MiB -> 49.6-49.8 MiB (ctypes itself costs 0.35 of the 0.8 MiB trimmed).
+    Without glibc (musl, macOS) or ctypes there is nothing to do.
+    """
+    import gc
+
+    gc.collect()
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (ImportError, OSError, AttributeError):
+        pass
 
 
 def sd_notify(message: str) -> bool:
@@ -134,6 +154,7 @@ class Daemon:
         loop.add_signal_handler(signal.SIGHUP, self.reload)
         sd_notify(f"READY=1\nSTATUS=serving on {self.host}:{self.web.port}")
         self.ready.set()
+        release_free_memory()  # what starting up left free goes back to the system: a Pi Zero has 512 MB
 
         await self.stopping.wait()
         sd_notify("STOPPING=1\nSTATUS=stopping")
@@ -227,16 +248,27 @@ class Daemon:
 
     def _task_services(self, runtime: Runtime) -> list[Service]:
         """The persistent task runner, after putting back the tasks a crash left running."""
-        from appliance.agent.reflection import make_reflector
-        from appliance.tasks import TaskRunner, TaskStore, make_agent_step, spawn
+        from appliance.tasks import Step, Task, TaskRunner, TaskStore, make_agent_step, spawn
 
         assert self.notifier is not None
         self.task_store = TaskStore(runtime.db, settings=self.config.tasks)
         recovered = self.task_store.recover()  # tasks left running by a crash go back to pending, with their steps
         if recovered:
             log.warning("resuming %d task(s) left running: %s", len(recovered), recovered)
-        # After a task ends, lessons into workspace/LEARNINGS.md and memory, and maybe a proposed skill.
-        reflect = make_reflector(runtime.agent, runtime.workspace.root, memory=runtime.memory, tasks=self.task_store)
+        store = self.task_store
+        reflector: list[Callable[[Task, list[Step]], Awaitable[None]]] = []
+
+        async def reflect(task: Task, steps: list[Step]) -> None:
+            """After a task ends: lessons into workspace/LEARNINGS.md and memory, maybe a proposed skill.
+            Imported at the first ended task: the idle daemon never needs it."""
+            if not reflector:
+                from appliance.agent.reflection import make_reflector
+
+                reflector.append(
+                    make_reflector(runtime.agent, runtime.workspace.root, memory=runtime.memory, tasks=store)
+                )
+            await reflector[0](task, steps)
+
         self.task_runner = runner = TaskRunner(
             self.task_store, make_agent_step(runtime.agent), self.notifier.notify, on_end=reflect
         )

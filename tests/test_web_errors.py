@@ -143,7 +143,10 @@ def test_without_devices_every_device_route_is_a_404(config: Config) -> None:
         switched = await client.post("/api/devices/fan", json={"value": "on"}, headers=headers)
         assert switched.status == 404 and (await switched.json())["fix"] == "GET /api/devices lists the devices"
         decided = await client.post("/api/approvals/a-1/approve", headers=headers)
-        assert decided.status == 404 and await decided.json() == {"error": "no approval 'a-1'", "fix": None}
+        assert decided.status == 404 and await decided.json() == {
+            "error": "no approval 'a-1'",
+            "fix": "picoagent approvals list shows the pending ones",
+        }
         assert (await client.get("/api/devices", headers=headers)).status == 200
 
     try:

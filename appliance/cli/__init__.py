@@ -68,4 +68,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     from appliance.errors import exit_for_people
 
+    del parser  # the parsers of every command: `serve` runs for months, and needs none of them
     return exit_for_people(lambda: handler(args))

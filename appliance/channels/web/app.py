@@ -16,7 +16,6 @@ from appliance import __version__
 from appliance.channels.web import auth as web_auth
 from appliance.channels.web import chat, cron, devices, hooks, hosts, http, login, openai_api, tasks, telegram_hook
 from appliance.channels.web.login_guard import LoginGuard
-from appliance.channels.web.openapi import openapi_document
 from appliance.channels.web.state import STATE, WebState
 from appliance.errors import UsageError
 from appliance.hardware.states import device_states
@@ -78,6 +77,8 @@ async def api_notifications(request: web.Request) -> web.Response:
 
 async def api_openapi(request: web.Request) -> web.Response:
     """The OpenAPI 3 description of this API."""
+    from appliance.channels.web.openapi import openapi_document  # built on request: the idle daemon never needs it
+
     return web.json_response(openapi_document())
 
 
