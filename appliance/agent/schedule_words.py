@@ -62,7 +62,8 @@ from functools import lru_cache
 from typing import Literal
 
 from appliance.agent.intent import NEGATIONS, IntentMatcher
-from appliance.agent.schedule_times import CLOCK, STARTS, TIMEISH, VAGUE, Piece, Unclear, Words, find_when, timing
+from appliance.agent.schedule_times import Piece, Unclear, Words, find_when, timing
+from appliance.agent.schedule_vocab import CLOCK, STARTS, TIMEISH, VAGUE
 from appliance.hardware.device_info import DeviceInfo
 
 __all__ = ["CancelAsk", "ScheduleAsk", "Unclear", "understand_schedule"]
