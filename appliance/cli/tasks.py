@@ -23,7 +23,7 @@ FOLLOW_POLL_S = 0.5  # `tasks logs --follow` looks for new steps this often
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """The `tasks` command group."""
-    from appliance.tasks.store import ROUTES, STATES
+    from appliance.tasks.states import ROUTES, STATES
 
     tasks = sub.add_parser("tasks", parents=[common], help="persistent tasks: a goal worked on step by step")
     tasub = tasks.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -135,7 +135,7 @@ def cmd_tasks_move(args: argparse.Namespace) -> int:
 
 def cmd_tasks_logs(args: argparse.Namespace) -> int:
     """A task and its steps; with --follow, new steps as they are recorded until the task ends."""
-    from appliance.tasks.store import ENDED
+    from appliance.tasks.states import ENDED
 
     with _TaskTable(load(args)) as store:
         task = store.get(args.id)

@@ -20,19 +20,15 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Literal, get_args
+from typing import Any
 
 from appliance.config.tasks import TasksConfig
 from appliance.errors import NotFound, UsageError
 from appliance.memory.db import Database
+from appliance.tasks.states import ENDED, ROUTES, STATES, TaskState
 
 log = logging.getLogger(__name__)
 
-TaskState = Literal["pending", "running", "done", "error", "paused", "cancelled"]
-STATES: tuple[str, ...] = get_args(TaskState)
-ENDED: tuple[str, ...] = ("done", "error", "cancelled")
-Route = Literal["auto", "local", "cloud"]
-ROUTES: tuple[str, ...] = get_args(Route)
 BOOKKEEPING = ("plan", "notes")  # steps that are not work: they do not count against max_steps
 
 _TASK_COLUMNS = (
