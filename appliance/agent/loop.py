@@ -24,7 +24,7 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from appliance.agent import context
@@ -44,6 +44,7 @@ from appliance.agent.router import (
 )
 from appliance.agent.schedule_desk import ScheduleDesk
 from appliance.agent.semantic import answer_confirmation
+from appliance.agent.turn_stats import EventSink, TurnStats
 from appliance.agent.understanding import Understanding
 from appliance.config import Config
 from appliance.errors import ContextOverflow, ModelError, UsageError
@@ -54,7 +55,7 @@ from appliance.llm.cloud_errors import CloudError
 from appliance.memory.db import Database
 from appliance.memory.keeper import MemoryKeeper
 from appliance.plugins import TurnStart
-from appliance.tools.registry import Tool, ToolRegistry, ToolTurn
+from appliance.tools.registry import ToolRegistry
 from appliance.tools.result import ToolResult
 
 if TYPE_CHECKING:
@@ -63,7 +64,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ToolChoice = Literal["auto", "required", "none"]
-EventSink = Callable[[str, dict[str, Any]], None]
 _FORCED = re.compile(r"/(cloud|local)(?:@\w+)?(?:\s+|$)", re.IGNORECASE)
 
 
@@ -86,38 +86,6 @@ class _ToolNeedsCloud(Exception):
     def __init__(self, tool: str) -> None:
         super().__init__(tool)
         self.tool = tool
-
-
-@dataclass
-class _TurnStats:
-    started: float
-    first_text_at: float = 0.0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_tokens: int = 0
-    model_s: float = 0.0
-    rounds: int = 0
-    partial: str = ""  # the reply text streamed so far
-    last_prompt_tokens: int = 0
-    client: str = ""
-    emit: EventSink | None = None
-    watch: bool = False  # stop the local answer when its confidence collapses, and escalate cloud_tools
-    error: ModelError | None = None  # why the last local attempt failed
-    cloud_error: str = ""  # why the cloud could not answer
-    confidence: dict[str, float] = field(default_factory=dict)  # the local answer's
-    tools: ToolTurn | None = None  # the turn's tool budget, shared by the local and the cloud rounds
-    offered: list[Tool] = field(default_factory=list)  # the tools the local model is shown (ranked)
-
-    def emit_(self, kind: str, data: dict[str, Any]) -> None:
-        """Pass an event on, keeping the streamed text (for a stopped turn) and the time of the first."""
-        if kind == "text":
-            if not self.first_text_at and data["delta"].strip():
-                self.first_text_at = time.perf_counter()
-            self.partial += data["delta"]
-        elif kind == "reroute":
-            self.partial = ""
-        if self.emit is not None:
-            self.emit(kind, data)
 
 
 class Agent:
@@ -176,7 +144,7 @@ class Agent:
             raise UsageError(f"/{asked} needs the message after it", fix=f"e.g. /{asked} what is a qubit?")
         force = asked or force
         session = f"{channel}:{chat_id}"
-        stats = _TurnStats(
+        stats = TurnStats(
             started=time.perf_counter(), client=client or session, tools=self.tools.turn(text, channel, session)
         )
         await self.tools.hooks.turn_start(TurnStart(text, channel, chat_id))
@@ -314,7 +282,7 @@ class Agent:
         tool_choice: ToolChoice,
         actions: list[ToolResult],
         use: CloudUse,
-        stats: _TurnStats,
+        stats: TurnStats,
     ) -> tuple[Generation | None, Decision, str]:
         """The answer, the decision that stands and the route: local first or the cloud, and the fallbacks."""
         decision = before_local(ctx)
@@ -345,7 +313,7 @@ class Agent:
         return final, decision, "local_fallback"
 
     async def _local_or_raise(
-        self, messages: list[ChatMessage], tool_choice: ToolChoice, actions: list[ToolResult], stats: _TurnStats
+        self, messages: list[ChatMessage], tool_choice: ToolChoice, actions: list[ToolResult], stats: TurnStats
     ) -> Generation | None:
         """The local answer, unwatched (no early abort, no escalation); its failure is the turn's."""
         final, _ = await self._local(messages, tool_choice, actions, stats, watch=False)
@@ -359,7 +327,7 @@ class Agent:
         tool_choice: ToolChoice,
         decision: Decision,
         use: CloudUse,
-        stats: _TurnStats,
+        stats: TurnStats,
     ) -> tuple[CloudGeneration | None, Decision]:
         """The cloud's answer, or None and the decision rewritten as a fallback when the cloud failed."""
         assert self.cloud is not None
@@ -390,7 +358,7 @@ class Agent:
         messages: list[ChatMessage],
         tool_choice: ToolChoice,
         actions: list[ToolResult],
-        stats: _TurnStats,
+        stats: TurnStats,
         *,
         watch: bool,
     ) -> tuple[Generation | None, LocalOutcome]:
@@ -424,7 +392,7 @@ class Agent:
         session: str,
         emit: EventSink,
         use: CloudUse,
-        local_tokens: _TurnStats | None = None,
+        local_tokens: TurnStats | None = None,
     ) -> ReplyRecord:
         """Store the reply and what it used, count the route, tell the listeners and the caller."""
         record.session = session
@@ -452,7 +420,7 @@ class Agent:
         emit("done", record.as_dict())
         return record
 
-    def _ledger(self, record: ReplyRecord, use: CloudUse, local: _TurnStats | None) -> None:
+    def _ledger(self, record: ReplyRecord, use: CloudUse, local: TurnStats | None) -> None:
         """Count the turn's tokens and cost by provider, and its routing decision (on the database thread)."""
         if local is None or local.rounds:
             prompt, completion = (local.prompt_tokens, local.completion_tokens) if local is not None else (0, 0)
@@ -491,7 +459,7 @@ class Agent:
         messages: list[ChatMessage],
         tool_choice: ToolChoice,
         actions: list[ToolResult],
-        stats: _TurnStats,
+        stats: TurnStats,
         emit: EventSink,
     ) -> Generation | None:
         """Model calls until one answers in text (None when every round was a tool call)."""
@@ -515,7 +483,7 @@ class Agent:
             ]
         return None
 
-    async def _run(self, request: GenerationRequest, stats: _TurnStats) -> Generation:
+    async def _run(self, request: GenerationRequest, stats: TurnStats) -> Generation:
         request.client = stats.client
         emit = stats.emit
         if emit is not None:
@@ -533,7 +501,7 @@ class Agent:
         self,
         messages: list[ChatMessage],
         may_call: bool,
-        stats: _TurnStats,
+        stats: TurnStats,
         emit: EventSink,
     ) -> tuple[Generation, bool]:
         """Generate freely; returns (generation, True) when the reply turned out to be a tool call."""
@@ -567,7 +535,7 @@ class Agent:
             emit("text", {"delta": pending})  # a short reply that only looked like the start of a call
         return generation, False
 
-    async def _tool_call(self, messages: list[ChatMessage], stats: _TurnStats, emit: EventSink) -> dict[str, Any]:
+    async def _tool_call(self, messages: list[ChatMessage], stats: TurnStats, emit: EventSink) -> dict[str, Any]:
         """Generate a tool call under the tools' grammar; it always parses."""
         emit("thinking", {"stage": "tool_call"})
         request = self._request(messages)
