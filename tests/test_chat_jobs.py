@@ -305,6 +305,31 @@ def test_a_job_added_elsewhere_just_before_its_time_still_runs(db: Database, tmp
     assert sent == [("Reminder: tea", "reminder")]
 
 
+def test_a_listing_or_a_lookup_takes_in_another_process_jobs_at_once(db: Database, tmp_path: Path) -> None:
+    """`picoagent chat -m "remind me ..."` beside the daemon, then `cron list` or a pause: no minute's wait."""
+    clock = ManualClock(local("2026-11-24 18:00"))
+    daemon, _ = make(db, clock)
+    asyncio.run(daemon.tick())  # looked at 18:00:00; its next look is a minute away
+    other = Database(tmp_path / "picoagent.db")
+    try:
+        JobStore(other, ManualClock(local("2026-11-24 18:00:10"))).add(
+            CronJob(id="tea", schedule="daily 19:00", message="tea"), "terminal"
+        )
+    finally:
+        other.close()
+    assert daemon.list_jobs() == []  # not yet looked
+    asyncio.run(daemon.refresh())
+    assert [row["id"] for row in daemon.list_jobs()] == ["tea"]
+    second = Database(tmp_path / "picoagent.db")
+    try:
+        JobStore(second, ManualClock(local("2026-11-24 18:00:20"))).add(
+            CronJob(id="walk", schedule="daily 18:30", message="walk"), "terminal"
+        )
+    finally:
+        second.close()
+    assert asyncio.run(daemon.pause("walk"))["paused"] is True  # acting on a job looks first
+
+
 # --- the command line (no daemon: straight into the database the daemon reads) -------------------
 
 

@@ -88,6 +88,7 @@ class ScheduleDesk:
         if isinstance(said, ScheduleAsk):
             return await self._create(said, now, requested_by, started)
         if isinstance(said, CancelAsk):
+            await self.cron.refresh()  # a job another process made is cancellable at once
             return await self._cancel(self.cron.find(said.words), said.words, session, started)
         return _record(said.question, "asked back, the schedule was not clear", started)
 

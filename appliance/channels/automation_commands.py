@@ -79,6 +79,7 @@ class AutomationCommands:
             return await self._typed(call, "job", "schedule")
         if self.cron is None:
             return [Said(NOT_HERE)]
+        await self.cron.refresh()  # jobs made by `picoagent chat` beside the daemon, listed at once
         jobs = self.cron.list_jobs()
         if not jobs:
             return [Said('Nothing is scheduled. Try "remind me at 7 to take the bins out".')]

@@ -223,6 +223,17 @@ class Scheduler:
             self._paused.discard(entry.job.id)
             await self.db.call(self.store.delete, entry.job.id)
 
+    async def refresh(self) -> None:
+        """Take in other processes' changes now, not at the next minute (one PRAGMA when there are none):
+        before a listing or a lookup, so a job just made by `picoagent chat` beside the daemon is there."""
+        self._polled_at = None
+        await self._poll()
+
+    async def _know(self, job_id: str) -> None:
+        """A job id not held here may be one another process has just made: look before calling it unknown."""
+        if job_id not in self._entries:
+            await self.refresh()
+
     async def _poll(self, force: bool = False) -> None:
         """Take in what other processes changed (at most once a minute, one PRAGMA when nothing did)."""
         now = self.clock()
@@ -292,6 +303,7 @@ class Scheduler:
 
     async def run_now(self, job_id: str) -> str:
         """Run a job now, as its schedule would (recorded, delivered); its result, or the failure raised."""
+        await self._know(job_id)
         entry = self._entry(job_id)
         if self.is_running(job_id):
             raise JobRunningError(f"cron job {job_id} is running now", fix="wait for it to finish")
@@ -339,6 +351,7 @@ class Scheduler:
 
     async def pause(self, job_id: str, by: str = "") -> dict[str, Any]:
         """Pause any job (persisted): it neither runs nor counts as missed until resumed."""
+        await self._know(job_id)
         entry = self._entry(job_id)
         await self.db.call(self.store.set_paused, job_id, True, by)
         self._paused.add(job_id)
@@ -347,6 +360,7 @@ class Scheduler:
 
     async def resume(self, job_id: str) -> dict[str, Any]:
         """Resume a paused job: it runs at its next slot (a one-time job whose time passed: now)."""
+        await self._know(job_id)
         entry = self._entry(job_id)
         await self.db.call(self.store.set_paused, job_id, False)
         if job_id in self._paused:
@@ -357,6 +371,7 @@ class Scheduler:
 
     async def cancel(self, job_id: str) -> dict[str, Any]:
         """Remove a job made in chat (its history stays); the config's and cron.yaml's are refused."""
+        await self._know(job_id)
         entry = self._entry(job_id)
         if entry.source != "chat":
             where = "the config's scheduler.jobs" if entry.source == "config" else "workspace/cron.yaml"
@@ -373,6 +388,7 @@ class Scheduler:
 
     async def runs(self, job_id: str, limit: int = 20) -> list[dict[str, Any]]:
         """A job's runs, newest first: at (ISO, in the zone), ok, result, reason (a removed job's too)."""
+        await self._know(job_id)
         if not 1 <= limit <= 1000:
             raise UsageError(f"limit {limit}: expected 1 to 1000")
         found = await self.db.call(self.store.runs, job_id, limit)

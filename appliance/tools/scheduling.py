@@ -37,6 +37,7 @@ class CronDesk(Protocol):
 
     async def add_job(self, job: CronJob, created_by: str) -> dict[str, Any]: ...
     async def cancel(self, job_id: str) -> dict[str, Any]: ...
+    async def refresh(self) -> None: ...
     def list_jobs(self) -> list[dict[str, Any]]: ...
     def find(self, words: str) -> list[dict[str, Any]]: ...
 
@@ -104,11 +105,12 @@ def register(
         row = await cron.add_job(job, "model")
         return f"scheduled {row['id']}: {row['does']}; schedule {row['schedule']}; next run {row['next_run']}"
 
-    def schedule_list() -> list[dict[str, Any]]:
+    async def schedule_list() -> list[dict[str, Any]]:
         """The scheduled jobs: id, schedule, what each does, next and last run, paused, where it comes from.
 
         Examples: what is scheduled; which reminders do I have; when does the fan go on
         """
+        await cron.refresh()
         return [{key: row[key] for key in _SHOWN} for row in cron.list_jobs()]
 
     async def schedule_cancel(id: str) -> str:
@@ -119,6 +121,7 @@ def register(
         Args:
             id: the job's id from schedule_list, or words naming it ("7:30 fan")
         """
+        await cron.refresh()
         if id not in {row["id"] for row in cron.list_jobs()}:
             found = cron.find(id)
             if len(found) != 1:

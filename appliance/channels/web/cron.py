@@ -71,7 +71,10 @@ def job_from_body(body: dict[str, Any]) -> CronJob:
 async def list_cron(request: web.Request) -> web.Response:
     """The jobs with their next and last runs, paused or not, and where each comes from."""
     cron = request.app[STATE].cron
-    return web.json_response({"jobs": cron.list_jobs() if cron is not None else []})
+    if cron is None:
+        return web.json_response({"jobs": []})
+    await cron.refresh()  # a job `picoagent chat` just made beside the daemon is listed at once
+    return web.json_response({"jobs": cron.list_jobs()})
 
 
 async def create_cron(request: web.Request) -> web.Response:
