@@ -7,7 +7,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,3 +39,21 @@ def wall(cmd: list[str], **kw: Any) -> float:
     started = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
     return time.perf_counter() - started
+
+
+def per_message_ms(decide: Callable[[str], object], phrasings: Sequence[str], reps: int) -> list[float]:
+    """Milliseconds of each call of ``decide``, every phrasing ``reps`` times, interleaved."""
+    samples: list[float] = []
+    clock = time.perf_counter_ns
+    for _ in range(reps):
+        for text in phrasings:
+            started = clock()
+            decide(text)
+            samples.append((clock() - started) / 1e6)
+    return samples
+
+
+def percentile(samples: Sequence[float], fraction: float) -> float:
+    """The sample at ``fraction`` of the sorted samples (0.99: the 99th percentile)."""
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]

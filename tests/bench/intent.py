@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import statistics
-import time
-from collections.abc import Callable
 
 from appliance.agent.intent import IntentMatcher
-from tests.bench.common import report
+from tests.bench.common import per_message_ms, percentile, report
 from tests.test_intent import HOME as DEVICES  # the same six devices the phrasing table is written for
 
 PHRASINGS = (
@@ -58,29 +56,12 @@ PHRASINGS = (
 )
 
 
-def _per_message_ms(decide: Callable[[str], object], reps: int) -> list[float]:
-    """Milliseconds of each call, every phrasing ``reps`` times, interleaved."""
-    samples: list[float] = []
-    clock = time.perf_counter_ns
-    for _ in range(reps):
-        for text in PHRASINGS:
-            started = clock()
-            decide(text)
-            samples.append((clock() - started) / 1e6)
-    return samples
-
-
-def _percentile(samples: list[float], fraction: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
-
-
 def bench_intent(reps: int) -> None:
     """p50 time for the matcher to decide one message (act, read, ask, or hand to the model)."""
     matcher = IntentMatcher(DEVICES)
-    _per_message_ms(matcher.match, 5)  # warm up: first calls pay for lazy caches in re and the interpreter
-    ours = _per_message_ms(matcher.match, reps)
-    floor = _per_message_ms(lambda text: text.lower().split(), reps)
+    per_message_ms(matcher.match, PHRASINGS, 5)  # warm up: first calls pay for lazy caches in re and the interpreter
+    ours = per_message_ms(matcher.match, PHRASINGS, reps)
+    floor = per_message_ms(lambda text: text.lower().split(), PHRASINGS, reps)
     p50_ms = statistics.median(ours)
     report(
         "intent_decision_p50_ms",
@@ -88,7 +69,7 @@ def bench_intent(reps: int) -> None:
         statistics.median(floor),
         "value <= 2 ms",
         p50_ms <= 2.0,
-        p99_ms=round(_percentile(ours, 0.99), 4),
+        p99_ms=round(percentile(ours, 0.99), 4),
         max_ms=round(max(ours), 4),
         phrasings=len(PHRASINGS),
         reps=reps,

@@ -20,7 +20,7 @@ from appliance.llm.cloud import OpenAIProvider
 from appliance.llm.local import LocalModel
 from appliance.memory.db import Database
 from appliance.tools import builtin
-from tests.bench.common import report
+from tests.bench.common import percentile, report
 from tests.fakes.cloud_api import FakeCloud
 
 RESULTS = Path(__file__).resolve().parents[1] / "eval" / "results.json"
@@ -34,11 +34,6 @@ def _routed_config(tmp: str, api_base: str) -> Config:
     config.routing.mode = "edge_first"
     config.routing.cloud_provider = "cloud"
     return config
-
-
-def _percentile(samples: list[float], fraction: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 def bench_decision_overhead(n: int) -> None:
@@ -90,7 +85,7 @@ def bench_decision_overhead(n: int) -> None:
         statistics.median(floor),
         "value <= 1 ms",
         p50 <= 1.0,
-        p99_ms=round(_percentile(ours, 0.99), 4),
+        p99_ms=round(percentile(ours, 0.99), 4),
         collapse_checks_per_256_token_answer_ms=round(per_answer_ms, 3),
         messages=n,
     )

@@ -3,32 +3,13 @@
 from __future__ import annotations
 
 import statistics
-import time
-from collections.abc import Callable, Sequence
 
 from appliance.agent.schedule_words import understand_schedule
-from tests.bench.common import report
+from tests.bench.common import per_message_ms, percentile, report
 from tests.bench.intent import PHRASINGS as OTHER  # device commands and chat: mostly no schedule at all
 from tests.test_schedule_words import HOME, NOW, TABLE  # the phrasing table and the devices it is written for
 
 PHRASINGS = tuple(text for text, _ in TABLE)
-
-
-def _per_message_ms(decide: Callable[[str], object], phrasings: Sequence[str], reps: int) -> list[float]:
-    """Milliseconds of each call, every phrasing ``reps`` times, interleaved."""
-    samples: list[float] = []
-    clock = time.perf_counter_ns
-    for _ in range(reps):
-        for text in phrasings:
-            started = clock()
-            decide(text)
-            samples.append((clock() - started) / 1e6)
-    return samples
-
-
-def _percentile(samples: list[float], fraction: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 def bench_schedule_words(reps: int) -> None:
@@ -37,10 +18,10 @@ def bench_schedule_words(reps: int) -> None:
     def decide(text: str) -> object:
         return understand_schedule(text, NOW, HOME)
 
-    _per_message_ms(decide, PHRASINGS, 3)  # warm up: the matcher cache, re's caches
-    ours = _per_message_ms(decide, PHRASINGS, reps)
-    floor = _per_message_ms(lambda text: text.lower().split(), PHRASINGS, reps)
-    other = _per_message_ms(decide, OTHER, reps)
+    per_message_ms(decide, PHRASINGS, 3)  # warm up: the matcher cache, re's caches
+    ours = per_message_ms(decide, PHRASINGS, reps)
+    floor = per_message_ms(lambda text: text.lower().split(), PHRASINGS, reps)
+    other = per_message_ms(decide, OTHER, reps)
     p50_ms = statistics.median(ours)
     report(
         "schedule_decision_p50_ms",
@@ -48,7 +29,7 @@ def bench_schedule_words(reps: int) -> None:
         statistics.median(floor),
         "value <= 2 ms",
         p50_ms <= 2.0,
-        p99_ms=round(_percentile(ours, 0.99), 4),
+        p99_ms=round(percentile(ours, 0.99), 4),
         max_ms=round(max(ours), 4),
         other_messages_p50_ms=round(statistics.median(other), 4),
         phrasings=len(PHRASINGS),
