@@ -19,7 +19,7 @@ import ipaddress
 import logging
 import re
 import socket
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -282,17 +282,24 @@ async def fetch_page(
     allow = allowed_networks(config.allow_private)
     own = read_own_networks(proc_net)
     target = check_url(url, allow, own)
-    try:
+    with _tool_errors(str(target), config.timeout_s, "fetching"):
         async with asyncio.timeout(config.timeout_s):
             return await _follow(target, config, allow, lookup, own, host_check)
+
+
+@contextlib.contextmanager
+def _tool_errors(where: str, timeout_s: float, doing: str) -> Iterator[None]:
+    """A request's failures (time, TLS, connection, protocol) as ToolErrors that say what went wrong."""
+    try:
+        yield
     except TimeoutError:
-        raise ToolError(f"{target} did not answer within {config.timeout_s:g} s") from None
+        raise ToolError(f"{where} did not answer within {timeout_s:g} s") from None
     except aiohttp.ClientConnectorCertificateError as exc:
         raise ToolError(f"{exc.host} has no valid TLS certificate: {exc.certificate_error}") from None
     except aiohttp.ClientConnectorError as exc:
         raise ToolError(f"cannot connect to {exc.host}:{exc.port}: {exc.os_error.strerror or exc}") from None
     except aiohttp.ClientError as exc:
-        raise ToolError(f"fetching {target} failed: {str(exc) or type(exc).__name__}") from None
+        raise ToolError(f"{doing} {where} failed: {str(exc) or type(exc).__name__}") from None
 
 
 # --- one request to a configured service (web_search's engine) -----------------------------------
@@ -370,18 +377,10 @@ async def request_service(
     connector = aiohttp.TCPConnector(resolver=resolver, use_dns_cache=False)
     sent = {"User-Agent": USER_AGENT, **(headers or {})}
     where = f"{target.scheme}://{target.host}" + (f":{target.explicit_port}" if target.explicit_port else "")
-    try:
+    with _tool_errors(where, timeout_s, "asking"):
         async with (
             asyncio.timeout(timeout_s),
             aiohttp.ClientSession(connector=connector, headers=sent, trust_env=False) as session,
             session.request(method, target, data=form, allow_redirects=False) as response,
         ):
             return await _answer(response, max_bytes)
-    except TimeoutError:
-        raise ToolError(f"{where} did not answer within {timeout_s:g} s") from None
-    except aiohttp.ClientConnectorCertificateError as exc:
-        raise ToolError(f"{exc.host} has no valid TLS certificate: {exc.certificate_error}") from None
-    except aiohttp.ClientConnectorError as exc:
-        raise ToolError(f"cannot connect to {exc.host}:{exc.port}: {exc.os_error.strerror or exc}") from None
-    except aiohttp.ClientError as exc:
-        raise ToolError(f"asking {where} failed: {str(exc) or type(exc).__name__}") from None
