@@ -108,3 +108,19 @@ def test_logs_follow_prints_new_steps_until_the_task_ends_and_ctrl_c_ends_it_cle
             if f.process.poll() is None:
                 f.process.kill()
         db.close()
+
+
+def test_a_long_result_of_several_lines_is_one_line_in_the_list(tmp_path: Path) -> None:
+    """`tasks list` is a line per task, whatever the model wrote; `tasks list --json` keeps all of it."""
+    assert tasks(tmp_path, "add", "list", "vegetables").returncode == 0
+    db = Database(tmp_path / "data" / "picoagent.db")
+    try:
+        store = TaskStore(db)
+        store.claim_next()
+        store.finish(1, "Partial result: stopped.\nLast step (4): carrots,\n\nleeks " + "and more " * 40)
+    finally:
+        db.close()
+    listed = tasks(tmp_path, "list").stdout.splitlines()
+    assert len(listed) == 1 and listed[0].startswith("   1  done       0 step(s)")
+    assert "stopped. Last step (4): carrots, leeks and more" in listed[0] and listed[0].endswith("…")
+    assert "and more " * 40 in " ".join(tasks(tmp_path, "list", "--json").stdout.split()) + " "

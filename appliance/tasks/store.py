@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 
 BOOKKEEPING = ("plan", "notes")  # steps that are not work: they do not count against max_steps
 
+LINE_CHARS = 200  # a result as `tasks list` shows it; `tasks logs ID` and --json show all of it
 _TASK_COLUMNS = (
     "id, goal, state, created_at, updated_at, steps_done, result, error,"
     " budget_tokens, max_steps, tokens_used, route, parent_id, plan, tools, partial"
@@ -87,7 +88,8 @@ class Task:
 
     def describe(self) -> str:
         """One line for people."""
-        outcome = f": {self.result}" if self.result else f": {self.error}" if self.error else ""
+        said = " ".join((self.result or self.error or "").split())  # one line: a result may hold several
+        outcome = f": {said[:LINE_CHARS]}…" if len(said) > LINE_CHARS else f": {said}" if said else ""
         state = "partial" if self.partial else self.state
         parent = f"  (subtask of {self.parent_id})" if self.parent_id is not None else ""
         return f"{self.id:>4}  {state:<9}  {self.steps_done} step(s)  {self.usage()}  {self.goal}{parent}{outcome}"
