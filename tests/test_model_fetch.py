@@ -301,3 +301,14 @@ def test_models_list_marks_what_fits_this_board(
     rows = {line.split()[0 if not line.startswith("*") else 1]: line for line in text.splitlines()[1:7]}
     assert " yes " in rows["smollm2-135m"] and " no " in rows["qwen2.5-1.5b"]
     assert f"llm.model: auto picks {WANTED}" in text and PI3.name in text
+
+
+def test_doctor_says_the_wanted_model_is_not_installed_yet_and_how_serve_gets_it(
+    auto_config: Config, on_a_1gb_pi3: None
+) -> None:
+    from appliance.doctor import _check_model
+
+    checks = [c for c in _check_model(auto_config) if c.name == "model"]
+    assert checks[0].status == "ok" and checks[0].detail.startswith("smollm2-135m: ")
+    assert checks[1].status == "warn" and checks[1].detail.startswith(f"{WANTED} is wanted (llm.model: auto)")
+    assert checks[1].fix == f"picoagent models pull {WANTED} (to have it now)"
