@@ -21,6 +21,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from appliance.cli import main as cli_main
 from appliance.config import Config
 from appliance.llm import board, models
 from appliance.llm.download import MIRROR_ENV, sha256_file
@@ -258,7 +259,11 @@ def test_a_bad_checksum_is_failed_with_the_reason_and_nothing_installed(
 
 
 def test_no_network_keeps_the_packaged_model_and_says_so(
-    auto_config: Config, on_a_1gb_pi3: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    auto_config: Config,
+    on_a_1gb_pi3: None,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     with socket.socket() as sock:  # a port nothing listens on: the mirror refuses every connection
         sock.bind(("127.0.0.1", 0))
@@ -272,20 +277,23 @@ def test_no_network_keeps_the_packaged_model_and_says_so(
             model = await status(http)
             assert model["name"] == "smollm2-135m" and model["wanted"] == WANTED
             assert model["pull"]["state"] == "no_network" and "not reachable" in model["pull"]["message"]
-            line = status_line(model["pull"])
-            assert line is not None and line.startswith("no network: keeping the packaged model")
             async with http.post("/api/chat", json={"message": "Say hello."}) as reply:
                 assert reply.status == 200
+            # `picoagent status` as a person runs it (on a thread: the daemon answers on this loop)
+            args = ["status", "--config", str(auto_config.source), "--data-dir", str(data)]
+            assert await asyncio.to_thread(cli_main, args) == 0
 
+    data = auto_config.resolve_path(auto_config.data_dir)
     asyncio.run(main())
     assert any("no network" in r.getMessage() and WANTED in r.getMessage() for r in caplog.records)
+    printed = capsys.readouterr().out
+    assert f"  no network: keeping the packaged model until {WANTED} can be downloaded (127.0.0.1:" in printed
 
 
 def test_models_list_marks_what_fits_this_board(
     config: Config, on_a_1gb_pi3: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from appliance.cli import main
-
+    main = cli_main
     config_path = config.source
     data = str(config.resolve_path(config.data_dir))
     assert main(["models", "list", "--config", str(config_path), "--data-dir", data, "--json"]) == 0

@@ -64,7 +64,7 @@ class ModelMirror:
                 offset += len(block)
         if end < total:  # drop the connection mid-body, as a dying mirror or a flaky Wi-Fi link would
             assert request.transport is not None
-            request.transport.abort()
+            request.transport.close()  # after what was written: the client holds exactly cut_after bytes
             return response
         await response.write_eof()
         return response

@@ -159,7 +159,7 @@
     const line = $("m-pull");
     line.hidden = !pull;
     if (!pull) return;
-    const size = (n) => `${(n / 1e6).toFixed(1)} MB`;
+    const size = (n) => (n >= 1e9 ? `${(n / 1e9).toFixed(1)} GB` : `${(n / 1e6).toFixed(1)} MB`); // as format_size
     const words = {
       waiting_network: `${pull.name} wanted: waiting for the network`,
       downloading: `pulling ${pull.name}: ${size(pull.done_bytes)} of ${size(pull.total_bytes)}` +
