@@ -215,7 +215,7 @@ class Daemon:
         from appliance.runtime import models_dir
 
         replacement = local_model(self.config, name=name)
-        self.switch_model(replacement, f"{name} is downloaded and verified")
+        await asyncio.shield(self.switch_model(replacement, f"{name} is downloaded and verified"))
         try:
             await replacement.load()
         except PicoagentError:
@@ -224,19 +224,25 @@ class Daemon:
             raise
         await asyncio.to_thread(models.select_model, name, models_dir(self.config))
 
-    def switch_model(self, model: LocalModel, reason: str) -> None:
+    def switch_model(self, model: LocalModel, reason: str) -> asyncio.Future[None]:
         """Serve ``model`` from now on: the next turn uses it, the web face and open websockets stay up.
 
-        The replaced model finishes the job it is running, then closes (off the event loop); the new one is
-        readied by :meth:`_preload` (with llm.preload). SIGHUP and the background model pull switch here.
+        The replaced model finishes the job it is running, then closes (off the event loop; the returned
+        future is done when it has); the new one is readied by :meth:`_preload` (with llm.preload) once the
+        old one is closed, so that a 1 GB board never holds both. SIGHUP and the background pull switch here.
         """
         runtime = self.runtime
         previous, runtime.model = runtime.model, model
         runtime.scheduler.model = model
-        asyncio.get_running_loop().run_in_executor(None, previous.close)  # after its current job
+        closed = asyncio.get_running_loop().run_in_executor(None, previous.close)  # after its current job
         log.warning("model: %s now serves instead of %s (%s)", model.name, previous.name, reason)
         if self.config.llm.preload:
-            self.chores.spawn(self._preload())
+            self.chores.spawn(self._preload_after(closed))
+        return closed
+
+    async def _preload_after(self, closed: asyncio.Future[None]) -> None:
+        await asyncio.shield(closed)  # a stop cancels this chore, not the close
+        await self._preload()
 
     def _channel_services(self, runtime: Runtime, state: WebState) -> list[Service]:
         """The outbox, every enabled chat channel, and the notifier that picks one for proactive messages.

@@ -172,6 +172,8 @@ def state_of(daemon: Any) -> str:
 def test_first_start_with_auto_pulls_from_the_mirror_and_switches_without_dropping_a_websocket(
     auto_config: Config, on_a_1gb_pi3: None, packaged: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    auto_config.llm.preload = True  # as on the Pi: the switched-to model is readied by the daemon's preload
+
     async def main() -> None:
         async with serving({TEST_FILE: packaged}) as mirror:
             monkeypatch.setenv(MIRROR_ENV, mirror.url)
@@ -320,3 +322,29 @@ def test_doctor_says_the_wanted_model_is_not_installed_yet_and_how_serve_gets_it
     assert checks[0].status == "ok" and checks[0].detail.startswith("smollm2-135m: ")
     assert checks[1].status == "warn" and checks[1].detail.startswith(f"{WANTED} is wanted (llm.model: auto)")
     assert checks[1].fix == f"picoagent models pull {WANTED} (to have it now)"
+
+
+def test_a_verified_file_that_will_not_load_switches_back_to_the_packaged_model(
+    auto_config: Config, on_a_1gb_pi3: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from appliance import model_fetch
+
+    monkeypatch.setattr(model_fetch, "RETRY_S", (3600.0,))
+    broken = tmp_path / "not-a-model.gguf"
+    broken.write_bytes(b"this is not GGUF" * 65536)  # the right sha256 for the catalog, but no model
+    catalog = models.load_catalog()
+    entry = replace(catalog[WANTED], size_bytes=broken.stat().st_size, sha256=sha256_file(broken).hexdigest())
+    monkeypatch.setattr(models, "load_catalog", lambda: {**catalog, WANTED: entry})
+
+    async def main() -> None:
+        async with serving({TEST_FILE: broken}) as mirror:
+            monkeypatch.setenv(MIRROR_ENV, mirror.url)
+            async with daemon_serving(auto_config) as (daemon, http, _base):
+                await eventually(lambda: state_of(daemon) == "failed", timeout=60, what="the failed switch")
+                model = await status(http)
+                assert model["name"] == "smollm2-135m" and model["pull"]["message"].startswith(f"{WANTED} did not load")
+                async with http.post("/api/chat", json={"message": "Say hello."}) as reply:
+                    assert reply.status == 200 and (await reply.json())["route"] == "local"
+        assert models.selected_model(auto_config.resolve_path(auto_config.data_dir) / "models") is None
+
+    asyncio.run(main())
