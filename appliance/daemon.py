@@ -29,7 +29,7 @@ from appliance.channels.web.server import DaemonInfo as DaemonInfo  # where `pic
 from appliance.config import Config, load_config
 from appliance.errors import ConfigError, PicoagentError
 from appliance.lifecycle import Chores, Loop, Service, Services
-from appliance.runtime import Runtime, local_model
+from appliance.runtime import Runtime, downloads_models, local_model
 
 if TYPE_CHECKING:
     from appliance.channels.registry import ChannelSet
@@ -184,7 +184,8 @@ class Daemon:
             services.append(Loop("memory sweeps", runtime.agent.memory.run_sweeps))
         if self.config.llm.preload:
             self.chores.spawn(self._preload())
-        services.append(self._model_fetch(runtime, state))
+        if downloads_models(self.config):  # else nothing to fetch: the idle daemon does without the module
+            services.append(self._model_fetch(runtime, state))
         self.chores.spawn(runtime.start_mcp())
         memory = runtime.memory
         if memory is not None and memory.needs_reembed():
@@ -451,6 +452,8 @@ class Daemon:
             self.switch_model(replacement, "SIGHUP: the llm settings changed")
         if self.model_fetch is not None:
             self.model_fetch.wake()  # a pull waiting to retry tries now; a changed llm.model is re-read
+        elif downloads_models(old) and self.state is not None:
+            self.chores.spawn(self.services.add(self._model_fetch(runtime, self.state)))
         if routing_changed:
             from appliance.agent.escalation import CloudRoute
 

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+AUTO = "auto"  # llm.model's value for the board's choice (appliance.llm.board.AUTO, not imported unless used)
+
 
 def data_dir(config: Config) -> Path:
     """The state folder this config names (created when missing)."""
@@ -53,25 +55,34 @@ def models_dir(config: Config) -> Path:
 def wanted_model(config: Config) -> str:
     """The model this config asks for: llm.model (``auto``: the one chosen with `models use`, else this
     board's choice, appliance/llm/board.py), else the one chosen with `models use`, else the default."""
-    from appliance.llm import board, models
+    from appliance.llm import models
 
     spec = config.llm.model
-    if spec == board.AUTO:
+    if spec == AUTO:
+        from appliance.llm import board  # only for auto: the idle daemon's memory is at its limit
+
         return models.selected_model(models_dir(config)) or board.choose_for(board.read_board())
     if spec and ("/" in spec or spec.endswith(".gguf")):
         return str(config.resolve_path(spec))  # a path: relative to the config file's folder
     return spec or models.selected_model(models_dir(config)) or models.default_model_name()
 
 
+def downloads_models(config: Config) -> bool:
+    """Whether llm.model may name a model to download in the background: auto, or a catalog name."""
+    from appliance.llm import models
+
+    return config.llm.model == AUTO or config.llm.model in models.load_catalog()
+
+
 def model_spec(config: Config, *, fallback: bool = False) -> str:
     """Which model to run now: the wanted one (:func:`wanted_model`), or the packaged default while the
     wanted catalog model is not installed yet, with ``llm.model: auto`` or ``fallback`` (the daemon, which
     downloads the wanted one in the background: appliance/model_fetch.py)."""
-    from appliance.llm import board, models
+    from appliance.llm import models
 
     wanted = wanted_model(config)
     entry = models.load_catalog().get(wanted)
-    if entry is None or not (fallback or config.llm.model == board.AUTO):
+    if entry is None or not (fallback or config.llm.model == AUTO):
         return wanted
     if entry.kind == "chat" and models.installed_path(entry, models_dir(config)) is None:
         return models.default_model_name()

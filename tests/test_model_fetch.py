@@ -348,3 +348,35 @@ def test_a_verified_file_that_will_not_load_switches_back_to_the_packaged_model(
         assert models.selected_model(auto_config.resolve_path(auto_config.data_dir) / "models") is None
 
     asyncio.run(main())
+
+
+def test_sighup_to_llm_model_auto_starts_the_background_pull(
+    tmp_path: Path, on_a_1gb_pi3: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default config fetches nothing (no module loaded); a SIGHUP that sets auto starts the pull."""
+    from appliance.config import load_config
+    from appliance.daemon import Daemon
+    from tests.helpers import config_file
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        monkeypatch.setenv(MIRROR_ENV, f"http://127.0.0.1:{sock.getsockname()[1]}")  # refused: no network
+    path = config_file(tmp_path / "etc", {"preload: true": "preload: false"})
+    data = tmp_path / "data"
+    config = load_config(path, data_dir=data)
+
+    async def main() -> None:
+        daemon = Daemon(config, host="127.0.0.1", port=0, data_dir_override=str(data))
+        served = asyncio.ensure_future(daemon.run())
+        await started(daemon, served)
+        try:
+            assert daemon.model_fetch is None and daemon.state.model_fetch is None
+            path.write_text(path.read_text().replace('  model: ""', "  model: auto"))
+            daemon.reload()
+            await eventually(lambda: daemon.model_fetch is not None and state_of(daemon) == "no_network", timeout=30)
+            assert daemon.runtime.model.name == "smollm2-135m" and config.llm.model == "auto"
+        finally:
+            daemon.stopping.set()
+            assert await served == 0
+
+    asyncio.run(main())
