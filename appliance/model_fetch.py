@@ -11,7 +11,8 @@ is not installed yet (``model:`` in picoagent-setup.yaml), the daemon starts wit
    a failure (the host went away, a bad checksum) is ``failed`` with the reason, retried with backoff;
 3. switches: a new LocalModel through ``switch`` (Daemon.switch_model: the web face keeps running, open
    websockets stay), loaded, then recorded like `picoagent models use`, so the next start loads it
-   directly. A model that will not load is switched back to the packaged one and reported ``failed``.
+   directly. A model that will not load is switched back to the packaged one and reported ``failed``;
+   that is not retried by itself (it would fail again): SIGHUP tries again.
 
 Progress is :attr:`ModelFetch.pull` (/api/status ``model.pull``, one line on the status page and in
 `picoagent status`). SIGHUP wakes a waiting chore (retry now, or a changed llm.model). Idle, it waits on
@@ -114,6 +115,7 @@ class ModelFetch:
         self.pull: PullStatus | None = None
         self._wake = asyncio.Event()
         self._failures = 0
+        self._hold = False  # the last failure will repeat (the model did not load): wait for a SIGHUP
         self._stopping = threading.Event()  # ends a download thread at its next block when the daemon stops
 
     def wake(self) -> None:
@@ -159,7 +161,8 @@ class ModelFetch:
                     self.pull.state, self.pull.message, ok = "failed", f"{type(exc).__name__}: {exc}", False
                 self._failures = 0 if ok else self._failures + 1
                 if not ok:
-                    await self._idle(RETRY_S[min(self._failures, len(RETRY_S)) - 1])
+                    hold, self._hold = self._hold, False
+                    await self._idle(None if hold else RETRY_S[min(self._failures, len(RETRY_S)) - 1])
         finally:
             self._stopping.set()  # the download thread (not cancellable) stops at its next block
 
@@ -197,8 +200,9 @@ class ModelFetch:
         try:
             await self.switch(entry.name)
         except PicoagentError as exc:
-            pull.state, pull.message = "failed", f"{entry.name} did not load: {exc.message}"
+            pull.state, pull.message = "failed", f"{entry.name} did not load: {exc.message}; SIGHUP tries again"
             log.error("model %s: keeping the packaged model: %s", entry.name, exc.for_people())
+            self._hold = True  # loading it again would fail again, and each try reloads the packaged model
             return False
         pull.state, pull.message = "done", f"recorded: the next start loads {entry.name} directly"
         return True

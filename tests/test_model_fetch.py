@@ -325,11 +325,16 @@ def test_doctor_says_the_wanted_model_is_not_installed_yet_and_how_serve_gets_it
 
 
 def test_a_verified_file_that_will_not_load_switches_back_to_the_packaged_model(
-    auto_config: Config, on_a_1gb_pi3: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    auto_config: Config,
+    on_a_1gb_pi3: None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     from appliance import model_fetch
 
-    monkeypatch.setattr(model_fetch, "RETRY_S", (3600.0,))
+    monkeypatch.setattr(model_fetch, "RETRY_S", (0.01,))  # were it retried by itself, the test would see it
+    caplog.set_level(logging.INFO)
     broken = tmp_path / "not-a-model.gguf"
     broken.write_bytes(b"this is not GGUF" * 65536)  # the right sha256 for the catalog, but no model
     catalog = models.load_catalog()
@@ -345,6 +350,9 @@ def test_a_verified_file_that_will_not_load_switches_back_to_the_packaged_model(
                 assert model["name"] == "smollm2-135m" and model["pull"]["message"].startswith(f"{WANTED} did not load")
                 async with http.post("/api/chat", json={"message": "Say hello."}) as reply:
                     assert reply.status == 200 and (await reply.json())["route"] == "local"
+                assert state_of(daemon) == "failed" and mirror.ranges == [""]
+                switches = [r for r in caplog.records if r.getMessage().startswith(f"model: {WANTED} now serves")]
+                assert len(switches) == 1  # not retried every 10 ms: it would fail again; SIGHUP retries
         assert models.selected_model(auto_config.resolve_path(auto_config.data_dir) / "models") is None
 
     asyncio.run(main())
