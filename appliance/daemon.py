@@ -29,7 +29,7 @@ from appliance.channels.web.server import DaemonInfo as DaemonInfo  # where `pic
 from appliance.config import Config, load_config
 from appliance.errors import ConfigError, PicoagentError
 from appliance.lifecycle import Chores, Loop, Service, Services
-from appliance.runtime import Runtime, local_model
+from appliance.runtime import Runtime, downloads_models, local_model
 
 if TYPE_CHECKING:
     from appliance.channels.registry import ChannelSet
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from appliance.channels.web.server import WebServer
     from appliance.channels.web.state import WebState
     from appliance.hardware.events import ThresholdWatcher
+    from appliance.llm.local import LocalModel
+    from appliance.model_fetch import ModelFetch
     from appliance.notify import Notifier
     from appliance.outbox import Outbox
     from appliance.schedule.heartbeat import Heartbeat
@@ -128,6 +130,7 @@ class Daemon:
         self.task_runner: TaskRunner | None = None
         self.cron: Scheduler | None = None
         self.heartbeat: Heartbeat | None = None
+        self.model_fetch: ModelFetch | None = None  # the wanted model's background pull (llm.model: auto)
 
     @property
     def runtime(self) -> Runtime:
@@ -143,7 +146,7 @@ class Daemon:
         from appliance.runtime import data_dir
 
         loop = asyncio.get_running_loop()
-        runtime = Runtime.open(self.config)
+        runtime = Runtime.open(self.config, fallback=True)  # the packaged model while the wanted one downloads
         web_cfg = self.config.web
         auth = Auth(runtime.db, session_ttl_s=web_cfg.session_days * 86400, secure_cookies=web_cfg.secure_cookies)
         self.state = state = WebState(runtime, auth)
@@ -181,6 +184,8 @@ class Daemon:
             services.append(Loop("memory sweeps", runtime.agent.memory.run_sweeps))
         if self.config.llm.preload:
             self.chores.spawn(self._preload())
+        if downloads_models(self.config):  # else nothing to fetch: the idle daemon does without the module
+            services.append(self._model_fetch(runtime, state))
         self.chores.spawn(runtime.start_mcp())
         memory = runtime.memory
         if memory is not None and memory.needs_reembed():
@@ -188,6 +193,57 @@ class Daemon:
             log.warning("memory: re-embedding with %s in the background", memory.model_name)
             self.chores.spawn(asyncio.to_thread(memory.reembed))
         return services
+
+    def _model_fetch(self, runtime: Runtime, state: WebState) -> Service:
+        """The background pull of the wanted model and the switch to it (appliance/model_fetch.py)."""
+        from appliance.model_fetch import ModelFetch
+        from appliance.runtime import models_dir, wanted_model
+
+        self.model_fetch = state.model_fetch = ModelFetch(
+            models_dir(self.config),
+            lambda: wanted_model(self.config),
+            lambda: self.runtime.model.name,
+            self._switch_to_installed,
+        )
+        return Loop("model fetch", self.model_fetch.run)
+
+    async def _switch_to_installed(self, name: str) -> None:
+        """Serve the installed catalog model ``name``, loaded, and record it like `picoagent models use`.
+
+        Should it not load (memory, a damaged file), the packaged model serves again and the error is raised.
+        """
+        from appliance.llm import models
+        from appliance.runtime import models_dir
+
+        replacement = local_model(self.config, name=name)
+        await asyncio.shield(self.switch_model(replacement, f"{name} is downloaded and verified"))
+        try:
+            await replacement.load()
+        except PicoagentError:
+            if self.runtime.model is replacement:
+                self.switch_model(local_model(self.config, name=models.default_model_name()), f"{name} did not load")
+            raise
+        await asyncio.to_thread(models.select_model, name, models_dir(self.config))
+
+    def switch_model(self, model: LocalModel, reason: str) -> asyncio.Future[None]:
+        """Serve ``model`` from now on: the next turn uses it, the web face and open websockets stay up.
+
+        The replaced model finishes the job it is running, then closes (off the event loop; the returned
+        future is done when it has); the new one is readied by :meth:`_preload` (with llm.preload) once the
+        old one is closed, so that a 1 GB board never holds both. SIGHUP and the background pull switch here.
+        """
+        runtime = self.runtime
+        previous, runtime.model = runtime.model, model
+        runtime.scheduler.model = model
+        closed = asyncio.get_running_loop().run_in_executor(None, previous.close)  # after its current job
+        log.warning("model: %s now serves instead of %s (%s)", model.name, previous.name, reason)
+        if self.config.llm.preload:
+            self.chores.spawn(self._preload_after(closed))
+        return closed
+
+    async def _preload_after(self, closed: asyncio.Future[None]) -> None:
+        await asyncio.shield(closed)  # a stop cancels this chore, not the close
+        await self._preload()
 
     def _channel_services(self, runtime: Runtime, state: WebState) -> list[Service]:
         """The outbox, every enabled chat channel, and the notifier that picks one for proactive messages.
@@ -384,16 +440,7 @@ class Daemon:
         if changed:
             log.warning("SIGHUP: the %s channel settings apply at the next restart", ", ".join(changed))
         try:
-            if new.llm != old.llm:
-                replacement = local_model(new)
-                previous, runtime.model = runtime.model, replacement
-                runtime.scheduler.model = replacement
-                asyncio.get_running_loop().run_in_executor(None, previous.close)  # after its current job
-                if new.llm.preload:
-                    self.chores.spawn(self._preload())
-        except ConfigError as exc:
-            log.error("SIGHUP: keeping the running model: %s", exc.for_people())
-            return
+            replacement = local_model(new, fallback=True) if new.llm != old.llm else None
         except PicoagentError as exc:
             log.error("SIGHUP: keeping the running model: %s", exc.for_people())
             return
@@ -401,6 +448,12 @@ class Daemon:
         routing_changed = (new.providers, new.routing) != (old.providers, old.routing)
         for name in ("agent", "llm", "log_level", "secrets_file", "providers", "routing", "notify"):
             setattr(old, name, getattr(new, name))
+        if replacement is not None:
+            self.switch_model(replacement, "SIGHUP: the llm settings changed")
+        if self.model_fetch is not None:
+            self.model_fetch.wake()  # a pull waiting to retry tries now; a changed llm.model is re-read
+        elif downloads_models(old) and self.state is not None:
+            self.chores.spawn(self.services.add(self._model_fetch(runtime, self.state)))
         if routing_changed:
             from appliance.agent.escalation import CloudRoute
 

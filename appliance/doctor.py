@@ -294,12 +294,21 @@ def _check_model(config: object) -> Iterator[Check]:
 
     assert isinstance(config, Config)
     try:
-        path = runtime.model_path(config)
+        path = runtime.model_path(config, fallback=True)  # as `serve` runs it
         need = gguf.estimate_memory_bytes(path, config.llm.context_tokens, config.llm.batch_size)
+        running, wanted = runtime.model_spec(config, fallback=True), runtime.wanted_model(config)
     except PicoagentError as exc:
         yield Check("model", "fail", exc.message, exc.fix)
         return
-    yield Check("model", "ok", f"{runtime.model_spec(config)}: {path} ({_mb(path.stat().st_size)}, GGUF)")
+    yield Check("model", "ok", f"{running}: {path} ({_mb(path.stat().st_size)}, GGUF)")
+    if wanted != running:
+        yield Check(
+            "model",
+            "warn",
+            f"{wanted} is wanted (llm.model: {config.llm.model}) but not installed: `picoagent serve` downloads it "
+            f"in the background and serves with {running} meanwhile",
+            f"picoagent models pull {wanted} (to have it now)",
+        )
     free = available_memory_bytes()
     if free is None:
         yield Check("memory", "warn", "cannot read /proc/meminfo")

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+AUTO = "auto"  # llm.model's value for the board's choice (appliance.llm.board.AUTO, not imported unless used)
+
 
 def data_dir(config: Config) -> Path:
     """The state folder this config names (created when missing)."""
@@ -50,31 +52,61 @@ def models_dir(config: Config) -> Path:
     return data_dir(config) / "models"
 
 
-def model_spec(config: Config) -> str:
-    """Which model to run: llm.model, else the one chosen with `models use`, else the default."""
+def wanted_model(config: Config) -> str:
+    """The model this config asks for: llm.model (``auto``: the one chosen with `models use`, else this
+    board's choice, appliance/llm/board.py), else the one chosen with `models use`, else the default."""
     from appliance.llm import models
 
     spec = config.llm.model
+    if spec == AUTO:
+        from appliance.llm import board  # only for auto: the idle daemon's memory is at its limit
+
+        return models.selected_model(models_dir(config)) or board.choose_for(board.read_board())
     if spec and ("/" in spec or spec.endswith(".gguf")):
         return str(config.resolve_path(spec))  # a path: relative to the config file's folder
     return spec or models.selected_model(models_dir(config)) or models.default_model_name()
 
 
-def model_path(config: Config) -> Path:
+def downloads_models(config: Config) -> bool:
+    """Whether llm.model may name a model to download in the background: auto, or a catalog name."""
+    from appliance.llm import models
+
+    return config.llm.model == AUTO or config.llm.model in models.load_catalog()
+
+
+def model_spec(config: Config, *, fallback: bool = False) -> str:
+    """Which model to run now: the wanted one (:func:`wanted_model`), or the packaged default while the
+    wanted catalog model is not installed yet, with ``llm.model: auto`` or ``fallback`` (the daemon, which
+    downloads the wanted one in the background: appliance/model_fetch.py)."""
+    from appliance.llm import models
+
+    wanted = wanted_model(config)
+    entry = models.load_catalog().get(wanted)
+    if entry is None or not (fallback or config.llm.model == AUTO):
+        return wanted
+    if entry.kind == "chat" and models.installed_path(entry, models_dir(config)) is None:
+        return models.default_model_name()
+    return wanted
+
+
+def model_path(config: Config, *, fallback: bool = False) -> Path:
     """The model file to run (ModelNotFoundError with the fix when it is not there)."""
     from appliance.llm import models
 
-    spec = model_spec(config)
+    spec = model_spec(config, fallback=fallback)
     entry = models.load_catalog().get(spec)
     if entry is not None:
         models.require_chat(entry)  # a file given by path is checked when it loads
     return models.resolve_model(spec, models_dir(config))
 
 
-def local_model(config: Config) -> LocalModel:
-    """The local model worker for this config (loaded on first use)."""
+def local_model(config: Config, *, fallback: bool = False, name: str | None = None) -> LocalModel:
+    """The local model worker for this config (loaded on first use); ``fallback``: see :func:`model_spec`;
+    ``name``: this catalog model (installed) instead of the config's, with the config's settings."""
+    from appliance.llm import models
+
     llm = config.llm
-    path = model_path(config)
+    path = model_path(config, fallback=fallback) if name is None else models.resolve_model(name, models_dir(config))
     return LocalModel(
         path,
         context_tokens=llm.context_tokens,
@@ -85,7 +117,7 @@ def local_model(config: Config) -> LocalModel:
         timeout_s=llm.timeout_s,
         memory_margin_mb=llm.memory_margin_mb,
         extra_stop=llm.stop,
-        name=model_spec(config),
+        name=name or model_spec(config, fallback=fallback),
     )
 
 
@@ -268,17 +300,18 @@ class Runtime:
     approvals: ToolApprovals | None = None  # every pending approval, decided here (tools.require_approval)
 
     @classmethod
-    def open(cls, config: Config, *, model: ServedModel | None = None) -> Runtime:
+    def open(cls, config: Config, *, model: ServedModel | None = None, fallback: bool = False) -> Runtime:
         """Open the database and workspace and prepare (not yet load) the model.
 
         ``model``: share an existing worker instead (tests share one loaded model); it is not closed.
+        ``fallback``: run the packaged model while the wanted one is not installed (see :func:`model_spec`).
         """
         root = data_dir(config)
         workspace = Workspace(root / "workspace")
         for created in workspace.ensure(config.agent.name):
             log.info("created %s", created)
         owns_model = model is None
-        model = model or local_model(config)
+        model = model or local_model(config, fallback=fallback)
         scheduler = FairScheduler(model)
         db = Database(root / "picoagent.db")
         store = approval_store(config, db)

@@ -129,15 +129,68 @@ def test_no_setup_file_still_makes_host_keys_and_the_marker(root: Path) -> None:
 
 
 def test_the_shipped_template_applies_cleanly(root: Path) -> None:
-    """The commented template on a fresh card: only the hostname is set."""
+    """The commented template on a fresh card: only the hostname and model: auto are set."""
     _setup(root, TEMPLATE.read_text())
     (root / "etc/ssh/ssh_host_ed25519_key").write_text("already there")
     assert firstboot.main(["--root", str(root)]) == 0
     assert (root / "etc/hostname").read_text() == "picoagent\n"
+    assert yaml.safe_load((root / "etc/picoagent/picoagent.yaml").read_text())["llm"] == {"model": "auto"}
     assert not (root / "etc/picoagent/secrets.env").exists()
     # No web_password: the notes on the card say where the page is and how to get the one the Pi makes.
     notes = (root / "boot/firmware/picoagent-setup.yaml").read_text()
     assert "# done: web page https://picoagent.local:8080" in notes and "passwd --show-initial" in notes
+
+
+def test_model_auto_or_a_catalog_chat_model_becomes_llm_model(root: Path) -> None:
+    """model: goes into llm.model (the daemon downloads it); what else llm: held stays."""
+    (root / "etc/ssh/ssh_host_ed25519_key").write_text("already there")
+    config = root / "etc/picoagent/picoagent.yaml"
+    config.write_text(config.read_text() + "llm:\n  model: ''\n  context_tokens: 2048\n")
+    setup = _setup(root, "model: qwen2.5-1.5b\n")
+    assert firstboot.main(["--root", str(root)]) == 0
+    assert yaml.safe_load(config.read_text())["llm"] == {"model": "qwen2.5-1.5b", "context_tokens": 2048}
+    assert "# done: model qwen2.5-1.5b (Qwen2.5 1.5B Instruct" in setup.read_text()
+
+    (root / "var/lib/picoagent-image/firstboot.done").unlink()
+    config.write_text("llm:\n  model: ''\n")
+    _setup(root, "model: auto\n")
+    assert firstboot.main(["--root", str(root)]) == 0
+    assert yaml.safe_load(config.read_text())["llm"] == {"model": "auto"}
+
+
+def test_an_unknown_or_embedding_model_is_an_error_on_the_card_and_the_packaged_model_stays(root: Path) -> None:
+    (root / "etc/ssh/ssh_host_ed25519_key").write_text("already there")
+    config = root / "etc/picoagent/picoagent.yaml"
+    before = config.read_text()
+    setup = _setup(root, "model: gpt-9-ultra\n")
+    assert firstboot.main(["--root", str(root)]) == 1
+    notes = setup.read_text()
+    assert "# ERROR: model 'gpt-9-ultra' is not a chat model of the catalog: kept the packaged model" in notes
+    assert "qwen2.5-0.5b" in notes and "minilm" not in notes.split("ERROR: model", 1)[1]  # chat models only
+    assert config.read_text() == before
+    (root / "var/lib/picoagent-image/firstboot.done").unlink()
+    _setup(root, "model: minilm\n")  # an embedding model cannot chat
+    assert firstboot.main(["--root", str(root)]) == 1
+    assert "llm" not in yaml.safe_load(config.read_text())
+
+
+def test_model_auto_keeps_a_model_built_into_the_image(root: Path) -> None:
+    """`make image MODEL=...` set llm.model to its file: the template's model: auto does not replace it."""
+    (root / "etc/ssh/ssh_host_ed25519_key").write_text("already there")
+    config = root / "etc/picoagent/picoagent.yaml"
+    config.write_text("llm:\n  model: /var/lib/picoagent/models/mine.gguf\n")
+    setup = _setup(root, TEMPLATE.read_text())
+    assert firstboot.main(["--root", str(root)]) == 0
+    assert yaml.safe_load(config.read_text())["llm"]["model"] == "/var/lib/picoagent/models/mine.gguf"
+    assert "kept /var/lib/picoagent/models/mine.gguf" in setup.read_text()
+
+
+def test_the_catalog_is_read_from_the_release_on_the_card(root: Path) -> None:
+    release = root / firstboot.CATALOG
+    release.parent.mkdir(parents=True)
+    release.write_text('{"models": [{"name": "only-this", "title": "Only", "kind": "chat"}]}')
+    boot = firstboot.FirstBoot(root, root / "boot/firmware", live=False)
+    assert boot.model("only-this") == "only-this" and boot.model("qwen2.5-1.5b") is None
 
 
 def test_bad_values_are_reported_on_the_card_and_secrets_still_wiped(root: Path) -> None:

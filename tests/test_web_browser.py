@@ -315,6 +315,30 @@ def test_every_status_card_and_device_is_seen_none_under_another(page: sync_api.
     _uncovered(page, page.locator("#devices li .device-name").first)
 
 
+def test_the_model_card_shows_the_background_pull_in_one_line(page: sync_api.Page) -> None:
+    """The daemon's real /api/status with a pull in it (a state this daemon, with its model installed, has not)."""
+    pull = {"name": "qwen2.5-1.5b", "state": "downloading", "done_bytes": 250_000_000, "total_bytes": 10**9}
+
+    def with_pull(route: sync_api.Route) -> None:
+        document["model"].update(wanted="qwen2.5-1.5b", pull=pull)
+        route.fulfill(json=document)
+
+    page.goto("/")
+    expect(page.locator("#updated")).to_contain_text("updated")
+    assert page.locator("#m-pull").is_hidden()  # nothing to fetch: no line
+    document = page.evaluate("async () => (await fetch('/api/status')).json()")
+    page.route("**/api/status", with_pull)
+    page.reload()
+    expect(page.locator("#m-pull")).to_have_text("pulling qwen2.5-1.5b: 250.0 MB of 1.0 GB (25%)")
+    pull.update(state="no_network", message="huggingface.co:443 is not reachable")
+    page.reload()
+    expect(page.locator("#m-pull")).to_have_text(
+        "no network: keeping the packaged model until qwen2.5-1.5b can be downloaded "
+        "(huggingface.co:443 is not reachable)"
+    )
+    page.unroute("**/api/status")
+
+
 # Requests from inside the page (the browser's own cookies and, over HTTPS, its trust in the daemon's key).
 FETCH = """async ([path, body]) => {
   const csrf = (await (await fetch("/api/session")).json()).csrf;

@@ -5,17 +5,18 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
-from appliance.cli.common import load
+from appliance.cli.common import load, print_json
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """The `models` command group."""
     models = sub.add_parser("models", parents=[common], help="list, download and choose local models")
     msub = models.add_subparsers(dest="action", metavar="ACTION", required=True)
-    msub.add_parser("list", parents=[common], help="the catalog and what is installed").set_defaults(
-        handler=cmd_models_list
-    )
+    listing = msub.add_parser("list", parents=[common], help="the catalog, what is installed, what fits this board")
+    listing.add_argument("--json", action="store_true", help="every model as JSON (with fits and wanted)")
+    listing.set_defaults(handler=cmd_models_list)
     pull = msub.add_parser("pull", parents=[common], help="download (or convert) a model; checks sha256")
     pull.add_argument("name")
     pull.add_argument("--url", help="download from this URL instead of the catalog's")
@@ -26,32 +27,64 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
     use.set_defaults(handler=cmd_models_use)
 
 
+def _fits(row: Any, mem_bytes: int, context_tokens: int) -> bool | None:
+    """Whether the row's model fits this board's RAM (None: unknown, a file that is not GGUF)."""
+    from appliance.llm import board, gguf
+
+    if row.entry is not None:
+        return board.fits(row.entry.ram_mb, mem_bytes)
+    try:
+        need = gguf.estimate_memory_bytes(row.where, context_tokens)
+    except Exception:  # a file that is not a model is listed without the mark
+        return None
+    return need + board.SYSTEM_RESERVE_BYTES <= mem_bytes
+
+
 def cmd_models_list(args: argparse.Namespace) -> int:
-    """The catalog with what is installed and selected: chat models, then embedding models."""
-    from appliance.llm import models
+    """The catalog with what is installed, selected and fits this board: chat models, then embedding models."""
+    from appliance.llm import board, models
     from appliance.llm.embeddings import choose_embedding
-    from appliance.runtime import model_spec, models_dir
+    from appliance.runtime import model_spec, models_dir, wanted_model
 
     config = load(args)
     rows = models.list_models(models_dir(config))
-    active = model_spec(config)
-    print(f"{'':2}{'NAME':16} {'SIZE':>9} {'RAM':>8} {'PI5 TOK/S':>9}  {'STATUS':14} LICENSE")
+    active, wanted = model_spec(config), wanted_model(config)
+    here = board.read_board()
+    fits = {row.name: _fits(row, here.mem_bytes, config.llm.context_tokens) for row in rows}
+    if args.json:
+        print_json(
+            {
+                "board": {"name": here.name, "mem_bytes": here.mem_bytes, "cores": here.cores},
+                "auto": board.choose_for(here),
+                "running": active,
+                "wanted": wanted,
+                "models": [_row_json(row, active, wanted, fits[row.name]) for row in rows],
+            }
+        )
+        return 0
+    print(f"{'':2}{'NAME':16} {'SIZE':>9} {'RAM':>8} {'FITS':>4} {'PI5 TOK/S':>9}  {'STATUS':14} LICENSE")
     for row in rows:
         entry = row.entry
         if entry is not None and entry.kind != "chat":
             continue
         mark = "*" if row.name == active else " "
         status = "installed" if row.installed else "not installed"
+        fit = {True: "yes", False: "no", None: "?"}[fits[row.name]]
         if entry is None:
             size = models.format_size(row.size_bytes)
-            print(f"{mark} {row.name:16} {size:>9} {'':>8} {'':>9}  {status}")
+            print(f"{mark} {row.name:16} {size:>9} {'':>8} {fit:>4} {'':>9}  {status}")
             continue
         kind = "" if entry.chat else " [base model]"
         print(
-            f"{mark} {row.name:16} {models.format_size(entry.size_bytes):>9} {entry.ram_mb:>5} MB "
+            f"{mark} {row.name:16} {models.format_size(entry.size_bytes):>9} {entry.ram_mb:>5} MB {fit:>4} "
             f"{entry.pi5_tps:>9.0f}  {status:14} {entry.license}{kind}"
         )
     print(f"\n* = the model picoagent runs ({active}). Change it: picoagent models use NAME")
+    if wanted != active:
+        print(f"wanted: {wanted}, not installed: `picoagent serve` downloads it (or: picoagent models pull {wanted})")
+    reserve = board.SYSTEM_RESERVE_BYTES // board.MiB
+    print(f"fits = RAM plus {reserve} MB for the system fit this board: {here.describe()}")
+    print(f"llm.model: auto picks {board.choose_for(here)} here")
     try:
         embedding = choose_embedding(config, models_dir(config))
     except Exception as exc:  # a broken memory.embedding_model is the doctor's to explain; the list goes on
@@ -74,6 +107,25 @@ def cmd_models_list(args: argparse.Namespace) -> int:
         if embedding.note:
             print(f"note: {embedding.note}")
     return 0
+
+
+def _row_json(row: Any, active: str, wanted: str, fits: bool | None) -> dict[str, Any]:
+    """One model of `models list --json`."""
+    entry = row.entry
+    return {
+        "name": row.name,
+        "title": row.title,
+        "kind": entry.kind if entry is not None else "chat",
+        "size_bytes": row.size_bytes,
+        "ram_mb": entry.ram_mb if entry is not None else None,
+        "installed": row.installed,
+        "path": str(row.where) if row.where is not None else None,
+        "running": row.name == active,
+        "wanted": row.name == wanted,
+        "selected": row.selected,
+        "default": row.default,
+        "fits": fits,
+    }
 
 
 def cmd_models_pull(args: argparse.Namespace) -> int:
@@ -108,6 +160,6 @@ def cmd_models_use(args: argparse.Namespace) -> int:
     config = load(args)
     chosen = models.select_model(args.name, models_dir(config))
     print(f"picoagent will run {chosen}")
-    if config.llm.model:
+    if config.llm.model and config.llm.model != "auto":
         print(f"note: llm.model in {config.source} is set to {config.llm.model!r} and takes precedence")
     return 0

@@ -78,6 +78,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         + (f", {model['recent_tps']:.1f} tok/s" if model.get("recent_tps") else "")
         + f", queue {model['queue_depth']}"
     )
+    from appliance.model_fetch import status_line
+
+    if pull_line := status_line(model.get("pull")):
+        print(f"  {pull_line}")
     print(
         f"pi: {f'{temp} °C' if temp is not None else 'temperature not available'}, load {health['load'][0]}, "
         f"{health['memory_available_mb']} MB free of {health['memory_total_mb']}, disk {health['disk_free_gb']} GB free"

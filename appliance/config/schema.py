@@ -118,8 +118,10 @@ class LlmConfig:
     """The local model and the llama.cpp runtime."""
 
     model: str = doc(
-        "chat model: a catalog name or path to a .gguf file; empty: the model chosen with `picoagent models use`, "
-        "else the packaged default",
+        "chat model: a catalog name or path to a .gguf file; auto: the one chosen with `picoagent models use`, else "
+        "the catalog model for this board's RAM and CPU (README: the right model for the board); a catalog model "
+        "not installed yet is downloaded by the daemon, which serves the packaged one meanwhile; empty: the model "
+        "chosen with `picoagent models use`, else the packaged default",
         "",
     )
     context_tokens: int = doc(

@@ -8,6 +8,8 @@ python3-yaml, so it does not depend on the picoagent release. In order:
 2. hostname, time zone, root's SSH keys, Wi-Fi (wpa_supplicant for wlan0, a hashed WPA2 key);
 3. secrets (Telegram token, cloud keys) into /etc/picoagent/secrets.env (0640 root:picoagent: the
    daemon, user picoagent, reads it; nobody else can), and the matching config in picoagent.yaml;
+   ``model:`` (auto or a chat model of the release's catalog) becomes llm.model there: the daemon
+   serves with the packaged model and downloads that one in the background (appliance/model_fetch.py);
 4. the web password and an API token, through `picoagent passwd --stdin` / `picoagent tokens add
    NAME --stdin --scope SCOPE` as user picoagent (only their hashes are stored);
 5. the setup file on the FAT partition is overwritten in place with blanks (so the clusters that held
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import hashlib
+import json
 import os
 import re
 import shlex
@@ -41,6 +44,8 @@ MARKER = "var/lib/picoagent-image/firstboot.done"
 CONFIG = "etc/picoagent/picoagent.yaml"
 SECRETS = "etc/picoagent/secrets.env"
 PICOAGENT = "/opt/picoagent/current/.venv/bin/picoagent"
+CATALOG = "opt/picoagent/current/appliance/llm/catalog.json"  # the release's model catalog
+CHECKOUT_CATALOG = Path(__file__).resolve().parents[2] / "appliance/llm/catalog.json"  # run from a checkout
 
 # Setup keys that hold secrets: erased from the FAT partition once applied.
 SECRET_KEYS = ("web_password", "api_token", "anthropic_api_key", "openai_api_key")
@@ -231,6 +236,54 @@ class FirstBoot:
             self.run(["systemctl", "restart", "--no-block", "wpa_supplicant@wlan0.service"], check=False)
         self.ok(f"Wi-Fi {ssid!r}" + (f" (country {country})" if country else ""))
 
+    def chat_models(self) -> dict[str, str] | None:
+        """The release catalog's chat models (name -> title), or None when it cannot be read."""
+        for path in (self.path(CATALOG), CHECKOUT_CATALOG):
+            try:
+                doc = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            return {m["name"]: m["title"] for m in doc.get("models", []) if m.get("kind", "chat") == "chat"}
+        return None
+
+    def configured_model(self) -> str:
+        """llm.model as the image's config sets it ("" for the packaged default)."""
+        try:
+            config = yaml.safe_load(self.path(CONFIG).read_text()) or {}
+        except (OSError, yaml.YAMLError):
+            return ""
+        llm = config.get("llm") if isinstance(config, dict) else None
+        return str(llm.get("model") or "") if isinstance(llm, dict) else ""
+
+    def model(self, value: Any) -> str | None:
+        """llm.model for the setup's ``model:``: auto, or a chat model of the catalog (None: an error, logged)."""
+        name = str(value).strip()
+        baked = self.configured_model()
+        if name == "auto" and baked:  # `make image MODEL=...` put one in the image: that is the one wanted
+            self.ok(f"model auto: kept {baked}, the model built into the image")
+            return None
+        if name == "auto":
+            self.ok(
+                "model auto: picoagent picks the catalog model for this board's RAM and CPU and downloads it "
+                "in the background; the packaged model answers meanwhile"
+            )
+            return name
+        known = self.chat_models()
+        if known is None:
+            self.error(f"model {name!r}: the model catalog ({CATALOG}) cannot be read: kept the packaged model")
+            return None
+        if name not in known:
+            self.error(
+                f"model {name!r} is not a chat model of the catalog: kept the packaged model "
+                f"(use auto or one of: {', '.join(sorted(known))})"
+            )
+            return None
+        self.ok(
+            f"model {name} ({known[name]}): downloaded in the background at the first start; "
+            "the packaged model answers meanwhile"
+        )
+        return name
+
     def secrets(self, values: dict[str, str]) -> None:
         """Merge NAME=value lines into secrets.env (0640 root:picoagent)."""
         if not values:
@@ -319,7 +372,11 @@ class FirstBoot:
                 providers[provider] = entry
         if providers:
             config["providers"] = providers
-        unknown = set(setup) - {*steps, "telegram", "api_token_scope", *SECRET_KEYS}
+        if setup.get("model") not in (None, ""):
+            model = self.model(setup["model"])
+            if model is not None:
+                config["llm"] = {"model": model}
+        unknown = set(setup) - {*steps, "telegram", "api_token_scope", "model", *SECRET_KEYS}
         if unknown:
             self.error("unknown settings ignored: " + ", ".join(sorted(unknown)))
         self.secrets(secrets)

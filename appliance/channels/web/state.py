@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from appliance.channels.telegram.channel import TelegramChannel
     from appliance.channels.web.auth import Auth
     from appliance.hardware.events import EventBus
+    from appliance.model_fetch import ModelFetch
     from appliance.notify import Notifier
     from appliance.runtime import Runtime
     from appliance.schedule.scheduler import Scheduler
@@ -98,6 +99,7 @@ class WebState:
     notifier: Notifier | None = None  # proactive messages; their feed is on the status page
     readings: dict[str, tuple[float, list[dict[str, Any]]]] = field(default_factory=dict)  # sensor cache
     web: dict[str, Any] = field(default_factory=dict)  # how the daemon serves: url, tls, certificate
+    model_fetch: ModelFetch | None = None  # set by the daemon: the wanted model's background pull
     metrics: ApplianceMetrics = field(init=False)
 
     def __post_init__(self) -> None:
@@ -169,6 +171,7 @@ class WebState:
         now = time.time()
         self.prune(now)
         model = self.runtime.model
+        wanted, pull = self.model_fetch.status() if self.model_fetch is not None else (None, None)
         return {
             "version": __version__,
             "now": now,
@@ -182,6 +185,8 @@ class WebState:
                 "threads": model.threads_used or None,
                 "recent_tps": self.recent_tps(),
                 "queue_depth": self.queue_depth(),
+                "wanted": wanted,  # what llm.model asks for (auto: this board's choice)
+                "pull": pull,  # its background download and switch (appliance/model_fetch.py), or null
             },
             "recent": list(self.recent),
             "series": {

@@ -151,6 +151,28 @@
     setText("m-tps", number(m.recent_tps, 1));
     setText("m-threads", m.threads ?? "–");
     setText("m-queue", m.queue_depth ?? "–", m.queue_depth > 2 ? "warn" : null);
+    renderModelPull(m.pull);
+  }
+
+  // The wanted model's background pull (model_fetch.status_line says the same in `picoagent status`).
+  function renderModelPull(pull) {
+    const line = $("m-pull");
+    line.hidden = !pull;
+    if (!pull) return;
+    const size = (n) => (n >= 1e9 ? `${(n / 1e9).toFixed(1)} GB` : `${(n / 1e6).toFixed(1)} MB`); // as format_size
+    const words = {
+      waiting_network: `${pull.name} wanted: waiting for the network`,
+      downloading: `pulling ${pull.name}: ${size(pull.done_bytes)} of ${size(pull.total_bytes)}` +
+        (pull.total_bytes ? ` (${Math.floor((100 * pull.done_bytes) / pull.total_bytes)}%)` : ""),
+      verifying: `pulling ${pull.name}: verifying`,
+      switching: `switching to ${pull.name}`,
+      done: `switched to ${pull.name}`,
+      failed: `pulling ${pull.name} failed`,
+      no_network: `no network: keeping the packaged model until ${pull.name} can be downloaded`,
+    };
+    const why = pull.message && ["failed", "no_network", "done"].includes(pull.state) ? ` (${pull.message})` : "";
+    line.textContent = (words[pull.state] || `${pull.name}: ${pull.state}`) + why;
+    line.className = "model-file" + (pull.state === "failed" || pull.state === "no_network" ? " tone-bad" : "");
   }
 
   function renderRouting(status) {
