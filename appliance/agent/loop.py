@@ -565,6 +565,11 @@ class Agent:
             seed=self.config.llm.seed,
         )
 
+    def prefix_messages(self) -> list[ChatMessage]:
+        """What every local chat turn's prompt starts with (the system prompt before the ranked tool lines),
+        for the model to keep warm (``LocalModel.warm_prefix``)."""
+        return [ChatMessage("system", context.stable_system_prompt(self.workspace, len(self.tools) > 0))]
+
     async def reset(self, channel: str = "terminal", chat_id: str = "default") -> None:
         """Forget the conversation of a chat (it stays in the database, closed)."""
         await self.db.call(self.db.reset, channel, chat_id)
