@@ -181,7 +181,7 @@ class Daemon:
             services.append(Loop("memory sweeps", runtime.agent.memory.run_sweeps))
         if self.config.llm.preload:
             self.chores.spawn(self._preload())
-        self.chores.spawn(runtime.start_mcp())
+        self.chores.spawn(self._start_mcp())
         memory = runtime.memory
         if memory is not None and memory.needs_reembed():
             # A new embedding model: memories are re-embedded in the background; search uses keywords meanwhile.
@@ -349,6 +349,12 @@ class Daemon:
             sd_notify(f"STATUS=serving on {self.host}:{self._port}, model {self.runtime.model.name} loaded")
             await self._warm_prefix()
         await self.runtime.agent.prepare_understanding()  # the embedding model: ~0.3 s
+
+    async def _start_mcp(self) -> None:
+        """Start the MCP servers; their tools join the system prompt, so its kept prefix is warmed again."""
+        await self.runtime.start_mcp()
+        if self.runtime.mcp is not None:
+            await self._warm_prefix()
 
     async def _warm_prefix(self) -> None:
         """Put the system prompt's saved state into the loaded model (or read and save it): see prompt_state.py."""

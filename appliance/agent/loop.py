@@ -566,8 +566,11 @@ class Agent:
         )
 
     def prefix_messages(self) -> list[ChatMessage]:
-        """What every local chat turn's prompt starts with (the system prompt before the ranked tool lines),
-        for the model to keep warm (``LocalModel.warm_prefix``)."""
+        """What every local chat turn's prompt starts with, for the model to keep warm (``LocalModel.warm_prefix``):
+        the whole system prompt when every tool is offered every turn, else all of it before the ranked tool
+        lines (a turn offered no tools shares the part before the tool protocol)."""
+        if self.understanding is None or self.config.agent.local_tools <= 0:
+            return [ChatMessage("system", context.system_prompt(self.workspace, self.tools))]
         return [ChatMessage("system", context.stable_system_prompt(self.workspace, len(self.tools) > 0))]
 
     async def reset(self, channel: str = "terminal", chat_id: str = "default") -> None:
