@@ -237,3 +237,14 @@ def test_sighup_with_a_changed_soul_warms_the_new_prefix(states: States, config:
     first, second = asyncio.run(main())
     assert first["prefix"] == "built" and second["prefix"] == "built"
     assert second["prefix_tokens"] != first["prefix_tokens"]
+
+
+def test_a_state_folder_that_cannot_be_written_loses_nothing_but_the_file(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "taken").write_text("a file where the folder should be")
+    files = StateFiles(tmp_path / "taken" / "prompt-state", max_bytes=2**20)
+    state = SeqState((1, 2), b"x" * 100)
+    files.save("a", state)
+    assert files.load("a", state.tokens) is None and files.total_bytes() == 0
+    assert "prompt state not saved" in caplog.text

@@ -350,7 +350,12 @@ class LocalModel:
             if not tokens or len(tokens) >= self.context_tokens - 1:
                 self._states.prefix = "off"
                 return {"state": "off", "tokens": len(tokens), "seconds": 0.0}
-            result = self._states.warm(self._llm, tokens, model_identity(self.path, self._llm))
+            try:
+                result = self._states.warm(self._llm, tokens, model_identity(self.path, self._llm))
+            except (RuntimeError, OSError) as exc:  # llama.cpp failed to read it, or the model file went away
+                raise ModelError(
+                    f"the prompt prefix could not be prepared ({exc})", fix="check the model file and the log"
+                ) from None
             log.info("prompt prefix %s: %d tokens in %.2f s", result["state"], len(tokens), result["seconds"])
             return result
 

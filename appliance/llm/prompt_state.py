@@ -184,8 +184,7 @@ class StateFiles:
             log.warning("prompt state %s is damaged or stale: building it again", path.name)
             path.unlink(missing_ok=True)
             return None
-        with contextlib.suppress(OSError):
-            os.utime(path)  # recently used: kept longest
+        _touch(path)  # recently used: kept longest
         return state
 
     def save(self, key: str, state: SeqState) -> None:
@@ -193,7 +192,6 @@ class StateFiles:
         if len(state.data) > self.max_bytes:
             log.info("prompt state of %d MB exceeds llm.prompt_state_mb: not saved", len(state.data) // 2**20)
             return
-        self.folder.mkdir(parents=True, exist_ok=True)
         header = {
             "key": key,
             "tokens": len(state.tokens),
@@ -204,6 +202,7 @@ class StateFiles:
         path = self.path(key)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
+            self.folder.mkdir(parents=True, exist_ok=True)
             with open(tmp, "wb") as f:
                 f.write(MAGIC + json.dumps(header).encode() + b"\n")
                 f.write(state.data)
@@ -212,15 +211,17 @@ class StateFiles:
             os.replace(tmp, path)
             fsync_dir(self.folder)
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
             log.warning("prompt state not saved in %s: %s", self.folder, exc)
             return
+        _touch(path)
         self.prune(keep=path)
 
     def prune(self, keep: Path | None = None) -> None:
         """Remove the least recently used files until the rest fit in ``max_bytes``."""
         files = []
-        for path in self.folder.glob(f"*{SUFFIX}"):
+        for path in self._files():
             try:
                 info = path.stat()
             except OSError:
@@ -238,7 +239,20 @@ class StateFiles:
 
     def total_bytes(self) -> int:
         """Bytes the state files take."""
-        return sum(p.stat().st_size for p in self.folder.glob(f"*{SUFFIX}")) if self.folder.exists() else 0
+        return sum(p.stat().st_size for p in self._files())
+
+    def _files(self) -> list[Path]:
+        try:
+            return list(self.folder.glob(f"*{SUFFIX}")) if self.folder.is_dir() else []
+        except OSError:
+            return []
+
+
+def _touch(path: Path) -> None:
+    """Mark a file as just used (to the nanosecond: the file system's own clock may tick every few ms)."""
+    now = time.time_ns()
+    with contextlib.suppress(OSError):
+        os.utime(path, ns=(now, now))
 
 
 def _parse(raw: bytes, key: str, tokens: Sequence[int]) -> SeqState | None:

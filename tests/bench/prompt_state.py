@@ -50,9 +50,9 @@ def _serve(data: Path, prompt_state: bool, local_tools: int) -> tuple[subprocess
     config.write_text(text.replace("local_tools: 4", f"local_tools: {local_tools}"))
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("PICOAGENT_CONFIG", "NOTIFY_SOCKET")}
+    cli = [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(data)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(data)]
-        + ["serve", "--host", "127.0.0.1", "--port", str(port)],
+        [*cli, "serve", "--host", "127.0.0.1", "--port", str(port)],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
