@@ -209,6 +209,7 @@ class LocalModel:
         if thread is not None:
             self._jobs.put(None)
             thread.join(timeout=30)
+        self._states.cache.clear()  # its RAM goes with the model (a replaced model may linger a while)
         if self._llm is not None:
             self._llm.close()
             self._llm = None
