@@ -180,6 +180,7 @@ def test_the_ram_cache_keeps_to_its_bound_least_recently_used_out_first() -> Non
     longer = SeqState((1, 1, 2, 7), b"x" * 950)
     cache.put(longer)  # holds all that a holds: a goes
     assert cache.best([1, 1, 2]) == (longer, 3) and len(cache) == 3
+    assert cache.covers((1, 1, 2)) and cache.covers((1, 1, 2, 7)) and not cache.covers((1, 1, 2, 7, 8))
     cache.put(SeqState((5,), b"x" * 4_000))  # larger than the bound: not kept, nothing dropped
     assert len(cache) == 3 and cache.nbytes <= 3_000
 

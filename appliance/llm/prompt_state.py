@@ -144,6 +144,10 @@ class StateCache:
     def _drop(self, tokens: tuple[int, ...]) -> None:
         self.nbytes -= self._entries.pop(tokens).nbytes
 
+    def covers(self, tokens: tuple[int, ...]) -> bool:
+        """Whether a kept state holds at least these tokens."""
+        return any(kept[: len(tokens)] == tokens for kept in self._entries)
+
     def best(self, prompt: Sequence[int]) -> tuple[SeqState | None, int]:
         """The state sharing the longest prefix with ``prompt``, and how many tokens it shares."""
         best, best_n = None, 0
@@ -361,6 +365,8 @@ class PromptStates:
         if keep < max(shared, MIN_SNAPSHOT_TOKENS):
             return
         trim(llm, keep)  # what lies past it is about to be dropped anyway
+        if self.cache.covers(tuple(int(t) for t in llm._input_ids)):
+            return  # kept already (the prefix put back before the last prompt, say): no copy
         self.cache.put(snapshot(llm))
         self.snapshots += 1
 
