@@ -173,7 +173,8 @@ def test_the_ram_cache_keeps_to_its_bound_least_recently_used_out_first() -> Non
     for state in (a, b, c):
         cache.put(state)
     assert len(cache) == 3 and cache.nbytes <= 3_000
-    assert cache.best([1, 1, 2, 9]) == (a, 3)  # used: now the most recent
+    assert cache.best([1, 1, 2, 9]) == (a, 3)
+    cache.touch(a)  # put back into the KV cache: now the most recent
     cache.put(SeqState((4,), b"x" * 900))
     assert cache.best([2, 1, 2]) == (None, 0)  # b was the least recently used
     assert cache.nbytes <= 3_000
@@ -183,6 +184,17 @@ def test_the_ram_cache_keeps_to_its_bound_least_recently_used_out_first() -> Non
     assert cache.covers((1, 1, 2)) and cache.covers((1, 1, 2, 7)) and not cache.covers((1, 1, 2, 7, 8))
     cache.put(SeqState((5,), b"x" * 4_000))  # larger than the bound: not kept, nothing dropped
     assert len(cache) == 3 and cache.nbytes <= 3_000
+
+
+def test_prompt_states_kept_in_ram_stay_within_prompt_cache_mb(states: States) -> None:
+    states.fresh(ram_mb=6)  # about 370 tokens of the packaged model's f16 KV cache: two of these prompts
+    model = states.model
+    for topic in ("the sea", "mountains", "the sea", "bread", "rivers", "mountains"):
+        system = f"You answer questions about {topic}. " + "Be brief, kind and exact. " * 12
+        ask(model, [ChatMessage("system", system), ChatMessage("user", f"Tell me about {topic}.")], max_tokens=2)
+    stats = model.prompt_cache_stats()
+    assert 0 < stats["ram_mb"] <= 6 and stats["snapshots"] >= 3 and stats["entries"] == 2
+    assert stats["restores"] == 1  # the sea's start came back from RAM; mountains had been pushed out
 
 
 @pytest.mark.parametrize("ram_mb", [16, 0])

@@ -155,9 +155,12 @@ class StateCache:
             n = common_prefix(state.tokens, prompt)
             if n > best_n:
                 best, best_n = state, n
-        if best is not None:
-            self._entries.move_to_end(best.tokens)
         return best, best_n
+
+    def touch(self, state: SeqState) -> None:
+        """Mark a state as just used (it goes out last)."""
+        if state.tokens in self._entries:
+            self._entries.move_to_end(state.tokens)
 
     def clear(self) -> None:
         """Forget every state."""
@@ -345,13 +348,13 @@ class PromptStates:
         """
         if not self.enabled:
             return
-        current = llm._input_ids
-        shared = common_prefix(current, prompt)
+        shared = common_prefix(llm._input_ids, prompt)
+        state, n = self.cache.best(prompt)  # first: the copy made next may push it out of the cache
         if llm.n_tokens - shared >= MIN_SNAPSHOT_TOKENS:
             self._snapshot(llm, shared)
-        state, n = self.cache.best(prompt)
         if state is not None and n >= shared + MIN_GAIN_TOKENS:
             if restore(llm, state):
+                self.cache.touch(state)
                 self.restores += 1
             else:
                 log.warning("llama.cpp refused a kept prompt state: reading the prompt instead")
