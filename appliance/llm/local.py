@@ -26,7 +26,7 @@ from typing import Any
 from appliance.errors import Cancelled, ContextOverflow, ModelError, ModelNotFoundError, ModelTooLargeError
 from appliance.llm import gguf, threads
 from appliance.llm.base import ChatMessage, FinishReason, Generation, GenerationRequest
-from appliance.llm.prompt_state import PromptStates, StateFiles, common_prefix, model_identity
+from appliance.llm.prompt_state import PromptStates, StateFiles, common_prefix, model_identity, stable_prefix
 
 log = logging.getLogger(__name__)
 
@@ -323,16 +323,7 @@ class LocalModel:
     # --- prompt states (appliance/llm/prompt_state.py) ---------------------------------------
 
     def _prefix_tokens(self, messages: Sequence[ChatMessage]) -> list[int]:
-        """The tokens every prompt starting with these messages starts with, whatever the chat template.
-
-        Two renderings that differ only after the last message's text share exactly the stable part (a
-        token too many is harmless: the prefix match of the next prompt stops before it).
-        """
-        *head, last = messages
-        a, b = (
-            self._tokenize(self.render([*head, ChatMessage(last.role, last.content + tail)])) for tail in ("A", "Z")
-        )
-        return a[: common_prefix(a, b)]
+        return stable_prefix(lambda ms: self._tokenize(self.render(ms)), messages)
 
     async def warm_prefix(self, messages: Sequence[ChatMessage]) -> dict[str, Any]:
         """Ready the stable prefix of these messages in the KV cache: its saved state, else read and save it.

@@ -38,12 +38,13 @@ import logging
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from appliance.fileio import fsync_dir
+from appliance.llm.base import ChatMessage
 
 log = logging.getLogger(__name__)
 
@@ -291,6 +292,17 @@ def _parse(raw: bytes, key: str, tokens: Sequence[int]) -> SeqState | None:
 
 def _tokens_digest(tokens: Sequence[int]) -> str:
     return hashlib.sha256(",".join(map(str, tokens)).encode()).hexdigest()
+
+
+def stable_prefix(tokens_of: Callable[[list[ChatMessage]], list[int]], messages: Sequence[ChatMessage]) -> list[int]:
+    """The tokens every prompt that starts with these messages starts with, whatever the chat template.
+
+    Two renderings that differ only after the last message's text share exactly the stable part (a token
+    too many is harmless: the prefix match of the next prompt stops before it).
+    """
+    *head, last = messages
+    a, b = (tokens_of([*head, ChatMessage(last.role, last.content + tail)]) for tail in ("A", "Z"))
+    return a[: common_prefix(a, b)]
 
 
 def state_key(identity: dict[str, Any], tokens: Sequence[int]) -> str:
