@@ -186,7 +186,7 @@ class Daemon:
             self.chores.spawn(self._preload())
         if downloads_models(self.config):  # else nothing to fetch: the idle daemon does without the module
             services.append(self._model_fetch(runtime, state))
-        self.chores.spawn(runtime.start_mcp())
+        self.chores.spawn(self._start_mcp())
         memory = runtime.memory
         if memory is not None and memory.needs_reembed():
             # A new embedding model: memories are re-embedded in the background; search uses keywords meanwhile.
@@ -403,7 +403,25 @@ class Daemon:
             sd_notify(f"STATUS=model failed to load: {exc.message}")
         else:
             sd_notify(f"STATUS=serving on {self.host}:{self._port}, model {self.runtime.model.name} loaded")
+            await self._warm_prefix()
         await self.runtime.agent.prepare_understanding()  # the embedding model: ~0.3 s
+
+    async def _start_mcp(self) -> None:
+        """Start the MCP servers; their tools join the system prompt, so its kept prefix is warmed again."""
+        await self.runtime.start_mcp()
+        if self.runtime.mcp is not None:
+            await self._warm_prefix()
+
+    async def _warm_prefix(self) -> None:
+        """Put the system prompt's saved state into the loaded model (or read and save it): see prompt_state.py."""
+        model = self.runtime.model
+        warm = getattr(model, "warm_prefix", None)
+        if warm is None or not model.loaded:
+            return  # not a local model, or not loaded yet: _preload warms it after loading
+        try:
+            await warm(self.runtime.agent.prefix_messages())
+        except PicoagentError as exc:
+            log.error("the prompt prefix was not prepared: %s", exc.for_people())
 
     async def _watchdog(self, every_s: float) -> None:
         while True:
@@ -422,6 +440,8 @@ class Daemon:
         """SIGHUP: apply a new config, or keep the running one and say why; re-read skills; retry MCP."""
         runtime = self.runtime
         self._reload_skills(runtime)
+        if getattr(runtime.model, "warm_prefix", None) is not None:
+            self.chores.spawn(self._warm_prefix())  # SOUL.md, USER.md or the skills may have changed the prompt
         if runtime.mcp is not None and runtime.mcp.problems:
             self.chores.spawn(runtime.start_mcp())
         try:

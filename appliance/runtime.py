@@ -118,6 +118,9 @@ def local_model(config: Config, *, fallback: bool = False, name: str | None = No
         memory_margin_mb=llm.memory_margin_mb,
         extra_stop=llm.stop,
         name=name or model_spec(config, fallback=fallback),
+        prompt_cache_mb=llm.prompt_cache_mb,
+        state_dir=data_dir(config) / "prompt-state" if llm.prompt_state else None,
+        state_disk_mb=llm.prompt_state_mb,
     )
 
 

@@ -102,6 +102,8 @@ def test_status_reads_the_running_daemon_and_says_when_it_is_not(serve: Serve) -
     shown = cli("status", data=serve.data, config=serve.config)
     assert shown.returncode == 0, shown.stderr
     assert "model: smollm2-135m (not loaded)" in shown.stdout
+    # The model is not loaded (preload: false here): no prefix state yet, no local turn in the last hour.
+    assert "prompt cache: no local turns in the last hour · prefix none · 0.0 MB in 0 state(s)" in shown.stdout
     as_json = json.loads(cli("status", "--json", data=serve.data, config=serve.config).stdout)
     assert as_json["model"]["name"] == "smollm2-135m" and as_json["version"]
     assert serve.stop() == 0

@@ -179,7 +179,7 @@ def test_sighup_reloads_the_skills_of_the_running_daemon(config: Config, tmp_pat
     registry = ToolRegistry()
     skills.sync_tool(registry, workspace)
     daemon = Daemon(config)
-    daemon.state = SimpleNamespace(runtime=SimpleNamespace(workspace=workspace, tools=registry, mcp=None))
+    daemon.state = SimpleNamespace(runtime=SimpleNamespace(workspace=workspace, tools=registry, mcp=None, model=None))
     write_skill(workspace.root, "lights", "Evening lights.", "Porch light on at dusk.")
     root_level = logging.getLogger().level
     try:

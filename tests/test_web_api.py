@@ -117,6 +117,12 @@ def test_api_chat_returns_the_reply_record(app: web.Application) -> None:
         routing = status["routing"]
         assert routing["mode"] == "local_only" and routing["today"][0]["route"] == "local"
         assert routing["today"][0]["turns"] == 1 and routing["spent_today_usd"] == 0
+        timings, cache = record["timings"], status["model"]["prompt_cache"]
+        assert cache["prompt_tokens_1h"] == timings["prompt_tokens"] > 0
+        assert cache["cached_tokens_1h"] == timings["cached_tokens"]
+        assert cache["hit_rate_1h"] == round(timings["cached_tokens"] / timings["prompt_tokens"], 4)
+        assert cache["prefix"] in ("loaded", "built", "building", "off", "none")
+        assert isinstance(cache["ram_mb"], float) and isinstance(cache["entries"], int)
 
     run(app, scenario)
 

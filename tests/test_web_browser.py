@@ -339,6 +339,20 @@ def test_the_model_card_shows_the_background_pull_in_one_line(page: sync_api.Pag
     page.unroute("**/api/status")
 
 
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["1280", "390"])
+def test_the_model_card_shows_how_much_of_the_prompts_was_reused(page: sync_api.Page, size: dict[str, int]) -> None:
+    page.set_viewport_size(size)
+    page.goto("/")
+    _post(page, "/api/chat", {"message": QUESTION, "session": "prompt-cache"})  # a local turn in the last hour
+    page.goto("/")
+    line = page.locator("#m-cache")
+    expect(line).to_contain_text(
+        re.compile(r"prompt cache: \d+% of \d+ prompt tokens reused in the last hour · prefix (loaded|built)")
+    )
+    _uncovered(page, line)
+    _no_horizontal_scroll(page)
+
+
 # Requests from inside the page (the browser's own cookies and, over HTTPS, its trust in the daemon's key).
 FETCH = """async ([path, body]) => {
   const csrf = (await (await fetch("/api/session")).json()).csrf;

@@ -120,14 +120,17 @@ def tool_call_schema(tools: list[Tool]) -> dict[str, Any]:
     return options[0] if len(options) == 1 else {"anyOf": options}
 
 
+TOOLS_HEADER = (
+    "You can use tools. To use one, reply with only a tool call and nothing else:",
+    f'{TOOL_CALL_START}{{"name": "TOOL_NAME", "arguments": {{...}}}}{TOOL_CALL_END}',
+    "The result comes back in <tool_response>. Use a tool only when it is needed.",
+    "Tools:",
+)
+
+
 def tools_prompt(tools: list[Tool]) -> str:
     """The system prompt's description of the tools and how to call them."""
-    lines = [
-        "You can use tools. To use one, reply with only a tool call and nothing else:",
-        f'{TOOL_CALL_START}{{"name": "TOOL_NAME", "arguments": {{...}}}}{TOOL_CALL_END}',
-        "The result comes back in <tool_response>. Use a tool only when it is needed.",
-        "Tools:",
-    ]
+    lines = list(TOOLS_HEADER)
     for tool in tools:
         params = ", ".join(
             f"{name}: {spec.get('type', 'value')}" for name, spec in tool.parameters["properties"].items()
@@ -146,6 +149,15 @@ def system_prompt(workspace: Workspace, tools: ToolRegistry | Sequence[Tool] | N
     parts.append(workspace.skills.prompt())  # before the tools: the same with or without them
     if tools is not None and len(tools):
         parts.append(tools_prompt(list(tools)))
+    return "\n\n".join(p for p in parts if p)
+
+
+def stable_system_prompt(workspace: Workspace, with_tools: bool) -> str:
+    """The start of :func:`system_prompt` that no turn changes: all of it up to the ranked tool lines."""
+    parts = [workspace.read(name) for name in WORKSPACE_FILES]
+    parts.append(workspace.skills.prompt())
+    if with_tools:
+        parts.append("\n".join(TOOLS_HEADER) + "\n")
     return "\n\n".join(p for p in parts if p)
 
 

@@ -565,6 +565,14 @@ class Agent:
             seed=self.config.llm.seed,
         )
 
+    def prefix_messages(self) -> list[ChatMessage]:
+        """What every local chat turn's prompt starts with, for the model to keep warm (``LocalModel.warm_prefix``):
+        the whole system prompt when every tool is offered every turn, else all of it before the ranked tool
+        lines (a turn offered no tools shares the part before the tool protocol)."""
+        if self.understanding is None or self.config.agent.local_tools <= 0:
+            return [ChatMessage("system", context.system_prompt(self.workspace, self.tools))]
+        return [ChatMessage("system", context.stable_system_prompt(self.workspace, len(self.tools) > 0))]
+
     async def reset(self, channel: str = "terminal", chat_id: str = "default") -> None:
         """Forget the conversation of a chat (it stays in the database, closed)."""
         await self.db.call(self.db.reset, channel, chat_id)

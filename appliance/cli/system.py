@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from appliance.cli.common import load, print_json
 from appliance.cli.daemon_client import daemon_get
@@ -60,6 +61,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return asyncio.run(daemon.run())
 
 
+def prompt_cache_line(cache: dict[str, Any]) -> str:
+    """The status line of prompt reuse (the status page's model card says the same: status.js)."""
+    rate = cache.get("hit_rate_1h")
+    reuse = (
+        f"{rate:.0%} of {cache['prompt_tokens_1h']} prompt tokens reused in the last hour"
+        if rate is not None
+        else "no local turns in the last hour"
+    )
+    return f"prompt cache: {reuse} · prefix {cache['prefix']} · {cache['ram_mb']:.1f} MB in {cache['entries']} state(s)"
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     """Health of the running daemon, or say it is not running."""
     config = load(args)
@@ -82,6 +94,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     if pull_line := status_line(model.get("pull")):
         print(f"  {pull_line}")
+    if model.get("prompt_cache"):
+        print(prompt_cache_line(model["prompt_cache"]))
     print(
         f"pi: {f'{temp} °C' if temp is not None else 'temperature not available'}, load {health['load'][0]}, "
         f"{health['memory_available_mb']} MB free of {health['memory_total_mb']}, disk {health['disk_free_gb']} GB free"

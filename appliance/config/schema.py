@@ -145,6 +145,24 @@ class LlmConfig:
     )
     seed: int = doc("sampling seed (replies repeat for the same seed and prompt)", 42)
     preload: bool = doc("load the model when the daemon starts (else on the first message)", True)
+    prompt_cache_mb: int = doc(
+        "RAM for prompt states kept while side jobs (fact extraction, heartbeat, tasks) use the model; 0: none",
+        16,
+        low=0,
+        high=65_536,
+        expected="0 or more megabytes",
+    )
+    prompt_state: bool = doc(
+        "save the system prompt's state in the data dir (prompt-state/) so the first reply after a start is fast",
+        True,
+    )
+    prompt_state_mb: int = doc(
+        "disk space for saved prompt states (the least recently used are removed)",
+        64,
+        low=1,
+        high=65_536,
+        expected="1 or more megabytes",
+    )
 
 
 @dataclass

@@ -26,6 +26,7 @@ from typing import Any
 from appliance.errors import Cancelled, ContextOverflow, ModelError, ModelNotFoundError, ModelTooLargeError
 from appliance.llm import gguf, threads
 from appliance.llm.base import ChatMessage, FinishReason, Generation, GenerationRequest
+from appliance.llm.prompt_state import PromptStates, StateFiles, common_prefix, model_identity, stable_prefix
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +142,12 @@ class LocalModel:
         memory_margin_mb: int = 128,
         extra_stop: Sequence[str] = (),
         name: str | None = None,
+        prompt_cache_mb: int = 16,
+        state_dir: Path | None = None,
+        state_disk_mb: int = 64,
     ) -> None:
+        """``prompt_cache_mb``: RAM for prompt states kept across side jobs (0: none); ``state_dir``: where
+        the stable prompt prefix's state is saved across restarts (None: not saved); see prompt_state.py."""
         self.path = path
         self.name = name or path.stem
         self.context_tokens = context_tokens
@@ -164,6 +170,8 @@ class LocalModel:
         self._thread: threading.Thread | None = None
         self._thread_lock = threading.Lock()
         self._threads = threads_policy(threads, batch_threads)
+        files = StateFiles(state_dir, state_disk_mb * 2**20) if state_dir is not None else None
+        self._states = PromptStates(prompt_cache_mb * 2**20, files)
 
     # --- the worker thread ------------------------------------------------------------------
 
@@ -201,6 +209,7 @@ class LocalModel:
         if thread is not None:
             self._jobs.put(None)
             thread.join(timeout=30)
+        self._states.cache.clear()  # its RAM goes with the model (a replaced model may linger a while)
         if self._llm is not None:
             self._llm.close()
             self._llm = None
@@ -311,6 +320,47 @@ class LocalModel:
             self._grammars[key] = grammar
         return self._grammars[key]
 
+    # --- prompt states (appliance/llm/prompt_state.py) ---------------------------------------
+
+    def _prefix_tokens(self, messages: Sequence[ChatMessage]) -> list[int]:
+        return stable_prefix(lambda ms: self._tokenize(self.render(ms)), messages)
+
+    async def warm_prefix(self, messages: Sequence[ChatMessage]) -> dict[str, Any]:
+        """Ready the stable prefix of these messages in the KV cache: its saved state, else read and save it.
+
+        Returns ``{"state": "loaded"|"built"|"off", "tokens": N, "seconds": s}``; "off" without a state
+        folder (llm.prompt_state false) or messages.
+        """
+        if self._states.files is None or not messages:
+            self._states.prefix = "off"
+            return {"state": "off", "tokens": 0, "seconds": 0.0}
+        self._states.prefix = "building"
+
+        def warm() -> dict[str, Any]:
+            self._load()
+            tokens = self._prefix_tokens(messages)
+            if not tokens or len(tokens) >= self.context_tokens - 1:
+                self._states.prefix = "off"
+                return {"state": "off", "tokens": len(tokens), "seconds": 0.0}
+            try:
+                result = self._states.warm(self._llm, tokens, model_identity(self.path, self._llm))
+            except (RuntimeError, OSError) as exc:  # llama.cpp failed to read it, or the model file went away
+                raise ModelError(
+                    f"the prompt prefix could not be prepared ({exc})", fix="check the model file and the log"
+                ) from None
+            log.info("prompt prefix %s: %d tokens in %.2f s", result["state"], len(tokens), result["seconds"])
+            return result
+
+        try:
+            return dict(await asyncio.wrap_future(self._submit(warm)))
+        except BaseException:
+            self._states.prefix = "none"
+            raise
+
+    def prompt_cache_stats(self) -> dict[str, Any]:
+        """The prompt-state cache: the prefix's state, RAM used and entries (see prompt_state.py)."""
+        return self._states.stats()
+
     # --- generation -------------------------------------------------------------------------
 
     def _generate(self, request: GenerationRequest, submitted: float) -> Generation:
@@ -334,7 +384,8 @@ class LocalModel:
                 fix="shorten the message, lower agent.history_messages or raise llm.context_tokens",
             )
         max_tokens = min(request.max_tokens, budget)
-        cached = llm.longest_token_prefix(llm._input_ids.tolist(), prompt) if llm.n_tokens else 0
+        self._states.before_read(llm, prompt)  # keep what this prompt replaces; put back a better start
+        cached = common_prefix(llm._input_ids.tolist(), prompt) if llm.n_tokens else 0
         if request.seed is not None:
             llm.set_seed(request.seed)
         temp = request.temperature

@@ -24,6 +24,7 @@ from tests.bench import (
     hardware,
     intent,
     memory,
+    prompt_state,
     recall,
     routing,
     sandbox,
@@ -90,6 +91,8 @@ def benches(path: Path, size: str = "full") -> dict[str, Callable[[], object]]:
         "shell_sandbox": lambda: sandbox.bench_shell_overhead(2 if smoke else 20 if quick else 60),
         "workspace_quota": lambda: workspace.bench_quota(10_000, reps),
         "e2e": lambda: e2e.bench_e2e(30 if quick else 60),
+        "ttft_after_restart": lambda: prompt_state.bench_ttft_after_restart(reps),
+        "ttft_after_side_job": lambda: prompt_state.bench_ttft_after_side_job(path, reps),
     }
 
 

@@ -87,6 +87,8 @@ class WebState:
     recent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=RECENT_REPLIES))
     temperature: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=240))
     decode_tps: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=2000))
+    # Local turns' (time, prompt tokens, cached tokens): the prompt cache's hit rate over the charted hour.
+    local_tokens: deque[tuple[float, int, int]] = field(default_factory=lambda: deque(maxlen=2000))
     last_temperature: float | None = None
     turns: set[asyncio.Task[Any]] = field(default_factory=set)  # in flight, for a graceful stop
     sockets: set[web.WebSocketResponse] = field(default_factory=set)  # open chat streams, closed at stop
@@ -133,6 +135,8 @@ class WebState:
         )
         if record.timings.decode_tps:
             self.decode_tps.append((now, float(record.timings.decode_tps)))
+        if record.route == "local" and record.timings.prompt_tokens:
+            self.local_tokens.append((now, record.timings.prompt_tokens, record.timings.cached_tokens))
         self.prune(now)
 
     def routing_status(self) -> dict[str, Any]:
@@ -158,13 +162,28 @@ class WebState:
 
     def prune(self, now: float) -> None:
         """Forget chart points older than the charted hour."""
-        for series in (self.temperature, self.decode_tps):
+        for series in (self.temperature, self.decode_tps, self.local_tokens):
             while series and series[0][0] < now - SERIES_SECONDS:
                 series.popleft()
 
     def recent_tps(self) -> float | None:
         """Decode speed of the latest reply that had one."""
         return self.decode_tps[-1][1] if self.decode_tps else None
+
+    def prompt_cache(self) -> dict[str, Any]:
+        """How much of the local turns' prompts the model did not read again in the last hour, and its cache."""
+        prompt = sum(p for _, p, _ in self.local_tokens)
+        cached = sum(c for _, _, c in self.local_tokens)
+        stats = getattr(self.runtime.model, "prompt_cache_stats", None)
+        cache = stats() if stats is not None else {}
+        return {
+            "hit_rate_1h": round(cached / prompt, 4) if prompt else None,
+            "cached_tokens_1h": cached,
+            "prompt_tokens_1h": prompt,
+            "prefix": cache.get("prefix", "off"),
+            "ram_mb": float(cache.get("ram_mb", 0.0)),
+            "entries": int(cache.get("entries", 0)),
+        }
 
     def status(self, health: dict[str, Any]) -> dict[str, Any]:
         """The /api/status document."""
@@ -187,6 +206,7 @@ class WebState:
                 "queue_depth": self.queue_depth(),
                 "wanted": wanted,  # what llm.model asks for (auto: this board's choice)
                 "pull": pull,  # its background download and switch (appliance/model_fetch.py), or null
+                "prompt_cache": self.prompt_cache(),
             },
             "recent": list(self.recent),
             "series": {
