@@ -12,10 +12,10 @@ the machine shared with three other test runs, where a cold read of those 500 to
 - (a) per-sequence state copy (chosen): copy out 6-12 ms, put back 1.1-1.5 ms, 8.3 MB in RAM
   (16.6 KB per token; half that with a q8_0 KV cache). Next-token logits identical to a cold read.
 - (b) a parking sequence in the same KV cache (``n_seq_max=2, kv_unified``, ``llama_memory_seq_cp``):
-  park 50-60 us, restore 30 us, no RAM, but the parked cells stay taken (500 of a 2048-token context) and
-  llama-cpp-python's ``Llama`` neither opens a context with two sequences nor keeps them: its
-  ``generate``/``eval`` remove every sequence past the prompt (``kv_cache_seq_rm(-1, ...)``). It would
-  need our own decode loop and a smaller usable context.
+  park 50-60 us, restore 30 us, no RAM, but the parked cells stay taken (500 of a 2048-token context, so
+  a long chat would no longer fit) and llama-cpp-python's ``Llama`` opens a context with one sequence only
+  (``n_seq_max``/``kv_unified`` are set for embedding models alone): it would need a context of our own
+  making beside ``Llama``'s.
 - (c) ``Llama.save_state``/``load_state`` (what ``LlamaRAMCache`` stores): 120-180 ms to save, 14-135 ms
   to load, 58.6 MB per entry: the whole context state plus a copy of the 256 x 49,152 score array.
 

@@ -91,8 +91,8 @@ def benches(path: Path, size: str = "full") -> dict[str, Callable[[], object]]:
         "shell_sandbox": lambda: sandbox.bench_shell_overhead(2 if smoke else 20 if quick else 60),
         "workspace_quota": lambda: workspace.bench_quota(10_000, reps),
         "e2e": lambda: e2e.bench_e2e(30 if quick else 60),
-        "ttft_after_restart": lambda: prompt_state.bench_ttft_after_restart(reps),
-        "ttft_after_side_job": lambda: prompt_state.bench_ttft_after_side_job(path, reps),
+        "ttft_after_restart": lambda: prompt_state.bench_ttft_after_restart(reps, 4 if smoke else 0),
+        "ttft_after_side_job": lambda: prompt_state.bench_ttft_after_side_job(path, reps, 4 if smoke else 0),
     }
 
 
