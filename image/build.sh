@@ -184,7 +184,7 @@ llm:
   model: $LLM_MODEL
   # Free memory kept after loading the model (the daemon's default is 128). The load check adds it to an
   # estimate that counts the whole mapped file and 128 MB of work buffers: the packaged model is refused
-  # on a 512 MB board with 128 (383 MB free, 266 + 128 asked) yet leaves 280 MB available after a chat.
+  # on a 512 MB board with 128 (383 MB free, 266 + 128 asked) yet leaves 275 MiB available after a chat.
   # zram swap is the reserve here.
   memory_margin_mb: 64
 web:
