@@ -92,6 +92,8 @@ MODEL ?=
 COMPRESS ?= 0
 # image-test also updates the booted image over the air and rolls back (OTA=0: boot checks only).
 OTA ?= 1
+# image-test's guest RAM in MiB: MEM=512 is a Pi Zero 2 W or Pi 3 A+ (a local chat must leave >= 100 MB).
+MEM ?= 2048
 IMAGE_APT_PACKAGES := mmdebstrap qemu-user-static binfmt-support arch-test mtools dosfstools fdisk e2fsprogs \
 	device-tree-compiler crossbuild-essential-arm64 cmake file git xz-utils python3-venv
 IMAGE_TEST_APT_PACKAGES := qemu-system-arm mtools fdisk openssh-client python3-cryptography
@@ -104,7 +106,7 @@ image: $(KEYS)/ota.pub
 image-test:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(IMAGE_TEST_APT_PACKAGES)"
 	@[ -f "$(IMAGE)" ] || $(MAKE) --no-print-directory image
-	$(SUDO) env IMAGE="$(IMAGE)" EXPECT_MODEL="$(MODEL)" OTA="$(OTA)" OTA_KEY="$(KEYS)/ota.key" sh image/test.sh
+	$(SUDO) env IMAGE="$(IMAGE)" EXPECT_MODEL="$(MODEL)" OTA="$(OTA)" MEM="$(MEM)" OTA_KEY="$(KEYS)/ota.key" sh image/test.sh
 
 chat: install
 	$(BIN)/picoagent chat $(ARGS)

@@ -182,6 +182,11 @@ secrets_file: secrets.env
 llm:
   # Empty: the packaged default (smollm2-135m) or the one chosen with \`picoagent models use\`.
   model: $LLM_MODEL
+  # Free memory kept after loading the model (the daemon's default is 128). The load check adds it to an
+  # estimate that counts the whole mapped file and 128 MB of work buffers: the packaged model is refused
+  # on a 512 MB board with 128 (383 MB free, 266 + 128 asked) yet leaves 275 MiB available after a chat.
+  # zram swap is the reserve here.
+  memory_margin_mb: 64
 web:
   # HTTPS with a certificate this Pi makes at its first start; plain http:// is redirected to it.
   tls: auto
@@ -240,6 +245,23 @@ printf 'LABEL=%s\t/\text4\tdefaults,noatime,errors=remount-ro\t0\t1\nLABEL=%s\t/
 printf 'PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n' \
     > "$ROOT/etc/ssh/sshd_config.d/picoagent.conf"
 rm -f "$ROOT"/etc/ssh/ssh_host_*
+
+# Memory (for 512 MB boards, harmless on bigger ones): swap in zram, made at boot by systemd's
+# zram generator; swappiness for it; a bounded journal on the card (image/files/journald.conf says why).
+install -d "$ROOT/etc/systemd/zram-generator.conf.d"
+install -m 0644 "$HERE/files/zram-generator.conf" "$ROOT/etc/systemd/zram-generator.conf.d/50-picoagent.conf"
+install -m 0644 "$HERE/files/90-picoagent-memory.conf" "$ROOT/etc/sysctl.d/90-picoagent-memory.conf"
+install -d "$ROOT/etc/systemd/journald.conf.d"
+install -m 0644 "$HERE/files/journald.conf" "$ROOT/etc/systemd/journald.conf.d/picoagent.conf"
+# Services an appliance does not need: login prompts on the screen and the serial port (root is locked
+# and no account has a password: nobody can log in there; SSH is the way in), the ext4 snapshot checks
+# (they check LVM snapshots: the image has no LVM), and, below 768 MB of RAM, unattended-upgrades'
+# shutdown helper (image/files/unattended-upgrades-memory.conf; the upgrades themselves still run).
+ln -sf /dev/null "$ROOT/etc/systemd/system/getty@.service"
+ln -sf /dev/null "$ROOT/etc/systemd/system/serial-getty@.service"
+in_root systemctl disable e2scrub_reap.service e2scrub_all.timer >/dev/null 2>&1 || true
+install -d "$ROOT/etc/systemd/system/unattended-upgrades.service.d"
+install -m 0644 "$HERE/files/unattended-upgrades-memory.conf" "$ROOT/etc/systemd/system/unattended-upgrades.service.d/picoagent.conf"
 
 # Security updates by themselves (Debian's default origins: bookworm-security only).
 printf 'APT::Periodic::Update-Package-Lists "1";\nAPT::Periodic::Unattended-Upgrade "1";\n' \

@@ -2,7 +2,8 @@
 # image/test.sh: `make image-test`. Boots a copy of the built image under qemu-system-aarch64 and checks
 # that picoagent comes up by itself, configured from a picoagent-setup.yaml put on the boot partition.
 #
-# The `virt` machine (Cortex-A72, 2 cores, 2 GiB) with the image's own kernel and initrd: this tests the
+# The `virt` machine (Cortex-A72, 2 cores, MEM MiB: 2048 unless MEM says otherwise -- MEM=512 is a Pi
+# Zero 2 W or a 512 MB Pi 3 A+) with the image's own kernel and initrd: this tests the
 # kernel, initramfs, root by label, systemd, first boot, the app and its network -- not the Pi's
 # firmware boot path (qemu 7.2 has no Pi 4 machine). The copy is 2 GiB bigger than the image, so first
 # boot must grow the root partition and file system to fill it.
@@ -10,7 +11,9 @@
 # Checks: /healthz answers over HTTPS (plain http:// redirected); /api/status with the setup file's API
 # token reports the model; the journal has the certificate's fingerprint, never the web password; over SSH
 # with the setup file's key: the services, the hostname, the secrets file's mode, the grown root, and
-# the doctor finding the embedding model the image build converted; after shutdown: no secret left
+# the doctor finding the embedding model the image build converted; zram swap on; a local chat answered
+# by the packaged model through POST /api/chat, with MemAvailable printed before and after it (at least
+# MIN_AVAILABLE_MB, default 100, after it) and no OOM kill in the kernel log; after shutdown: no secret left
 # anywhere in the FAT partition's bytes, the setup file rewritten.
 # EXPECT_MODEL=FILE.gguf (make image-test MODEL=...): /api/status must report that baked-in model.
 # Then a real OTA update (bundle, push over SSH, switch, health) and a rollback; OTA=0 skips it.
@@ -24,6 +27,11 @@ case $OUTDIR in /*) ;; *) OUTDIR=$REPO/$OUTDIR ;; esac
 IMAGE=${IMAGE:-$OUTDIR/picoagent-arm64.img}
 case $IMAGE in /*) ;; *) IMAGE=$REPO/$IMAGE ;; esac
 TIMEOUT=${TIMEOUT:-900}
+MEM=${MEM:-2048}   # MiB of RAM for the guest
+MIN_AVAILABLE_MB=${MIN_AVAILABLE_MB:-100}
+CHAT_TIMEOUT=${CHAT_TIMEOUT:-900}   # one local reply under TCG emulation takes minutes
+case $MEM in *[!0-9]*|'') die "MEM=$MEM: expected MiB of RAM, e.g. MEM=512" ;; esac
+[ "$MEM" -ge 256 ] || die "MEM=$MEM: at least 256 MiB"
 GROW_MB=2048
 T=$OUTDIR/test
 LOG=$T/serial.log
@@ -75,9 +83,9 @@ mcopy -o -i "$T/disk.img@@$BOOT_OFFSET" "$T/picoagent-setup.yaml" ::picoagent-se
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 HTTP_PORT=$(free_port)
 SSH_PORT=$(free_port)
-say "booting under qemu-system-aarch64 (virt, cortex-a72, 2 cores, 2 GiB); serial log: $LOG"
+say "booting under qemu-system-aarch64 (virt, cortex-a72, 2 cores, $MEM MiB); serial log: $LOG"
 START=$(date +%s)
-qemu-system-aarch64 -M virt -cpu cortex-a72 -smp 2 -m 2048 \
+qemu-system-aarch64 -M virt -cpu cortex-a72 -smp 2 -m "$MEM" \
     -kernel "$OUTDIR/vmlinuz" -initrd "$OUTDIR/initrd.img" \
     -append "root=LABEL=RASPIROOT rw rootwait net.ifnames=0 console=ttyAMA0" \
     -drive if=none,id=disk,file="$T/disk.img",format=raw,cache=unsafe -device virtio-blk-pci,drive=disk \
@@ -102,6 +110,30 @@ if len(sys.argv) > 3:
 with urllib.request.urlopen(req, timeout=10, context=context) as resp:
     sys.stdout.write(resp.read().decode())
 PY
+}
+
+# chat MESSAGE: POST /api/chat with the setup file's API token, answered by the local model; prints the
+# reply record (JSON).
+chat() {
+    python3 - "$CERT" "https://127.0.0.1:$HTTP_PORT/api/chat" "$TOKEN" "$1" "$CHAT_TIMEOUT" <<'PY'
+import json, ssl, sys, urllib.request
+context = ssl.create_default_context(cafile=sys.argv[1])
+body = json.dumps({"message": sys.argv[4], "session": "image-test", "route": "local"}).encode()
+req = urllib.request.Request(sys.argv[2], data=body, method="POST")
+req.add_header("Authorization", "Bearer " + sys.argv[3])
+req.add_header("Content-Type", "application/json")
+with urllib.request.urlopen(req, timeout=float(sys.argv[5]), context=context) as resp:
+    sys.stdout.write(resp.read().decode())
+PY
+}
+
+# memory LABEL: MemAvailable and the rest of the guest's memory picture, one line; sets AVAILABLE_MB.
+memory() {
+    mem=$($SSH 'awk "/^(MemTotal|MemAvailable|SwapTotal|SwapFree):/ {printf \"%s %d \", \$1, \$2 / 1024}" /proc/meminfo
+        printf "picoagent-RSS: %s" "$(ps -o rss= -C picoagent 2>/dev/null | awk "{s += \$1} END {printf \"%d\", s / 1024}")"') ||
+        die "reading /proc/meminfo over SSH failed"
+    AVAILABLE_MB=$(printf '%s' "$mem" | sed -n 's/.*MemAvailable: \([0-9]*\).*/\1/p')
+    say "memory $1: $mem (MiB)"
 }
 
 say "waiting for https://127.0.0.1:$HTTP_PORT/healthz (up to $TIMEOUT s; emulated, so slow)"
@@ -186,6 +218,32 @@ say "OK the journal shows the certificate's fingerprint and never the web passwo
 ROOT_BYTES=$($SSH 'df -B1 --output=size / | tail -1' | tr -d ' ')
 [ "$ROOT_BYTES" -gt $(( (GROW_MB + 200) * 1024 * 1024 )) ] || die "the root file system did not grow ($ROOT_BYTES bytes)"
 
+# What runs, swap in RAM, and a local chat with the memory it leaves (a 512 MB board's budget).
+say "running services: $($SSH 'systemctl list-units --type=service --state=running --no-legend --plain | cut -d" " -f1 | sed "s/\.service$//" | tr "\n" " "')"
+swaps=$($SSH 'cat /proc/swaps; cat /sys/block/zram0/comp_algorithm 2>/dev/null || true')
+printf '%s' "$swaps" | grep -q '^/dev/zram0 ' || die "no zram swap: $swaps"
+say "OK zram swap: $(printf '%s' "$swaps" | awk '/^\/dev\/zram0/ {printf "%d MiB, priority %s", $3 / 1024, $5}'); algorithm $(printf '%s' "$swaps" | tail -1)"
+memory "before the chat"
+BEFORE_MB=$AVAILABLE_MB
+CHAT_START=$(date +%s)
+record=$(chat "Say hello in five words.") || die "POST /api/chat failed"
+CHAT_S=$(( $(date +%s) - CHAT_START ))
+reply=$(printf '%s' "$record" | python3 -c 'import json, sys
+r = json.load(sys.stdin)
+t = r["timings"]
+assert r["route"] == "local" and r["text"].strip(), r
+print("%s: %r (%d prompt tokens, first text after %.1f s, %.1f s in all)" % (
+    r["model"], r["text"].strip()[:80], t["prompt_tokens"], t["ttft_s"], t["total_s"]))') ||
+    die "the chat was not answered by the local model: $record"
+say "OK local chat in $CHAT_S s: $reply"
+memory "after the chat"
+AFTER_MB=$AVAILABLE_MB
+oom=$($SSH 'dmesg | grep -iE "out of memory|oom-kill|invoked oom-killer" || true')
+[ -z "$oom" ] || die "the kernel's OOM killer ran: $oom"
+[ -n "$AFTER_MB" ] && [ "$AFTER_MB" -ge "$MIN_AVAILABLE_MB" ] ||
+    die "MemAvailable after the chat is ${AFTER_MB:-?} MiB at MEM=$MEM (at least $MIN_AVAILABLE_MB wanted)"
+say "OK MemAvailable at MEM=$MEM: $BEFORE_MB MiB before the chat, $AFTER_MB MiB after it (at least $MIN_AVAILABLE_MB)"
+
 # A real OTA update onto the booted image, the way `make ota` does it: a signed aarch64 bundle of this
 # checkout (version bumped), pushed over SSH, installed, self-tested and switched on the device, which
 # must then answer /healthz with the new version; then `picoagent update rollback` goes back. OTA=0 skips.
@@ -245,5 +303,5 @@ say "OK cmdline.txt roots by label; SPI0 on in the Pi 4 and Pi 3 device trees; t
 sed 's/^/    /' "$T/setup-after.yaml" >&2
 rm -f "$T/boot-partition.bin" "$T/disk.img"
 
-echo "image-test: PASS -- $(basename "$IMAGE") booted to HTTP in $BOOT_S s under qemu (virt, cortex-a72, TCG)"
+echo "image-test: PASS -- $(basename "$IMAGE") booted to HTTP in $BOOT_S s under qemu (virt, cortex-a72, TCG, $MEM MiB); MemAvailable $BEFORE_MB MiB before a local chat, $AFTER_MB MiB after"
 echo "$BOOT_S" > "$OUTDIR/boot-seconds"

@@ -265,7 +265,7 @@ def test_a_failure_while_applying_still_wipes_the_secrets_and_is_reported(root: 
 
 
 def test_the_image_config_loads_and_serves_https(tmp_path: Path) -> None:
-    """/etc/picoagent/picoagent.yaml as image/build.sh writes it: valid, and web.tls is auto on the image."""
+    """/etc/picoagent/picoagent.yaml as image/build.sh writes it: valid, web.tls auto, the 512 MB margin."""
     from appliance.config import load_config
 
     build = (SCRIPT.parent.parent / "build.sh").read_text()
@@ -276,3 +276,4 @@ def test_the_image_config_loads_and_serves_https(tmp_path: Path) -> None:
     path.write_text(text)
     config = load_config(path, environ={})
     assert config.web.tls == "auto" and config.hardware.backend == "real" and config.devices == {}
+    assert config.llm.memory_margin_mb == 64  # the packaged model loads on a 512 MB board (image/README.md)
