@@ -86,6 +86,8 @@ def local_model(config: Config) -> LocalModel:
         memory_margin_mb=llm.memory_margin_mb,
         extra_stop=llm.stop,
         name=model_spec(config),
+        kv_type=llm.kv_type,
+        ubatch_size=None if llm.ubatch_size == "auto" else int(llm.ubatch_size),
     )
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from appliance.errors import Cancelled, ContextOverflow, ModelError, ModelNotFoundError, ModelTooLargeError
-from appliance.llm import gguf, threads
+from appliance.llm import footprint, gguf, threads
 from appliance.llm.base import ChatMessage, FinishReason, Generation, GenerationRequest
 
 log = logging.getLogger(__name__)
@@ -68,6 +68,7 @@ def _route_llama_logs() -> None:
     def callback(level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
         if level != 5:  # 5 continues the previous line at its level
             last[0] = _LLAMA_LOG_LEVELS.get(level, logging.DEBUG)
+        footprint.llama_line(text.decode("utf-8", "replace"))  # the buffer sizes it allocates, for memory_report
         if logger.isEnabledFor(last[0]):
             logger.log(last[0], "%s", text.decode("utf-8", "replace").rstrip())
 
@@ -81,9 +82,12 @@ def open_llama(path: Path, *, fix: str, purpose: str = "", **params: Any) -> Any
 
     _route_llama_logs()
     try:
-        return Llama(model_path=str(path), verbose=False, **params)
+        with footprint.capture() as sizes:
+            llm = Llama(model_path=str(path), verbose=False, **params)
     except (ValueError, RuntimeError) as exc:
         raise ModelError(f"llama.cpp could not load {path}{purpose} ({exc})", fix=fix) from None
+    footprint.remember(llm, sizes)
+    return llm
 
 
 def check_model_file(path: Path, context_tokens: int, batch_size: int, margin_mb: int) -> int:
@@ -141,6 +145,8 @@ class LocalModel:
         memory_margin_mb: int = 128,
         extra_stop: Sequence[str] = (),
         name: str | None = None,
+        kv_type: str = "auto",
+        ubatch_size: int | None = None,
     ) -> None:
         self.path = path
         self.name = name or path.stem
@@ -152,6 +158,8 @@ class LocalModel:
         self.timeout_s = timeout_s
         self.memory_margin_mb = memory_margin_mb
         self.extra_stop = list(extra_stop)
+        self.kv_type = kv_type
+        self.ubatch_size = ubatch_size
         self.load_s = 0.0
         self.threads_used = 0
         self._llm: Any = None
@@ -229,7 +237,9 @@ class LocalModel:
             n_threads=decode,
             n_threads_batch=batch,
             seed=self.seed,
+            **footprint.context_params(self.kv_type, self.batch_size, self.ubatch_size),
         )
+        footprint.drop_logits_rows(llm)
         arch = llm.metadata.get("general.architecture", "")
         if llm.metadata.get(f"{arch}.pooling_type", "0") not in ("0", "-1"):
             llm.close()  # it pools its tokens into one vector: it embeds text, it cannot write a reply
@@ -261,6 +271,10 @@ class LocalModel:
     async def load(self) -> None:
         """Load the model on the worker thread (generate does this on first use too)."""
         await asyncio.wrap_future(self._submit(self._load))
+
+    def memory_report(self) -> dict[str, int]:
+        """Bytes of the KV cache, compute buffers and logits arrays this model holds (zeros when not loaded)."""
+        return footprint.context_report(self._llm)
 
     # --- prompts ----------------------------------------------------------------------------
 
