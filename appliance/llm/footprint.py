@@ -117,9 +117,14 @@ def smaps_rollup(pid: int | str = "self") -> dict[str, int]:
 
 
 def mapped_files(suffix: str = ".gguf", pid: int | str = "self") -> dict[str, dict[str, int]]:
-    """``Rss`` and ``Pss`` in bytes of each mapped file whose name ends with ``suffix``, from /proc/PID/smaps."""
+    """``Rss`` and ``Pss`` in bytes of each mapped file whose name ends with ``suffix``, from /proc/PID/smaps.
+
+    Two more entries: ``[heap]`` (the main malloc arena) and ``[pymalloc]`` (the anonymous mappings of
+    exactly 1 MiB: CPython's small-object arenas).
+    """
     found: dict[str, dict[str, int]] = {}
     current: dict[str, int] | None = None
+    anonymous = False
     try:
         with open(f"/proc/{pid}/smaps", encoding="utf-8", errors="replace") as f:
             for line in f:
@@ -127,7 +132,13 @@ def mapped_files(suffix: str = ".gguf", pid: int | str = "self") -> dict[str, di
                 if "-" in first and not first.endswith(":"):  # a mapping's header: address range, ..., path
                     parts = line.split(maxsplit=5)
                     path = parts[5].strip() if len(parts) > 5 else ""
-                    current = found.setdefault(path, {"Rss": 0, "Pss": 0}) if path.endswith(suffix) else None
+                    anonymous = not path
+                    wanted = path.endswith(suffix) or path == "[heap]"
+                    current = found.setdefault(path, {"Rss": 0, "Pss": 0}) if wanted else None
+                elif anonymous and first == "Size:":
+                    anonymous = line.split()[1] == "1024"
+                    if anonymous:
+                        current = found.setdefault("[pymalloc]", {"Rss": 0, "Pss": 0})
                 elif current is not None and first in ("Rss:", "Pss:"):
                     current[first[:-1]] += int(line.split()[1]) * 1024
     except OSError:
@@ -140,8 +151,9 @@ def process_memory(model: Any, embedder: Any = None) -> dict[str, float]:
 
     ``model`` and ``embedder`` are asked for ``memory_report()`` when they have one (a local model);
     ``model_map_mib`` is the chat model's .gguf mapping and ``embedding_mib`` the embedder's mapping plus
-    its buffers. ``python_heap_mib`` is the anonymous memory nothing else here accounts for: the Python
-    heap, the interpreter's and libraries' own data.
+    its buffers. The buffers are what llama.cpp allocated: pages of them never written (KV cells not yet
+    filled, the worst-case graph's logits) are not resident. ``python_heap_mib`` is the resident main
+    malloc arena plus CPython's small-object arenas.
     """
     rollup = smaps_rollup()
     files = mapped_files()
@@ -153,7 +165,7 @@ def process_memory(model: Any, embedder: Any = None) -> dict[str, float]:
     embedding_map = files.get(embedder_path, {}).get("Pss", 0) if embedder_path and embedder_path != model_path else 0
     embedding_buffers = sum(embedding.get(k, 0) for k in ("kv_cache_bytes", "compute_bytes", "logits_bytes"))
     anon = rollup.get("Anonymous", 0)
-    held = sum(report.get(k, 0) for k in ("kv_cache_bytes", "compute_bytes", "logits_bytes")) + embedding_buffers
+    heap = files.get("[heap]", {}).get("Rss", 0) + files.get("[pymalloc]", {}).get("Rss", 0)
     return {
         "rss_mib": _mib(rollup.get("Rss", 0)),
         "pss_mib": _mib(rollup.get("Pss", 0)),
@@ -163,7 +175,7 @@ def process_memory(model: Any, embedder: Any = None) -> dict[str, float]:
         "compute_mib": _mib(report.get("compute_bytes", 0)),
         "logits_mib": _mib(report.get("logits_bytes", 0)),
         "embedding_mib": _mib(embedding_map + embedding_buffers),
-        "python_heap_mib": _mib(max(0, anon - held)),
+        "python_heap_mib": _mib(heap),
     }
 
 
