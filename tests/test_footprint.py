@@ -29,7 +29,7 @@ def test_a_loaded_model_reports_its_buffers_and_they_add_up(local_model: LocalMo
     assert 1 * MIB < report["compute_bytes"] < 30 * MIB  # one 64-token micro-batch, not 256 tokens of logits
     assert report["logits_bytes"] < 1 * MIB  # one row of the vocabulary, not n_batch rows
 
-    memory = footprint.process_memory(local_model)
+    memory = footprint.measure_process_memory(local_model)
     assert set(memory) == {
         "rss_mib",
         "pss_mib",

@@ -7,7 +7,7 @@ graph for one micro-batch of ``n_ubatch`` tokens, logits for every one of them i
 buffer (logits of the tokens asked for: one per step here). llama.cpp says the sizes it allocated in its
 log while the context is made; :func:`capture` collects those lines on the loading thread, so a report
 costs nothing on request. The process's side (RSS, PSS, anonymous, the .gguf mappings) is read from
-/proc/self/smaps_rollup and /proc/self/smaps: about 2 ms for a serving daemon's few hundred mappings.
+/proc/self/smaps_rollup and /proc/self/smaps: about 10 ms with a model loaded, so a report is kept 5 s.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
+import time
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -146,8 +147,24 @@ def mapped_files(suffix: str = ".gguf", pid: int | str = "self") -> dict[str, di
     return found
 
 
+_last: tuple[float, tuple[int, int], dict[str, float]] | None = None
+KEEP_S = 5.0  # reading /proc/self/smaps takes ~10 ms with a model loaded: a status page polling often reuses it
+
+
 def process_memory(model: Any, embedder: Any = None) -> dict[str, float]:
-    """The /api/status ``process_memory`` document: this process's memory and what holds it, in MiB.
+    """The /api/status ``process_memory`` document (kept for ``KEEP_S`` seconds per model and embedder)."""
+    global _last
+    key = (id(model), id(embedder))
+    now = time.monotonic()
+    if _last is not None and _last[1] == key and now - _last[0] < KEEP_S:
+        return dict(_last[2])
+    report = measure_process_memory(model, embedder)
+    _last = (now, key, report)
+    return dict(report)
+
+
+def measure_process_memory(model: Any, embedder: Any = None) -> dict[str, float]:
+    """This process's memory and what holds it, in MiB, measured now.
 
     ``model`` and ``embedder`` are asked for ``memory_report()`` when they have one (a local model);
     ``model_map_mib`` is the chat model's .gguf mapping and ``embedding_mib`` the embedder's mapping plus

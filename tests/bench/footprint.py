@@ -107,7 +107,9 @@ def serve_after_chats(
             files = footprint.mapped_files(pid=proc.pid)
         finally:
             _stop(proc)
-    breakdown = status.get("process_memory") or {}
+    breakdown = status.get("process_memory")
+    if breakdown is None and root == ROOT:
+        raise RuntimeError("/api/status has no process_memory")
     model_path = status["model"]["path"]
     return {
         "pss_mib": round(rollup.get("Pss", 0) / MIB, 1),
@@ -116,7 +118,7 @@ def serve_after_chats(
         "model_map_mib": round(files.get(model_path, {}).get("Pss", 0) / MIB, 1),
         "gguf_maps_mib": round(sum(f["Pss"] for name, f in files.items() if name.endswith(".gguf")) / MIB, 1),
         "decode_tps": round(statistics.median(decode_tps), 1) if decode_tps else 0.0,
-        **{k: v for k, v in breakdown.items() if k not in ("rss_mib", "pss_mib", "anon_mib", "model_map_mib")},
+        **{k: v for k, v in (breakdown or {}).items() if k not in ("rss_mib", "pss_mib", "anon_mib", "model_map_mib")},
     }
 
 
