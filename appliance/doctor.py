@@ -289,13 +289,13 @@ def _check_embeddings(config: Config) -> Iterator[Check]:
 def _check_model(config: object) -> Iterator[Check]:
     from appliance import runtime
     from appliance.config import Config
-    from appliance.llm import gguf, threads
+    from appliance.llm import threads
     from appliance.llm.local import available_memory_bytes
 
     assert isinstance(config, Config)
     try:
         path = runtime.model_path(config, fallback=True)  # as `serve` runs it
-        need = gguf.estimate_memory_bytes(path, config.llm.context_tokens, config.llm.batch_size)
+        need = runtime.model_memory_bytes(config, path)
         running, wanted = runtime.model_spec(config, fallback=True), runtime.wanted_model(config)
     except PicoagentError as exc:
         yield Check("model", "fail", exc.message, exc.fix)

@@ -100,6 +100,16 @@ def model_path(config: Config, *, fallback: bool = False) -> Path:
     return models.resolve_model(spec, models_dir(config))
 
 
+def model_memory_bytes(config: Config, path: Path) -> int:
+    """The RAM the chat model at ``path`` needs with this config's context, KV type and micro-batch."""
+    from appliance.llm import footprint, gguf
+
+    llm = config.llm
+    ubatch = None if llm.ubatch_size == "auto" else int(llm.ubatch_size)
+    kind, micro = footprint.resolved(llm.kv_type, llm.batch_size, ubatch)
+    return gguf.estimate_memory_bytes(path, llm.context_tokens, micro, kind)
+
+
 def local_model(config: Config, *, fallback: bool = False, name: str | None = None) -> LocalModel:
     """The local model worker for this config (loaded on first use); ``fallback``: see :func:`model_spec`;
     ``name``: this catalog model (installed) instead of the config's, with the config's settings."""
@@ -121,6 +131,8 @@ def local_model(config: Config, *, fallback: bool = False, name: str | None = No
         prompt_cache_mb=llm.prompt_cache_mb,
         state_dir=data_dir(config) / "prompt-state" if llm.prompt_state else None,
         state_disk_mb=llm.prompt_state_mb,
+        kv_type=llm.kv_type,
+        ubatch_size=None if llm.ubatch_size == "auto" else int(llm.ubatch_size),
     )
 
 

@@ -90,13 +90,12 @@ def run_selftest(config_file: str | None = None) -> int:
 
     from appliance import runtime
     from appliance.config import load_config
-    from appliance.llm import gguf
 
     try:
         config = load_config(config_file)
         report(f"config {config.source}", None)
         path = runtime.model_path(config)
-        gguf.estimate_memory_bytes(path, config.llm.context_tokens, config.llm.batch_size)
+        runtime.model_memory_bytes(config, path)
         report(f"model {path.name}", None)
     except PicoagentError as exc:
         report("config and model", exc.for_people())

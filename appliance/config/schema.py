@@ -136,6 +136,18 @@ class LlmConfig:
     batch_size: int = doc(
         "tokens evaluated per batch while reading the prompt", 256, low=1, high=65_536, expected=COUNT
     )
+    ubatch_size: int | Literal["auto"] = doc(
+        "tokens computed at once within a batch (llama.cpp's micro-batch); its compute buffer grows with it; "
+        "auto: 64 (see README, Memory)",
+        "auto",
+        low=1,
+        high=65_536,
+        expected="auto or a positive whole number",
+    )
+    kv_type: Literal["auto", "f16", "q8_0"] = doc(
+        "KV cache number type: q8_0 halves it (with flash attention), f16 is llama.cpp's default; auto: q8_0",
+        "auto",
+    )
     stop: list[str] = doc("extra stop sequences besides the model's own end of turn", default_factory=list)
     timeout_s: float = doc(
         "a generation running longer than this is cancelled", 120.0, low=0.001, high=86_400, expected=SECONDS

@@ -36,7 +36,7 @@ class Backend:
     name = "abstract"
 
     def __init__(self) -> None:
-        self.pin_factory: Any = None
+        self._pin_factory: Any = None
         self._i2c: dict[int, I2CBus] = {}
         self._spi: dict[tuple[int, int], SPIBus] = {}
 
@@ -61,10 +61,21 @@ class Backend:
     def prepare(self, devices: dict[str, DeviceConfig]) -> None:
         """Get ready for these devices (the simulation puts chips on its buses)."""
 
+    @property
+    def pin_factory(self) -> Any:
+        """gpiozero's pin factory, made on first use: gpiozero costs 1.5 MiB of an idle daemon's memory, and
+        a daemon without GPIO devices never needs it."""
+        if self._pin_factory is None:
+            self._pin_factory = self._make_pin_factory()
+        return self._pin_factory
+
+    def _make_pin_factory(self) -> Any:
+        return None
+
     def close(self) -> None:
-        """Release the pin factory."""
-        if self.pin_factory is not None:
-            self.pin_factory.close()
+        """Release the pin factory (if it was made)."""
+        if self._pin_factory is not None:
+            self._pin_factory.close()
 
 
 class SimulatedBackend(Backend):
@@ -74,10 +85,12 @@ class SimulatedBackend(Backend):
 
     def __init__(self) -> None:
         super().__init__()
+        self.chips: dict[str, Any] = {}  # device name -> its simulated chip (tests change the environment)
+
+    def _make_pin_factory(self) -> Any:
         from gpiozero.pins.mock import MockFactory, MockPWMPin
 
-        self.pin_factory = MockFactory(pin_class=MockPWMPin)  # PWM-capable, so LEDs dim as on a Pi
-        self.chips: dict[str, Any] = {}  # device name -> its simulated chip (tests change the environment)
+        return MockFactory(pin_class=MockPWMPin)  # PWM-capable, so LEDs dim as on a Pi
 
     def _open_i2c(self, number: int) -> I2CBus:
         return SimulatedI2CBus(number)
@@ -112,10 +125,13 @@ class RealBackend(Backend):
 
     def __init__(self) -> None:
         super().__init__()
+        self._pin_factory = self._make_pin_factory()  # now: a missing lgpio is an error at start, not later
+
+    def _make_pin_factory(self) -> Any:
         try:
             from gpiozero.pins.lgpio import LGPIOFactory
 
-            self.pin_factory = LGPIOFactory()
+            return LGPIOFactory()
         except Exception as exc:  # lgpio missing, or no /dev/gpiochip access: say which, with the fix
             raise HardwareError(
                 f"cannot open the GPIO pins through lgpio: {exc}",

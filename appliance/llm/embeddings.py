@@ -201,6 +201,12 @@ class LocalEmbedder:
             _POOLING_NAMES[self.pooling],
         )
 
+    def memory_report(self) -> dict[str, int]:
+        """Bytes of the KV cache, compute buffers and logits of this embedding context (zeros when not loaded)."""
+        from appliance.llm import footprint
+
+        return footprint.context_report(self._llm)
+
     def load(self) -> None:
         """Load the model now (embed does this on first use too)."""
         self._call(self._load)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from appliance.errors import Cancelled, ContextOverflow, ModelError, ModelNotFoundError, ModelTooLargeError
-from appliance.llm import gguf, threads
+from appliance.llm import footprint, gguf, threads
 from appliance.llm.base import ChatMessage, FinishReason, Generation, GenerationRequest
 from appliance.llm.prompt_state import PromptStates, StateFiles, common_prefix, model_identity, stable_prefix
 
@@ -69,6 +69,7 @@ def _route_llama_logs() -> None:
     def callback(level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
         if level != 5:  # 5 continues the previous line at its level
             last[0] = _LLAMA_LOG_LEVELS.get(level, logging.DEBUG)
+        footprint.llama_line(text.decode("utf-8", "replace"))  # the buffer sizes it allocates, for memory_report
         if logger.isEnabledFor(last[0]):
             logger.log(last[0], "%s", text.decode("utf-8", "replace").rstrip())
 
@@ -82,19 +83,27 @@ def open_llama(path: Path, *, fix: str, purpose: str = "", **params: Any) -> Any
 
     _route_llama_logs()
     try:
-        return Llama(model_path=str(path), verbose=False, **params)
+        with footprint.capture() as sizes:
+            llm = Llama(model_path=str(path), verbose=False, **params)
     except (ValueError, RuntimeError) as exc:
         raise ModelError(f"llama.cpp could not load {path}{purpose} ({exc})", fix=fix) from None
+    footprint.remember(llm, sizes)
+    return llm
 
 
-def check_model_file(path: Path, context_tokens: int, batch_size: int, margin_mb: int) -> int:
-    """Refuse a missing file, a non-GGUF file or a model too large for free memory; return bytes needed."""
+def check_model_file(
+    path: Path, context_tokens: int, batch_size: int, margin_mb: int, kv_type: str = "f16", ubatch: int | None = None
+) -> int:
+    """Refuse a missing file, a non-GGUF file or a model too large for free memory; return bytes needed.
+
+    ``kv_type`` and ``ubatch``: the KV cache type and micro-batch the context gets (footprint.resolved);
+    the defaults are llama.cpp's own (an embedding context: f16, micro-batch = batch)."""
     if not path.exists():
         raise ModelNotFoundError(
             f"model file {path} does not exist",
             fix="run `picoagent models list` and `picoagent models pull NAME`, or fix llm.model",
         )
-    need = gguf.estimate_memory_bytes(path, context_tokens, batch_size)
+    need = gguf.estimate_memory_bytes(path, context_tokens, ubatch or batch_size, kv_type)
     free = available_memory_bytes()
     if free is not None and need + margin_mb * 1024 * 1024 > free:
         raise ModelTooLargeError(
@@ -145,6 +154,8 @@ class LocalModel:
         prompt_cache_mb: int = 16,
         state_dir: Path | None = None,
         state_disk_mb: int = 64,
+        kv_type: str = "auto",
+        ubatch_size: int | None = None,
     ) -> None:
         """``prompt_cache_mb``: RAM for prompt states kept across side jobs (0: none); ``state_dir``: where
         the stable prompt prefix's state is saved across restarts (None: not saved); see prompt_state.py."""
@@ -158,6 +169,8 @@ class LocalModel:
         self.timeout_s = timeout_s
         self.memory_margin_mb = memory_margin_mb
         self.extra_stop = list(extra_stop)
+        self.kv_type = kv_type
+        self.ubatch_size = ubatch_size
         self.load_s = 0.0
         self.threads_used = 0
         self._llm: Any = None
@@ -225,7 +238,8 @@ class LocalModel:
         if self._llm is not None:
             return
         started = time.perf_counter()
-        check_model_file(self.path, self.context_tokens, self.batch_size, self.memory_margin_mb)
+        kind, micro = footprint.resolved(self.kv_type, self.batch_size, self.ubatch_size)
+        check_model_file(self.path, self.context_tokens, self.batch_size, self.memory_margin_mb, kind, micro)
         from llama_cpp import llama_chat_format
 
         decode, batch = self._threads.choose()
@@ -238,7 +252,9 @@ class LocalModel:
             n_threads=decode,
             n_threads_batch=batch,
             seed=self.seed,
+            **footprint.context_params(self.kv_type, self.batch_size, self.ubatch_size),
         )
+        footprint.drop_logits_rows(llm)
         arch = llm.metadata.get("general.architecture", "")
         if llm.metadata.get(f"{arch}.pooling_type", "0") not in ("0", "-1"):
             llm.close()  # it pools its tokens into one vector: it embeds text, it cannot write a reply
@@ -270,6 +286,10 @@ class LocalModel:
     async def load(self) -> None:
         """Load the model on the worker thread (generate does this on first use too)."""
         await asyncio.wrap_future(self._submit(self._load))
+
+    def memory_report(self) -> dict[str, int]:
+        """Bytes of the KV cache, compute buffers and logits arrays this model holds (zeros when not loaded)."""
+        return footprint.context_report(self._llm)
 
     # --- prompts ----------------------------------------------------------------------------
 

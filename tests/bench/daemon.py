@@ -135,7 +135,7 @@ def bench_idle_rss() -> None:
         time.sleep(1.0)
         loaded = _rss_mib(proc.pid)
         _stop(proc)
-    report("serve_idle_rss_mib", idle, loaded, "value <= 50 MiB", idle <= 50, with_default_model_mib=round(loaded, 1))
+    report("serve_idle_rss_mib", idle, loaded, "value <= 45 MiB", idle <= 45, with_default_model_mib=round(loaded, 1))
 
 
 @dataclass

@@ -21,6 +21,7 @@ from tests.bench import (
     daemon,
     e2e,
     escalation,
+    footprint,
     hardware,
     intent,
     memory,
@@ -69,6 +70,10 @@ def benches(path: Path, size: str = "full") -> dict[str, Callable[[], object]]:
         "serve_start": lambda: daemon.bench_serve_start(reps),
         "serve_start_tls": lambda: daemon.bench_serve_start(reps, tls=True),
         "idle_rss": daemon.bench_idle_rss,
+        "serve_model_pss": lambda: footprint.bench_serve_model_pss(1 if smoke else 20),
+        "context_cuts": lambda: footprint.bench_context_cuts(
+            path, reps, 2 if smoke else 48, footprint.SMOKE_VARIANTS if smoke else ()
+        ),
         "api_chat": lambda: daemon.bench_api_chat_overhead(100 if quick else 300),
         "api_chat_tls": lambda: daemon.bench_api_chat_overhead(100 if quick else 300, tls=True),
         "ws_concurrency": lambda: daemon.bench_ws_concurrency(50, 5),

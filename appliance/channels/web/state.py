@@ -12,6 +12,7 @@ from aiohttp import web
 
 from appliance import __version__
 from appliance.agent.loop import ReplyRecord
+from appliance.llm.footprint import process_memory
 from appliance.metrics import Counter, Gauge, Histogram, Registry
 from appliance.update import running_status
 
@@ -217,6 +218,7 @@ class WebState:
             "events": [],
             "update": running_status(),
             "web": self.web,
+            "process_memory": process_memory(model, getattr(self.runtime.memory, "embedder", None)),
         }
 
 

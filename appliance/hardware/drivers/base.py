@@ -86,7 +86,10 @@ class Wiring(Protocol):
 class Buses(Protocol):
     """Where drivers get their pins and buses: the backend (real or simulated)."""
 
-    pin_factory: Any
+    @property
+    def pin_factory(self) -> Any:
+        """gpiozero's pin factory for GPIO drivers."""
+        ...
 
     def i2c(self, number: int) -> I2CBus:
         """The I2C bus with this number."""
