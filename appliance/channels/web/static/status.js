@@ -151,6 +151,17 @@
     setText("m-tps", number(m.recent_tps, 1));
     setText("m-threads", m.threads ?? "–");
     setText("m-queue", m.queue_depth ?? "–", m.queue_depth > 2 ? "warn" : null);
+    const pc = m.prompt_cache; // the same line as `picoagent status` (appliance/cli/system.py)
+    setText(
+      "m-cache",
+      !pc
+        ? ""
+        : `prompt cache: ${
+            pc.hit_rate_1h === null
+              ? "no local turns in the last hour"
+              : `${Math.round(pc.hit_rate_1h * 100)}% of ${pc.prompt_tokens_1h} prompt tokens reused in the last hour`
+          } · prefix ${pc.prefix} · ${Number(pc.ram_mb).toFixed(1)} MB in ${pc.entries} state(s)`,
+    );
     renderModelPull(m.pull);
   }
 
@@ -173,17 +184,6 @@
     const why = pull.message && ["failed", "no_network", "done"].includes(pull.state) ? ` (${pull.message})` : "";
     line.textContent = (words[pull.state] || `${pull.name}: ${pull.state}`) + why;
     line.className = "model-file" + (pull.state === "failed" || pull.state === "no_network" ? " tone-bad" : "");
-    const pc = m.prompt_cache; // the same line as `picoagent status` (appliance/cli/system.py)
-    setText(
-      "m-cache",
-      !pc
-        ? ""
-        : `prompt cache: ${
-            pc.hit_rate_1h === null
-              ? "no local turns in the last hour"
-              : `${Math.round(pc.hit_rate_1h * 100)}% of ${pc.prompt_tokens_1h} prompt tokens reused in the last hour`
-          } · prefix ${pc.prefix} · ${Number(pc.ram_mb).toFixed(1)} MB in ${pc.entries} state(s)`,
-    );
   }
 
   function renderRouting(status) {
