@@ -45,6 +45,45 @@ def test_version(tmp_path: Path) -> None:
 # --- config errors -------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["serve"],
+        ["serve", "--port", "9000", "--host", "127.0.0.1"],
+        ["--config", "x.yaml", "serve", "--data-dir", "d"],
+        ["--config=x.yaml", "--data-dir", "d", "serve", "--port", "1"],
+        ["serve", "--config", "y.yaml"],
+    ],
+)
+def test_serve_parses_as_with_every_command(argv: list[str]) -> None:
+    """`serve` gets a parser without the other command groups (their modules stay out of the daemon)."""
+    from appliance import cli
+
+    assert cli._runs_daemon(argv)
+    everything = vars(cli.build_parser().parse_args(argv))
+    alone = vars(cli._daemon_parser().parse_args(argv))
+    assert alone == everything and alone["handler"].__name__ == "cmd_serve"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [[], ["status"], ["-h", "serve"], ["--version", "serve"], ["--conf", "x", "serve"], ["--config", "serve"]],
+)
+def test_anything_else_gets_the_full_parser(argv: list[str]) -> None:
+    from appliance import cli
+
+    assert not cli._runs_daemon(argv)
+
+
+def test_serve_help_is_the_same_alone(tmp_path: Path) -> None:
+    from appliance import cli
+
+    out = picoagent("serve", "--help", cwd=tmp_path)
+    assert out.returncode == 0
+    full = next(a for a in cli.build_parser()._actions if a.dest == "command")
+    assert out.stdout == full.choices["serve"].format_help()  # type: ignore[union-attr]
+
+
 def test_an_unknown_config_key_exits_2_naming_the_key(tmp_path: Path) -> None:
     config = config_file(tmp_path / "conf", {"  max_rounds: 4\n": "  max_round: 4\n"})
     out = picoagent("--config", config, "--data-dir", tmp_path / "data", "tools", "list", cwd=tmp_path)

@@ -13,16 +13,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from appliance.agent.router import RoutingContext
 from appliance.config import Config, ProviderConfig
-from appliance.llm.base import ChatMessage, GenerationRequest
-from appliance.llm.cloud import CloudGeneration, CloudProvider, cost_usd, make_provider
+from appliance.llm.base import ChatMessage, CloudGeneration, GenerationRequest
 from appliance.memory.db import Database
 from appliance.tools.registry import ToolRegistry, ToolTurn
 from appliance.tools.result import ToolResult
+
+if TYPE_CHECKING:
+    from appliance.llm.cloud import CloudProvider
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +94,8 @@ class CloudRoute:
         name = config.routing.cloud_provider
         self.provider_config: ProviderConfig | None = config.providers.get(name) if name else None
         if provider is None and self.provider_config is not None and config.routing.mode != "local_only":
+            from appliance.llm.cloud import make_provider  # only with a provider: see CloudGeneration
+
             provider = make_provider(name, self.provider_config)
         self.provider = provider
         self._route_exists = route_exists
@@ -152,6 +156,8 @@ class CloudRoute:
         ``use`` gathers tokens, cost and actions as they happen, so a failure half-way still counts them.
         Raises CloudError subclasses when the provider cannot answer.
         """
+        from appliance.llm.cloud import cost_usd
+
         assert self.provider is not None and self.provider_config is not None
         cfg = self.config.agent
         schemas = [tool.schema() for tool in tools] if tools is not None else []

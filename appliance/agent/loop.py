@@ -49,8 +49,7 @@ from appliance.agent.understanding import Understanding
 from appliance.config import Config
 from appliance.errors import ContextOverflow, ModelError, UsageError
 from appliance.hardware.devices import DeviceRegistry
-from appliance.llm.base import ChatMessage, ChatModel, Generation, GenerationRequest
-from appliance.llm.cloud import CloudGeneration
+from appliance.llm.base import ChatMessage, ChatModel, CloudGeneration, Generation, GenerationRequest
 from appliance.llm.cloud_errors import CloudError
 from appliance.memory.db import Database
 from appliance.memory.keeper import MemoryKeeper

@@ -85,6 +85,17 @@ class Generation:
         }
 
 
+@dataclass
+class CloudGeneration(Generation):
+    """A Generation plus the tool calls the model made: ``{id, name, arguments}`` (arguments parsed).
+
+    Here rather than in llm/cloud.py: the agent tells a cloud answer by its type, and a daemon with no cloud
+    provider never imports the cloud module.
+    """
+
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+
+
 class ChatModel(Protocol):
     """A provider: the local worker, or a cloud provider (llm/cloud.py)."""
 

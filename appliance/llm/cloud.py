@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from appliance.config import ProviderConfig
 from appliance.errors import Cancelled
-from appliance.llm.base import ChatMessage, FinishReason, Generation, GenerationRequest
+from appliance.llm.base import ChatMessage, CloudGeneration, FinishReason, GenerationRequest
 from appliance.llm.cloud_errors import CircuitBreaker, CloudError, CloudMalformed, CloudRefused, CloudUnavailable
 
 if TYPE_CHECKING:
@@ -35,13 +35,6 @@ log = logging.getLogger(__name__)
 
 _CANCEL_POLL_S = 0.05  # how often a hung request looks at request.cancel (a threading.Event)
 _MAX_BACKOFF_S = 20.0
-
-
-@dataclass
-class CloudGeneration(Generation):
-    """A Generation plus the tool calls the model made: ``{id, name, arguments}`` (arguments parsed)."""
-
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
 
 
 class _Retryable(Exception):

@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 import socket
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from appliance.config import ShellConfig
 from appliance.errors import ToolError
-from appliance.tools import quota, sandbox
+from appliance.tools import quota
 from appliance.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from appliance.tools import sandbox
 
 SERVICE_SOCKET = "/run/picoagent-sandbox/sandbox.sock"  # ListenStream= of systemd/picoagent-sandbox.socket
 MAX_COMMAND_CHARS = 8000
@@ -25,6 +28,8 @@ MAX_REPLY_BYTES = 64 * 1024 * 1024
 
 def limits_for(config: ShellConfig, timeout_s: float, workspace_max_mb: int = 0) -> sandbox.Limits:
     """The sandbox limits for one command; it stops a little before the tool's own timeout."""
+    from appliance.tools import sandbox  # bubblewrap, seccomp, rlimits: imported when a command runs
+
     return sandbox.Limits(
         timeout_s=max(0.5, timeout_s - 1.0),
         memory_mb=config.memory_mb,
@@ -69,6 +74,8 @@ def via_service(socket_path: str, command: str, limits: sandbox.Limits) -> sandb
 
 def exchange(conn: socket.socket, command: str, limits: sandbox.Limits) -> sandbox.Outcome:
     """Send one request on a connected socket and read the answer."""
+    from appliance.tools import sandbox
+
     request = json.dumps({"command": command, "limits": limits.as_dict()}).encode() + b"\n"
     try:
         conn.sendall(request)  # the write side stays open: closing it is how a caller cancels
@@ -105,6 +112,8 @@ def service_socket(config: ShellConfig) -> str:
 
 def unavailable(config: ShellConfig) -> sandbox.SandboxUnavailable | None:
     """Why the shell tool cannot run commands here (None when it can)."""
+    from appliance.tools import sandbox
+
     path = service_socket(config)
     if path:
         if not Path(path).exists():
@@ -131,6 +140,8 @@ def register(
         Args:
             command: the /bin/sh command line, e.g. "ls -la" or "python3 script.py"
         """
+        from appliance.tools import sandbox
+
         if not command.strip():
             raise ToolError("the command is empty")
         if len(command) > MAX_COMMAND_CHARS:

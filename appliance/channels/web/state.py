@@ -14,7 +14,6 @@ from appliance import __version__
 from appliance.agent.loop import ReplyRecord
 from appliance.llm.footprint import process_memory
 from appliance.metrics import Counter, Gauge, Histogram, Registry
-from appliance.update import running_status
 
 if TYPE_CHECKING:
     from appliance.channels.registry import ChannelSet
@@ -29,6 +28,16 @@ if TYPE_CHECKING:
 
 SERIES_SECONDS = 3600  # the status page charts the last hour
 RECENT_REPLIES = 20
+
+
+def _update_status() -> dict[str, Any] | None:
+    """The OTA status of the running release (appliance/update.py), imported on the first status request.
+
+    The update module (bundles, the boot updater, the installer) would otherwise stay in the idle daemon.
+    """
+    from appliance.update import running_status
+
+    return running_status()
 
 
 class ApplianceMetrics:
@@ -216,7 +225,7 @@ class WebState:
             },
             "devices": [],
             "events": [],
-            "update": running_status(),
+            "update": _update_status(),
             "web": self.web,
             "process_memory": process_memory(model, getattr(self.runtime.memory, "embedder", None)),
         }
