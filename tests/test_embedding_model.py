@@ -272,3 +272,37 @@ def test_an_embedding_model_as_the_chat_model_is_a_clear_error(shipped: Path, tm
     out = picoagent("models", "use", "minilm", "--config", config, "--data-dir", tmp_path / "data", cwd=tmp_path)
     assert_clean_error(out, 1)
     assert "minilm is an embedding model, not a chat model" in out.stderr
+
+
+def _resident_pages(start: int, length: int) -> int:
+    """How many pages of [start, start + length) are in memory (mincore), both ends rounded inwards."""
+    import ctypes
+    import mmap
+
+    page = mmap.PAGESIZE
+    first = (start + page - 1) // page * page
+    pages = (start + length - first) // page
+    vec = (ctypes.c_ubyte * pages)()
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    assert libc.mincore(first, pages * page, vec) == 0, ctypes.get_errno()
+    return sum(b & 1 for b in vec)
+
+
+def test_the_logits_a_bert_model_never_writes_are_not_kept_in_memory(minilm: LocalEmbedder) -> None:
+    import ctypes
+
+    import llama_cpp
+
+    before = minilm.embed(SENTENCES[:3])
+    llm = minilm._llm
+    assert llm is not None
+    n_logits = llama_cpp.llama_n_seq_max(llm.ctx) * llm.n_vocab() * 4
+    # 128 outputs x 30,522 vocabulary x 4 bytes, zero-filled by llama.cpp when it made the context
+    assert minilm.logits_released >= n_logits - 2 * 4096 > 15_000_000
+    pointer = ctypes.cast(llama_cpp.llama_get_logits(llm.ctx), ctypes.c_void_p).value
+    assert pointer
+    minilm.embed(["a longer text that fills more of the batch " * 8, *SENTENCES])  # a full batch of outputs
+    assert _resident_pages(pointer, n_logits) < 16  # ~3,800 pages; a page or two at the ends may share
+    assert minilm.embed(SENTENCES[:3]) == before  # the vectors do not change
+    assert minilm.memory_report()["logits_bytes"] < 1024 * 1024

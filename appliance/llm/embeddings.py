@@ -96,6 +96,7 @@ class LocalEmbedder:
         self.document_prefix = document_prefix
         self.truncated = 0  # texts embedded in pieces (longer than the context) so far
         self.embedded = 0  # texts embedded so far (cache hits not counted)
+        self.logits_released = 0  # bytes of the never-written logits handed back after loading (footprint)
         self.load_s = 0.0
         self._queries: OrderedDict[str, list[float]] = OrderedDict()
         meta = _read_header(self.path)
@@ -190,6 +191,10 @@ class LocalEmbedder:
             n_threads_batch=batch,
             pooling_type=self.pooling,
         )
+        from appliance.llm import footprint
+
+        footprint.drop_logits_rows(llm)  # llama-cpp-python's own logits array: never written here either
+        self.logits_released = footprint.release_embedding_logits(llm)
         self._llm = llm
         self._threads_used = (decode, batch)
         self.load_s = time.perf_counter() - started
@@ -205,7 +210,10 @@ class LocalEmbedder:
         """Bytes of the KV cache, compute buffers and logits of this embedding context (zeros when not loaded)."""
         from appliance.llm import footprint
 
-        return footprint.context_report(self._llm)
+        report = footprint.context_report(self._llm)
+        if self._llm is not None:  # the released logits are allocated but no longer resident
+            report["logits_bytes"] = max(0, report["logits_bytes"] - self.logits_released)
+        return report
 
     def load(self) -> None:
         """Load the model now (embed does this on first use too)."""

@@ -248,3 +248,37 @@ def drop_logits_rows(llm: Any) -> None:
     if getattr(llm, "_logits_all", False):
         return
     llm.scores = np.zeros((1, llm.n_vocab()), dtype=np.single)
+
+
+MADV_DONTNEED = 4  # <sys/mman.h> on Linux
+
+
+def release_embedding_logits(llm: Any) -> int:
+    """Hand back the pages of the logits an embedding context never writes; the bytes released (0: none).
+
+    llama.cpp sizes an embedding context's output buffer for ``n_seq_max`` outputs of logits *and*
+    embeddings, and zero-fills it when it allocates it, so the logits part is resident though pooled
+    embeddings never touch it: 15 MiB for MiniLM (128 outputs × 30,522 vocabulary × 4 bytes). The
+    buffer is cleared only when it is (re)allocated, which its first size already covers (``n_batch`` =
+    ``n_seq_max``), so the pages stay out. ``MADV_DONTNEED`` on private anonymous memory only drops the
+    zeros: a page read again is a zero page, one written is allocated again, so nothing can go wrong.
+    """
+    import ctypes
+    import mmap
+
+    import llama_cpp
+
+    pointer = ctypes.cast(llama_cpp.llama_get_logits(llm.ctx), ctypes.c_void_p).value
+    if not pointer:
+        return 0
+    size = int(llama_cpp.llama_n_seq_max(llm.ctx)) * int(llm.n_vocab()) * ctypes.sizeof(ctypes.c_float)
+    page = mmap.PAGESIZE
+    start = (pointer + page - 1) // page * page
+    end = (pointer + size) // page * page
+    if end <= start:
+        return 0
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    if libc.madvise(start, end - start, MADV_DONTNEED) != 0:
+        return 0
+    return end - start
