@@ -169,6 +169,10 @@ async def _side_job_ttfts(
             await agent.prepare_understanding()
             await agent.turn("Hi!", chat_id="start")  # the prefix in the KV cache, as after a start
             conversation = await runtime.db.call(runtime.db.conversation, "terminal", "start")
+            # One extraction before the measured rounds: the memories a turn recalls into its prompt are then
+            # the same on both sides (the first extraction's facts made only the after-job turns longer).
+            await runtime.db.call(runtime.db.add_message, conversation, "user", "My cat is called Tom.")
+            await agent.memory.extract(conversation)
             after_turn, after_job = [], []
             for i in range(rounds):  # each measured turn opens a chat: the prefix is all it can share
                 record = await agent.turn(TURNS[(2 * i) % len(TURNS)], chat_id=f"warm{i}")
