@@ -46,6 +46,7 @@ from appliance.config.schema import (
     WebSearchConfig,
     describe_keys,
 )
+from appliance.config.mqtt import MqttConfig
 from appliance.config.tasks import TasksConfig
 
 __all__ = [
@@ -65,6 +66,7 @@ __all__ = [
     "I2CAllow",
     "LlmConfig",
     "McpServerConfig",
+    "MqttConfig",
     "MemoryConfig",
     "NotifyConfig",
     "ProviderConfig",
