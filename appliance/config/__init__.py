@@ -22,6 +22,7 @@ from appliance.config.channels import (
 from appliance.config.checks import WHEN
 from appliance.config.fields import doc
 from appliance.config.load import CHECKOUT_CONFIG, SYSTEM_CONFIG, config_path, load_config, load_jobs, read_secrets
+from appliance.config.mqtt import MqttConfig
 from appliance.config.schema import (
     SYSTEM_DATA_DIR,
     AgentConfig,
@@ -46,7 +47,6 @@ from appliance.config.schema import (
     WebSearchConfig,
     describe_keys,
 )
-from appliance.config.mqtt import MqttConfig
 from appliance.config.tasks import TasksConfig
 
 __all__ = [
@@ -66,8 +66,8 @@ __all__ = [
     "I2CAllow",
     "LlmConfig",
     "McpServerConfig",
-    "MqttConfig",
     "MemoryConfig",
+    "MqttConfig",
     "NotifyConfig",
     "ProviderConfig",
     "RawAccessConfig",
