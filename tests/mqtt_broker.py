@@ -4,7 +4,8 @@
 message: mosquitto runs without persistence, which is what a broker restart looks like at its worst);
 ``users`` gives it a password file made with ``mosquitto_passwd`` and turns anonymous access off.
 :class:`Watcher` is a paho client in a thread that records every message on a topic filter, for checking
-what picoagent published. :func:`running` is what a suite's fixture wraps (anonymous, or with ``users={USER: PASSWORD}``).
+what picoagent published. :func:`running` is what a suite's fixture wraps (anonymous, or with
+``users={USER: PASSWORD}``).
 """
 
 from __future__ import annotations

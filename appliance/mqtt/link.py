@@ -42,6 +42,7 @@ RETRY_FIRST_S = 0.5
 RETRY_MAX_S = 30.0
 CONNECT_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 3.0
+IN_FLIGHT = 8  # publishes awaiting the broker's acknowledgement at once
 
 Callback = Callable[[str, bytes], None]
 
@@ -323,10 +324,15 @@ class MqttLink:
             batch += [(t, data, qos, False) for t, data, qos in plain]
         if not batch:
             return
-        results = await asyncio.gather(
-            *(client.publish(t, data, qos=qos, retain=retain) for t, data, qos, retain in batch),
-            return_exceptions=True,
-        )
+        results: list[BaseException | None] = []
+        for start in range(0, len(batch), IN_FLIGHT):  # aiomqtt warns past 10 unconfirmed publishes
+            results += await asyncio.gather(
+                *(
+                    client.publish(t, data, qos=qos, retain=retain)
+                    for t, data, qos, retain in batch[start : start + IN_FLIGHT]
+                ),
+                return_exceptions=True,
+            )
         failed = [item for item, result in zip(batch, results, strict=True) if isinstance(result, BaseException)]
         if failed:
             with self._lock:
