@@ -11,7 +11,9 @@ from appliance.cli.system import mqtt_line
 from tests.helpers import config_file, free_port, picoagent
 from tests.mqtt_broker import PASSWORD, USER, Broker, running
 
-ENABLED = "  # Connect to the broker (off: nothing MQTT is loaded, the daemon runs without a broker).\n  enabled: false\n"
+ENABLED = (
+    "  # Connect to the broker (off: nothing MQTT is loaded, the daemon runs without a broker).\n  enabled: false\n"
+)
 PORT = "  port: 1883\n"
 USERNAME = '  # User name at the broker; empty: anonymous.\n  username: ""\n'
 PASSWORD_LINE = '  password: ""\n  # The MQTT client id'
