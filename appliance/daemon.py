@@ -492,6 +492,8 @@ class Daemon:
         changed = [name for name in CHANNELS if section(new, name) != section(old, name)]
         if changed:
             log.warning("SIGHUP: the %s channel settings apply at the next restart", ", ".join(changed))
+        if new.mqtt != old.mqtt:
+            log.warning("SIGHUP: the mqtt settings apply at the next restart")
         try:
             replacement = local_model(new, fallback=True) if new.llm != old.llm else None
         except PicoagentError as exc:

@@ -32,10 +32,26 @@ def have_mosquitto() -> bool:
     return Path(MOSQUITTO).exists() and Path(PASSWD).exists()
 
 
+def make_certificates(folder: Path) -> list[str]:
+    """A CA and a server certificate for 127.0.0.1 signed by it (openssl); the listener lines that use them."""
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=folder)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+            "-subj", "/CN=picoagent test CA")  # fmt: skip
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+            "-subj", "/CN=127.0.0.1")  # fmt: skip
+    (folder / "san.cnf").write_text("subjectAltName=IP:127.0.0.1\n", encoding="utf-8")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", "server.pem", "-days", "2", "-extfile", "san.cnf")  # fmt: skip
+    return [f"certfile {folder / 'server.pem'}", f"keyfile {folder / 'server.key'}"]
+
+
 class Broker:
     """One mosquitto process listening on 127.0.0.1:port only."""
 
-    def __init__(self, folder: Path, *, users: dict[str, str] | None = None) -> None:
+    def __init__(self, folder: Path, *, users: dict[str, str] | None = None, tls: bool = False) -> None:
         self.folder = folder
         self.port = free_port()
         self.users = users or {}
@@ -44,6 +60,10 @@ class Broker:
         lines = [f"listener {self.port} 127.0.0.1", "persistence false", f"log_dest file {folder / 'mosquitto.log'}"]
         if os.geteuid() == 0:
             lines.append("user root")  # as root mosquitto would switch to its own user, who cannot read tmp
+        self.ca_file = ""
+        if tls:
+            self.ca_file = str(folder / "ca.pem")
+            lines += make_certificates(folder)
         if self.users:
             passwords = folder / "passwords"
             for i, (user, password) in enumerate(self.users.items()):
@@ -147,7 +167,7 @@ class Watcher:
 
 
 @contextlib.contextmanager
-def running(folder: Path, *, users: dict[str, str] | None = None) -> Iterator[Broker]:
+def running(folder: Path, *, users: dict[str, str] | None = None, tls: bool = False) -> Iterator[Broker]:
     """A started broker (with ``users``: a password file, no anonymous access), stopped at the end.
 
     Skips the test when mosquitto is not installed (``make test`` installs it). A suite makes its fixture
@@ -155,7 +175,7 @@ def running(folder: Path, *, users: dict[str, str] | None = None) -> Iterator[Br
     """
     if not have_mosquitto():
         pytest.skip("mosquitto is not installed (apt-get install mosquitto mosquitto-clients)")
-    broker = Broker(folder, users=users)
+    broker = Broker(folder, users=users, tls=tls)
     broker.start()
     try:
         yield broker

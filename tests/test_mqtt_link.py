@@ -139,3 +139,12 @@ def test_a_link_to_a_wrong_password_is_a_status_not_a_crash(
         await link.stop()
 
     asyncio.run(main())
+
+
+def test_tls_with_the_brokers_own_ca_and_a_clear_error_without_it(tmp_path: Path) -> None:
+    with running(tmp_path / "mosquitto-tls", tls=True) as broker:
+        assert asyncio.run(probe(_config(broker, tls=True, ca_file=broker.ca_file))) is None
+        problem = asyncio.run(probe(_config(broker, tls=True)))  # the system's CAs do not know the test CA
+        assert problem is not None and "TLS with the broker" in problem[0] and "mqtt.ca_file" in problem[1]
+        plain = asyncio.run(probe(_config(broker), timeout_s=2))  # plain MQTT to a TLS port
+        assert plain is not None and "mqtt.tls" in plain[1]
