@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import ssl
 import threading
@@ -110,7 +111,7 @@ def make_client(config: MqttConfig, *, will: bool = True) -> aiomqtt.Client:
 
 async def probe(config: MqttConfig, timeout_s: float = 5.0) -> tuple[str, str] | None:
     """Connect once (credentials, TLS) and disconnect: None when it worked, else (problem, fix). For doctor."""
-    probe_config = MqttConfig(**{**config.__dict__, "client_id": f"{config.client_id}-doctor"})
+    probe_config = dataclasses.replace(config, client_id=f"{config.client_id}-doctor")  # not the daemon's session
     try:
         async with asyncio.timeout(timeout_s):
             async with make_client(probe_config, will=False):
