@@ -22,6 +22,7 @@ from appliance.config.channels import (
 from appliance.config.checks import WHEN
 from appliance.config.fields import doc
 from appliance.config.load import CHECKOUT_CONFIG, SYSTEM_CONFIG, config_path, load_config, load_jobs, read_secrets
+from appliance.config.mqtt import MqttConfig
 from appliance.config.schema import (
     SYSTEM_DATA_DIR,
     AgentConfig,
@@ -66,6 +67,7 @@ __all__ = [
     "LlmConfig",
     "McpServerConfig",
     "MemoryConfig",
+    "MqttConfig",
     "NotifyConfig",
     "ProviderConfig",
     "RawAccessConfig",

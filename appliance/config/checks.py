@@ -19,6 +19,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from appliance.config.channel_checks import check_channels
+from appliance.config.mqtt import check_mqtt
 from appliance.config.schema import Config, CronJob
 from appliance.config.shown import _describe
 from appliance.errors import ConfigError, UsageError
@@ -59,6 +60,7 @@ def _check(config: Config, referenced: set[str]) -> None:
     _check_tools(config, refuse)
     _check_devices(config, refuse)  # and events, schedules, telegram, routing, providers, memory, hardware
     check_channels(config)
+    check_mqtt(config.mqtt)
 
 
 def _ranged(node: Any, prefix: str) -> Iterator[tuple[str, float, Mapping[str, Any]]]:

@@ -26,6 +26,7 @@ from appliance.config.channels import (
     WhatsAppConfig,
 )
 from appliance.config.fields import COUNT, SECONDS, THREADS, doc
+from appliance.config.mqtt import MqttConfig
 from appliance.config.tasks import TasksConfig
 from appliance.hardware.drivers import DRIVERS
 
@@ -549,6 +550,7 @@ class Config:
     hardware: HardwareConfig = doc("buses and backends", default_factory=HardwareConfig)
     devices: dict[str, DeviceConfig] = doc("named devices wired to the Pi", default_factory=dict)
     events: list[EventRule] = doc("sensor conditions that become events", default_factory=list)
+    mqtt: MqttConfig = doc("the MQTT broker and Home Assistant discovery", default_factory=MqttConfig)
     telegram: TelegramConfig = doc("the Telegram channel", default_factory=TelegramConfig)
     discord: DiscordConfig = doc("the Discord channel", default_factory=DiscordConfig)
     slack: SlackConfig = doc("the Slack channel", default_factory=SlackConfig)
