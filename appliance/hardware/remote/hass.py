@@ -184,7 +184,7 @@ class HomeAssistantClient:
         import aiohttp
 
         delay = BACKOFF_S[0]
-        async with aiohttp.ClientSession() as session:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, connect=self.timeout_s)) as session:
             while True:
                 try:
                     await self._connection(session)
@@ -206,8 +206,8 @@ class HomeAssistantClient:
         """One connection: authenticate, subscribe, fill the cache, then keep every pushed state."""
         import aiohttp
 
-        ssl: bool | None = None if self.verify_tls else False
-        async with session.ws_connect(self.ws_url, ssl=ssl, heartbeat=30, timeout=self.timeout_s) as ws:
+        timeout = aiohttp.ClientWSTimeout(ws_receive=None, ws_close=self.timeout_s)
+        async with session.ws_connect(self.ws_url, ssl=self.verify_tls, heartbeat=30, timeout=timeout) as ws:
             hello = await ws.receive_json(timeout=self.timeout_s)
             if hello.get("type") != "auth_required":
                 raise ValueError(f"expected auth_required, got {hello.get('type')!r}")
