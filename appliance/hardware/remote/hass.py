@@ -142,9 +142,11 @@ class HomeAssistantClient:
             self._states[entity_id] = state
         if old is None or old.get("state") == state.get("state"):
             return  # the first state seen is no change; nor is a new attribute (a brightness) of the same state
+        events = self._events
         for callback in self._watchers.get(entity_id, ()):
-            if self._events is not None:
-                self._events.submit(_safely, callback, old, state)
+            if events is not None:
+                with contextlib.suppress(RuntimeError):  # stopped meanwhile: the daemon is going down
+                    events.submit(_safely, callback, old, state)
 
     # --- the WebSocket (the daemon's event loop) --------------------------------------------------------
 
