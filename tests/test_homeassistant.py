@@ -324,6 +324,30 @@ def test_the_daemon_keeps_states_over_the_websocket_and_a_door_sensor_raises_its
     assert not client.connected and fake.subscribers == []
 
 
+def test_a_daemon_with_home_assistant_down_starts_serves_and_says_why(tmp_path: Path) -> None:
+    from appliance.daemon import Daemon
+    from appliance.hardware.states import device_states
+
+    config = hass_config(tmp_path, f"http://127.0.0.1:{free_port()}")
+
+    async def main() -> None:
+        daemon = Daemon(config, host="127.0.0.1", port=0)
+        served = asyncio.ensure_future(daemon.run())
+        try:
+            await started(daemon, served)
+            client = daemon.links["homeassistant"]
+            await eventually(lambda: client.last_error, 10, "the failed connection noted")
+            assert not client.connected and "Cannot connect" in client.status()["last_error"]
+            listed = {d["name"]: d for d in await device_states(daemon.runtime.devices, {})}
+            assert "cannot reach Home Assistant" in listed["kitchen_light"]["error"]
+            assert listed["fan"]["readings"] and not served.done()  # the rest goes on
+        finally:
+            daemon.stopping.set()
+            assert await served == 0
+
+    asyncio.run(main())
+
+
 def test_the_websocket_comes_back_after_home_assistant_restarts_and_reports_what_changed_meanwhile(
     fake: FakeHomeAssistant,
 ) -> None:

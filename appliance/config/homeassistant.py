@@ -13,6 +13,12 @@ from appliance.config.devices import DeviceConfig
 from appliance.config.fields import SECONDS, doc
 from appliance.errors import ConfigError
 
+# What people are told when Home Assistant has no token, or refuses it (here and in hardware/remote/hass.py).
+TOKEN_FIX = (
+    "make a long-lived access token in Home Assistant (your profile, Security tab), put HASS_TOKEN=... in the "
+    "secrets file and write homeassistant.token: ${HASS_TOKEN}"
+)
+
 
 @dataclass
 class HomeAssistantConfig:
@@ -74,9 +80,3 @@ def check_homeassistant(hass: HomeAssistantConfig, devices: Mapping[str, DeviceC
                 f"{where}: a homeassistant device needs the homeassistant: section enabled",
                 fix="set homeassistant.enabled: true with its url and token: ${HASS_TOKEN}",
             )
-
-
-TOKEN_FIX = (
-    "make a long-lived access token in Home Assistant (your profile, Security tab), put HASS_TOKEN=... in the "
-    "secrets file and write homeassistant.token: ${HASS_TOKEN}"
-)

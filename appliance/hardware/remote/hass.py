@@ -194,7 +194,7 @@ class HomeAssistantClient:
                 except AuthRefused as exc:
                     self.last_error = exc.message
                     delay = BACKOFF_S[1]  # a refused token stays refused until someone changes it
-                except (aiohttp.ClientError, OSError, TimeoutError, ValueError, KeyError, HardwareError) as exc:
+                except Exception as exc:  # whatever went wrong, the link tries again: it never ends the daemon
                     self.last_error = getattr(exc, "message", None) or str(exc) or type(exc).__name__
                 if self.connected:
                     delay = BACKOFF_S[0]  # it had worked: try again soon
