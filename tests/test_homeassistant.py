@@ -239,6 +239,22 @@ def test_writes_to_a_homeassistant_device_are_rate_limited(tmp_path: Path, fake:
         runtime.close()
 
 
+def test_a_scheduled_job_dims_a_homeassistant_light(config: Config, fake: FakeHomeAssistant) -> None:
+    from appliance.config import CronJob
+    from appliance.llm.scripted import ScriptedModel
+    from appliance.runtime import Runtime
+    from appliance.schedule.jobs import make_job_runner
+
+    runtime = Runtime.open(config, model=ScriptedModel())
+    try:
+        run = make_job_runner(None, runtime.devices, None)
+        said = asyncio.run(run(CronJob(id="evening", schedule="daily 19:00", device="kitchen_light", value="30%")))
+        assert fake.calls == [ServiceCall("light", "turn_on", {"entity_id": "light.kitchen", "brightness_pct": 30})]
+        assert said == "kitchen_light is now state: on, brightness: 30 %"  # stored as 76 of 255
+    finally:
+        runtime.close()
+
+
 # --- failures are clear, never a crash -------------------------------------------------------------------------
 
 

@@ -96,7 +96,8 @@ class Entity:
         on = state["state"] == "on"
         if self.domain == "light":
             brightness = attributes.get("brightness")
-            level = round(float(brightness) / 255 * 100, 1) if on and brightness is not None else (100.0 if on else 0.0)
+            # Home Assistant keeps 0-255; whole percent, as its own UI shows (30% is stored as 76: 29.8 -> 30).
+            level = float(round(float(brightness) / 255 * 100)) if on and brightness is not None else 100.0 * on
             return [Reading("state", on, ""), Reading("brightness", level, "%")]
         if self.domain == "sensor":
             try:
