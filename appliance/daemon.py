@@ -30,7 +30,7 @@ from appliance.channels.web.server import DaemonInfo as DaemonInfo  # where `pic
 from appliance.config import Config, load_config
 from appliance.errors import ConfigError, PicoagentError
 from appliance.lifecycle import Chores, Loop, Service, Services
-from appliance.runtime import Runtime, downloads_models, local_model
+from appliance.runtime import Runtime, downloads_models, local_model, remote_links
 
 if TYPE_CHECKING:
     from appliance.channels.registry import ChannelSet
@@ -166,6 +166,7 @@ class Daemon:
         self.heartbeat: Heartbeat | None = None
         self.model_fetch: ModelFetch | None = None  # the wanted model's background pull (llm.model: auto)
         self.mqtt: MqttBridge | None = None  # with mqtt.enabled: the broker link and Home Assistant discovery
+        self.links: dict[str, Any] = {}  # the services devices live in, by name (runtime.remote_links)
 
     @property
     def runtime(self) -> Runtime:
@@ -182,7 +183,9 @@ class Daemon:
 
         loop = asyncio.get_running_loop()
         keep_big_blocks_returnable()  # before any model is loaded
-        runtime = Runtime.open(self.config, fallback=True)  # the packaged model while the wanted one downloads
+        # The services devices live in (Home Assistant), made before the devices that use them; started below.
+        self.links = remote_links(self.config)
+        runtime = Runtime.open(self.config, fallback=True, links=self.links)  # the packaged model meanwhile
         web_cfg = self.config.web
         auth = Auth(runtime.db, session_ttl_s=web_cfg.session_days * 86400, secure_cookies=web_cfg.secure_cookies)
         self.state = state = WebState(runtime, auth)
@@ -204,7 +207,8 @@ class Daemon:
 
     def _services(self, runtime: Runtime, state: WebState, web: WebServer) -> list[Service]:
         """Every service, in start order (they stop in reverse)."""
-        services: list[Service] = [RuntimeService(runtime), self.chores, web]
+        # The links right after the runtime: they stop before it closes the devices that use them.
+        services: list[Service] = [RuntimeService(runtime), *self.links.values(), self.chores, web]
         services.append(Loop("temperature", self._sample_temperature))
         watchdog_us = int(os.environ.get("WATCHDOG_USEC", "0") or 0)
         if watchdog_us > 0:

@@ -72,6 +72,39 @@ def run_checks(config_file: str | None = None, data_dir: str | None = None) -> I
     yield from _check_web_search(config)
     yield from _check_channels(config)
     yield from _check_mqtt(config)
+    yield from _check_homeassistant(config)
+
+
+def _check_homeassistant(config: Config) -> Iterator[Check]:
+    """Home Assistant's API answers with the token (``GET /api/``), and every configured entity exists."""
+    if not config.homeassistant.enabled:
+        return
+    from appliance.hardware.remote.hass import HomeAssistantClient
+
+    client = HomeAssistantClient(config.homeassistant)
+    try:
+        answer = client.check_api()
+    except PicoagentError as exc:  # unreachable, or the token refused: each with its fix
+        yield Check("home assistant", "fail", exc.message, exc.fix)
+        return
+    yield Check("home assistant", "ok", f"{client.url}: {answer or 'answers'}")
+    for name, device in config.devices.items():
+        if device.driver != "homeassistant":
+            continue
+        try:
+            state = client.fetch_state(device.entity)
+        except PicoagentError as exc:
+            yield Check(f"device {name}", "fail", exc.message, exc.fix)
+            continue
+        if state["state"] in ("unavailable", "unknown"):
+            yield Check(
+                f"device {name}",
+                "warn",
+                f"{device.entity} is {state['state']} in Home Assistant",
+                "see the device in Home Assistant: it is offline or has not reported yet",
+            )
+        else:
+            yield Check(f"device {name}", "ok", f"{device.entity} is {state['state']}")
 
 
 def _check_channels(config: Config) -> Iterator[Check]:

@@ -20,7 +20,9 @@ from appliance.config.channels import (
     WhatsAppConfig,
 )
 from appliance.config.checks import WHEN
+from appliance.config.devices import DeviceConfig, EventRule, HardwareConfig, I2CAllow, RawAccessConfig, SPIAllow
 from appliance.config.fields import doc
+from appliance.config.homeassistant import HomeAssistantConfig
 from appliance.config.load import CHECKOUT_CONFIG, SYSTEM_CONFIG, config_path, load_config, load_jobs, read_secrets
 from appliance.config.mqtt import MqttConfig
 from appliance.config.schema import (
@@ -28,19 +30,13 @@ from appliance.config.schema import (
     AgentConfig,
     Config,
     CronJob,
-    DeviceConfig,
-    EventRule,
-    HardwareConfig,
-    I2CAllow,
     LlmConfig,
     McpServerConfig,
     MemoryConfig,
     ProviderConfig,
-    RawAccessConfig,
     RoutingConfig,
     SchedulerConfig,
     ShellConfig,
-    SPIAllow,
     ToolsConfig,
     WebConfig,
     WebFetchConfig,
@@ -63,6 +59,7 @@ __all__ = [
     "EmailConfig",
     "EventRule",
     "HardwareConfig",
+    "HomeAssistantConfig",
     "I2CAllow",
     "LlmConfig",
     "McpServerConfig",
