@@ -5,7 +5,8 @@ runtime (database, model worker, agent, devices; see runtime.py), background cho
 MCP servers: a slow or broken one never holds up or stops the daemon), the web site
 (channels/web/server.py: with ``web.tls: auto`` HTTPS with the data dir's certificate, renewed once a
 day), the temperature sampler, the systemd watchdog, threshold watching, the outbox, every enabled chat
-channel (channels/registry.py) and the notifier that picks one for proactive messages (notify.py), the
+channel (channels/registry.py) and the notifier that picks one for proactive messages (notify.py), with
+``mqtt.enabled`` the MQTT link and Home Assistant discovery (mqtt/bridge.py; imported only then), the
 task runner, the cron scheduler and heartbeat, memory sweeps. Then ``READY=1`` to systemd and
 :attr:`Daemon.ready` set (tests wait on it). SIGTERM/SIGINT: stop taking requests, let turns in flight
 finish (briefly), cancel the rest, close the model and the database, exit 0; a service that fails to
@@ -29,7 +30,7 @@ from appliance.channels.web.server import DaemonInfo as DaemonInfo  # where `pic
 from appliance.config import Config, load_config
 from appliance.errors import ConfigError, PicoagentError
 from appliance.lifecycle import Chores, Loop, Service, Services
-from appliance.runtime import Runtime, downloads_models, local_model
+from appliance.runtime import Runtime, downloads_models, local_model, remote_links
 
 if TYPE_CHECKING:
     from appliance.channels.registry import ChannelSet
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from appliance.hardware.events import ThresholdWatcher
     from appliance.llm.local import LocalModel
     from appliance.model_fetch import ModelFetch
+    from appliance.mqtt.bridge import MqttBridge
     from appliance.notify import Notifier
     from appliance.outbox import Outbox
     from appliance.schedule.heartbeat import Heartbeat
@@ -109,6 +111,16 @@ def sd_notify(message: str) -> bool:
     return True
 
 
+def assistant_sensors(state: WebState) -> dict[str, Any]:
+    """The assistant's own sensors in Home Assistant: decode speed, CPU temperature, queue depth, last route."""
+    return {
+        "decode_tps": state.recent_tps(),
+        "cpu_temperature": state.last_temperature,
+        "queue_depth": state.queue_depth(),
+        "last_route": state.recent[0]["route"] if state.recent else None,
+    }
+
+
 class RuntimeService:
     """The runtime as a service: opened before the rest, closed after them."""
 
@@ -153,6 +165,8 @@ class Daemon:
         self.cron: Scheduler | None = None
         self.heartbeat: Heartbeat | None = None
         self.model_fetch: ModelFetch | None = None  # the wanted model's background pull (llm.model: auto)
+        self.mqtt: MqttBridge | None = None  # with mqtt.enabled: the broker link and Home Assistant discovery
+        self.links: dict[str, Any] = {}  # the services devices live in, by name (runtime.remote_links)
 
     @property
     def runtime(self) -> Runtime:
@@ -169,7 +183,9 @@ class Daemon:
 
         loop = asyncio.get_running_loop()
         keep_big_blocks_returnable()  # before any model is loaded
-        runtime = Runtime.open(self.config, fallback=True)  # the packaged model while the wanted one downloads
+        # The services devices live in (Home Assistant), made before the devices that use them; started below.
+        self.links = remote_links(self.config)
+        runtime = Runtime.open(self.config, fallback=True, links=self.links)  # the packaged model meanwhile
         web_cfg = self.config.web
         auth = Auth(runtime.db, session_ttl_s=web_cfg.session_days * 86400, secure_cookies=web_cfg.secure_cookies)
         self.state = state = WebState(runtime, auth)
@@ -191,7 +207,8 @@ class Daemon:
 
     def _services(self, runtime: Runtime, state: WebState, web: WebServer) -> list[Service]:
         """Every service, in start order (they stop in reverse)."""
-        services: list[Service] = [RuntimeService(runtime), self.chores, web]
+        # The links right after the runtime: they stop before it closes the devices that use them.
+        services: list[Service] = [RuntimeService(runtime), *self.links.values(), self.chores, web]
         services.append(Loop("temperature", self._sample_temperature))
         watchdog_us = int(os.environ.get("WATCHDOG_USEC", "0") or 0)
         if watchdog_us > 0:
@@ -201,6 +218,8 @@ class Daemon:
         if watcher is not None:
             services.append(Loop("threshold watching", watcher.run))
         services += self._channel_services(runtime, state)
+        if self.config.mqtt.enabled:  # else nothing MQTT is imported: the idle daemon does without it
+            services.append(self._mqtt(runtime, state))
         services += self._task_services(runtime)
         services += self._schedule_services(runtime, state)
         if runtime.agent.memory is not None:
@@ -311,6 +330,24 @@ class Daemon:
 
             services.append(Loop("message id pruning", lambda: prune_inbound_daily(runtime.db)))
         return services
+
+    def _mqtt(self, runtime: Runtime, state: WebState) -> Service:
+        """The MQTT link with Home Assistant discovery (appliance/mqtt/bridge.py): started after the devices
+        (the runtime), stopped before them; its notify topic is a chat channel of its own."""
+        from appliance.mqtt.bridge import MqttBridge
+        from appliance.mqtt.chat import MqttChat
+
+        assert self.outbox is not None
+        config = self.config.mqtt
+        self.mqtt = state.mqtt = bridge = MqttBridge(
+            config,
+            runtime.devices,
+            assistant_name=self.config.agent.name,
+            assistant_state=lambda: assistant_sensors(state),
+        )
+        bridge.chat = MqttChat(config, runtime, self.outbox, bridge.link)
+        runtime.agent.listeners.append(bridge.on_turn)
+        return bridge
 
     def _watch_devices(self, runtime: Runtime, state: WebState) -> ThresholdWatcher | None:
         """The event bus for inputs and thresholds (stored, and told to the owner); the threshold watcher."""
@@ -482,6 +519,8 @@ class Daemon:
         changed = [name for name in CHANNELS if section(new, name) != section(old, name)]
         if changed:
             log.warning("SIGHUP: the %s channel settings apply at the next restart", ", ".join(changed))
+        if new.mqtt != old.mqtt:
+            log.warning("SIGHUP: the mqtt settings apply at the next restart")
         try:
             replacement = local_model(new, fallback=True) if new.llm != old.llm else None
         except PicoagentError as exc:

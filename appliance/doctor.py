@@ -71,6 +71,40 @@ def run_checks(config_file: str | None = None, data_dir: str | None = None) -> I
     yield from _check_sandbox(config)
     yield from _check_web_search(config)
     yield from _check_channels(config)
+    yield from _check_mqtt(config)
+    yield from _check_homeassistant(config)
+
+
+def _check_homeassistant(config: Config) -> Iterator[Check]:
+    """Home Assistant's API answers with the token (``GET /api/``), and every configured entity exists."""
+    if not config.homeassistant.enabled:
+        return
+    from appliance.hardware.remote.hass import HomeAssistantClient
+
+    client = HomeAssistantClient(config.homeassistant)
+    try:
+        answer = client.check_api()
+    except PicoagentError as exc:  # unreachable, or the token refused: each with its fix
+        yield Check("home assistant", "fail", exc.message, exc.fix)
+        return
+    yield Check("home assistant", "ok", f"{client.url}: {answer or 'answers'}")
+    for name, device in config.devices.items():
+        if device.driver != "homeassistant":
+            continue
+        try:
+            state = client.fetch_state(device.entity)
+        except PicoagentError as exc:
+            yield Check(f"device {name}", "fail", exc.message, exc.fix)
+            continue
+        if state["state"] in ("unavailable", "unknown"):
+            yield Check(
+                f"device {name}",
+                "warn",
+                f"{device.entity} is {state['state']} in Home Assistant",
+                "see the device in Home Assistant: it is offline or has not reported yet",
+            )
+        else:
+            yield Check(f"device {name}", "ok", f"{device.entity} is {state['state']}")
 
 
 def _check_channels(config: Config) -> Iterator[Check]:
@@ -110,6 +144,26 @@ def _check_channels(config: Config) -> Iterator[Check]:
         )
     else:
         yield Check("notifications", "ok", "proactive messages go to " + " -> ".join(config.notify.owner or enabled))
+
+
+def _check_mqtt(config: Config) -> Iterator[Check]:
+    """Connect to the broker with the config's credentials and TLS, then disconnect (off: one line, no import)."""
+    mqtt = config.mqtt
+    if not mqtt.enabled:
+        yield Check("mqtt", "ok", "off (mqtt.enabled: false)")
+        return
+    import asyncio
+
+    from appliance.mqtt.link import probe
+
+    where = f"{'mqtts' if mqtt.tls else 'mqtt'}://{mqtt.host}:{mqtt.port}"
+    problem = asyncio.run(probe(mqtt))
+    if problem is not None:
+        yield Check("mqtt", "fail", problem[0], problem[1])
+        return
+    who = f"as {mqtt.username}" if mqtt.username else "anonymously"
+    discovery = f"discovery under {mqtt.discovery_prefix}/" if mqtt.discovery else "discovery off"
+    yield Check("mqtt", "ok", f"{where} accepts picoagent {who}; topics under {mqtt.base_topic}/, {discovery}")
 
 
 def _check_skills(root: Path) -> Iterator[Check]:

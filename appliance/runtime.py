@@ -213,10 +213,26 @@ def approval_store(config: Config, db: Database) -> ApprovalStore:
     return ApprovalStore(db, timeout_s=config.hardware.approval_timeout_s)
 
 
+def remote_links(config: Config) -> dict[str, Any]:
+    """The links to the services devices live in, by interface, for what the config enables (nothing is
+    imported for a section that is off): ``homeassistant`` -> the Home Assistant client. Not yet started:
+    the daemon starts them (a command with no daemon uses their blocking calls only)."""
+    links: dict[str, Any] = {}
+    if config.homeassistant.enabled:
+        from appliance.hardware.remote.hass import HomeAssistantClient
+
+        links["homeassistant"] = HomeAssistantClient(config.homeassistant)
+    return links
+
+
 def device_registry(
-    config: Config, db: Database, approvals: ApprovalStore | None = None
+    config: Config, db: Database, approvals: ApprovalStore | None = None, links: dict[str, Any] | None = None
 ) -> tuple[DeviceRegistry | None, RawBusPolicy | None]:
-    """The named devices on the configured backend (None when nothing is configured)."""
+    """The named devices on the configured backend (None when nothing is configured).
+
+    ``links``: the services devices live in (the daemon's, which it starts and stops); None: made here
+    from the config (:func:`remote_links`), so a command with no daemon reaches them too.
+    """
     if not config.devices and not config.hardware.raw_access.enabled:
         return None, None
     from appliance.hardware.backends import make_backend
@@ -225,6 +241,7 @@ def device_registry(
     from appliance.hardware.policy import RawBusPolicy
 
     backend = make_backend(config.hardware)
+    backend.links.update(remote_links(config) if links is None else links)
     devices = DeviceRegistry(config, backend, approvals or approval_store(config, db))
     # Every write lands in the events table, whichever process made it (the daemon, or `devices set`
     # with no daemon running), so "when did the fan go on?" has one answer.
@@ -315,11 +332,20 @@ class Runtime:
     approvals: ToolApprovals | None = None  # every pending approval, decided here (tools.require_approval)
 
     @classmethod
-    def open(cls, config: Config, *, model: ServedModel | None = None, fallback: bool = False) -> Runtime:
+    def open(
+        cls,
+        config: Config,
+        *,
+        model: ServedModel | None = None,
+        fallback: bool = False,
+        links: dict[str, Any] | None = None,
+    ) -> Runtime:
         """Open the database and workspace and prepare (not yet load) the model.
 
         ``model``: share an existing worker instead (tests share one loaded model); it is not closed.
         ``fallback``: run the packaged model while the wanted one is not installed (see :func:`model_spec`).
+        ``links``: the services devices live in, set on the backend before the devices are built (the
+        daemon's, see :func:`remote_links`); None: made here from the config.
         """
         root = data_dir(config)
         workspace = Workspace(root / "workspace")
@@ -331,7 +357,7 @@ class Runtime:
         db = Database(root / "picoagent.db")
         store = approval_store(config, db)
         try:
-            devices, raw = device_registry(config, db, store)
+            devices, raw = device_registry(config, db, store, links)
         except Exception:
             db.close()
             raise

@@ -96,10 +96,13 @@ def cmd_devices_list(args: argparse.Namespace) -> int:
     if not listed["devices"]:
         print("no devices configured (declare them under devices: in the config)")
     for device in listed["devices"]:
-        where = f" · {device['room']}" if device.get("room") else ""
+        room = f" · {device['room']}" if device.get("room") else ""
         state = device.get("error") or _show_readings(device["name"], device.get("readings", []))
         approval = " · approval required" if device["approval"] == "required" else ""
-        print(f"{device['name']:16} {device['driver']:8} {device['kind']:7}{where}{approval}\n    {state}")
+        # Where it lives: "gpio 17", "i2c-1 0x76", "spi 0.0 ch0", "homeassistant light.kitchen" (a daemon
+        # older than the column sends none: the driver says enough then).
+        where = device.get("where") or device["driver"]
+        print(f"{device['name']:16} {device['kind']:7} {where:30}{room}{approval}\n    {state}")
     return 0
 
 

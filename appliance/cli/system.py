@@ -109,6 +109,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         certificate = web["certificate"]
         print(f"  certificate public key SHA-256: {certificate['fingerprint_sha256']}")
         print(f"  {curl_command(certificate['pin'], web['url'] + '/healthz')}")
+    if mqtt := status.get("mqtt"):
+        print(mqtt_line(mqtt))
     for reply in status["recent"][:5]:
         print(f"  {reply['route']:>6}  {reply['total_s']:.2f} s  {reply['session']}  {reply['reason']}")
     from appliance.cli.channels import feed_lines, state_word
@@ -126,6 +128,16 @@ def cmd_status(args: argparse.Namespace) -> int:
         print("notifications:")
         print("\n".join(feed_lines(status["notifications"][:5])))
     return 0
+
+
+def mqtt_line(mqtt: dict[str, Any]) -> str:
+    """The MQTT link in one line: connected or why not, reconnects, what was dropped."""
+    state = "connected" if mqtt.get("connected") else f"not connected ({mqtt.get('last_error') or 'connecting'})"
+    extra = [f"{mqtt['reconnects']} reconnect(s)" if mqtt.get("reconnects") else ""]
+    extra.append(f"{mqtt['dropped']} message(s) dropped while down" if mqtt.get("dropped") else "")
+    extra.append(f"{mqtt['commands']} command(s)" if mqtt.get("commands") else "")
+    shown = ", ".join(e for e in extra if e)
+    return f"mqtt: {mqtt.get('broker', '')} {state}" + (f", {shown}" if shown else "")
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

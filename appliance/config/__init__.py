@@ -20,26 +20,23 @@ from appliance.config.channels import (
     WhatsAppConfig,
 )
 from appliance.config.checks import WHEN
+from appliance.config.devices import DeviceConfig, EventRule, HardwareConfig, I2CAllow, RawAccessConfig, SPIAllow
 from appliance.config.fields import doc
+from appliance.config.homeassistant import HomeAssistantConfig
 from appliance.config.load import CHECKOUT_CONFIG, SYSTEM_CONFIG, config_path, load_config, load_jobs, read_secrets
+from appliance.config.mqtt import MqttConfig
 from appliance.config.schema import (
     SYSTEM_DATA_DIR,
     AgentConfig,
     Config,
     CronJob,
-    DeviceConfig,
-    EventRule,
-    HardwareConfig,
-    I2CAllow,
     LlmConfig,
     McpServerConfig,
     MemoryConfig,
     ProviderConfig,
-    RawAccessConfig,
     RoutingConfig,
     SchedulerConfig,
     ShellConfig,
-    SPIAllow,
     ToolsConfig,
     WebConfig,
     WebFetchConfig,
@@ -62,10 +59,12 @@ __all__ = [
     "EmailConfig",
     "EventRule",
     "HardwareConfig",
+    "HomeAssistantConfig",
     "I2CAllow",
     "LlmConfig",
     "McpServerConfig",
     "MemoryConfig",
+    "MqttConfig",
     "NotifyConfig",
     "ProviderConfig",
     "RawAccessConfig",

@@ -19,6 +19,8 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from appliance.config.channel_checks import check_channels
+from appliance.config.homeassistant import check_homeassistant
+from appliance.config.mqtt import check_mqtt
 from appliance.config.schema import Config, CronJob
 from appliance.config.shown import _describe
 from appliance.errors import ConfigError, UsageError
@@ -59,6 +61,7 @@ def _check(config: Config, referenced: set[str]) -> None:
     _check_tools(config, refuse)
     _check_devices(config, refuse)  # and events, schedules, telegram, routing, providers, memory, hardware
     check_channels(config)
+    check_mqtt(config.mqtt)
 
 
 def _ranged(node: Any, prefix: str) -> Iterator[tuple[str, float, Mapping[str, Any]]]:
@@ -205,8 +208,11 @@ def _check_devices(config: Config, refuse: Callable[[str, str, Any], ConfigError
             raise ConfigError(f"{where}: device names are lower-case letters, digits and _ (at most 40)")
         spec = DRIVERS[device.driver]  # what the driver needs and can do: the driver table
         for need in spec.needs:
-            if getattr(device, need) is None:
-                raise ConfigError(f"{where}.{need}: a {device.driver} needs a {need}")
+            if getattr(device, need) in (None, ""):
+                article = "an" if need[0] in "aeiou" else "a"
+                raise ConfigError(f"{where}.{need}: a {device.driver} device needs {article} {need}")
+        if not spec.on_the_pi:
+            continue  # it lives in a service: checked with its section (check_homeassistant), after this loop
         if device.pin is not None:
             if not 0 <= device.pin <= 27:
                 raise refuse(f"{where}.pin", "a GPIO number from 0 to 27 (BCM numbering)", device.pin)
@@ -233,8 +239,13 @@ def _check_devices(config: Config, refuse: Callable[[str, str, Any], ConfigError
             raise refuse(f"{where}.device", "an SPI chip select, 0 or 1", device.device)
         if "set" in device.allow and not spec.sets:
             raise ConfigError(f"{where}.allow: a {device.driver} cannot be set, only read")
+    check_homeassistant(config.homeassistant, config.devices)
+    for name, device in config.devices.items():
+        spec = DRIVERS[device.driver]
+        if not spec.on_the_pi and "set" in device.allow and not spec.for_device(device).sets:
+            raise ConfigError(f"devices.{name}.allow: {device.entity} cannot be set, only read")
         if not 1 <= device.writes_per_minute <= 600:
-            raise refuse(f"{where}.writes_per_minute", "a whole number from 1 to 600", device.writes_per_minute)
+            raise refuse(f"devices.{name}.writes_per_minute", "a whole number from 1 to 600", device.writes_per_minute)
     for i, rule in enumerate(config.events):
         match = WHEN.fullmatch(rule.when)
         if not match:

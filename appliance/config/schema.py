@@ -14,7 +14,7 @@ import os
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from appliance.config.channels import (
     DiscordConfig,
@@ -25,9 +25,11 @@ from appliance.config.channels import (
     WebhookConfig,
     WhatsAppConfig,
 )
+from appliance.config.devices import DeviceConfig, EventRule, HardwareConfig
 from appliance.config.fields import COUNT, SECONDS, THREADS, doc
+from appliance.config.homeassistant import HomeAssistantConfig
+from appliance.config.mqtt import MqttConfig
 from appliance.config.tasks import TasksConfig
-from appliance.hardware.drivers import DRIVERS
 
 SYSTEM_DATA_DIR = Path("/var/lib/picoagent")
 
@@ -212,99 +214,6 @@ class WebConfig:
         high=100_000,
         expected=COUNT,
     )
-
-
-if TYPE_CHECKING:
-    DriverName = str
-else:
-    # A Literal built from the driver table: the loader refuses any other name, listing these in table order.
-    DriverName = Literal[tuple(DRIVERS)]
-
-
-def _or(names: list[str]) -> str:
-    """Names for a description: "a, b or c"."""
-    return " or ".join([", ".join(names[:-1]), names[-1]]) if len(names) > 1 else "".join(names)
-
-
-def _on(interface: str) -> str:
-    """The drivers on one interface, for the descriptions below: "bme280, bh1750"."""
-    return ", ".join(name for name, spec in DRIVERS.items() if spec.interface == interface)
-
-
-_ADDRESSES = "; ".join(
-    f"{name}: " + " or ".join(f"0x{address:02X}" for address in spec.addresses)
-    for name, spec in DRIVERS.items()
-    if spec.addresses
-)
-
-
-@dataclass
-class DeviceConfig:
-    """One named device wired to the Pi."""
-
-    driver: DriverName = doc(f"what the part is: {_or(list(DRIVERS))}")
-    pin: int | None = doc(f"GPIO pin (BCM number, 0-27) for {_on('gpio')}", None)
-    bus: int | None = doc(f"I2C bus number ({_on('i2c')}) or SPI bus ({_on('spi')})", None)
-    address: int | None = doc(f"I2C address, 0x03-0x77 ({_ADDRESSES})", None)
-    device: int | None = doc(f"SPI chip select ({_on('spi')}): 0 or 1", None)
-    channel: int | None = doc(f"ADC channel ({_on('spi')}): 0-7", None)
-    room: str = doc("the room it is in; people and the intent fast path use it", "")
-    aliases: list[str] = doc("other names people use for it", default_factory=list)
-    allow: list[Literal["read", "set"]] = doc(
-        "operations allowed; empty: everything the driver can do", default_factory=list
-    )
-    approval: Literal["required", "none"] = doc("required: every write waits for a person to approve it", "none")
-    writes_per_minute: int = doc("most writes per minute (protects relays from flapping)", 30)
-    active_high: bool = doc("false when the relay or LED is on at a low pin", True)
-
-
-@dataclass
-class I2CAllow:
-    """A raw I2C range the model may touch when hardware.raw_access is on."""
-
-    bus: int = doc("I2C bus number")
-    address: int = doc("7-bit address")
-    registers: str = doc('register range, e.g. "0x00-0xFF" or "0xD0"', "0x00-0xFF")
-    write: bool = doc("whether writes are allowed (reads always are, within the range)", False)
-
-
-@dataclass
-class SPIAllow:
-    """A raw SPI device the model may talk to when hardware.raw_access is on."""
-
-    bus: int = doc("SPI bus")
-    device: int = doc("chip select")
-    max_bytes: int = doc("longest transfer", 32)
-
-
-@dataclass
-class RawAccessConfig:
-    """Raw bus tools for the model (i2c_scan, i2c_read, i2c_write, spi_transfer): off unless allowlisted."""
-
-    enabled: bool = doc("offer the raw bus tools at all", False)
-    i2c: list[I2CAllow] = doc("I2C bus/address/register ranges allowed", default_factory=list)
-    spi: list[SPIAllow] = doc("SPI devices allowed", default_factory=list)
-
-
-@dataclass
-class HardwareConfig:
-    """The buses and how devices are reached."""
-
-    backend: Literal["auto", "real", "simulated"] = doc(
-        "real GPIO/I2C/SPI, a simulation with real register maps, or auto (real on a Pi)", "auto"
-    )
-    approval_timeout_s: float = doc("how long a write waiting for approval stays valid", 300.0)
-    raw_access: RawAccessConfig = doc("raw bus tools for the model", default_factory=RawAccessConfig)
-
-
-@dataclass
-class EventRule:
-    """A condition on a sensor that becomes an event (a notification) when it turns true."""
-
-    when: str = doc('the condition, e.g. "living_room.temperature > 28"')
-    message: str = doc("what to say; empty: the condition and the value", "")
-    every_s: float = doc("how often the sensor is read", 60.0)
-    cooldown_s: float = doc("least time between two events of this rule", 900.0)
 
 
 @dataclass
@@ -547,8 +456,11 @@ class Config:
     llm: LlmConfig = doc("the local model", default_factory=LlmConfig)
     web: WebConfig = doc("the LAN face", default_factory=WebConfig)
     hardware: HardwareConfig = doc("buses and backends", default_factory=HardwareConfig)
-    devices: dict[str, DeviceConfig] = doc("named devices wired to the Pi", default_factory=dict)
+    devices: dict[str, DeviceConfig] = doc(
+        "named devices: wired to the Pi, or Home Assistant's (driver: homeassistant)", default_factory=dict
+    )
     events: list[EventRule] = doc("sensor conditions that become events", default_factory=list)
+    mqtt: MqttConfig = doc("the MQTT broker and Home Assistant discovery", default_factory=MqttConfig)
     telegram: TelegramConfig = doc("the Telegram channel", default_factory=TelegramConfig)
     discord: DiscordConfig = doc("the Discord channel", default_factory=DiscordConfig)
     slack: SlackConfig = doc("the Slack channel", default_factory=SlackConfig)
@@ -562,6 +474,9 @@ class Config:
     scheduler: SchedulerConfig = doc("cron jobs and the heartbeat", default_factory=SchedulerConfig)
     tasks: TasksConfig = doc("persistent tasks: budgets, notes, subtasks", default_factory=TasksConfig)
     tools: ToolsConfig = doc("the model's tools: sandbox, web, MCP servers, plugins", default_factory=ToolsConfig)
+    homeassistant: HomeAssistantConfig = doc(
+        "Home Assistant's API, for its devices", default_factory=HomeAssistantConfig
+    )
 
     # Not config keys: where this config came from (set by load_config).
     source: Path | None = field(default=None, metadata={"internal": True})

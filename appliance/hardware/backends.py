@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from appliance.config import DeviceConfig, HardwareConfig
+from appliance.errors import ConfigError
 from appliance.hardware.buses import HardwareError, I2CBus, SMBusI2C, SPIBus, SpidevSPI
 from appliance.hardware.drivers import DRIVERS
 from appliance.hardware.sim import make_chip
@@ -39,6 +40,9 @@ class Backend:
         self._pin_factory: Any = None
         self._i2c: dict[int, I2CBus] = {}
         self._spi: dict[tuple[int, int], SPIBus] = {}
+        # The services devices live in, by interface ("homeassistant": the Home Assistant client), set by
+        # whoever opens the devices (the daemon, or a command with no daemon) before they are built.
+        self.links: dict[str, Any] = {}
 
     def i2c(self, number: int) -> I2CBus:
         """The I2C bus with this number (opened once)."""
@@ -51,6 +55,16 @@ class Backend:
         if (bus, device) not in self._spi:
             self._spi[(bus, device)] = self._open_spi(bus, device)
         return self._spi[(bus, device)]
+
+    def link(self, name: str) -> Any:
+        """The connection to the service ``name`` (e.g. homeassistant), or a ConfigError saying how to enable it."""
+        link = self.links.get(name)
+        if link is None:
+            raise ConfigError(
+                f"{name}: is not enabled, so its devices cannot be reached",
+                fix=f"set {name}.enabled: true (with its url and token) in the config, or remove its devices",
+            )
+        return link
 
     def _open_i2c(self, number: int) -> I2CBus:
         raise NotImplementedError

@@ -14,6 +14,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 from appliance.config import Config, DeviceConfig
@@ -42,15 +43,20 @@ class Device:
     limiter: RateLimiter
     events: list[tuple[float, str]] = field(default_factory=list)
 
-    @property
+    @cached_property
     def spec(self) -> DriverSpec:
-        """Its driver's entry in the driver table."""
-        return DRIVERS[self.config.driver]
+        """Its driver's entry in the driver table, made specific to it (a Home Assistant light is a dimmer)."""
+        return DRIVERS[self.config.driver].for_device(self.config)
 
     @property
     def kind(self) -> str:
-        """switch, dimmer, sensor or input."""
+        """switch, dimmer, sensor or input (for a Home Assistant device, from its entity's domain)."""
         return self.spec.kind
+
+    @property
+    def where(self) -> str:
+        """Where it lives: "gpio 17", "i2c-1 0x76", "spi 0.0 ch0", "homeassistant light.kitchen"."""
+        return self.spec.where(self.config)
 
     @property
     def allowed(self) -> tuple[str, ...]:
@@ -123,7 +129,7 @@ def parse_value(device: Device, value: Any) -> bool | float:
 
 def make_driver(config: DeviceConfig, backend: Backend) -> tuple[Any, threading.Lock]:
     """The driver for a device, built as its driver table entry says, and the lock of the bus it sits on."""
-    spec = DRIVERS[config.driver]
+    spec = DRIVERS[config.driver].for_device(config)
     driver = spec.build(config, backend)
     if spec.interface == "i2c":
         assert config.bus is not None
@@ -131,7 +137,7 @@ def make_driver(config: DeviceConfig, backend: Backend) -> tuple[Any, threading.
     if spec.interface == "spi":
         assert config.bus is not None and config.device is not None
         return driver, backend.spi(config.bus, config.device).lock
-    return driver, threading.Lock()  # a pin is the device's alone
+    return driver, threading.Lock()  # a pin is the device's alone; a remote entity needs no bus lock
 
 
 class DeviceAccess(Protocol):
@@ -207,6 +213,7 @@ class DeviceRegistry:
                 "name": d.name,
                 "driver": d.config.driver,
                 "kind": d.kind,
+                "where": d.where,
                 "room": d.config.room or None,
                 "aliases": d.config.aliases,
                 "allowed": list(d.allowed),

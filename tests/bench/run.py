@@ -25,6 +25,7 @@ from tests.bench import (
     hardware,
     intent,
     memory,
+    mqtt,
     prompt_state,
     recall,
     routing,
@@ -96,6 +97,7 @@ def benches(path: Path, size: str = "full") -> dict[str, Callable[[], object]]:
         "shell_sandbox": lambda: sandbox.bench_shell_overhead(2 if smoke else 20 if quick else 60),
         "workspace_quota": lambda: workspace.bench_quota(10_000, reps),
         "e2e": lambda: e2e.bench_e2e(30 if quick else 60),
+        "mqtt_discovery": lambda: mqtt.bench_discovery(1 if smoke else 3 if quick else 5),
         "ttft_after_restart": lambda: prompt_state.bench_ttft_after_restart(reps, 4 if smoke else 0),
         "ttft_after_side_job": lambda: prompt_state.bench_ttft_after_side_job(path, reps, 4 if smoke else 0),
     }

@@ -112,6 +112,7 @@ class WebState:
     readings: dict[str, tuple[float, list[dict[str, Any]]]] = field(default_factory=dict)  # sensor cache
     web: dict[str, Any] = field(default_factory=dict)  # how the daemon serves: url, tls, certificate
     model_fetch: ModelFetch | None = None  # set by the daemon: the wanted model's background pull
+    mqtt: Any = None  # set by the daemon with mqtt.enabled: the MqttBridge (its status() is /api/status mqtt)
     metrics: ApplianceMetrics = field(init=False)
 
     def __post_init__(self) -> None:
@@ -228,6 +229,8 @@ class WebState:
             "update": _update_status(),
             "web": self.web,
             "process_memory": process_memory(model, getattr(self.runtime.memory, "embedder", None)),
+            # {"connected", "broker", "reconnects", "last_error", "dropped", "commands", "devices"}; null: mqtt off
+            "mqtt": self.mqtt.status() if self.mqtt is not None else None,
         }
 
 

@@ -4,7 +4,8 @@ The table is the one place a driver is registered. The config reads it (the name
 may take, what each driver needs, whether it can be set), ``make_driver`` in
 :mod:`appliance.hardware.devices` builds drivers through it, and the simulated backend puts the chip each
 entry names at every configured device. A new driver is a module here with its :class:`DriverSpec`, one
-line below, and its simulated chip in ``hardware/sim/``.
+line below, and its simulated chip in ``hardware/sim/`` (a device living in a service, such as Home
+Assistant, has none: the service answers, through the link the backend holds).
 
 Importing this package imports every driver module. They are small: a driver imports gpiozero, smbus2 or
 spidev only when it is built, and none imports ``appliance.config`` (which imports this table).
@@ -12,7 +13,7 @@ spidev only when it is built, and none imports ``appliance.config`` (which impor
 
 from __future__ import annotations
 
-from appliance.hardware.drivers import bh1750, bme280, gpio, mcp3008, sht31
+from appliance.hardware.drivers import bh1750, bme280, gpio, homeassistant, mcp3008, sht31
 from appliance.hardware.drivers.base import DriverSpec
 
 DRIVERS: dict[str, DriverSpec] = {
@@ -26,7 +27,9 @@ DRIVERS: dict[str, DriverSpec] = {
         bh1750.SPEC,
         sht31.SPEC,
         mcp3008.SPEC,
+        homeassistant.SPEC,
     )
 }
+
 
 __all__ = ["DRIVERS", "DriverSpec"]

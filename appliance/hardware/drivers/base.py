@@ -4,6 +4,9 @@ Drivers block (they talk to buses); the device registry calls them off the event
 the bus's lock. A sensor returns :class:`Reading` values with units; an actuator takes a value and
 reports its state; an input (button, motion) also calls back on events.
 
+A driver for a device that lives elsewhere (Home Assistant) blocks too: it talks to its service through
+the link the backend holds (:meth:`Buses.link`), as a bus driver talks to its bus.
+
 Each driver module also declares a :class:`DriverSpec`: what the driver needs from a device's config,
 what it reads and sets, how it is built, and which simulated chip stands for it. The specs are collected
 in one table, :data:`appliance.hardware.drivers.DRIVERS`. A spec sees the config and the backend only
@@ -20,10 +23,25 @@ from typing import Any, Literal, Protocol
 from appliance.hardware.buses import I2CBus, SPIBus
 
 Kind = Literal["switch", "dimmer", "sensor", "input"]
-Interface = Literal["gpio", "i2c", "spi"]
+# Where a device lives: on the Pi's pins and buses, or in a service reached over the network (its link,
+# Buses.link). A new place (mqtt: a command and a state topic) is one entry here, in NEEDS and in WHERE.
+Interface = Literal["gpio", "i2c", "spi", "homeassistant"]
+ON_THE_PI: tuple[Interface, ...] = ("gpio", "i2c", "spi")
 
 # The device config keys a driver on each interface cannot do without.
-NEEDS: dict[str, tuple[str, ...]] = {"gpio": ("pin",), "i2c": ("bus", "address"), "spi": ("bus", "device", "channel")}
+NEEDS: dict[str, tuple[str, ...]] = {
+    "gpio": ("pin",),
+    "i2c": ("bus", "address"),
+    "spi": ("bus", "device", "channel"),
+    "homeassistant": ("entity",),
+}
+# Where a device on each interface lives, as `picoagent devices list` and the status page show it.
+WHERE: dict[str, Callable[[Wiring], str]] = {
+    "gpio": lambda w: f"gpio {w.pin}",
+    "i2c": lambda w: f"i2c-{w.bus} 0x{w.address or 0:02x}",
+    "spi": lambda w: f"spi {w.bus}.{w.device} ch{w.channel}",
+    "homeassistant": lambda w: f"homeassistant {w.entity}",
+}
 
 
 @dataclass(frozen=True)
@@ -80,6 +98,7 @@ class Wiring(Protocol):
     address: int | None
     device: int | None
     channel: int | None
+    entity: str  # a Home Assistant entity id (light.kitchen); empty on the Pi's own interfaces
     active_high: bool
 
 
@@ -99,6 +118,10 @@ class Buses(Protocol):
         """The SPI device bus.device."""
         ...
 
+    def link(self, name: str) -> Any:
+        """The connection to a service devices live in ("homeassistant"), or a ConfigError saying how to enable it."""
+        ...
+
 
 @dataclass(frozen=True)
 class DriverSpec:
@@ -112,11 +135,14 @@ class DriverSpec:
     sets: tuple[str, ...] = ()  # what set() changes; empty: the device can only be read
     addresses: tuple[int, ...] = ()  # I2C: the addresses the part can answer at, its default first
     simulated: str = ""  # "module:callable" making the chip that stands for the part in simulation
+    # A driver whose kind depends on the device (Home Assistant's light.* is a dimmer, sensor.* a sensor):
+    # the spec for one device's config. None: this spec fits every device of the driver.
+    variant: Callable[[Wiring], DriverSpec] | None = None
 
     def __post_init__(self) -> None:
         if self.interface == "i2c" and not self.addresses:
             raise ValueError(f"driver {self.name}: an I2C part needs its addresses")
-        if self.interface != "gpio" and ":" not in self.simulated:
+        if self.interface in ("i2c", "spi") and ":" not in self.simulated:
             # GPIO devices run on gpiozero's mock pins; a bus device needs a chip to answer on the bus.
             raise ValueError(f"driver {self.name}: a bus device needs its simulated chip as 'module:callable'")
 
@@ -124,3 +150,16 @@ class DriverSpec:
     def needs(self) -> tuple[str, ...]:
         """The device config keys this driver cannot do without."""
         return NEEDS[self.interface]
+
+    @property
+    def on_the_pi(self) -> bool:
+        """Whether the device is wired to the Pi (else it lives in a service, reached through a link)."""
+        return self.interface in ON_THE_PI
+
+    def for_device(self, wiring: Wiring) -> DriverSpec:
+        """The spec for one configured device: its kind, quantities and what it sets (see ``variant``)."""
+        return self.variant(wiring) if self.variant is not None else self
+
+    def where(self, wiring: Wiring) -> str:
+        """Where the device lives: "gpio 17", "i2c-1 0x76", "homeassistant light.kitchen"."""
+        return WHERE[self.interface](wiring)

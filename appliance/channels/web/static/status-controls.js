@@ -166,7 +166,7 @@ window.StatusControls = (function () {
     for (const d of devices) {
       const row = deviceRows.get(d.name);
       const shown = (d.readings || []).filter((r) => r.quantity !== "raw").map(reading);
-      const detail = [d.room, d.kind, ...(d.error ? [`error: ${d.error}`] : shown)];
+      const detail = [d.room, d.kind, d.where, ...(d.error ? [`error: ${d.error}`] : shown)];
       if (d.approval === "required") detail.push("approval required");
       row.detail.textContent = detail.filter(Boolean).join(" · ");
       applyReadings(row, d.readings || []);

@@ -1,0 +1,6 @@
+"""Links to the services devices live in when they are not wired to the Pi (Home Assistant: hass.py).
+
+A link is to a remote device what a bus is to a chip: the drivers in ``hardware/drivers/`` reach it
+through ``Buses.link(name)``, and whoever opens the devices puts it in ``Backend.links`` first. Nothing
+here is imported unless its config section is enabled.
+"""
