@@ -1,12 +1,13 @@
 """`picoagent serve`: the composition root. Builds every service and owns their one lifecycle.
 
 The services, started in this order by :class:`appliance.lifecycle.Services` and stopped in reverse: the
-runtime (database, model worker, agent, devices; see runtime.py), background chores (the model loading,
-MCP servers: a slow or broken one never holds up or stops the daemon), the web site
+runtime (database, model worker, agent, devices; see runtime.py), the links to the services devices live
+in (Home Assistant's client, the MQTT link: made before the devices, which use them), background chores
+(the model loading, MCP servers: a slow or broken one never holds up or stops the daemon), the web site
 (channels/web/server.py: with ``web.tls: auto`` HTTPS with the data dir's certificate, renewed once a
 day), the temperature sampler, the systemd watchdog, threshold watching, the outbox, every enabled chat
 channel (channels/registry.py) and the notifier that picks one for proactive messages (notify.py), with
-``mqtt.enabled`` the MQTT link and Home Assistant discovery (mqtt/bridge.py; imported only then), the
+``mqtt.enabled`` Home Assistant discovery over the MQTT link (mqtt/bridge.py; imported only then), the
 task runner, the cron scheduler and heartbeat, memory sweeps. Then ``READY=1`` to systemd and
 :attr:`Daemon.ready` set (tests wait on it). SIGTERM/SIGINT: stop taking requests, let turns in flight
 finish (briefly), cancel the rest, close the model and the database, exit 0; a service that fails to
@@ -183,7 +184,8 @@ class Daemon:
 
         loop = asyncio.get_running_loop()
         keep_big_blocks_returnable()  # before any model is loaded
-        # The services devices live in (Home Assistant), made before the devices that use them; started below.
+        # The services devices live in (Home Assistant, the MQTT link), made before the devices that use them;
+        # started below.
         self.links = remote_links(self.config)
         runtime = Runtime.open(self.config, fallback=True, links=self.links)  # the packaged model meanwhile
         web_cfg = self.config.web
@@ -344,6 +346,7 @@ class Daemon:
             runtime.devices,
             assistant_name=self.config.agent.name,
             assistant_state=lambda: assistant_sensors(state),
+            link=self.links["mqtt"],  # the one connection, made before the devices (runtime.remote_links)
         )
         bridge.chat = MqttChat(config, runtime, self.outbox, bridge.link)
         runtime.agent.listeners.append(bridge.on_turn)

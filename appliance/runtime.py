@@ -215,13 +215,19 @@ def approval_store(config: Config, db: Database) -> ApprovalStore:
 
 def remote_links(config: Config) -> dict[str, Any]:
     """The links to the services devices live in, by interface, for what the config enables (nothing is
-    imported for a section that is off): ``homeassistant`` -> the Home Assistant client. Not yet started:
-    the daemon starts them (a command with no daemon uses their blocking calls only)."""
+    imported for a section that is off): ``homeassistant`` -> the Home Assistant client, ``mqtt`` -> the
+    MQTT link (the one connection to the broker: its devices' and the MQTT bridge's). Not yet started:
+    the daemon starts them (a command with no daemon uses their blocking calls only; an unstarted MQTT
+    link has no state to read and refuses writes, so `devices list` needs no broker)."""
     links: dict[str, Any] = {}
     if config.homeassistant.enabled:
         from appliance.hardware.remote.hass import HomeAssistantClient
 
         links["homeassistant"] = HomeAssistantClient(config.homeassistant)
+    if config.mqtt.enabled:
+        from appliance.mqtt.link import MqttLink
+
+        links["mqtt"] = MqttLink(config.mqtt)
     return links
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from appliance.config.channel_checks import check_channels
 from appliance.config.homeassistant import check_homeassistant
-from appliance.config.mqtt import check_mqtt
+from appliance.config.mqtt import check_mqtt, check_mqtt_devices
 from appliance.config.schema import Config, CronJob
 from appliance.config.shown import _describe
 from appliance.errors import ConfigError, UsageError
@@ -212,7 +212,7 @@ def _check_devices(config: Config, refuse: Callable[[str, str, Any], ConfigError
                 article = "an" if need[0] in "aeiou" else "a"
                 raise ConfigError(f"{where}.{need}: a {device.driver} device needs {article} {need}")
         if not spec.on_the_pi:
-            continue  # it lives in a service: checked with its section (check_homeassistant), after this loop
+            continue  # it lives in a service: checked with its section (check_homeassistant, check_mqtt_devices) below
         if device.pin is not None:
             if not 0 <= device.pin <= 27:
                 raise refuse(f"{where}.pin", "a GPIO number from 0 to 27 (BCM numbering)", device.pin)
@@ -240,10 +240,12 @@ def _check_devices(config: Config, refuse: Callable[[str, str, Any], ConfigError
         if "set" in device.allow and not spec.sets:
             raise ConfigError(f"{where}.allow: a {device.driver} cannot be set, only read")
     check_homeassistant(config.homeassistant, config.devices)
+    check_mqtt_devices(config.mqtt, config.devices)
     for name, device in config.devices.items():
         spec = DRIVERS[device.driver]
         if not spec.on_the_pi and "set" in device.allow and not spec.for_device(device).sets:
-            raise ConfigError(f"devices.{name}.allow: {device.entity} cannot be set, only read")
+            what = device.entity or f"an mqtt {device.kind}"
+            raise ConfigError(f"devices.{name}.allow: {what} cannot be set, only read")
         if not 1 <= device.writes_per_minute <= 600:
             raise refuse(f"devices.{name}.writes_per_minute", "a whole number from 1 to 600", device.writes_per_minute)
     for i, rule in enumerate(config.events):

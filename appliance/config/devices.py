@@ -1,7 +1,7 @@
 """The ``devices:``, ``hardware:`` and ``events:`` sections: named devices, how buses are reached, sensor rules.
 
 Split from :mod:`appliance.config.schema` when devices began to live elsewhere than on the Pi's pins: a
-device names its driver, and the driver's interface (``gpio``, ``i2c``, ``spi``, ``homeassistant``; the
+device names its driver, and the driver's interface (``gpio``, ``i2c``, ``spi``, ``homeassistant``, ``mqtt``; the
 table in :mod:`appliance.hardware.drivers.base`) says which of the keys below it needs. The names a
 driver may take, what each needs and where each lives come from the driver table, never from a list here.
 """
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from appliance.config.fields import doc
 from appliance.hardware.drivers import DRIVERS
+from appliance.hardware.drivers.base import MqttKind
 
 if TYPE_CHECKING:
     DriverName = str
@@ -40,7 +41,7 @@ _ADDRESSES = "; ".join(
 
 @dataclass
 class DeviceConfig:
-    """One named device: wired to the Pi, or living in Home Assistant."""
+    """One named device: wired to the Pi, living in Home Assistant, or on an MQTT broker."""
 
     driver: DriverName = doc(f"what the part is: {_or(list(DRIVERS))}")
     pin: int | None = doc(f"GPIO pin (BCM number, 0-27) for {_on('gpio')}", None)
@@ -53,6 +54,25 @@ class DeviceConfig:
         "dimmer; switch, input_boolean or fan a switch; sensor a sensor; binary_sensor an input",
         "",
     )
+    kind: MqttKind = doc(
+        "what an mqtt device is (driver mqtt): switch; light (a dimmer); sensor; binary_sensor (an input)", ""
+    )
+    state_topic: str = doc("mqtt: where the device reports its state, e.g. zigbee2mqtt/garage_light", "")
+    command_topic: str = doc("mqtt: where on/off is sent (switch, light), e.g. zigbee2mqtt/garage_light/set", "")
+    payload_on: str = doc("mqtt: what means on, sent and reported", "ON")
+    payload_off: str = doc("mqtt: what means off, sent and reported", "OFF")
+    value_template: str = doc(
+        "mqtt: the state out of a JSON payload, e.g. {{ value_json.state }}; empty: the payload itself", ""
+    )
+    brightness_command_topic: str = doc("mqtt light: where the brightness is sent (0 to brightness_scale)", "")
+    brightness_value_template: str = doc(
+        "mqtt light: the brightness out of the state payload, e.g. {{ value_json.brightness }}", ""
+    )
+    brightness_scale: int = doc("mqtt light: the device's full brightness (Zigbee2MQTT 254, Tasmota 100)", 255)
+    quantity: str = doc(
+        "mqtt sensor: what it measures (temperature, humidity...); binary_sensor: what it senses (motion, door)", ""
+    )
+    unit: str = doc("mqtt sensor: the unit of its value, e.g. °C", "")
     room: str = doc("the room it is in; people and the intent fast path use it", "")
     aliases: list[str] = doc("other names people use for it", default_factory=list)
     allow: list[Literal["read", "set"]] = doc(

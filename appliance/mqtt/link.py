@@ -126,7 +126,13 @@ async def probe(config: MqttConfig, timeout_s: float = 5.0) -> tuple[str, str] |
 
 
 class MqttLink:
-    """One connection to the broker, kept up in the background; publish from anywhere, subscribe any time."""
+    """One connection to the broker, kept up in the background; publish from anywhere, subscribe any time.
+
+    Also a daemon service (``name``, ``start``, ``stop``): the daemon makes it before the devices (the
+    ``driver: mqtt`` devices subscribe and publish through it) and starts it right after them.
+    """
+
+    name = "mqtt link"
 
     def __init__(self, config: MqttConfig) -> None:
         self.config = config
@@ -265,12 +271,16 @@ class MqttLink:
             self._client = client
             first = self._connections == 0
             self._connections += 1
-            for subscription in {s.topic_filter for s in self._subscriptions}:
-                await self._subscribe(client, subscription)
+            subscribed = {s.topic_filter for s in self._subscriptions}
+            for topic_filter in subscribed:
+                await self._subscribe(client, topic_filter)
             await client.publish(self.availability_topic, "online", qos=1, retain=True)
             with self._lock:
                 self._connected = True
                 self._unsent_retained = set(self._retained) | set(self._deletions)
+            # Made while the ones above were sent (subscribe saw no connection yet): from here on subscribe does it.
+            for topic_filter in {s.topic_filter for s in self._subscriptions} - subscribed:
+                await self._subscribe(client, topic_filter)
             self.last_error = self.last_fix = None
             log.warning("mqtt: connected to %s:%s", self.config.host, self.config.port)
             for callback in list(self._connect_callbacks):

@@ -4,7 +4,7 @@ Drivers block (they talk to buses); the device registry calls them off the event
 the bus's lock. A sensor returns :class:`Reading` values with units; an actuator takes a value and
 reports its state; an input (button, motion) also calls back on events.
 
-A driver for a device that lives elsewhere (Home Assistant) blocks too: it talks to its service through
+A driver for a device that lives elsewhere (Home Assistant, an MQTT broker) blocks too: it talks to its service through
 the link the backend holds (:meth:`Buses.link`), as a bus driver talks to its bus.
 
 Each driver module also declares a :class:`DriverSpec`: what the driver needs from a device's config,
@@ -23,9 +23,11 @@ from typing import Any, Literal, Protocol
 from appliance.hardware.buses import I2CBus, SPIBus
 
 Kind = Literal["switch", "dimmer", "sensor", "input"]
+# What an MQTT device is, in Home Assistant's MQTT platform words (drivers/mqtt.py maps them to a Kind).
+MqttKind = Literal["", "switch", "light", "sensor", "binary_sensor"]
 # Where a device lives: on the Pi's pins and buses, or in a service reached over the network (its link,
-# Buses.link). A new place (mqtt: a command and a state topic) is one entry here, in NEEDS and in WHERE.
-Interface = Literal["gpio", "i2c", "spi", "homeassistant"]
+# Buses.link). A new place is one entry here, in NEEDS and in WHERE.
+Interface = Literal["gpio", "i2c", "spi", "homeassistant", "mqtt"]
 ON_THE_PI: tuple[Interface, ...] = ("gpio", "i2c", "spi")
 
 # The device config keys a driver on each interface cannot do without.
@@ -34,6 +36,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "i2c": ("bus", "address"),
     "spi": ("bus", "device", "channel"),
     "homeassistant": ("entity",),
+    "mqtt": ("kind",),  # and the topics that kind needs (checked with the mqtt: section)
 }
 # Where a device on each interface lives, as `picoagent devices list` and the status page show it.
 WHERE: dict[str, Callable[[Wiring], str]] = {
@@ -41,6 +44,7 @@ WHERE: dict[str, Callable[[Wiring], str]] = {
     "i2c": lambda w: f"i2c-{w.bus} 0x{w.address or 0:02x}",
     "spi": lambda w: f"spi {w.bus}.{w.device} ch{w.channel}",
     "homeassistant": lambda w: f"homeassistant {w.entity}",
+    "mqtt": lambda w: f"mqtt {w.state_topic or w.command_topic}",
 }
 
 
@@ -100,6 +104,18 @@ class Wiring(Protocol):
     channel: int | None
     entity: str  # a Home Assistant entity id (light.kitchen); empty on the Pi's own interfaces
     active_high: bool
+    # An MQTT device (driver mqtt; empty elsewhere): its kind and topics, how its state is read, its unit.
+    kind: MqttKind
+    state_topic: str
+    command_topic: str
+    payload_on: str
+    payload_off: str
+    value_template: str
+    brightness_command_topic: str
+    brightness_value_template: str
+    brightness_scale: int
+    quantity: str
+    unit: str
 
 
 class Buses(Protocol):
@@ -119,7 +135,8 @@ class Buses(Protocol):
         ...
 
     def link(self, name: str) -> Any:
-        """The connection to a service devices live in ("homeassistant"), or a ConfigError saying how to enable it."""
+        """The connection to a service devices live in ("homeassistant", "mqtt"), or a ConfigError saying how to
+        enable it."""
         ...
 
 
@@ -129,7 +146,7 @@ class DriverSpec:
 
     name: str  # the value of devices.NAME.driver
     kind: Kind  # switch, dimmer, sensor or input: how people and the intent matcher treat the device
-    interface: Interface  # gpio, i2c or spi: which config keys the device needs (NEEDS)
+    interface: Interface  # gpio, i2c, spi, homeassistant or mqtt: which config keys the device needs (NEEDS)
     quantities: tuple[str, ...]  # what read() returns, in order
     build: Callable[[Wiring, Buses], Sensor]  # the driver for one configured device
     sets: tuple[str, ...] = ()  # what set() changes; empty: the device can only be read
@@ -161,5 +178,5 @@ class DriverSpec:
         return self.variant(wiring) if self.variant is not None else self
 
     def where(self, wiring: Wiring) -> str:
-        """Where the device lives: "gpio 17", "i2c-1 0x76", "homeassistant light.kitchen"."""
+        """Where the device lives: "gpio 17", "i2c-1 0x76", "homeassistant light.kitchen", "mqtt zigbee2mqtt/lamp"."""
         return WHERE[self.interface](wiring)
