@@ -50,12 +50,13 @@ class Device:
 
     @property
     def kind(self) -> str:
-        """switch, dimmer, sensor or input (for a Home Assistant device, from its entity's domain)."""
+        """switch, dimmer, sensor or input (a Home Assistant device's from its entity's domain, an mqtt one's
+        from its kind)."""
         return self.spec.kind
 
     @property
     def where(self) -> str:
-        """Where it lives: "gpio 17", "i2c-1 0x76", "spi 0.0 ch0", "homeassistant light.kitchen"."""
+        """Where it lives: "gpio 17", "i2c-1 0x76", "spi 0.0 ch0", "homeassistant light.kitchen", "mqtt a/b"."""
         return self.spec.where(self.config)
 
     @property

@@ -87,10 +87,12 @@ class MqttDevice:
                 fix="start the broker or the daemon; `picoagent status` shows the link",
             )
         on = bool(value)
-        level = float(value) if self.kind == "light" and not isinstance(value, bool) and on else None
+        # A level only means something to a light with a brightness topic; else it is plain on.
+        dims = self.kind == "light" and bool(self.brightness_topic)
+        level = float(value) if dims and not isinstance(value, bool) and on else None
         with self._changed:
             seen = self._received
-        if level is not None and self.brightness_topic:
+        if level is not None:
             self.link.publish(self.brightness_topic, str(round(level * self.scale)))
         self.link.publish(self.command_topic, self.payload_on if on else self.payload_off)
         assumed = [Reading("state", on, "")]
