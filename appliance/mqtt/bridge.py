@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+LOCAL_INTERFACES = ("gpio", "i2c", "spi")  # announced by discovery; homeassistant and mqtt devices are not
+
 DEVICE_READ_TIMEOUT_S = 10.0
 
 
@@ -97,7 +99,7 @@ class MqttBridge:
         self._loop = asyncio.get_running_loop()
         devices = self.devices
         if devices is not None:
-            for device in devices.devices.values():
+            for device in self._devices():
                 if "set" not in device.allowed:
                     continue
                 self._command_topics[self.topics.command(device.name)] = (device.name, False)
@@ -149,7 +151,11 @@ class MqttBridge:
         return found + assistant_entities(self.topics, self.assistant_name)
 
     def _devices(self) -> list[Any]:
-        return list(self.devices.devices.values()) if self.devices is not None else []
+        """The devices wired to the Pi: one that lives in Home Assistant or on the broker already has its
+        entity there, and announcing it again would show it twice (and let a command loop back)."""
+        if self.devices is None:
+            return []
+        return [d for d in self.devices.devices.values() if d.spec.interface in LOCAL_INTERFACES]
 
     def _on_connect(self) -> None:
         if self.config.discovery:
