@@ -128,3 +128,39 @@ def settings_of(path: Path) -> dict[str, list[str]]:
             key, value = line.split("=", 1)
             found.setdefault(key, []).append(value)
     return found
+
+
+def modules_loaded_by_serve(
+    config: Path, data_dir: Path, prefixes: tuple[str, ...], settle_s: float = 0.2
+) -> list[str]:
+    """The modules starting with ``prefixes`` that a daemon on ``config`` has loaded once it is ready.
+
+    The daemon runs in a fresh interpreter (this one has imported everything already); ``settle_s`` lets its
+    background loops begin before the modules are listed. The idle daemon's memory is at its limit, so
+    suites check with this that what a section needs loads only when the section is on.
+    """
+    import json
+
+    script = f"""
+import asyncio, json, sys
+from appliance.config import load_config
+from appliance.daemon import Daemon
+
+async def main():
+    config = load_config({str(config)!r}, data_dir={str(data_dir)!r})
+    config.llm.preload = False
+    daemon = Daemon(config, host="127.0.0.1", port=0)
+    served = asyncio.ensure_future(daemon.run())
+    await daemon.ready.wait()
+    await asyncio.sleep({settle_s!r})
+    print(json.dumps(sorted(m for m in sys.modules if m.startswith({prefixes!r}))))
+    daemon.stopping.set()
+    assert await served == 0
+
+asyncio.run(main())
+"""
+    env = {k: v for k, v in os.environ.items() if k not in ("PICOAGENT_CONFIG", "NOTIFY_SOCKET", "WATCHDOG_USEC")}
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    loaded: list[str] = json.loads(out.stdout.strip().splitlines()[-1])
+    return loaded

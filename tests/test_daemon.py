@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from appliance.config import CHECKOUT_CONFIG, Config
-from tests.helpers import free_port, started, wait_for, wait_healthy
+from tests.helpers import free_port, modules_loaded_by_serve, started, wait_for, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -399,24 +399,4 @@ def test_with_tls_auto_status_shows_the_https_url_and_fingerprint_the_curl_comma
 def test_a_plain_http_daemon_never_loads_the_certificate_code(tmp_path: Path) -> None:
     """cryptography's x509 costs ~8 MiB of resident memory: with web.tls: off it stays unloaded, renewal included."""
     config = write_config(tmp_path / "picoagent.yaml")
-    script = f"""
-import asyncio, sys
-from appliance.config import load_config
-from appliance.daemon import Daemon
-
-async def main():
-    daemon = Daemon(load_config({str(config)!r}, data_dir={str(tmp_path / "data")!r}), host="127.0.0.1", port=0)
-    served = asyncio.ensure_future(daemon.run())
-    await daemon.ready.wait()
-    await asyncio.sleep(0.2)  # the background loops have begun
-    print("loaded:", sorted(m for m in sys.modules if m.startswith(("cryptography", "appliance.channels.web.cert"))))
-    daemon.stopping.set()
-    await served
-
-asyncio.run(main())
-"""
-    out = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60
-    )
-    assert out.returncode == 0, out.stderr
-    assert "loaded: []" in out.stdout, out.stdout
+    assert modules_loaded_by_serve(config, tmp_path / "data", ("cryptography", "appliance.channels.web.cert")) == []

@@ -5,7 +5,6 @@ fast path, approvals, rate limits, events and device lists as a GPIO relay."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -399,30 +398,6 @@ def _error_of(client: Any) -> str:
     except HardwareError as exc:
         return exc.message
     return ""
-
-
-def test_a_daemon_without_home_assistant_never_loads_its_client(tmp_path: Path) -> None:
-    """The idle daemon's memory is at its limit: with homeassistant: off nothing of it is imported."""
-    config = tmp_path / "picoagent.yaml"
-    config.write_text(CHECKOUT_CONFIG.read_text().replace("preload: true", "preload: false"))
-    script = f"""
-import asyncio, sys
-from appliance.config import load_config
-from appliance.daemon import Daemon
-
-async def main():
-    daemon = Daemon(load_config({str(config)!r}, data_dir={str(tmp_path / "data")!r}), host="127.0.0.1", port=0)
-    served = asyncio.ensure_future(daemon.run())
-    await daemon.ready.wait()
-    print("loaded:", sorted(m for m in sys.modules if m.startswith("appliance.hardware.remote")))
-    daemon.stopping.set()
-    await served
-
-asyncio.run(main())
-"""
-    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert "loaded: []" in out.stdout, out.stdout
 
 
 # --- the command line: devices list and doctor -------------------------------------------------------------------

@@ -12,16 +12,14 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from appliance.config import Config, MqttConfig
-from tests.helpers import ROOT, eventually, started
+from appliance.config import CHECKOUT_CONFIG, Config, MqttConfig, load_config
+from tests.helpers import eventually, modules_loaded_by_serve, started
 from tests.mqtt_broker import Broker, Watcher, running
 
 # --- Home Assistant's MQTT discovery schema, as documented, for the platforms picoagent uses ------------
@@ -240,26 +238,9 @@ def test_a_broker_restart_loses_no_state(config: Config, broker: Broker) -> None
     asyncio.run(main())
 
 
-def test_nothing_mqtt_is_imported_when_it_is_off(tmp_path: Path) -> None:
-    """The idle daemon's memory is at its limit: with mqtt.enabled false no MQTT module loads."""
-    script = f"""
-import asyncio, sys
-from appliance.config import CHECKOUT_CONFIG, load_config
-from appliance.daemon import Daemon
-
-async def main():
-    config = load_config(CHECKOUT_CONFIG, data_dir={str(tmp_path / "data")!r})
-    config.llm.preload = False
-    assert not config.mqtt.enabled
-    daemon = Daemon(config, host="127.0.0.1", port=0)
-    served = asyncio.ensure_future(daemon.run())
-    await daemon.ready.wait()
-    print("loaded:", sorted(m for m in sys.modules if m.startswith(("aiomqtt", "paho", "appliance.mqtt"))))
-    daemon.stopping.set()
-    await served
-
-asyncio.run(main())
-"""
-    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert "loaded: []" in out.stdout, out.stdout
+def test_nothing_mqtt_or_home_assistant_is_imported_when_they_are_off(tmp_path: Path) -> None:
+    """The idle daemon's memory is at its limit: with mqtt: and homeassistant: off none of their code loads."""
+    config = load_config(CHECKOUT_CONFIG)
+    assert not config.mqtt.enabled and not config.homeassistant.enabled
+    prefixes = ("aiomqtt", "paho", "appliance.mqtt", "appliance.hardware.remote")
+    assert modules_loaded_by_serve(CHECKOUT_CONFIG, tmp_path / "data", prefixes) == []

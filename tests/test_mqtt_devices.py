@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +136,26 @@ async def connected(runtime: Any) -> Any:
     return link
 
 
+def with_runtime(tmp_path: Path, broker: Broker, body: Callable[[Any], Awaitable[None]], model: Any = None) -> None:
+    """A runtime on the mqtt config with its link connected: ``body(runtime)``, then the link and runtime closed."""
+    from appliance.llm.scripted import ScriptedModel
+    from appliance.runtime import Runtime
+
+    runtime = Runtime.open(mqtt_config(tmp_path, broker.port), model=model or ScriptedModel())
+
+    async def main() -> None:
+        link = await connected(runtime)
+        try:
+            await body(runtime)
+        finally:
+            await link.stop()
+
+    try:
+        asyncio.run(main())
+    finally:
+        runtime.close()
+
+
 # --- value templates --------------------------------------------------------------------------------------
 
 
@@ -228,81 +248,60 @@ def test_turn_on_the_garage_light_publishes_on_once_and_reads_the_json_state_bac
     tmp_path: Path, broker: Broker, watcher: Watcher
 ) -> None:
     from appliance.llm.scripted import ScriptedModel
-    from appliance.runtime import Runtime
 
     lamp = Lamp(broker)
     model = ScriptedModel()
-    runtime = Runtime.open(mqtt_config(tmp_path, broker.port), model=model)
-    devices = runtime.devices
-    assert devices is not None
 
-    async def main() -> None:
-        link = await connected(runtime)
-        try:
-            record = await runtime.agent.turn("turn on the garage light")
-            assert record.route == "intent", record.text
-            assert record.actions[0].arguments == {"name": "garage_light", "value": "on"} and record.actions[0].ok
-            assert sent(watcher, "zigbee2mqtt/garage_light/set") == [b"ON"]  # once, the plain ON payload
-            assert model.history == []  # no model call at all
-            # The lamp answered with its JSON state; the read goes through the value templates.
-            assert await devices.read("garage_light") == [Reading("state", True, ""), Reading("brightness", 100.0, "%")]
+    async def body(runtime: Any) -> None:
+        devices = runtime.devices
+        record = await runtime.agent.turn("turn on the garage light")
+        assert record.route == "intent", record.text
+        assert record.actions[0].arguments == {"name": "garage_light", "value": "on"} and record.actions[0].ok
+        assert sent(watcher, "zigbee2mqtt/garage_light/set") == [b"ON"]  # once, the plain ON payload
+        assert model.history == []  # no model call at all
+        # The lamp answered with its JSON state; the read goes through the value templates.
+        assert await devices.read("garage_light") == [Reading("state", True, ""), Reading("brightness", 100.0, "%")]
 
-            dimmed = await runtime.agent.turn("set the garage light to 50%")
-            assert dimmed.route == "intent", dimmed.text
-            assert sent(watcher, "zigbee2mqtt/garage_light/set/brightness") == [b"127"]  # 50% of 254
-            assert await devices.read("garage_light") == [Reading("state", True, ""), Reading("brightness", 50.0, "%")]
+        dimmed = await runtime.agent.turn("set the garage light to 50%")
+        assert dimmed.route == "intent", dimmed.text
+        assert sent(watcher, "zigbee2mqtt/garage_light/set/brightness") == [b"127"]  # 50% of 254
+        assert await devices.read("garage_light") == [Reading("state", True, ""), Reading("brightness", 50.0, "%")]
 
-            # A state the device reports by itself (someone used its own switch) is what the next read says.
-            watcher.publish("zigbee2mqtt/garage_light", '{"state":"ON","brightness":64,"linkquality":80}')
-            await eventually(lambda: devices.read_sync("garage_light")[1].value == 25.0, 5, "the reported state")
-            watcher.publish("zigbee2mqtt/garage_light", '{"state":"OFF","brightness":64}')
-            await eventually(lambda: devices.read_sync("garage_light")[0].value is False, 5, "the light reported off")
-            assert devices.read_sync("garage_light")[1] == Reading("brightness", 0.0, "%")
-            assert sent(watcher, "zigbee2mqtt/garage_light/set") == [b"ON", b"ON"]  # nothing retained, nothing else
-            commands = [m for m in watcher.messages if m[0].startswith("zigbee2mqtt/garage_light/set")]
-            assert commands and not any(retained for _, _, retained in commands)
-        finally:
-            await link.stop()
+        # A state the device reports by itself (someone used its own switch) is what the next read says.
+        watcher.publish("zigbee2mqtt/garage_light", '{"state":"ON","brightness":64,"linkquality":80}')
+        await eventually(lambda: devices.read_sync("garage_light")[1].value == 25.0, 5, "the reported state")
+        watcher.publish("zigbee2mqtt/garage_light", '{"state":"OFF","brightness":64}')
+        await eventually(lambda: devices.read_sync("garage_light")[0].value is False, 5, "the light reported off")
+        assert devices.read_sync("garage_light")[1] == Reading("brightness", 0.0, "%")
+        assert sent(watcher, "zigbee2mqtt/garage_light/set") == [b"ON", b"ON"]  # nothing retained, nothing else
+        commands = [m for m in watcher.messages if m[0].startswith("zigbee2mqtt/garage_light/set")]
+        assert commands and not any(retained for _, _, retained in commands)
 
     try:
-        asyncio.run(main())
+        with_runtime(tmp_path, broker, body, model)
     finally:
-        runtime.close()
         lamp.close()
 
 
 def test_a_sensor_reads_its_value_with_its_unit_and_a_bad_state_is_a_clear_error(
     tmp_path: Path, broker: Broker, watcher: Watcher
 ) -> None:
-    from appliance.llm.scripted import ScriptedModel
-    from appliance.runtime import Runtime
+    async def body(runtime: Any) -> None:
+        devices = runtime.devices
+        with pytest.raises(HardwareError, match="no state received yet on zigbee2mqtt/garage_climate"):
+            await devices.read("garage_climate")
+        watcher.publish("zigbee2mqtt/garage_climate", '{"temperature": 21.46, "humidity": 40, "battery": 97}')
+        await eventually(lambda: _readable(devices, "garage_climate"), 5, "the sensor's state")
+        assert await devices.read("garage_climate") == [Reading("temperature", 21.5, "°C")]
+        record = await runtime.agent.turn("what is the garage temperature?")
+        assert record.route == "intent" and "21.5" in record.text and "°C" in record.text, record.text
 
-    runtime = Runtime.open(mqtt_config(tmp_path, broker.port), model=ScriptedModel())
-    devices = runtime.devices
-    assert devices is not None
+        watcher.publish("zigbee2mqtt/garage_climate", '{"humidity": 41}')  # this message has no temperature
+        await eventually(lambda: not _readable(devices, "garage_climate"), 5, "the bad state")
+        with pytest.raises(HardwareError, match="the state has no 'temperature'"):
+            await devices.read("garage_climate")
 
-    async def main() -> None:
-        link = await connected(runtime)
-        try:
-            with pytest.raises(HardwareError, match="no state received yet on zigbee2mqtt/garage_climate"):
-                await devices.read("garage_climate")
-            watcher.publish("zigbee2mqtt/garage_climate", '{"temperature": 21.46, "humidity": 40, "battery": 97}')
-            await eventually(lambda: _readable(devices, "garage_climate"), 5, "the sensor's state")
-            assert await devices.read("garage_climate") == [Reading("temperature", 21.5, "°C")]
-            record = await runtime.agent.turn("what is the garage temperature?")
-            assert record.route == "intent" and "21.5" in record.text and "°C" in record.text, record.text
-
-            watcher.publish("zigbee2mqtt/garage_climate", '{"humidity": 41}')  # this message has no temperature
-            await eventually(lambda: not _readable(devices, "garage_climate"), 5, "the bad state")
-            with pytest.raises(HardwareError, match="the state has no 'temperature'"):
-                await devices.read("garage_climate")
-        finally:
-            await link.stop()
-
-    try:
-        asyncio.run(main())
-    finally:
-        runtime.close()
+    with_runtime(tmp_path, broker, body)
 
 
 def _readable(devices: Any, name: str) -> bool:
@@ -316,64 +315,39 @@ def _readable(devices: Any, name: str) -> bool:
 def test_a_binary_sensor_message_raises_the_devices_event_once_per_change(
     tmp_path: Path, broker: Broker, watcher: Watcher
 ) -> None:
-    from appliance.llm.scripted import ScriptedModel
-    from appliance.runtime import Runtime
-
-    runtime = Runtime.open(mqtt_config(tmp_path, broker.port), model=ScriptedModel())
-    devices = runtime.devices
-    assert devices is not None
     events: list[tuple[str, str]] = []
-    devices.listeners.append(lambda name, event: events.append((name, event)))
 
-    async def main() -> None:
-        link = await connected(runtime)
-        try:
-            watcher.publish("zigbee2mqtt/garage_motion", '{"occupancy": true, "battery": 90}')
-            await eventually(lambda: events, 5, "the motion event")
-            watcher.publish("zigbee2mqtt/garage_motion", '{"occupancy": true, "battery": 89}')  # no change of state
-            watcher.publish("zigbee2mqtt/garage_motion", '{"occupancy": false, "battery": 89}')
-            await eventually(lambda: len(events) == 2, 5, "the still event")
-            assert events == [("garage_motion", "motion"), ("garage_motion", "still")]
-            assert await devices.read("garage_motion") == [Reading("state", False, "")]
-        finally:
-            await link.stop()
+    async def body(runtime: Any) -> None:
+        devices = runtime.devices
+        devices.listeners.append(lambda name, event: events.append((name, event)))
+        watcher.publish("zigbee2mqtt/garage_motion", '{"occupancy": true, "battery": 90}')
+        await eventually(lambda: events, 5, "the motion event")
+        watcher.publish("zigbee2mqtt/garage_motion", '{"occupancy": true, "battery": 89}')  # no change of state
+        watcher.publish("zigbee2mqtt/garage_motion", '{"occupancy": false, "battery": 89}')
+        await eventually(lambda: len(events) == 2, 5, "the still event")
+        assert events == [("garage_motion", "motion"), ("garage_motion", "still")]
+        assert await devices.read("garage_motion") == [Reading("state", False, "")]
 
-    try:
-        asyncio.run(main())
-    finally:
-        runtime.close()
+    with_runtime(tmp_path, broker, body)
 
 
 def test_an_mqtt_device_needing_approval_waits_and_then_publishes_once(
     tmp_path: Path, broker: Broker, watcher: Watcher
 ) -> None:
-    from appliance.llm.scripted import ScriptedModel
-    from appliance.runtime import Runtime
+    async def body(runtime: Any) -> None:
+        devices = runtime.devices
+        watcher.publish("stat/heater/POWER", "OFF")  # Tasmota's plain state
+        await eventually(lambda: _readable(devices, "heater"), 5, "the heater's state")
+        result = await devices.set("heater", "on", requested_by="test")
+        assert not result.done and result.pending is not None
+        assert sent(watcher, "cmnd/heater/POWER") == []  # nothing happened yet
+        assert await devices.read("heater") == [Reading("state", False, "")]
+        # This heater does not report back: after its wait the write takes it as sent.
+        done = await devices.decide(result.pending.id, True, "owner")
+        assert sent(watcher, "cmnd/heater/POWER") == [b"ON"]
+        assert getattr(done, "state", None) == [Reading("state", True, "")]
 
-    runtime = Runtime.open(mqtt_config(tmp_path, broker.port), model=ScriptedModel())
-    devices = runtime.devices
-    assert devices is not None
-
-    async def main() -> None:
-        link = await connected(runtime)
-        try:
-            watcher.publish("stat/heater/POWER", "OFF")  # Tasmota's plain state
-            await eventually(lambda: _readable(devices, "heater"), 5, "the heater's state")
-            result = await devices.set("heater", "on", requested_by="test")
-            assert not result.done and result.pending is not None
-            assert sent(watcher, "cmnd/heater/POWER") == []  # nothing happened yet
-            assert await devices.read("heater") == [Reading("state", False, "")]
-            # This heater does not report back: after its wait the write takes it as sent.
-            done = await devices.decide(result.pending.id, True, "owner")
-            assert sent(watcher, "cmnd/heater/POWER") == [b"ON"]
-            assert getattr(done, "state", None) == [Reading("state", True, "")]
-        finally:
-            await link.stop()
-
-    try:
-        asyncio.run(main())
-    finally:
-        runtime.close()
+    with_runtime(tmp_path, broker, body)
 
 
 def test_the_daemon_shares_one_link_between_the_devices_and_discovery(
