@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 APT_PACKAGES := python3-venv python3-dev build-essential cmake bubblewrap sqlite3 python3-cryptography
 # Only for `make test`: the browser test drives Debian's Chromium; the unit test runs systemd-analyze; the OTA test pushes over a local sshd;
-# the e-mail channel's tests read a throwaway mailbox with Debian's dovecot.
+# the e-mail channel's tests read a throwaway mailbox with Debian's dovecot; the MQTT tests start their own mosquitto.
 TEST_APT_PACKAGES := chromium systemd openssh-server openssh-client dovecot-imapd mosquitto mosquitto-clients
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Arguments for `make chat`, e.g. make chat ARGS='-m "hello"'
