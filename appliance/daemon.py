@@ -191,6 +191,7 @@ class Daemon:
         web_cfg = self.config.web
         auth = Auth(runtime.db, session_ttl_s=web_cfg.session_days * 86400, secure_cookies=web_cfg.secure_cookies)
         self.state = state = WebState(runtime, auth)
+        state.homeassistant = self.links.get("homeassistant")
         self.web = WebServer(self.config, state, data_dir(self.config), self.host, self.port)
         await self.services.start(self._services(runtime, state, self.web))
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -330,6 +330,10 @@ def test_the_daemon_keeps_states_over_the_websocket_and_a_door_sensor_raises_its
             assert any(line.split()[:4] == kitchen for line in lines)
             assert any(line.split()[:4] == ["porch_light", "switch", "gpio", "17"] for line in lines)
             assert "    outdoor: temperature: 14 °C" in lines
+            shown = await asyncio.to_thread(
+                picoagent, "--config", config.source, "--data-dir", tmp_path / "data", "status", cwd=tmp_path
+            )
+            assert f"home assistant: {fake.url} connected" in shown.stdout.splitlines(), shown.stdout
         finally:
             daemon.stopping.set()
             await served
@@ -356,6 +360,16 @@ def test_a_daemon_with_home_assistant_down_starts_serves_and_says_why(tmp_path: 
             listed = {d["name"]: d for d in await device_states(daemon.runtime.devices, {})}
             assert "cannot reach Home Assistant" in listed["kitchen_light"]["error"]
             assert listed["fan"]["readings"] and not served.done()  # the rest goes on
+            # `picoagent status` says so, as a person reads it.
+            shown = await asyncio.to_thread(
+                picoagent, "--config", config.source, "--data-dir", tmp_path / "data", "status", cwd=tmp_path
+            )
+            assert shown.returncode == 0, shown.stderr
+            line = next(x for x in shown.stdout.splitlines() if x.startswith("home assistant:"))
+            assert (
+                line.startswith(f"home assistant: {config.homeassistant.url} not connected (")
+                and "Cannot connect" in line
+            )
         finally:
             daemon.stopping.set()
             assert await served == 0

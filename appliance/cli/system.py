@@ -111,6 +111,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"  {curl_command(certificate['pin'], web['url'] + '/healthz')}")
     if mqtt := status.get("mqtt"):
         print(mqtt_line(mqtt))
+    if hass := status.get("homeassistant"):
+        print(homeassistant_line(hass))
     for reply in status["recent"][:5]:
         print(f"  {reply['route']:>6}  {reply['total_s']:.2f} s  {reply['session']}  {reply['reason']}")
     from appliance.cli.channels import feed_lines, state_word
@@ -138,6 +140,13 @@ def mqtt_line(mqtt: dict[str, Any]) -> str:
     extra.append(f"{mqtt['commands']} command(s)" if mqtt.get("commands") else "")
     shown = ", ".join(e for e in extra if e)
     return f"mqtt: {mqtt.get('broker', '')} {state}" + (f", {shown}" if shown else "")
+
+
+def homeassistant_line(hass: dict[str, Any]) -> str:
+    """Home Assistant's link in one line: its WebSocket connected or why not, and reconnects."""
+    state = "connected" if hass.get("connected") else f"not connected ({hass.get('last_error') or 'connecting'})"
+    again = f", {hass['reconnects']} reconnect(s)" if hass.get("reconnects") else ""
+    return f"home assistant: {hass.get('url', '')} {state}{again}"
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

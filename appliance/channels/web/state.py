@@ -113,6 +113,7 @@ class WebState:
     web: dict[str, Any] = field(default_factory=dict)  # how the daemon serves: url, tls, certificate
     model_fetch: ModelFetch | None = None  # set by the daemon: the wanted model's background pull
     mqtt: Any = None  # set by the daemon with mqtt.enabled: the MqttBridge (its status() is /api/status mqtt)
+    homeassistant: Any = None  # set by the daemon with homeassistant.enabled: its client (status())
     metrics: ApplianceMetrics = field(init=False)
 
     def __post_init__(self) -> None:
@@ -231,6 +232,8 @@ class WebState:
             "process_memory": process_memory(model, getattr(self.runtime.memory, "embedder", None)),
             # {"connected", "broker", "reconnects", "last_error", "dropped", "commands", "devices"}; null: mqtt off
             "mqtt": self.mqtt.status() if self.mqtt is not None else None,
+            # {"connected", "url", "reconnects", "last_error"}; null: homeassistant off
+            "homeassistant": self.homeassistant.status() if self.homeassistant is not None else None,
         }
 
 
