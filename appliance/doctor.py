@@ -78,6 +78,7 @@ def run_checks(config_file: str | None = None, data_dir: str | None = None) -> I
 def _check_homeassistant(config: Config) -> Iterator[Check]:
     """Home Assistant's API answers with the token (``GET /api/``), and every configured entity exists."""
     if not config.homeassistant.enabled:
+        yield Check("home assistant", "ok", "off (homeassistant.enabled: false)")
         return
     from appliance.hardware.remote.hass import HomeAssistantClient
 

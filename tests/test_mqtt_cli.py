@@ -60,6 +60,7 @@ def test_doctor_says_mqtt_is_off_without_loading_it(tmp_path: Path) -> None:
     config = config_file(tmp_path / "off")
     out = picoagent("doctor", "--config", config, "--data-dir", tmp_path / "data", cwd=tmp_path, timeout=120)
     assert "[ok  ] mqtt: off (mqtt.enabled: false)" in out.stdout
+    assert "[ok  ] home assistant: off (homeassistant.enabled: false)" in out.stdout
 
 
 def test_the_status_line_says_whether_the_link_is_up() -> None:

@@ -41,17 +41,26 @@ def _config(tmp: Path, preload: bool, tls: bool = False) -> Path:
     return path
 
 
-def _serve(tmp: Path, port: int, preload: bool, tls: bool = False) -> subprocess.Popen[bytes]:
-    config = _config(tmp, preload, tls)
-    cmd = [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(tmp / "d")]
-    env = {k: v for k, v in os.environ.items() if k not in ("PICOAGENT_CONFIG", "NOTIFY_SOCKET")}
+def start_serve(
+    config: Path, data: Path, port: int, root: Path = ROOT, extra_env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """`picoagent serve` of the checkout at ``root`` on 127.0.0.1:``port``, with no config or systemd from
+    this environment (every bench that starts a daemon starts it here)."""
+    cmd = [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(data)]
+    env = {k: v for k, v in os.environ.items() if k not in ("PICOAGENT_CONFIG", "NOTIFY_SOCKET", "PYTHONPATH")}
+    env["PYTHONPATH"] = str(root)
+    env.update(extra_env or {})
     return subprocess.Popen(
         [*cmd, "serve", "--host", "127.0.0.1", "--port", str(port)],
-        cwd=ROOT,
+        cwd=root,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+
+
+def _serve(tmp: Path, port: int, preload: bool, tls: bool = False) -> subprocess.Popen[bytes]:
+    return start_serve(_config(tmp, preload, tls), tmp / "d", port)
 
 
 def _get(url: str, token: str | None = None, context: ssl.SSLContext | None = None) -> Any:

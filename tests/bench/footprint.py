@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import gc
 import json
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -31,7 +28,7 @@ from typing import Any
 from appliance.config import CHECKOUT_CONFIG
 from appliance.llm import footprint
 from tests.bench.common import ROOT, report
-from tests.bench.daemon import _free_port, _get, _stop, _until_healthy
+from tests.bench.daemon import _free_port, _get, _stop, _until_healthy, start_serve
 
 MIB = 1024 * 1024
 THREADS = 1  # one thread: the speeds compare settings, not cores a busy neighbour may take
@@ -82,17 +79,7 @@ def serve_after_chats(
         tmp = Path(name)
         port = _free_port()
         config = _config(tmp, llm or {}, root)
-        env = {k: v for k, v in os.environ.items() if k not in ("PICOAGENT_CONFIG", "NOTIFY_SOCKET", "PYTHONPATH")}
-        env["PYTHONPATH"] = str(root)
-        env.update(extra_env or {})
-        cmd = [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(tmp / "d")]
-        proc = subprocess.Popen(
-            [*cmd, "serve", "--host", "127.0.0.1", "--port", str(port)],
-            cwd=root,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        proc = start_serve(config, tmp / "d", port, root, extra_env)
         try:
             _until_healthy(port, timeout=60)
             token = (tmp / "d" / "cli.token").read_text().strip()

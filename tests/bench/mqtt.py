@@ -10,8 +10,6 @@ discovery can come no sooner than the daemon is up, so the ratio says what the M
 from __future__ import annotations
 
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -20,8 +18,8 @@ from appliance.config import CHECKOUT_CONFIG, MqttConfig, load_config
 from appliance.hardware.device_info import DeviceInfo
 from appliance.hardware.drivers import DRIVERS
 from appliance.mqtt.discovery import Topics, device_entities
-from tests.bench.common import ROOT, report
-from tests.bench.daemon import _free_port, _get, _stop
+from tests.bench.common import report
+from tests.bench.daemon import _free_port, _get, _stop, start_serve
 from tests.mqtt_broker import Broker, Watcher, have_mosquitto
 
 GOAL_S = 2.0
@@ -58,14 +56,8 @@ def _one_run(tmp: Path, broker: Broker) -> tuple[float, float, int]:
     wanted = expected_topics(config, MqttConfig(port=broker.port))
     watcher = Watcher(broker, "homeassistant/#")
     port = _free_port()
-    cmd = [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(tmp / "d")]
     started = time.perf_counter()
-    proc = subprocess.Popen(
-        [*cmd, "serve", "--host", "127.0.0.1", "--port", str(port)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = start_serve(config, tmp / "d", port)
     healthy = discovered = 0.0
     try:
         deadline = started + 30

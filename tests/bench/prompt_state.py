@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -25,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from appliance.config import CHECKOUT_CONFIG
-from tests.bench.common import ROOT, report
+from tests.bench.common import report
+from tests.bench.daemon import _free_port, start_serve
 
 MESSAGE = "Write one short sentence about the sea."
 TURNS = [
@@ -36,29 +35,12 @@ TURNS = [
 ]
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _serve(data: Path, prompt_state: bool, local_tools: int) -> tuple[subprocess.Popen[bytes], int]:
     config = data.parent / f"picoagent-{prompt_state}.yaml"
     text = CHECKOUT_CONFIG.read_text().replace("prompt_state: true", f"prompt_state: {str(prompt_state).lower()}")
     config.write_text(text.replace("local_tools: 4", f"local_tools: {local_tools}"))
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("PICOAGENT_CONFIG", "NOTIFY_SOCKET")}
-    cli = [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(data)]
-    proc = subprocess.Popen(
-        [*cli, "serve", "--host", "127.0.0.1", "--port", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    return proc, port
+    return start_serve(config, data, port), port
 
 
 def _call(port: int, path: str, token: str, body: dict[str, Any] | None = None, timeout: float = 5) -> Any:
