@@ -73,13 +73,12 @@ class MqttBridge:
         *,
         assistant_name: str = "picoagent",
         assistant_state: Callable[[], dict[str, Any]] = dict,
-        link: MqttLink | None = None,
+        link: MqttLink,
     ) -> None:
         self.config = config
-        # The daemon's link (made before the devices, which use it too, and started and stopped as a
-        # service of its own); none given: the bridge makes one and starts and stops it itself.
-        self._own_link = link is None
-        self.link = link or MqttLink(config)
+        # The daemon's link: made before the devices, which use it too, and started and stopped as a service
+        # of its own (runtime.remote_links), so the bridge neither starts nor stops it.
+        self.link = link
         self.devices = devices
         self.topics = Topics.of(config)
         self.assistant_name = assistant_name
@@ -110,17 +109,14 @@ class MqttBridge:
             devices.write_listeners.append(self._on_write)
             devices.listeners.append(self._on_input)
         self.link.on_connect(self._on_connect)
-        if self._own_link:
-            await self.link.start()
-        elif self.link.connected:  # it connected before the bridge began: announce now, as on a connect
+        if self.link.connected:  # it connected before the bridge began: announce now, as on a connect
             self._on_connect()
         if self.chat is not None:
             await self.chat.start()
         self._heartbeat = asyncio.ensure_future(self._beat())
 
     async def stop(self) -> None:
-        """Stop the heartbeat and the chat (with a link of its own: say ``offline``, disconnect); before the
-        devices close."""
+        """Stop the heartbeat and the chat, and unhook from the devices (the link stops as its own service)."""
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             await asyncio.gather(self._heartbeat, return_exceptions=True)
@@ -134,8 +130,6 @@ class MqttBridge:
                 self.devices.write_listeners.remove(self._on_write)
             with contextlib.suppress(ValueError):
                 self.devices.listeners.remove(self._on_input)
-        if self._own_link:
-            await self.link.stop()
 
     def status(self) -> dict[str, Any]:
         """The link's status and what the bridge did: for /api/status and ``picoagent status``."""
