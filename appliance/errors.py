@@ -84,6 +84,14 @@ class ModelFormatError(ModelError):
     """The model file is not a GGUF file llama.cpp can load."""
 
 
+class ModelCrashed(Unavailable, ModelError):
+    """The model runner (the child process that runs llama.cpp) died while it worked; it is restarted."""
+
+
+class LocalModelOff(Unavailable, ModelError):
+    """The local model is off after repeated crashes of its runner (see ``picoagent doctor``)."""
+
+
 class ModelTooLargeError(Unavailable, ModelError, MemoryError):
     """The model needs more memory than is free."""
 

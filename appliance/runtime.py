@@ -18,7 +18,8 @@ from appliance.agent.loop import Agent
 from appliance.config import Config
 from appliance.llm.base import ServedModel
 from appliance.llm.fair_queue import FairScheduler
-from appliance.llm.local import LocalModel
+from appliance.llm.runner_client import ModelRunner
+from appliance.llm.runner_models import RunnerModel, runner_for
 from appliance.memory.db import Database
 from appliance.memory.keeper import MemoryKeeper
 from appliance.memory.store import MemoryStore
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from appliance.hardware.drivers.base import Reading
     from appliance.hardware.policy import RawBusPolicy
     from appliance.llm.embeddings import LocalEmbedder
+    from appliance.llm.runner_models import RunnerEmbedder
     from appliance.mcp.client import McpClients
 
 log = logging.getLogger(__name__)
@@ -110,14 +112,20 @@ def model_memory_bytes(config: Config, path: Path) -> int:
     return gguf.estimate_memory_bytes(path, llm.context_tokens, micro, kind)
 
 
-def local_model(config: Config, *, fallback: bool = False, name: str | None = None) -> LocalModel:
-    """The local model worker for this config (loaded on first use); ``fallback``: see :func:`model_spec`;
-    ``name``: this catalog model (installed) instead of the config's, with the config's settings."""
+def model_runner(config: Config) -> ModelRunner:
+    """The model runner (a child process running llama.cpp: appliance/llm/runner.py) of this data dir."""
+    return runner_for(config.llm.weight_repack, data_dir(config), config.log_level)
+
+
+def local_model(config: Config, *, fallback: bool = False, name: str | None = None) -> RunnerModel:
+    """The local chat model for this config, run in the model runner (loaded on first use); ``fallback``: see
+    :func:`model_spec`; ``name``: this catalog model (installed) instead of the config's, with its settings."""
     from appliance.llm import models
 
     llm = config.llm
     path = model_path(config, fallback=fallback) if name is None else models.resolve_model(name, models_dir(config))
-    return LocalModel(
+    return RunnerModel(
+        model_runner(config),
         path,
         context_tokens=llm.context_tokens,
         threads=llm.threads,
@@ -184,7 +192,8 @@ def memory_store(config: Config, db: Database, model: ServedModel, *, vector_cac
     """Long-term memory: vectors from the local embedder (keyword-only when there is none)."""
     from appliance.llm.embeddings import embedder_for
 
-    embedder = embedder_for(config, model if isinstance(model, LocalModel) else None, models_dir(config))
+    worker = model if isinstance(model, RunnerModel) else None
+    embedder = embedder_for(config, worker, models_dir(config), model_runner(config) if worker is not None else None)
     store = MemoryStore(
         db,
         embedder.embed if embedder is not None else None,
@@ -197,7 +206,7 @@ def memory_store(config: Config, db: Database, model: ServedModel, *, vector_cac
     return store
 
 
-def understanding(memory: MemoryStore) -> LocalEmbedder | None:
+def understanding(memory: MemoryStore) -> LocalEmbedder | RunnerEmbedder | None:
     """The small embedding model behind memory, when it is one: device requests by meaning and tool
     ranking use it too. None with the chat model's own embeddings (76 ms a message: too slow for that)."""
     embedder = getattr(memory, "embedder", None)

@@ -2,8 +2,10 @@
 
 It checks what a broken build or a bad wheel would break, without the side effects of starting the
 daemon: every module imports, the config loads, sqlite-vec loads, llama.cpp's library loads, and the
-configured model file is a GGUF file that fits the context, and the embedding model (memory, device
-requests by meaning) loads and embeds a sentence (a conversion gone wrong would make garbage silently).
+configured model file is a GGUF file that fits the context and generates a few tokens in a model runner
+(a child process: a native crash on this CPU is a failed check, appliance/llm/proof.py), and the embedding
+model (memory, device requests by meaning) loads and embeds a sentence (a conversion gone wrong would make
+garbage silently).
 """
 
 from __future__ import annotations
@@ -101,5 +103,9 @@ def run_selftest(config_file: str | None = None) -> int:
         report("config and model", exc.for_people())
     else:
         _embedding_check(config, report)
+        from appliance.llm.proof import prove
+
+        proof = prove(path, config.llm.weight_repack)  # in a child process: a native crash is a finding
+        report(proof.line if proof.ok else "local model runs", None if proof.ok else f"{proof.line}; fix: {proof.fix}")
     print("self-test passed" if not failures else f"self-test FAILED ({failures})", file=sys.stderr)
     return 0 if not failures else 1

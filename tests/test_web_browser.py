@@ -354,6 +354,25 @@ def test_the_model_card_shows_how_much_of_the_prompts_was_reused(page: sync_api.
     _no_horizontal_scroll(page)
 
 
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["1280", "390"])
+def test_the_model_card_says_when_the_local_model_crashed(page: sync_api.Page, size: dict[str, int]) -> None:
+    """A real crash: the model runner (the process that maps the model) gets SIGSEGV; the card says so."""
+    page.set_viewport_size(size)
+    page.goto("/")
+    runner = _get(page, "/api/status")["model"]["runner"]
+    if runner["crashes"] == 0:
+        _post(page, "/api/chat", {"message": QUESTION, "session": "crash"})  # the model is loaded and answers
+        os.kill(_get(page, "/api/status")["model"]["runner"]["pid"], signal.SIGSEGV)
+    page.reload()
+    line = page.locator("#m-runner")
+    expect(line).to_have_text(
+        re.compile(r"local model crashed 1× \(last [\d-]+ [\d:]+, signal SIGSEGV\): running again")
+    )
+    _uncovered(page, line)
+    _no_horizontal_scroll(page)
+    assert _post(page, "/api/chat", {"message": QUESTION, "session": "crash"})["route"] in ("local", "intent")
+
+
 # Requests from inside the page (the browser's own cookies and, over HTTPS, its trust in the daemon's key).
 FETCH = """async ([path, body]) => {
   const csrf = (await (await fetch("/api/session")).json()).csrf;

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from appliance.llm.embeddings import LocalEmbedder
+    from appliance.llm.embeddings import QueryEmbedder
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +111,6 @@ def _checked(path: Path, name: str, file: str, dimensions: int) -> DifficultyMod
     return model
 
 
-def for_embedder(embedder: LocalEmbedder, path: Path = SHIPPED) -> DifficultyModel | None:
+def for_embedder(embedder: QueryEmbedder, path: Path = SHIPPED) -> DifficultyModel | None:
     """The shipped weights when they were fitted on this embedder's model; None (logged once) when not."""
     return _checked(path, embedder.name, embedder.path.name, embedder.dimensions)

@@ -58,7 +58,7 @@ from appliance.tools.registry import ToolRegistry
 from appliance.tools.result import ToolResult
 
 if TYPE_CHECKING:
-    from appliance.llm.embeddings import LocalEmbedder
+    from appliance.llm.embeddings import QueryEmbedder
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ class Agent:
         devices: DeviceRegistry | None = None,
         memory: MemoryKeeper | None = None,
         cloud: CloudRoute | None = None,
-        understanding: LocalEmbedder | None = None,
+        understanding: QueryEmbedder | None = None,
     ) -> None:
         """``understanding``: a small embedding model (see :mod:`appliance.agent.understanding`); None: rules only."""
         self.config = config

@@ -46,7 +46,7 @@ from appliance.hardware.device_info import DeviceInfo
 if TYPE_CHECKING:
     import numpy as np
 
-    from appliance.llm.embeddings import LocalEmbedder
+    from appliance.llm.embeddings import QueryEmbedder
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ class SemanticDevices:
     def __init__(
         self,
         devices: Sequence[DeviceInfo],
-        embedder: LocalEmbedder,
+        embedder: QueryEmbedder,
         texts: Callable[[Sequence[str]], Awaitable[list[list[float]]]] | None = None,
     ) -> None:
         self.profiles = [profile(info) for info in devices]

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from appliance.tools.registry import Tool
 
 if TYPE_CHECKING:
-    from appliance.llm.embeddings import LocalEmbedder
+    from appliance.llm.embeddings import QueryEmbedder
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class ToolRanker:
 
     def __init__(
         self,
-        embedder: LocalEmbedder,
+        embedder: QueryEmbedder,
         keep: int,
         texts: Callable[[Sequence[str]], Awaitable[list[list[float]]]] | None = None,
     ) -> None:

@@ -30,7 +30,7 @@ from appliance.memory.db import Database
 from appliance.tools.registry import Tool, ToolRegistry
 
 if TYPE_CHECKING:
-    from appliance.llm.embeddings import LocalEmbedder
+    from appliance.llm.embeddings import QueryEmbedder
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ class TextVectors:
     and kept. Without a database (tests of the parts) they are embedded every time.
     """
 
-    def __init__(self, embedder: LocalEmbedder, db: Database | None) -> None:
+    def __init__(self, embedder: QueryEmbedder, db: Database | None) -> None:
         self.embedder = embedder
         self.db = db
         path = embedder.path
@@ -96,7 +96,7 @@ class Understanding:
     def __init__(
         self,
         config: Config,
-        embedder: LocalEmbedder,
+        embedder: QueryEmbedder,
         tools: ToolRegistry,
         devices: Sequence[DeviceInfo] = (),
         db: Database | None = None,

@@ -72,6 +72,17 @@ def prompt_cache_line(cache: dict[str, Any]) -> str:
     return f"prompt cache: {reuse} · prefix {cache['prefix']} · {cache['ram_mb']:.1f} MB in {cache['entries']} state(s)"
 
 
+def runner_line(runner: dict[str, Any]) -> str:
+    """The model runner's status line: its process, weight repacking and where llama.cpp put the weights."""
+    repack = runner.get("weight_repack") or {}
+    pid = f"pid {runner['pid']}" if runner.get("pid") else "not running"
+    buffers = ", ".join(runner.get("buffer_types") or []) or "no model loaded yet"
+    return (
+        f"model runner: {pid} · weight repacking {'on' if repack.get('repack') else 'off'} "
+        f"({repack.get('setting', 'auto')}) · threads {runner.get('threads')} · weights in {buffers}"
+    )
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     """Health of the running daemon, or say it is not running."""
     config = load(args)
@@ -96,6 +107,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"  {pull_line}")
     if model.get("prompt_cache"):
         print(prompt_cache_line(model["prompt_cache"]))
+    if runner := model.get("runner"):
+        print(runner_line(runner))
+        if runner.get("message"):
+            print(f"  {runner['message']}")
     print(
         f"pi: {f'{temp} °C' if temp is not None else 'temperature not available'}, load {health['load'][0]}, "
         f"{health['memory_available_mb']} MB free of {health['memory_total_mb']}, disk {health['disk_free_gb']} GB free"

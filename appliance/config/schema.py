@@ -157,6 +157,11 @@ class LlmConfig:
     memory_margin_mb: int = doc(
         "memory that must stay free after the model loads", 128, low=0, high=1_048_576, expected="0 or more megabytes"
     )
+    weight_repack: Literal["auto", "on", "off"] = doc(
+        "let llama.cpp repack the weights for this CPU's fastest kernels (its extra buffer types); auto: on, "
+        "except on x86 CPUs with AMX, where the repacked kernels crash (README: the model runner)",
+        "auto",
+    )
     seed: int = doc("sampling seed (replies repeat for the same seed and prompt)", 42)
     preload: bool = doc("load the model when the daemon starts (else on the first message)", True)
     prompt_cache_mb: int = doc(

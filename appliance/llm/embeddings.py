@@ -40,6 +40,8 @@ from appliance.llm.local import LocalModel, check_model_file, open_llama, thread
 
 if TYPE_CHECKING:
     from appliance.config import Config
+    from appliance.llm.runner_client import ModelRunner
+    from appliance.llm.runner_models import RunnerEmbedder
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +69,30 @@ class Embedder(Protocol):
 
     async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
         """``embed`` without blocking the event loop."""
+        ...
+
+
+@runtime_checkable
+class QueryEmbedder(Embedder, Protocol):
+    """An Embedder that also embeds queries (cached): what understanding and tool ranking need."""
+
+    path: Path
+    query_prefix: str
+
+    def embed_query(self, text: str) -> list[float]:
+        """The vector of a message or search query (blocking)."""
+        ...
+
+    async def aembed_query(self, text: str) -> list[float]:
+        """``embed_query`` awaited."""
+        ...
+
+    async def aembed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """Many short texts embedded as queries."""
+        ...
+
+    def cached_query(self, text: str) -> list[float] | None:
+        """The vector of a query embedded moments ago, if it is still kept."""
         ...
 
 
@@ -392,42 +418,55 @@ def choose_embedding(config: Config, models_dir: Path) -> EmbeddingChoice:
     return EmbeddingChoice(path, spec, *prefixes)
 
 
-def embedder_for(config: Config, worker: LocalModel | None, models_dir: Path) -> LocalEmbedder | None:
+def embedder_for(
+    config: Config, worker: Any, models_dir: Path, runner: ModelRunner | None = None
+) -> LocalEmbedder | RunnerEmbedder | None:
     """The embedder memory.embedding_model names (see :func:`choose_embedding`).
 
     A small embedding model runs on a thread of its own; a chat model's file (the chat model's own
     embeddings, or another chat model named on purpose) runs on ``worker``'s thread, one job at a time
     with chat. None when that is wanted but there is no local chat worker (a scripted or remote model).
+    With ``runner`` (the daemon's and the commands': ``worker`` is then a RunnerModel) the model runs in
+    the model runner's process (runner.py), else in this one (``worker`` a LocalModel, or None).
     """
     choice = choose_embedding(config, models_dir)
+
+    def make(path: Path, params: dict[str, Any], on_worker: Any) -> LocalEmbedder | RunnerEmbedder:
+        spec = LocalEmbedder(path, worker=on_worker if runner is None else None, **params)  # reads the header only
+        if runner is None:
+            return spec
+        from appliance.llm.runner_models import RunnerEmbedder
+
+        return RunnerEmbedder(runner, spec, params, on_worker)
+
     if choice.path is not None:
-        embedder = LocalEmbedder(
-            choice.path,
-            name=choice.name,
-            query_prefix=choice.query_prefix,
-            document_prefix=choice.document_prefix,
-            # 128 tokens hold any message, device profile or tool description, and most facts (a longer
-            # text is embedded in pieces): 16 MiB less llama.cpp working memory than 256 (measured).
-            context_tokens=EMBEDDING_CONTEXT,
-            threads=1,
-            batch_threads=1,
-            memory_margin_mb=config.llm.memory_margin_mb,
-        )
+        # 128 tokens hold any message, device profile or tool description, and most facts (a longer
+        # text is embedded in pieces): 16 MiB less llama.cpp working memory than 256 (measured).
+        params: dict[str, Any] = {
+            "name": choice.name,
+            "query_prefix": choice.query_prefix,
+            "document_prefix": choice.document_prefix,
+            "context_tokens": EMBEDDING_CONTEXT,
+            "threads": 1,
+            "batch_threads": 1,
+            "memory_margin_mb": config.llm.memory_margin_mb,
+        }
+        embedder = make(choice.path, params, None)
         if embedder.is_embedding_model:
             return embedder
+        embedder.close()
     if choice.note:
         log.warning("memory.embedding_model: %s", choice.note)
     if worker is None:
         return None
     path = choice.path or worker.path
-    embedder = LocalEmbedder(
-        path,
-        worker=worker,
-        name=choice.name if choice.path is not None else f"{worker.name} (chat model)",
-        threads=config.llm.threads,
-        batch_threads=config.llm.batch_threads,
-        memory_margin_mb=config.llm.memory_margin_mb,
-    )
+    params = {
+        "name": choice.name if choice.path is not None else f"{worker.name} (chat model)",
+        "threads": config.llm.threads,
+        "batch_threads": config.llm.batch_threads,
+        "memory_margin_mb": config.llm.memory_margin_mb,
+    }
+    embedder = make(path, params, worker)
     embedder.fallback_note = choice.note
     return embedder
 

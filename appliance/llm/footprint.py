@@ -57,8 +57,15 @@ _active = threading.local()
 _sizes: weakref.WeakKeyDictionary[Any, BufferSizes] = weakref.WeakKeyDictionary()
 
 
+_BUFFER_TYPE = re.compile(r"(\S+) model buffer size =")
+buffer_types: set[str] = set()  # where llama.cpp put model weights in this process: CPU_Mapped, CPU_REPACK, AMX, ...
+
+
 def llama_line(text: str) -> None:
     """Called with each llama.cpp log line (any level): feeds the capture running on this thread, if any."""
+    found = _BUFFER_TYPE.search(text)
+    if found:
+        buffer_types.add(found.group(1))
     sizes = getattr(_active, "sizes", None)
     if sizes is not None:
         sizes.feed(text)
@@ -196,6 +203,39 @@ def measure_process_memory(model: Any, embedder: Any = None) -> dict[str, float]
     }
 
 
+def runner_memory(runner: Any) -> dict[str, float] | None:
+    """The model runner process's memory in MiB (None when there is no runner or it is not running).
+
+    The /api/status ``runner_memory`` document: ``rss_mib``, ``pss_mib``, ``anon_mib`` and the PSS of every
+    .gguf file it maps (``maps_mib``, by file name). Read from /proc/PID: ~10 ms, kept ``KEEP_S`` seconds.
+    """
+    global _last_runner
+    pid = getattr(runner, "pid", None)
+    if not pid:
+        return None
+    now = time.monotonic()
+    if _last_runner is not None and _last_runner[1] == pid and now - _last_runner[0] < KEEP_S:
+        return dict(_last_runner[2])
+    rollup = smaps_rollup(pid)
+    if not rollup:
+        return None
+    maps = {
+        Path(path).name: _mib(sizes["Pss"]) for path, sizes in mapped_files(pid=pid).items() if path.endswith(".gguf")
+    }
+    report: dict[str, Any] = {
+        "pid": pid,
+        "rss_mib": _mib(rollup.get("Rss", 0)),
+        "pss_mib": _mib(rollup.get("Pss", 0)),
+        "anon_mib": _mib(rollup.get("Anonymous", 0)),
+        "maps_mib": maps,
+    }
+    _last_runner = (now, pid, report)
+    return dict(report)
+
+
+_last_runner: tuple[float, int, dict[str, Any]] | None = None
+
+
 def _report(thing: Any) -> dict[str, int]:
     memory_report = getattr(thing, "memory_report", None)
     return memory_report() if callable(memory_report) else {}
@@ -282,3 +322,27 @@ def release_embedding_logits(llm: Any) -> int:
     if libc.madvise(start, end - start, MADV_DONTNEED) != 0:
         return 0
     return end - start
+
+
+# --- the C heap ----------------------------------------------------------------------------------------
+
+M_MMAP_THRESHOLD = -3  # glibc's <malloc.h>
+MMAP_THRESHOLD = 128 * 1024  # glibc's own starting value
+
+
+def keep_big_blocks_returnable() -> bool:
+    """Pin glibc's mmap threshold at 128 KiB, so big blocks are mapped on their own and given back when freed.
+
+    glibc starts there but raises the threshold to the size of each mapped block that is freed (up to
+    32 MiB): after a few turns, the model's KV states, prompt reads and embeddings (hundreds of KiB to
+    tens of MiB each, on the model's worker threads) come from those threads' heap arenas instead, and
+    freed they stay resident there. Setting it disables that. Measured after 20 web chats with the
+    packaged model: anonymous memory 201 -> 142 MiB (MALLOC_ARENA_MAX=2 on top: no change). False without
+    glibc (nothing to do).
+    """
+    try:
+        import ctypes
+
+        return bool(ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
+    except (ImportError, OSError, AttributeError):
+        return False

@@ -36,6 +36,7 @@ import yaml
 
 from appliance.config import CHECKOUT_CONFIG
 from tests.bench.common import ROOT, report
+from tests.bench.daemon import children
 from tests.fakes.cloud_api import FakeCloud
 
 _KEY_ENV = "PICOAGENT_BENCH_CLOUD_KEY"
@@ -215,22 +216,23 @@ def _kib(path: str, key: str) -> float:
 
 
 def rss_mib(pid: int) -> float:
-    """Resident memory (VmRSS)."""
-    return _kib(f"/proc/{pid}/status", "VmRSS")
+    """Resident memory (VmRSS) of the daemon and its model runner, when one runs."""
+    return sum(_kib(f"/proc/{p}/status", "VmRSS") for p in (pid, *children(pid)))
 
 
 def pss_mib(pid: int) -> float:
-    """Proportional set size: shared pages (libraries, mapped model files) divided among their users."""
-    return _kib(f"/proc/{pid}/smaps_rollup", "Pss")
+    """Proportional set size (shared pages divided among their users) of the daemon and its model runner."""
+    return sum(_kib(f"/proc/{p}/smaps_rollup", "Pss") for p in (pid, *children(pid)))
 
 
 def mapped_models(pid: int) -> list[str]:
-    """The .gguf files a process has mapped (llama.cpp maps a model's weights when it loads it)."""
+    """The .gguf files a process or its model runner has mapped (llama.cpp maps a model's weights to load it)."""
     names = set()
-    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
-        fields = line.split(maxsplit=5)
-        if len(fields) == 6 and fields[5].endswith(".gguf"):
-            names.add(Path(fields[5]).name)
+    for p in (pid, *children(pid)):
+        for line in Path(f"/proc/{p}/maps").read_text().splitlines():
+            fields = line.split(maxsplit=5)
+            if len(fields) == 6 and fields[5].endswith(".gguf"):
+                names.add(Path(fields[5]).name)
     return sorted(names)
 
 

@@ -29,6 +29,7 @@ from tests.bench import (
     prompt_state,
     recall,
     routing,
+    runner,
     sandbox,
     schedule_words,
     spine,
@@ -99,6 +100,7 @@ def benches(path: Path, size: str = "full") -> dict[str, Callable[[], object]]:
         "e2e": lambda: e2e.bench_e2e(30 if quick else 60),
         "mqtt_discovery": lambda: mqtt.bench_discovery(1 if smoke else 3 if quick else 5),
         "ttft_after_restart": lambda: prompt_state.bench_ttft_after_restart(reps, 4 if smoke else 0),
+        "runner_cost": lambda: runner.bench_runner_cost(1 if smoke else 5, 2 if smoke else 8),
         "ttft_after_side_job": lambda: prompt_state.bench_ttft_after_side_job(path, reps, 4 if smoke else 0),
     }
 

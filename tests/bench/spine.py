@@ -14,6 +14,7 @@ from typing import Any
 
 from appliance.llm.base import ChatMessage, GenerationRequest
 from appliance.llm.local import LocalModel
+from appliance.llm.runner_models import RunnerModel
 from tests.bench.common import PICOAGENT, median_of, report, wall
 
 STORY = [
@@ -40,9 +41,9 @@ def raw_decode_tps(llm: Any, prompt: list[int], n_tokens: int) -> float:
     return (count - 1) / (last - first)
 
 
-def worker_decode_tps(model: LocalModel, n_tokens: int) -> float:
-    """Tokens/s through the appliance's worker (queue, probabilities, stop matching, streaming)."""
-    model._llm.reset()  # the same cold prompt as the raw run: no cache advantage
+def worker_decode_tps(model: RunnerModel, n_tokens: int) -> float:
+    """Tokens/s through the appliance's model: the runner process (pipe, queue, probabilities, stop matching,
+    a token event back to this process each step, streaming)."""
     pieces: list[str] = []
     g = model.generate_sync(
         GenerationRequest(STORY, max_tokens=n_tokens, temperature=0.0, repeat_penalty=1.1, on_token=pieces.append)
@@ -53,19 +54,25 @@ def worker_decode_tps(model: LocalModel, n_tokens: int) -> float:
 
 
 def bench_decode(path: Path, threads: int, n_tokens: int, reps: int) -> None:
+    """Decode speed through the model runner, as the daemon runs it, vs a bare llama-cpp-python loop here
+    with the same model parameters (the same weight repacking: llm.weight_repack auto for this CPU)."""
     from llama_cpp import Llama
 
-    model = LocalModel(path, threads=threads, batch_threads=threads)
+    from appliance.llm import cpu
+    from appliance.llm.runner import apply_repack
+    from appliance.llm.runner_client import ModelRunner
+
+    runner = ModelRunner(state_dir=None)
+    model = RunnerModel(runner, path, threads=threads, batch_threads=threads, prompt_cache_mb=0)
     model.generate_sync(GenerationRequest(STORY, max_tokens=2, temperature=0.0))  # load
-    prompt = model._tokenize(model.render(STORY))
+    apply_repack(cpu.choose_repack("auto").repack)  # the runner's setting, in this process too
     raw = Llama(
         model_path=str(path), n_ctx=2048, n_batch=256, n_threads=threads, n_threads_batch=threads, verbose=False
     )
+    prompt = list(raw.tokenize(render_story(raw).encode(), add_bos=False, special=True))
     raws, ours = [], []
-    for _ in range(reps):
-        # The bare loop runs on the worker's thread too: each calling thread gets its own OpenMP team,
-        # and two teams spinning on two cores would slow whichever ran second.
-        raws.append(model._submit(lambda: raw_decode_tps(raw, prompt, n_tokens)).result())
+    for _ in range(reps):  # one at a time: the runner idles while the bare loop runs, and the other way round
+        raws.append(raw_decode_tps(raw, prompt, n_tokens))
         ours.append(worker_decode_tps(model, n_tokens))
     value, baseline = statistics.median(ours), statistics.median(raws)
     report(
@@ -80,6 +87,18 @@ def bench_decode(path: Path, threads: int, n_tokens: int, reps: int) -> None:
     )
     raw.close()
     model.close()
+
+
+def render_story(llm: Any) -> str:
+    """The story prompt as the chat template in the model file renders it (as LocalModel.render does)."""
+    from llama_cpp import llama_chat_format
+
+    eos = llm._model.token_get_text(llm.token_eos())
+    bos = llm._model.token_get_text(llm.token_bos())
+    formatter = llama_chat_format.Jinja2ChatFormatter(
+        template=llm.metadata["tokenizer.chat_template"], eos_token=eos, bos_token=bos
+    )
+    return str(formatter(messages=[m.as_dict() for m in STORY]).prompt)
 
 
 # --- turn 2 time to first token with a ~1,000-token system prompt -----------------------------------

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from appliance import __version__
 from appliance.agent.loop import ReplyRecord
-from appliance.llm.footprint import process_memory
+from appliance.llm.footprint import process_memory, runner_memory
 from appliance.metrics import Counter, Gauge, Histogram, Registry
 
 if TYPE_CHECKING:
@@ -219,6 +219,8 @@ class WebState:
                 "wanted": wanted,  # what llm.model asks for (auto: this board's choice)
                 "pull": pull,  # its background download and switch (appliance/model_fetch.py), or null
                 "prompt_cache": self.prompt_cache(),
+                # the model runner (appliance/llm/runner_client.py): its process, crashes, fallback, buffer types
+                "runner": runner.status() if (runner := getattr(model, "runner", None)) is not None else None,
             },
             "recent": list(self.recent),
             "series": {
@@ -230,6 +232,7 @@ class WebState:
             "update": _update_status(),
             "web": self.web,
             "process_memory": process_memory(model, getattr(self.runtime.memory, "embedder", None)),
+            "runner_memory": runner_memory(getattr(model, "runner", None)),
             # {"connected", "broker", "reconnects", "last_error", "dropped", "commands", "devices"}; null: mqtt off
             "mqtt": self.mqtt.status() if self.mqtt is not None else None,
             # {"connected", "url", "reconnects", "last_error"}; null: homeassistant off

@@ -163,6 +163,16 @@
           } · prefix ${pc.prefix} · ${Number(pc.ram_mb).toFixed(1)} MB in ${pc.entries} state(s)`,
     );
     renderModelPull(m.pull);
+    renderRunner(m.runner);
+  }
+
+  // The model runner's crashes and fallback (runner_client.summary; `picoagent status` prints the same).
+  function renderRunner(runner) {
+    const line = $("m-runner");
+    line.hidden = !runner || !runner.message;
+    if (line.hidden) return;
+    line.textContent = runner.message;
+    line.className = "model-file " + (runner.mode === "normal" ? "tone-warn" : "tone-bad");
   }
 
   // The wanted model's background pull (model_fetch.status_line says the same in `picoagent status`).
