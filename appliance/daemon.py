@@ -166,7 +166,9 @@ class Daemon:
         # The services devices live in (Home Assistant, the MQTT link), made before the devices that use them;
         # started below.
         self.links = remote_links(self.config)
-        runtime = Runtime.open(self.config, fallback=True, links=self.links)  # the packaged model meanwhile
+        runtime = Runtime.open(  # the packaged model meanwhile (llm.model: auto)
+            self.config, fallback=True, links=self.links, start_model=self.config.llm.preload
+        )
         web_cfg = self.config.web
         auth = Auth(runtime.db, session_ttl_s=web_cfg.session_days * 86400, secure_cookies=web_cfg.secure_cookies)
         self.state = state = WebState(runtime, auth)

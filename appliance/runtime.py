@@ -354,13 +354,15 @@ class Runtime:
         model: ServedModel | None = None,
         fallback: bool = False,
         links: dict[str, Any] | None = None,
+        start_model: bool = False,
     ) -> Runtime:
         """Open the database and workspace and prepare (not yet load) the model.
 
         ``model``: share an existing worker instead (tests share one loaded model); it is not closed.
         ``fallback``: run the packaged model while the wanted one is not installed (see :func:`model_spec`).
         ``links``: the services devices live in, set on the backend before the devices are built (the
-        daemon's, see :func:`remote_links`); None: made here from the config.
+        daemon's, see :func:`remote_links`); None: made here from the config. ``start_model``: start loading
+        the model in its runner now (the daemon with llm.preload, `picoagent chat`).
         """
         root = data_dir(config)
         workspace = Workspace(root / "workspace")
@@ -368,6 +370,8 @@ class Runtime:
             log.info("created %s", created)
         owns_model = model is None
         model = model or local_model(config, fallback=fallback)
+        if start_model and isinstance(model, RunnerModel):
+            model.start_loading()  # the runner starts and loads while the rest is opened here
         scheduler = FairScheduler(model)
         db = Database(root / "picoagent.db")
         store = approval_store(config, db)
@@ -383,6 +387,9 @@ class Runtime:
                 devices.close()
             db.close()
             raise
+        embedder = getattr(memory, "embedder", None)
+        if start_model and embedder is not None and hasattr(embedder, "start_loading"):
+            embedder.start_loading()  # in the runner, beside the chat model
         tools = tool_registry(config, devices, raw, memory, workspace)
         keeper = MemoryKeeper(config.memory, memory, db, scheduler, context_tokens=config.llm.context_tokens)
         cloud = CloudRoute(config, db)

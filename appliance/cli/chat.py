@@ -29,7 +29,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from appliance.runtime import Runtime
 
     config = load(args)
-    runtime = Runtime.open(config)
+    runtime = Runtime.open(config, start_model=True)
     try:
         _schedule_tools(runtime)
         chat = TerminalChat(runtime, session=args.session)

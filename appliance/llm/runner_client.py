@@ -58,6 +58,8 @@ FIX = (
 
 @dataclass
 class Pending:
+    """A request sent to the runner: its future, and for a generation what streams back and the request."""
+
     future: concurrent.futures.Future[Any]
     what: str
     on_text: Callable[[str], None] | None = None
@@ -259,12 +261,13 @@ class ModelRunner:
             if self._objects.pop(oid, None) is None:
                 return
             self.users -= 1
-            if oid in self._opened and self._conn is not None:
-                with contextlib.suppress(OSError, ValueError):
-                    self._conn.send(("close", 0, oid))
             self._opened.discard(oid)
             if self.users <= 0:
-                self.stop()
+                self.stop()  # the process goes: nothing to free in it first
+                return
+            if self._conn is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    self._conn.send(("close", 0, oid))
 
     def stop(self) -> None:
         """Stop the runner (requests in flight fail); a later request starts a new one."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import itertools
 import threading
 from collections.abc import Callable, Sequence
@@ -35,11 +36,11 @@ class RunnerModel:
         self.name = name or self.path.stem
         self.context_tokens = int(params.get("context_tokens", 2048))
         self.oid = f"chat{next(_oids)}"
-        self.threads_used = 0
-        self.load_s = 0.0
         self._loaded_in = 0  # the runner generation the model was loaded in
         self._stats: dict[str, Any] = {"prefix": "none", "prefix_tokens": 0, "ram_mb": 0.0, "entries": 0}
         self._memory: dict[str, int] = {}
+        self.threads_used = 0
+        self.load_s = 0.0
         self._closed = False
         runner.open(self.oid, "chat", {"path": str(self.path), "name": self.name, **params})
 
@@ -55,9 +56,13 @@ class RunnerModel:
                 fix="answers come from the cloud where allowed; " + FIX + "; then restart picoagent",
             )
 
+    def _apply_status(self, status: dict[str, Any]) -> None:
+        """Take the runner's LocalModel.status() (threads of the last reply, load time)."""
+        self.threads_used = int(status.get("threads_used") or self.threads_used)
+        self.load_s = float(status.get("load_s") or self.load_s)
+
     def _loaded(self, status: dict[str, Any]) -> None:
-        self.threads_used = int(status.get("threads_used") or 0)
-        self.load_s = float(status.get("load_s") or 0.0)
+        self._apply_status(status)
         first = self._loaded_in != self.runner.generation
         self._loaded_in = self.runner.generation
         if first:
@@ -65,7 +70,7 @@ class RunnerModel:
             self._refresh()
 
     def _refresh(self) -> None:
-        """Fetch the prompt-state stats and buffer sizes for /api/status, without waiting."""
+        """Fetch the prompt-state stats, buffer sizes and threads for /api/status, without waiting."""
         targets: list[tuple[str, dict[str, Any]]] = [
             ("prompt_cache_stats", self._stats),
             ("memory_report", self._memory),
@@ -76,6 +81,18 @@ class RunnerModel:
             except PicoagentError:
                 return
             future.add_done_callback(partial(_update, target))
+        with contextlib.suppress(PicoagentError):
+            status = self.runner.request("status", ("call", 0, self.oid, "status", ()))
+            status.add_done_callback(lambda f: self._apply_status(f.result()) if f.exception() is None else None)
+
+    def start_loading(self) -> None:
+        """Start the runner and the model's load now, without waiting: the runner imports llama.cpp and maps
+        the model while this process gets the rest ready (a one-shot `picoagent chat -m`)."""
+        if self.runner.chat_off:
+            return
+        with contextlib.suppress(PicoagentError):
+            future = self.runner.request("loading", ("call", 0, self.oid, "load", ()))
+            future.add_done_callback(lambda f: self._loaded(f.result()) if f.exception() is None else None)
 
     async def load(self) -> None:
         """Load the model in the runner."""
@@ -133,7 +150,7 @@ class RunnerModel:
 
     def _finished(self, generation: Generation) -> Generation:
         if not self.loaded:
-            self._loaded({"threads_used": self.threads_used, "load_s": self.load_s})
+            self._loaded({})
         else:
             self._refresh()
         return generation
@@ -221,6 +238,11 @@ class RunnerEmbedder:
     def load(self) -> None:
         """Load the model in the runner now."""
         self._run("load").result()
+
+    def start_loading(self) -> None:
+        """Start loading the model in the runner, without waiting (see RunnerModel.start_loading)."""
+        with contextlib.suppress(PicoagentError):
+            self._run("load")
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One L2-normalised vector per stored text (blocking)."""

@@ -1,7 +1,8 @@
 """What the crash protection costs: llama.cpp in a model runner (a child process) against in this process.
 
 Each side is a fresh process that does the same work with the packaged chat model and the default
-embedding model: load both, embed a sentence, answer a question (the time to its first token timed),
+embedding model: load both, embed a sentence, answer questions (the time from asking to the first token
+arriving in this process: the pipe and the runner's threads included),
 and then its memory is read: PSS of the process, plus its runner child's on the runner side. So the
 difference is what the runner adds (a second interpreter, the pipe) less what the daemon side no longer
 loads (llama_cpp, numpy). The .gguf pages are counted whole on both sides (other processes on a shared
@@ -43,8 +44,14 @@ embedder.embed(["is it stuffy in the living room"])
 ttfts = []
 for n in range(int(sys.argv[3])):
     question = [ChatMessage("user", f"Question {n}: what is the capital of France? Answer in one word.")]
-    g = asyncio.run(model.generate(GenerationRequest(question, max_tokens=8, temperature=0.0)))
-    ttfts.append(g.ttft_s)
+    first = []
+    async def ask():
+        started = time.perf_counter()
+        arrived = lambda piece: first.append(time.perf_counter())
+        request = GenerationRequest(question, max_tokens=8, temperature=0.0, on_token=arrived)
+        await model.generate(request)
+        return first[0] - started
+    ttfts.append(asyncio.run(ask()))
 time.sleep(0.3)
 
 def pss(pid):
