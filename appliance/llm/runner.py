@@ -97,28 +97,35 @@ class ChatHost:
         self.model = LocalModel(path, **params)
 
     def load(self) -> dict[str, Any]:
+        """Load the chat model (on its worker thread); its status."""
         self.model._submit(self.model._load).result()
         return self.status()
 
     def count_tokens(self, messages: list[Any]) -> int:
+        """Tokens of the rendered prompt."""
         return self.model.count_tokens(messages)
 
     def warm_prefix_sync(self, messages: list[Any]) -> dict[str, Any]:
+        """LocalModel.warm_prefix, waited for."""
         import asyncio
 
         return asyncio.run(self.model.warm_prefix(messages))
 
     def prompt_cache_stats(self) -> dict[str, Any]:
+        """The prompt-state cache's figures."""
         return self.model.prompt_cache_stats()
 
     def memory_report(self) -> dict[str, int]:
+        """Bytes of its llama.cpp buffers."""
         return self.model.memory_report()
 
     def status(self) -> dict[str, Any]:
+        """Loaded, threads, load time, queue."""
         m = self.model
         return {"loaded": m.loaded, "threads_used": m.threads_used, "load_s": m.load_s, "queue_depth": m.queue_depth}
 
     def close(self) -> None:
+        """Free it."""
         self.model.close()
 
 
@@ -133,28 +140,35 @@ class EmbedderHost:
         self.embedder = LocalEmbedder(path, worker=worker.model if worker is not None else None, **params)
 
     def load(self) -> dict[str, Any]:
+        """Load the embedding model; its status."""
         self.embedder.load()
         return self.status()
 
     def embed(self, texts: list[str]) -> list[list[float]]:
+        """Vectors of stored texts."""
         return self.embedder.embed(texts)
 
     def embed_query_uncached(self, text: str) -> list[float]:
+        """The vector of a query (the daemon's side keeps the recent ones)."""
         return self.embedder._call(lambda: self.embedder._embed([self.embedder.query_prefix + text]))[0]
 
     def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        """Vectors of many queries."""
         prefix = self.embedder.query_prefix
         batch = [prefix + t for t in texts]
         return self.embedder._call(lambda: self.embedder._embed(batch)) if batch else []
 
     def memory_report(self) -> dict[str, int]:
+        """Bytes of its llama.cpp buffers."""
         return self.embedder.memory_report()
 
     def status(self) -> dict[str, Any]:
+        """Loaded, load time, counts."""
         e = self.embedder
         return {"loaded": e.loaded, "load_s": e.load_s, "embedded": e.embedded, "truncated": e.truncated}
 
     def close(self) -> None:
+        """Free it."""
         self.embedder.close()
 
 
@@ -172,6 +186,7 @@ class Runner:
         self.fault = os.environ.get(FAULT, "")
 
     def send(self, *message: Any) -> None:
+        """Send one message to the daemon (from any thread)."""
         with self._send_lock:
             self.conn.send(message)
 
