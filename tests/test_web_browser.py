@@ -363,6 +363,10 @@ def test_the_model_card_says_when_the_local_model_crashed(page: sync_api.Page, s
     if runner["crashes"] == 0:
         _post(page, "/api/chat", {"message": QUESTION, "session": "crash"})  # the model is loaded and answers
         os.kill(_get(page, "/api/status")["model"]["runner"]["pid"], signal.SIGSEGV)
+        deadline = time.monotonic() + 30
+        while _get(page, "/api/status")["model"]["runner"]["crashes"] == 0:  # the daemon has seen it die
+            assert time.monotonic() < deadline, "the daemon did not notice its runner's crash"
+            time.sleep(0.1)
     page.reload()
     line = page.locator("#m-runner")
     expect(line).to_have_text(

@@ -31,6 +31,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import os
+import resource
 import signal
 import sys
 import threading
@@ -308,6 +309,9 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM (to every process of the unit) reach both; the daemon then says "exit", or its end closes the pipe.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # No core file: a crash of llama.cpp is expected here (the daemon restarts the runner), and a core of the
+    # runner (its models' pages included) would cost the SD card hundreds of MB each time.
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     repack = json.loads(repack_json)
     apply_repack(bool(repack["repack"]))
     from appliance.llm.footprint import keep_big_blocks_returnable
