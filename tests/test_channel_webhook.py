@@ -177,6 +177,39 @@ def test_unsigned_wrong_old_and_replayed_requests_are_refused_and_cost_nothing(
     run(config, scenario)
 
 
+def test_a_replay_with_the_signature_spelled_differently_is_refused_and_acts_once(config: Config) -> None:
+    """The once-only key is the HMAC the Pi computed, not the header's text: case, prefix and spaces change nothing."""
+    config.devices["fan"] = DeviceConfig(driver="relay", pin=6)
+
+    def respelled(sent: str) -> list[str]:
+        digest = sent.removeprefix("sha256=")
+        return [
+            "sha256=" + digest.upper(),  # the hex in upper case
+            "SHA256=" + digest,  # the prefix in upper case
+            "Sha256=" + digest.upper(),
+            f"  {sent} ",  # padded
+            digest,  # no prefix at all
+            "sha256=sha256=" + digest,
+        ]
+
+    async def scenario(h: Harness) -> None:
+        pin = h.runtime.devices.backend.pin_factory.pin(6) if h.runtime.devices else None
+        assert pin is not None and not pin.state
+        for payload in ({"text": "/toggle fan"}, {"text": "what is the weather?"}):
+            body, headers = signed_request(SECRET, payload, timestamp=h.clock())
+            assert (await h.post("ha", body, headers))[0] == 200
+            for variant in respelled(headers["X-Picoagent-Signature"]):
+                status, answer = await h.post("ha", body, {**headers, "X-Picoagent-Signature": variant})
+                assert status in (401, 403) and "error" in answer, (variant, status, answer)
+                if variant.strip().lower() == headers["X-Picoagent-Signature"]:  # a valid signature: a replay
+                    assert status == 403 and "replay" in answer["error"], (variant, answer)
+        assert bool(pin.state) is True  # toggled once, not once per spelling
+        assert len(h.model.history) == 1  # the message reached the model once
+        assert h.runtime.db.value("SELECT count(*) FROM inbound WHERE channel = 'webhook'") == 2
+
+    run(config, scenario)
+
+
 def test_without_bridges_every_request_is_refused_alike(config: Config) -> None:
     async def main() -> None:
         runtime = Runtime.open(config, model=ScriptedModel())

@@ -135,20 +135,21 @@ class WebhookChannel(ChatChannel):
 
     # --- requests in --------------------------------------------------------------------------------
 
-    def check(self, name: str, timestamp: str | None, sent: str | None, body: bytes) -> None:
-        """Raise :class:`Refused` unless ``body`` is signed by bridge ``name``, recently.
+    def check(self, name: str, timestamp: str | None, sent: str | None, body: bytes) -> str:
+        """The signature the Pi computed for ``body``; :class:`Refused` unless bridge ``name`` signed it, recently.
 
         A signature seen before (a replay) is refused by :meth:`ask`: the base records each request's
         signature once (its ``remote_id``, in the database), so a replay after a restart is refused too.
+        That record is the returned signature, never the header's text: the check forgives case and
+        spaces, so the same request sent as ``SHA256=<HEX>`` must still be the same request.
         """
         hook = self.bridges.get(name)
         if not timestamp or not sent:
             raise Refused(401, "the request is not signed", f"a request to bridge {name!r} without a signature")
         if hook is None or not hook.secret:
             raise Refused(401, "unknown bridge or wrong signature", f"a request to {name!r}: no such bridge")
-        if not timestamp.isdigit() or not hmac.compare_digest(
-            sent.strip().lower().encode(), signature(hook.secret, timestamp, body).encode()
-        ):
+        expected = signature(hook.secret, timestamp, body) if timestamp.isdigit() else ""
+        if not expected or not hmac.compare_digest(sent.strip().lower().encode(), expected.encode()):
             raise Refused(401, "unknown bridge or wrong signature", f"a request to {name!r} with a wrong signature")
         now = self.clock()
         if abs(now - int(timestamp)) > TOLERANCE_S:
@@ -157,14 +158,18 @@ class WebhookChannel(ChatChannel):
                 "the request's timestamp is more than 5 minutes off (is the sender's clock right?)",
                 f"a request to {name!r} signed {now - int(timestamp):+.0f} s ago",
             )
+        return expected
 
     def refused(self, exc: Refused, remote: str | None) -> None:
         """Log a refusal: at most one line per few minutes (a flood of them costs nothing else)."""
         if self._refusals.hit("refused") == 0:
             log.warning("webhook: refused %s from %s (%d)", exc.why, remote or "?", exc.status)
 
-    async def ask(self, name: str, body: dict[str, Any], sent: str) -> dict[str, Any]:
-        """Answer one signed request of bridge ``name``: the reply (or a command's answer) as JSON."""
+    async def ask(self, name: str, body: dict[str, Any], signed: str) -> dict[str, Any]:
+        """Answer one signed request of bridge ``name``: the reply (or a command's answer) as JSON.
+
+        ``signed`` is what :meth:`check` returned (the Pi's own HMAC of the request): its once-only key.
+        """
         text, chat = _message(body)
         key = str(next(self._requests))
         incoming = Incoming(
@@ -173,7 +178,7 @@ class WebhookChannel(ChatChannel):
             user_name=str(body.get("user") or name)[:64],
             text=text,
             private=True,
-            remote_id="sig:" + sent.removeprefix("sha256=")[:64],  # a replay after a restart is refused too
+            remote_id="sig:" + signed.removeprefix("sha256="),  # a replay after a restart is refused too
             session=f"{name}:{chat}" if chat else name,
             meta={"chat": chat, "request": key} if chat else {"request": key},
         )

@@ -111,9 +111,8 @@ async def webhook_bridge(request: web.Request) -> web.Response:
         return json_error(413, "the request is too large")
     if channel is None:  # answered like a wrong signature: the URL says nothing about which bridges exist
         return json_error(401, "unknown bridge or wrong signature", fix=REFUSED_FIX)
-    sent = request.headers.get(SIGNATURE_HEADER)
     try:
-        channel.check(name, request.headers.get(TIMESTAMP_HEADER), sent, body)
+        signed = channel.check(name, request.headers.get(TIMESTAMP_HEADER), request.headers.get(SIGNATURE_HEADER), body)
         try:
             data = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -121,7 +120,7 @@ async def webhook_bridge(request: web.Request) -> web.Response:
         if not isinstance(data, dict):
             return json_error(400, 'the body must be a JSON object: {"text": ..., "chat": ...}')
         try:
-            answer = await channel.ask(name, data, sent or "")
+            answer = await channel.ask(name, data, signed)
         except ValueError as exc:
             return json_error(400, str(exc))
     except Refused as exc:

@@ -18,12 +18,18 @@ motion/still, door opened/closed, as for Home Assistant's binary sensors).
 
 The driver blocks like any other (a set waits on a condition, off the event loop); the state callbacks
 run on the event loop and only decode a payload of a few bytes.
+
+A state is anyone's on the broker: one that cannot be read (not a finite number, JSON nested too deeply,
+neither payload) makes the device's state unknown, as a read error saying why, never a wrong value. It is
+logged as one line, at most one per device per :data:`LOG_EVERY_S` with a count of the ones left out, so
+a flood of bad states costs the log (the Pi's SD card) nothing.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -31,7 +37,7 @@ from appliance.hardware.buses import HardwareError
 from appliance.hardware.drivers.base import Buses, DriverSpec, Kind, Reading, Sensor, Wiring
 from appliance.hardware.drivers.homeassistant import EVENTS
 from appliance.hardware.drivers.homeassistant import KINDS as HASS_KINDS
-from appliance.hardware.drivers.template import TemplateError, ValueTemplate, parse_template
+from appliance.hardware.drivers.template import TemplateError, ValueTemplate, finite_number, parse_template, shown
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +45,13 @@ log = logging.getLogger(__name__)
 KINDS: dict[str, Kind] = {name: HASS_KINDS[name] for name in ("switch", "light", "sensor", "binary_sensor")}
 SETTABLE = ("switch", "light")  # the kinds with a command topic
 CONFIRM_S = 2.0  # how long a write waits for the device to report its new state
+LOG_EVERY_S = 60.0  # at most one line per device in this long about the states it could not read
 
 
 class MqttDevice:
     """One device on the broker: its state topic's last state, its command topic's payloads."""
+
+    clock = staticmethod(time.monotonic)  # for the log's throttle (a test moves it)
 
     def __init__(self, link: Any, wiring: Wiring) -> None:
         self.link = link  # appliance.mqtt.link.MqttLink
@@ -61,6 +70,8 @@ class MqttDevice:
         self._error: HardwareError | None = None  # or why the last state could not be read
         self._received = 0  # states arrived so far (a write waits for the next)
         self._callbacks: list[Callable[[str], None]] = []
+        self._logged_at: float | None = None  # when the last unreadable state was logged
+        self._unlogged = 0  # unreadable states since then, not logged
         if self.state_topic:
             link.subscribe(self.state_topic, self._message)
 
@@ -120,6 +131,10 @@ class MqttDevice:
             readings, error = self._decode(payload), None
         except HardwareError as exc:
             readings, error = None, exc
+            self._refused(exc)
+        except Exception as exc:  # a bug some payload found: the state is unknown, its traceback rate-limited too
+            readings, error = None, HardwareError(f"{self.state_topic}: the state could not be read ({exc!r:.80})")
+            self._refused(error, exc)
         with self._changed:
             before = self._readings
             self._readings, self._error = readings, error
@@ -134,13 +149,23 @@ class MqttDevice:
         for callback in list(self._callbacks):
             callback(on_event if on else off_event)
 
+    def _refused(self, error: HardwareError, bug: Exception | None = None) -> None:
+        """Log an unreadable state: one line, at most one per :data:`LOG_EVERY_S`, saying how many were left out."""
+        now = self.clock()
+        if self._logged_at is not None and now - self._logged_at < LOG_EVERY_S:
+            self._unlogged += 1
+            return
+        left_out = f" ({self._unlogged} more since the last such line, not logged)" if self._unlogged else ""
+        self._logged_at, self._unlogged = now, 0
+        log.warning("mqtt: refused a state: %s%s", error.message, left_out, exc_info=bug)
+
     def _decode(self, payload: bytes) -> list[Reading]:
         value = self._render(self.template, payload)
         if self.kind == "sensor":
             try:
-                number = float(value)
-            except (TypeError, ValueError):
-                raise HardwareError(f"{self.state_topic} reported {value!r}, not a number") from None
+                number = finite_number(value)
+            except TemplateError as exc:
+                raise HardwareError(f"{self.state_topic}: {exc}") from None
             return [Reading(self.quantity, number, self.unit)]
         on = self._on(value)
         if self.kind == "binary_sensor":
@@ -151,9 +176,14 @@ class MqttDevice:
             if on and self.brightness_template is not None:
                 raw = self._render(self.brightness_template, payload)
                 try:
-                    level = float(round(float(raw) / self.scale * 100))
-                except (TypeError, ValueError):
-                    raise HardwareError(f"{self.state_topic} reported a brightness of {raw!r}") from None
+                    number = finite_number(raw)
+                except TemplateError:
+                    number = -1.0
+                if not 0 <= number <= self.scale:
+                    raise HardwareError(
+                        f"{self.state_topic} reported a brightness of {shown(raw)}, not a number from 0 to {self.scale}"
+                    )
+                level = float(round(number / self.scale * 100))
             readings.append(Reading("brightness", level, "%"))
         return readings
 
@@ -168,13 +198,13 @@ class MqttDevice:
     def _on(self, value: Any) -> bool:
         if isinstance(value, bool):  # JSON true/false (Zigbee2MQTT's occupancy, contact)
             return value
-        text = str(value)
+        text = str(value) if isinstance(value, (str, int, float)) else None  # JSON lists and objects are no state
         if text == self.payload_on:
             return True
         if text == self.payload_off:
             return False
         raise HardwareError(
-            f"{self.state_topic} reported {text!r}, neither payload_on {self.payload_on!r} "
+            f"{self.state_topic} reported {shown(value)}, neither payload_on {self.payload_on!r} "
             f"nor payload_off {self.payload_off!r}",
             fix="set payload_on/payload_off (or a value_template) to what the device sends",
         )

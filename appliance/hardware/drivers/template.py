@@ -12,12 +12,19 @@ template. People copy those templates, so picoagent reads the common form of the
 No Jinja and no eval: the text is parsed once (at config load) into a path and filters, and a template
 outside the subset is a :class:`TemplateError` naming what is not understood. Rendering a payload that
 lacks the key is a :class:`TemplateError` too, which the driver turns into a reading error.
+
+A payload is anyone's on the broker, so rendering one fails only with a :class:`TemplateError` of one
+short line: a number filter takes finite numbers only (``1e999``, ``NaN`` and an integer too big for a
+float are refused, never passed on as ``inf`` or raised as OverflowError), JSON nested past Python's
+recursion limit is refused, and a payload is quoted cut short.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
+import reprlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +61,8 @@ class ValueTemplate:
                 value = json.loads(text)
             except ValueError:
                 raise TemplateError(f"{self.source} needs JSON, and the state was {_short(text)}") from None
+            except RecursionError:  # [[[[... deeper than the parser goes
+                raise TemplateError(f"{self.source}: the state's JSON is nested too deeply: {_short(text)}") from None
             for step in self.path:
                 try:
                     value = value[step]
@@ -95,18 +104,48 @@ def parse_template(source: str) -> ValueTemplate:
     return ValueTemplate(source.strip(), root.group(1) == "value_json", tuple(path), tuple(filters))
 
 
+def finite_number(value: Any) -> float:
+    """``value`` as a finite float, or a TemplateError: text that is no number, NaN, an infinity, too big."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise TemplateError(f"{shown(value)} is not a number") from None
+    except OverflowError:  # an integer beyond any float
+        raise TemplateError(f"{shown(value)} is too large a number") from None
+    if not math.isfinite(number):
+        raise TemplateError(f"{shown(value)} is not a finite number")
+    return number
+
+
+def shown(value: Any) -> str:
+    """``value`` for a message: its repr, cut short (long text, huge integers, deep or long JSON)."""
+    return _REPR.repr(value)
+
+
 def _apply(name: str, argument: int | None, value: Any, source: str) -> Any:
     if name in ("float", "int", "round"):
         try:
-            number = float(value)
-        except (TypeError, ValueError):
-            raise TemplateError(f"{source}: {value!r} is not a number") from None
+            number = finite_number(value)
+        except TemplateError as exc:
+            raise TemplateError(f"{source}: {exc}") from None
         if name == "int":
             return int(number)
         return round(number, argument or 0) if name == "round" else number
+    if isinstance(value, (dict, list)):  # str() of deep JSON recurses, and is no state anyway
+        raise TemplateError(f"{source}: {shown(value)} is not text")
     text = str(value)
     return text.lower() if name == "lower" else text.upper() if name == "upper" else text.strip()
 
 
 def _short(text: str, limit: int = 80) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def _repr() -> reprlib.Repr:
+    shortened = reprlib.Repr()
+    shortened.maxstring = shortened.maxother = shortened.maxlong = 80
+    shortened.maxlevel, shortened.maxlist, shortened.maxdict = 2, 4, 4
+    return shortened
+
+
+_REPR = _repr()
