@@ -138,10 +138,10 @@ class HostCanaries:
         """What of the host the sandbox reaches ([] when nothing); ``run`` runs a command in it, returns its output."""
         name = f"isolation-probe-{uuid.uuid4().hex}"
         output = run(shlex.join(["python3", "-c", PROBE, name, *map(str, self.places)]))
-        problems = [f"created from inside: {p}" for place in self.places for p in place.rglob(name)]
-        for place in self.places:
-            for made in place.rglob(name):
-                made.unlink()
+        made = sorted({path for place in self.places for path in place.rglob(name)})
+        problems = [f"created from inside: {path}" for path in made]
+        for path in made:
+            path.unlink()
         answers = [line for line in output.splitlines() if line.startswith("{")]
         if not answers:
             return [*problems, f"the isolation probe gave no answer; the sandbox said: {output[:800]!r}"]

@@ -318,7 +318,7 @@ def test_the_sandbox_reaches_nothing_of_the_host(scene: Scene) -> None:
 def _with_host_tmp(argv: list[str]) -> list[str]:
     """The sandbox's command line with the host's /tmp bound read-write instead of a private tmpfs."""
     at = argv.index("/tmp", argv.index("/proc"))
-    assert argv[at - 3 : at] == ["--size", str(sandbox.TMP_BYTES), "--tmpfs"], argv
+    assert argv[at - 3 : at] == ["--size", str(sandbox.TMP_BYTES), "--tmpfs"], f"no private /tmp in {argv}"
     return [*argv[: at - 3], "--bind", "/tmp", "/tmp", *argv[at + 1 :]]
 
 
