@@ -82,6 +82,20 @@ def test_when_namespaces_are_refused_the_reason_points_at_the_sandbox_service(
     assert "sandbox_socket" in problem.fix and "user.max_user_namespaces" in problem.fix
 
 
+@needs_bwrap
+def test_a_broken_command_line_is_the_sandboxs_fault_not_the_machines(
+    monkeypatch: pytest.MonkeyPatch, unprobed: None
+) -> None:
+    """needs_bwrap skips on machine_problem only: a bwrap_argv that bubblewrap refuses fails the tests."""
+    real = sandbox.bwrap_argv
+    monkeypatch.setattr(sandbox, "bwrap_argv", lambda *args, **kw: [*real(*args, **kw)[:1], "--no-such-option"])
+    assert sandbox.machine_problem() is None
+    problem = sandbox.check()
+    assert (
+        problem is not None and "could not set up the sandbox" in problem.reason and "--no-such-option" in str(problem)
+    )
+
+
 def test_a_configured_socket_that_is_missing_is_reported(tmp_path: Path) -> None:
     config = ShellConfig(sandbox_socket=str(tmp_path / "none.sock"))
     problem = shell.unavailable(config)

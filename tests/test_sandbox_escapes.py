@@ -1,10 +1,15 @@
 """Escape attempts through the shell tool, each checked against the same invariants.
 
 A stand-in for the appliance's state sits around the workspace: the database and the secrets file
-next to it, canary files elsewhere, a secret in our environment, a TCP listener on every interface,
-an abstract Unix socket, and a "daemon" process. After every attempt: the canaries are unchanged
-and nothing new appeared next to them, the secret is absent from what the model reads, the listeners
-saw no connection, the daemon lives, and no process of the sandbox is left running.
+next to it, canary files elsewhere (one folder under the host's /tmp), a secret in our environment, a
+TCP listener on every interface, an abstract Unix socket, and a "daemon" process. After every attempt:
+the canaries are unchanged and nothing new appeared next to them, the secret is absent from what the
+model reads, the listeners saw no connection, the daemon lives, and no process of the sandbox is left.
+
+The attempts are real (``rm -rf --no-preserve-root /`` among them) and the suite often runs as root, so
+none runs before a harmless probe through the same tool has shown that the sandbox reaches none of
+the canaries and writes to no host file system but the workspace (``tests/sandbox_guard.py``). When it
+does, every attempt fails unrun, saying what the probe found.
 """
 
 from __future__ import annotations
@@ -28,8 +33,10 @@ from appliance.config import ShellConfig
 from appliance.tools import sandbox, shell
 from appliance.tools.registry import Redactor, ToolRegistry
 from appliance.tools.result import ToolResult
+from tests.helpers import needs_bwrap
+from tests.sandbox_guard import HostCanaries, isolation_failure
 
-pytestmark = pytest.mark.skipif(sandbox.check() is not None, reason=f"bubblewrap cannot run here: {sandbox.check()}")
+pytestmark = needs_bwrap
 
 SECRET = "tg-7781:SeCrEt-ValUe-42"
 TOOL_TIMEOUT_S = 4.0  # the sandbox stops commands at 3 s
@@ -43,14 +50,18 @@ class Scene:
     workspace: Path
     data: Path
     outside: Path
-    tmp_canary: Path
     secrets: Path
     port: int
     abstract: str
     daemon: subprocess.Popen[bytes]
     registry: ToolRegistry
+    canaries: HostCanaries
     connections: list[str] = field(default_factory=list)
-    snapshot: dict[Path, bytes] = field(default_factory=dict)
+    open_to_host: list[str] = field(default_factory=list)  # what the isolation probe found
+
+    @property
+    def tmp_canary(self) -> Path:
+        return self.canaries.tmp_folder / "canary.txt"
 
     def fill(self, text: str) -> str:
         """The attempt's command with this scene's paths and numbers."""
@@ -71,14 +82,10 @@ class Scene:
             text = text.replace("{" + key + "}", str(value))
         return text
 
-    def files(self) -> dict[Path, bytes]:
-        """Every file outside the workspace that we watch, with its content."""
-        found = {self.tmp_canary: self.tmp_canary.read_bytes()}
-        for path in sorted(self.root.rglob("*")):
-            if self.workspace in path.parents or path == self.workspace or not path.is_file():
-                continue
-            found[path] = path.read_bytes()
-        return found
+    def run(self, command: str) -> str:
+        """What ``command`` printed in the sandbox, through the tool (no invariants checked)."""
+        result = asyncio.run(self.registry.execute("shell", {"command": command}, timeout_s=TOOL_TIMEOUT_S + 2))
+        return result.output + (result.error or "")
 
 
 def _listen(scene_connections: list[str]) -> tuple[socket.socket, socket.socket, int, str]:
@@ -120,9 +127,7 @@ def scene() -> Iterator[Scene]:
         secrets.parent.mkdir()
         secrets.write_text(f"TELEGRAM_TOKEN={SECRET}\n")
         (workspace / "SOUL.md").write_text("I am Pico.\n")
-        tmp_fd, tmp_name = tempfile.mkstemp(prefix="picoagent-tmp-canary-")
-        os.write(tmp_fd, b"CANARY-HOST-TMP\n")
-        os.close(tmp_fd)
+        canaries = HostCanaries(workspace, root, outside, secrets.parent)  # and a folder under the host's /tmp
         connections: list[str] = []
         tcp, unix, port, abstract = _listen(connections)
         daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)", "stand-in-daemon"])
@@ -131,9 +136,9 @@ def scene() -> Iterator[Scene]:
         shell.register(registry, config, workspace, TOOL_TIMEOUT_S)
         old_env = os.environ.get("TELEGRAM_TOKEN")
         os.environ["TELEGRAM_TOKEN"] = SECRET  # as the daemon would hold it
-        scene = Scene(root, workspace, data, outside, Path(tmp_name), secrets, port, abstract, daemon, registry)
+        scene = Scene(root, workspace, data, outside, secrets, port, abstract, daemon, registry, canaries)
         scene.connections = connections
-        scene.snapshot = scene.files()
+        scene.open_to_host = canaries.probe(scene.run)  # harmless: before any attempt
         try:
             yield scene
         finally:
@@ -145,7 +150,7 @@ def scene() -> Iterator[Scene]:
             daemon.wait()
             tcp.close()
             unix.close()
-            Path(tmp_name).unlink(missing_ok=True)
+            canaries.remove()
 
 
 def _mount_ns(pid: str) -> str:
@@ -162,7 +167,11 @@ def _foreign_processes() -> set[str]:
 
 
 def attempt(scene: Scene, command: str) -> ToolResult:
-    """Run one attempt through the tool and check every invariant; the result, for specific checks."""
+    """Run one attempt through the tool and check every invariant; the result, for specific checks.
+
+    Only in a sandbox the isolation probe found closed: otherwise the test fails without running it."""
+    if scene.open_to_host:
+        pytest.fail(isolation_failure(scene.open_to_host))
     before = _foreign_processes()
     scene.connections.clear()  # an earlier failure is that attempt's, not this one's
     result = asyncio.run(
@@ -170,7 +179,8 @@ def attempt(scene: Scene, command: str) -> ToolResult:
     )
     text = result.output + (result.error or "")
     assert SECRET not in text
-    assert scene.files() == scene.snapshot, "a file outside the workspace changed or appeared"
+    changed = scene.canaries.changes()
+    assert not changed, f"files outside the workspace changed or appeared: {changed}"
     assert scene.connections == [], f"the sandbox reached a listener: {scene.connections}"
     assert scene.daemon.poll() is None, "the stand-in daemon died"
     deadline = time.monotonic() + 2
@@ -297,3 +307,45 @@ def test_the_workspace_itself_works(scene: Scene) -> None:
     assert (scene.workspace / "made.txt").read_text() == "hello\n"
     failing = attempt(scene, "exit 3")
     assert failing.output == "[exit code 3]"
+
+
+def test_the_sandbox_reaches_nothing_of_the_host(scene: Scene) -> None:
+    """The probe that guards the attempts above: no canary seen or written, no host file system writable."""
+    assert scene.open_to_host == [], isolation_failure(scene.open_to_host)
+    assert scene.canaries.changes() == []
+
+
+def _with_host_tmp(argv: list[str]) -> list[str]:
+    """The sandbox's command line with the host's /tmp bound read-write instead of a private tmpfs."""
+    at = argv.index("/tmp", argv.index("/proc"))
+    assert argv[at - 3 : at] == ["--size", str(sandbox.TMP_BYTES), "--tmpfs"], f"no private /tmp in {argv}"
+    return [*argv[: at - 3], "--bind", "/tmp", "/tmp", *argv[at + 1 :]]
+
+
+def test_the_probe_finds_the_hosts_tmp_bound_writable(tmp_path: Path) -> None:
+    """The regression that once let these attempts delete files under the host's /tmp, made on purpose
+    (only the harmless probe runs in it): the probe must see it, or the guard guards nothing."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    canaries = HostCanaries(workspace)
+
+    def run_open(command: str) -> str:
+        bwrap = sandbox.bwrap_path()
+        assert bwrap is not None
+        filter_fd = sandbox.seccomp_fd()
+        try:
+            argv = _with_host_tmp(sandbox.bwrap_argv(bwrap, workspace, command, filter_fd))
+            done = subprocess.run(
+                argv, capture_output=True, text=True, timeout=30, pass_fds=(filter_fd,), env={"PATH": "/usr/bin:/bin"}
+            )
+        finally:
+            os.close(filter_fd)
+        return done.stdout + done.stderr
+
+    try:
+        problems = canaries.probe(run_open)
+        assert f"writable inside: {canaries.tmp_folder}" in problems, problems
+        assert "writable inside at /tmp: the host's /tmp" in " ".join(problems), problems
+        assert canaries.changes() == []  # the probe's own files are gone again
+    finally:
+        canaries.remove()

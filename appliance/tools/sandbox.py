@@ -429,32 +429,51 @@ def check() -> SandboxUnavailable | None:
     return _probed["result"]
 
 
-def _probe() -> SandboxUnavailable | None:
+def machine_problem() -> SandboxUnavailable | None:
+    """Why bubblewrap cannot run here at all, whatever we ask of it (None when it can).
+
+    Not installed, no seccomp table for this architecture, root without a pids cgroup, or namespaces
+    refused to a minimal bwrap that does not use ``bwrap_argv``: a fault of that command line is not the
+    machine's, so the tests skip on this and fail on ``check``.
+    """
     bwrap = bwrap_path()
     if bwrap is None:
         return SandboxUnavailable("bubblewrap is not installed", FIX_INSTALL)
     if os.getuid() == 0 and not process_cap_available():
         return SandboxUnavailable(ROOT_UNCAPPED, FIX_ROOT)
-    probe_dir = Path("/tmp") if os.access("/tmp", os.W_OK) else Path.cwd()
     try:
-        filter_fd = seccomp_fd()
+        os.close(seccomp_fd())
     except SandboxUnavailable as exc:
         return exc
+    minimal = [bwrap, "--unshare-all", "--unshare-user", "--ro-bind", "/", "/", "--", "true"]
+    return _refused(minimal, (), "bubblewrap cannot create its namespaces here")
+
+
+def _probe() -> SandboxUnavailable | None:
+    problem = machine_problem()
+    if problem is not None:
+        return problem
+    bwrap = bwrap_path()
+    assert bwrap is not None
+    probe_dir = Path("/tmp") if os.access("/tmp", os.W_OK) else Path.cwd()
+    filter_fd = seccomp_fd()
+    try:
+        argv = bwrap_argv(bwrap, probe_dir, "exit 0", filter_fd)
+        return _refused(argv, (filter_fd,), "bubblewrap could not set up the sandbox here")
+    finally:
+        os.close(filter_fd)
+
+
+def _refused(argv: list[str], fds: tuple[int, ...], what: str) -> SandboxUnavailable | None:
+    """Why ``argv`` (a bwrap that runs a command doing nothing) failed, as ``what`` (reason); None when it ran."""
     try:
         done = subprocess.run(
-            bwrap_argv(bwrap, probe_dir, "exit 0", filter_fd),
-            capture_output=True,
-            timeout=10,
-            env={"PATH": SANDBOX_PATH},
-            pass_fds=(filter_fd,),
-            check=False,
+            argv, capture_output=True, timeout=10, env={"PATH": SANDBOX_PATH}, pass_fds=fds, check=False
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return SandboxUnavailable(f"bubblewrap did not run: {exc}", FIX_INSTALL)
-    finally:
-        os.close(filter_fd)
     if done.returncode != 0:
         said = done.stderr.decode(errors="replace").strip().splitlines()
         reason = said[-1] if said else f"exit code {done.returncode}"
-        return SandboxUnavailable(f"bubblewrap cannot create its namespaces here ({reason})", FIX_USERNS)
+        return SandboxUnavailable(f"{what} ({reason})", FIX_USERNS)
     return None
