@@ -18,6 +18,7 @@ from appliance.channels.pairing import create_code, prune_inbound
 from appliance.channels.registry import state_of
 from appliance.config import Config, DeviceConfig
 from appliance.llm.scripted import ScriptedModel
+from appliance.notify import Notifier, recent
 from appliance.outbox import Outbox
 from appliance.runtime import Runtime
 from tests.fakes.chat_platform import MemoryChannel, platform_class
@@ -152,6 +153,47 @@ def test_a_reply_that_cannot_be_shown_goes_to_the_outbox_and_is_delivered_once_b
         await eventually(lambda: ch.delivered, what="the stored reply to be delivered")
         ((chat, text),) = ch.delivered
         assert chat == f"dm-{OWNER}" and text.startswith("echo: are you there")
+
+    run(config, scenario)
+
+
+def test_a_message_that_can_never_be_sent_is_marked_failed_on_the_feed_and_blocks_none_after_it(
+    config: Config,
+) -> None:
+    """The shared delivery (every channel's, Telegram's too): a send that raises instead of answering
+    sent/retry/failed is a message its platform cannot build; it fails once, says so, and the rest go."""
+
+    async def scenario(ch: MemoryChannel) -> None:
+        notifier = Notifier(ch.outbox, {"memory": ch}, lambda: ["memory"])
+        ch.broken["Alarm: smoke"] = ValueError("Header values may not contain linefeed or carriage return characters")
+        ch.broken["a reply"] = TypeError("unsupported operand")
+        notifier.notify("Alarm: smoke", "event")
+        ch.outbox.enqueue("memory", OWNER, "a reply", "reply")
+        notifier.notify("Backup finished", "task")  # the owner's chat, after the two that cannot go
+        ch.outbox.enqueue("memory", "dm-other", "to someone else", "reply")
+        await eventually(lambda: len(ch.delivered) == 2, what="the messages after the broken ones")
+        assert ch.delivered == [(OWNER, "Backup finished"), ("dm-other", "to someone else")]
+        await eventually(lambda: ch.outbox.pending_count("memory") == 0, what="the broken ones to be settled")
+        rows = ch.db.rows("SELECT text, status, last_error FROM outbox ORDER BY id")
+        assert [(text, status) for text, status, _ in rows][:2] == [("Alarm: smoke", "failed"), ("a reply", "failed")]
+        assert "ValueError: Header values may not contain" in rows[0][2] and "TypeError" in rows[1][2]
+
+        feed = recent(ch.db)
+        [alarm] = [item for item in feed if item["text"] == "Alarm: smoke"]
+        assert alarm["delivery"] == "failed" and "linefeed" in alarm["error"]
+        [lost] = [item for item in feed if item["kind"] == "undelivered"]  # a reply is not in the feed: now it is
+        assert lost["channel"] == "memory" and lost["delivery"] == "failed" and "TypeError" in lost["error"]
+        assert lost["text"] == f"A reply to {OWNER} on memory could not be sent: a reply"
+        assert [item["delivery"] for item in feed if item["text"] == "Backup finished"] == ["sent"]
+
+        # A network error that escapes a platform's send is worth another try: pending, not failed.
+        ch.broken["Door open"] = ConnectionResetError("reset by peer")
+        notifier.notify("Door open", "event")
+        await eventually(
+            lambda: ch.db.value("SELECT attempts FROM outbox WHERE text = 'Door open'") == 1, what="one attempt"
+        )
+        status, error = ch.db.rows("SELECT status, last_error FROM outbox WHERE text = 'Door open'")[0]
+        assert status == "pending" and error == "ConnectionResetError: reset by peer"
 
     run(config, scenario)
 
