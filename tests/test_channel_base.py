@@ -12,14 +12,17 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+import pytest
+
 from appliance.channels.base import Incoming, as_text, button_command
 from appliance.channels.commands import Button, Said
 from appliance.channels.pairing import create_code, prune_inbound
-from appliance.channels.registry import state_of
+from appliance.channels.registry import CHANNELS, build, state_of
+from appliance.cli.channels import feed_lines
 from appliance.config import Config, DeviceConfig
 from appliance.llm.scripted import ScriptedModel
 from appliance.notify import Notifier, recent
-from appliance.outbox import Outbox
+from appliance.outbox import Delivery, Outbox, Outcome, OutMessage
 from appliance.runtime import Runtime
 from tests.fakes.chat_platform import MemoryChannel, platform_class
 from tests.helpers import eventually
@@ -181,6 +184,7 @@ def test_a_message_that_can_never_be_sent_is_marked_failed_on_the_feed_and_block
         feed = recent(ch.db)
         [alarm] = [item for item in feed if item["text"] == "Alarm: smoke"]
         assert alarm["delivery"] == "failed" and "linefeed" in alarm["error"]
+        assert feed_lines([alarm])[0].endswith(f"Alarm: smoke  [memory: failed ({alarm['error']})]")  # status
         [lost] = [item for item in feed if item["kind"] == "undelivered"]  # a reply is not in the feed: now it is
         assert lost["channel"] == "memory" and lost["delivery"] == "failed" and "TypeError" in lost["error"]
         assert lost["text"] == f"A reply to {OWNER} on memory could not be sent: a reply"
@@ -196,6 +200,38 @@ def test_a_message_that_can_never_be_sent_is_marked_failed_on_the_feed_and_block
         assert status == "pending" and error == "ConnectionResetError: reset by peer"
 
     run(config, scenario)
+
+
+@pytest.mark.parametrize("name", list(CHANNELS))
+def test_every_channels_delivery_fails_a_message_its_send_raises_for_and_sends_the_next(
+    name: str, config: Config
+) -> None:
+    """Each real channel delivers through the shared :class:`Delivery` (not a loop of its own), so the
+    guard above holds for all of them: here its send raises for the first message of the owner's chat."""
+
+    async def main() -> None:
+        runtime = Runtime.open(config, model=ScriptedModel())
+        try:
+            outbox = Outbox(runtime.db)
+            channel = build(name, config, runtime, outbox)
+            assert isinstance(channel.delivery, Delivery) and channel.delivery.outbox is outbox
+            broken = outbox.enqueue(name, "owner", "cannot be built", "event")
+            after = outbox.enqueue(name, "owner", "the next one", "event")
+
+            async def send(message: OutMessage) -> Outcome:
+                if message.id == broken:
+                    raise ValueError("Header values may not contain linefeed or carriage return characters")
+                outbox.mark_sent(message.id)
+                return "sent"
+
+            channel.delivery.send = send
+            assert await channel.delivery.deliver_due() == 1
+            statuses = dict(runtime.db.rows("SELECT id, status FROM outbox"))
+            assert statuses == {broken: "failed", after: "sent"}
+        finally:
+            runtime.close()
+
+    asyncio.run(main())
 
 
 def test_a_refused_channel_stays_off_with_its_reason(config: Config) -> None:
