@@ -31,7 +31,7 @@ from appliance.channels.registry import state_of
 from appliance.config import Config, DeviceConfig
 from appliance.llm.base import Generation, GenerationRequest
 from appliance.llm.scripted import ScriptedModel
-from appliance.notify import Notifier
+from appliance.notify import Notifier, recent
 from appliance.outbox import Outbox
 from appliance.runtime import Runtime
 from tests.fakes.clock import ManualClock
@@ -364,6 +364,16 @@ def test_a_subject_that_decodes_to_a_line_break_is_answered_on_one_line_and_stop
         [_, alarm, doorbell] = await h.replies(3)
         assert alarm["Subject"] == "Alarm Bcc: thief@else.test" and doorbell["Subject"] == "Doorbell: pressed"
         assert [r.rcpt_tos for r in h.mail.smtp.received] == [(h.owner.address,)] * 3  # no Bcc anywhere
+
+        # A row that can never be built (no address to send it to): failed, on the feed, and the next one goes.
+        lost = h.outbox.enqueue("email", "owner\r\nBcc: thief@else.test", "Backup finished", "reply")
+        notifier.notify("Window open", "event")
+        [*_, window] = await h.replies(4)
+        assert window["Subject"] == "Window open"
+        status, error = h.runtime.db.rows("SELECT status, last_error FROM outbox WHERE id = ?", (lost,))[0]
+        assert status == "failed" and error.startswith("ValueError: ") and "is not an e-mail address" in error
+        [feed] = [item for item in recent(h.runtime.db) if item["kind"] == "undelivered"]
+        assert feed["delivery"] == "failed" and feed["text"].endswith("could not be sent: Backup finished")
 
     run(config, mail, scenario)
 
