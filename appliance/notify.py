@@ -3,9 +3,10 @@
 Each message is stored in the ``notifications`` feed (the status page and ``picoagent status`` show it
 even when no chat channel is set up) and, in the same transaction, in the outbox of the first channel
 in ``notify.owner`` that is up and knows the owner (when none is up: the first that knows the owner, which
-delivers it when it is back). :meth:`Notifier.reroute` moves a message that waited longer than
-``notify.fallback_after_s`` on a channel that is down to the next channel that is up, so a Telegram
-outage does not swallow a fire alarm that e-mail could carry.
+delivers it when it is back); a message that can never be sent shows as failed with the reason
+(:mod:`appliance.outbox` adds a row for a reply that failed). :meth:`Notifier.reroute` moves a message
+that waited longer than ``notify.fallback_after_s`` on a channel that is down to the next channel that
+is up, so a Telegram outage does not swallow a fire alarm that e-mail could carry.
 """
 
 from __future__ import annotations
@@ -162,8 +163,8 @@ class Notifier:
 def recent(db: Database, *, after_id: int = 0, limit: int = FEED_LIMIT) -> list[dict[str, Any]]:
     """The newest notifications (after ``after_id``), newest first, with where each went and whether it arrived."""
     rows = db.rows(
-        "SELECT n.id, n.created_at, n.kind, n.text, n.channel, o.status, o.sent_at FROM notifications n"
-        " LEFT JOIN outbox o ON o.id = n.outbox_id WHERE n.id > ? ORDER BY n.id DESC LIMIT ?",
+        "SELECT n.id, n.created_at, n.kind, n.text, n.channel, o.status, o.sent_at, o.last_error"
+        " FROM notifications n LEFT JOIN outbox o ON o.id = n.outbox_id WHERE n.id > ? ORDER BY n.id DESC LIMIT ?",
         (after_id, min(limit, FEED_LIMIT)),
     )
     return [
@@ -175,6 +176,7 @@ def recent(db: Database, *, after_id: int = 0, limit: int = FEED_LIMIT) -> list[
             "channel": channel,
             "delivery": "not sent (no channel)" if channel is None else (status or "unknown"),
             "sent_at": sent_at,
+            "error": error if status == "failed" else None,  # why it never arrived
         }
-        for i, at, kind, text, channel, status, sent_at in rows
+        for i, at, kind, text, channel, status, sent_at, error in rows
     ]

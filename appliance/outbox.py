@@ -5,8 +5,16 @@ the other end, so they go through this table. A channel's :class:`Delivery` take
 hands each to the channel's ``send``, and marks it sent only when the remote side accepted it; a
 failure schedules a retry with backoff (or the server's own Retry-After). Messages to one chat go out
 in order: a message waiting for its retry holds back the younger ones of its chat. After a restart
-the loop simply picks up what is pending. :class:`Outbox` holds every SQL statement on the table;
-which channel a proactive message goes to is :mod:`appliance.notify`'s choice.
+the loop simply picks up what is pending.
+
+A send that raises instead of saying how it went is a message its platform can never take (it cannot
+even be built: an e-mail subject with a line break did that, issue 31) or a bug: sending it again would
+raise again and, oldest first, hold back every message after it. So it is marked failed and the pass
+goes on; only a network error (``OSError``, ``TimeoutError``) that slipped through is retried. Every
+message marked failed is said on the notifications feed: a notification's own row shows it, and a
+reply (not in the feed) gets a row saying it was not delivered. :class:`Outbox` holds every SQL
+statement on the table (and that feed row); which channel a proactive message goes to is
+:mod:`appliance.notify`'s choice.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -32,6 +41,8 @@ DELIVERY_POLL_S = 1.0  # the outbox is also checked this often, so no enqueuer h
 # What a channel's send made of one message: accepted; to be retried; never deliverable; or the
 # server asked everyone to wait (flood control), which ends the pass.
 Outcome = Literal["sent", "retry", "failed", "paused"]
+TRANSIENT = (OSError, TimeoutError)  # raised by a send: worth another try; anything else never will be
+FEED_EXCERPT = 80  # how much of an undelivered reply the feed quotes
 
 
 @dataclass(frozen=True)
@@ -97,10 +108,12 @@ class Outbox:
         """It failed; try again later (the server's Retry-After when it gave one, else backoff)."""
         attempts = message.attempts + 1
         if attempts >= MAX_ATTEMPTS:
-            self.db.write(
-                "UPDATE outbox SET status = 'failed', attempts = ?, last_error = ? WHERE id = ?",
-                (attempts, error, message.id),
-            )
+            with self.db.transaction() as conn:
+                conn.execute(
+                    "UPDATE outbox SET status = 'failed', attempts = ?, last_error = ? WHERE id = ?",
+                    (attempts, error, message.id),
+                )
+                self._tell_feed(conn, message.id)
             log.error("giving up on outbound message %d after %d attempts: %s", message.id, attempts, error)
             return
         delay = retry_after_s if retry_after_s is not None else BACKOFF_S[min(attempts - 1, len(BACKOFF_S) - 1)]
@@ -110,8 +123,10 @@ class Outbox:
         )
 
     def mark_failed(self, message_id: int, error: str) -> None:
-        """It can never be delivered (the chat is gone, the bot was blocked)."""
-        self.db.write("UPDATE outbox SET status = 'failed', last_error = ? WHERE id = ?", (error, message_id))
+        """It can never be delivered (the chat is gone, the bot was blocked); the feed says so."""
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE outbox SET status = 'failed', last_error = ? WHERE id = ?", (error, message_id))
+            self._tell_feed(conn, message_id)
 
     def mark_undelivered(self, channel: str, remote_id: str, error: str) -> bool:
         """The platform accepted a message (marked sent) and reported later that it never arrived; True if found."""
@@ -121,7 +136,22 @@ class Outbox:
                 " WHERE channel = ? AND remote_id = ? AND status = 'sent'",
                 (error, channel, remote_id),
             ).rowcount
+            for (message_id,) in conn.execute(
+                "SELECT id FROM outbox WHERE channel = ? AND remote_id = ? AND status = 'failed'", (channel, remote_id)
+            ).fetchall():
+                self._tell_feed(conn, int(message_id))
         return changed > 0
+
+    def _tell_feed(self, conn: sqlite3.Connection, message_id: int) -> None:
+        """A failed message on the notifications feed: a notification shows it in its own row (the feed
+        reads the outbox's status and error); any other message (a reply) gets a row saying so."""
+        conn.execute(
+            "INSERT INTO notifications (created_at, kind, text, channel, outbox_id)"
+            " SELECT ?, 'undelivered', 'A ' || kind || ' to ' || chat_id || ' on ' || channel"
+            " || ' could not be sent: ' || substr(text, 1, ?), channel, id FROM outbox"
+            " WHERE id = ? AND NOT EXISTS (SELECT 1 FROM notifications WHERE outbox_id = ?)",
+            (self.clock(), FEED_EXCERPT, message_id, message_id),
+        )
 
     def keep_unsent(self, message_id: int, rest: str) -> None:
         """Part of a long message went out: only the rest stays to send, so a retry repeats nothing."""
@@ -222,7 +252,7 @@ class Delivery:
                 if message.chat_id in blocked or not queue or queue[0] != message.id:
                     blocked.add(message.chat_id)  # an older message of this chat waits for its retry
                     continue
-                outcome = await self.send(message)
+                outcome = await self._send(message)
                 if outcome == "paused":
                     break
                 if outcome == "retry":
@@ -231,3 +261,26 @@ class Delivery:
                 queue.pop(0)
                 accepted += outcome == "sent"
             return accepted
+
+    async def _send(self, message: OutMessage) -> Outcome:
+        """``send``, with what it raised turned into an outcome: a network error retried, anything else failed."""
+        try:
+            return await self.send(message)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, TRANSIENT):
+                log.warning("%s: message %d not delivered (%s); will retry", self.channel, message.id, error)
+                await self.outbox.db.call(self.outbox.mark_retry, message, error)
+                return "retry"
+            log.error(
+                "%s: message %d to %s can never be sent (%s); marked failed, the next ones go on",
+                self.channel,
+                message.id,
+                message.chat_id,
+                error,
+                exc_info=not isinstance(exc, PicoagentError | ValueError),  # a bug: its traceback, once
+            )
+            await self.outbox.db.call(self.outbox.mark_failed, message.id, error)
+            return "failed"

@@ -12,13 +12,17 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+import pytest
+
 from appliance.channels.base import Incoming, as_text, button_command
 from appliance.channels.commands import Button, Said
 from appliance.channels.pairing import create_code, prune_inbound
-from appliance.channels.registry import state_of
+from appliance.channels.registry import CHANNELS, build, state_of
+from appliance.cli.channels import feed_lines
 from appliance.config import Config, DeviceConfig
 from appliance.llm.scripted import ScriptedModel
-from appliance.outbox import Outbox
+from appliance.notify import Notifier, recent
+from appliance.outbox import Delivery, Outbox, Outcome, OutMessage
 from appliance.runtime import Runtime
 from tests.fakes.chat_platform import MemoryChannel, platform_class
 from tests.helpers import eventually
@@ -154,6 +158,80 @@ def test_a_reply_that_cannot_be_shown_goes_to_the_outbox_and_is_delivered_once_b
         assert chat == f"dm-{OWNER}" and text.startswith("echo: are you there")
 
     run(config, scenario)
+
+
+def test_a_message_that_can_never_be_sent_is_marked_failed_on_the_feed_and_blocks_none_after_it(
+    config: Config,
+) -> None:
+    """The shared delivery (every channel's, Telegram's too): a send that raises instead of answering
+    sent/retry/failed is a message its platform cannot build; it fails once, says so, and the rest go."""
+
+    async def scenario(ch: MemoryChannel) -> None:
+        notifier = Notifier(ch.outbox, {"memory": ch}, lambda: ["memory"])
+        ch.broken["Alarm: smoke"] = ValueError("Header values may not contain linefeed or carriage return characters")
+        ch.broken["a reply"] = TypeError("unsupported operand")
+        notifier.notify("Alarm: smoke", "event")
+        ch.outbox.enqueue("memory", OWNER, "a reply", "reply")
+        notifier.notify("Backup finished", "task")  # the owner's chat, after the two that cannot go
+        ch.outbox.enqueue("memory", "dm-other", "to someone else", "reply")
+        await eventually(lambda: len(ch.delivered) == 2, what="the messages after the broken ones")
+        assert ch.delivered == [(OWNER, "Backup finished"), ("dm-other", "to someone else")]
+        await eventually(lambda: ch.outbox.pending_count("memory") == 0, what="the broken ones to be settled")
+        rows = ch.db.rows("SELECT text, status, last_error FROM outbox ORDER BY id")
+        assert [(text, status) for text, status, _ in rows][:2] == [("Alarm: smoke", "failed"), ("a reply", "failed")]
+        assert "ValueError: Header values may not contain" in rows[0][2] and "TypeError" in rows[1][2]
+
+        feed = recent(ch.db)
+        [alarm] = [item for item in feed if item["text"] == "Alarm: smoke"]
+        assert alarm["delivery"] == "failed" and "linefeed" in alarm["error"]
+        assert feed_lines([alarm])[0].endswith(f"Alarm: smoke  [memory: failed ({alarm['error']})]")  # status
+        [lost] = [item for item in feed if item["kind"] == "undelivered"]  # a reply is not in the feed: now it is
+        assert lost["channel"] == "memory" and lost["delivery"] == "failed" and "TypeError" in lost["error"]
+        assert lost["text"] == f"A reply to {OWNER} on memory could not be sent: a reply"
+        assert [item["delivery"] for item in feed if item["text"] == "Backup finished"] == ["sent"]
+
+        # A network error that escapes a platform's send is worth another try: pending, not failed.
+        ch.broken["Door open"] = ConnectionResetError("reset by peer")
+        notifier.notify("Door open", "event")
+        await eventually(
+            lambda: ch.db.value("SELECT attempts FROM outbox WHERE text = 'Door open'") == 1, what="one attempt"
+        )
+        status, error = ch.db.rows("SELECT status, last_error FROM outbox WHERE text = 'Door open'")[0]
+        assert status == "pending" and error == "ConnectionResetError: reset by peer"
+
+    run(config, scenario)
+
+
+@pytest.mark.parametrize("name", list(CHANNELS))
+def test_every_channels_delivery_fails_a_message_its_send_raises_for_and_sends_the_next(
+    name: str, config: Config
+) -> None:
+    """Each real channel delivers through the shared :class:`Delivery` (not a loop of its own), so the
+    guard above holds for all of them: here its send raises for the first message of the owner's chat."""
+
+    async def main() -> None:
+        runtime = Runtime.open(config, model=ScriptedModel())
+        try:
+            outbox = Outbox(runtime.db)
+            channel = build(name, config, runtime, outbox)
+            assert isinstance(channel.delivery, Delivery) and channel.delivery.outbox is outbox
+            broken = outbox.enqueue(name, "owner", "cannot be built", "event")
+            after = outbox.enqueue(name, "owner", "the next one", "event")
+
+            async def send(message: OutMessage) -> Outcome:
+                if message.id == broken:
+                    raise ValueError("Header values may not contain linefeed or carriage return characters")
+                outbox.mark_sent(message.id)
+                return "sent"
+
+            channel.delivery.send = send
+            assert await channel.delivery.deliver_due() == 1
+            statuses = dict(runtime.db.rows("SELECT id, status FROM outbox"))
+            assert statuses == {broken: "failed", after: "sent"}
+        finally:
+            runtime.close()
+
+    asyncio.run(main())
 
 
 def test_a_refused_channel_stays_off_with_its_reason(config: Config) -> None:

@@ -31,7 +31,7 @@ from appliance.channels.registry import state_of
 from appliance.config import Config, DeviceConfig
 from appliance.llm.base import Generation, GenerationRequest
 from appliance.llm.scripted import ScriptedModel
-from appliance.notify import Notifier
+from appliance.notify import Notifier, recent
 from appliance.outbox import Outbox
 from appliance.runtime import Runtime
 from tests.fakes.clock import ManualClock
@@ -340,6 +340,44 @@ def test_a_code_in_a_strangers_mail_pairs_that_address_once(config: Config, mail
     run(config, mail, scenario)
 
 
+def test_a_subject_that_decodes_to_a_line_break_is_answered_on_one_line_and_stops_no_later_mail(
+    config: Config, mail: MailServers
+) -> None:
+    """Issue 31 finding 5: RFC 2047 made a CR LF of the subject, the answer could not be built, and the
+    outbox, oldest first, sent nothing on this channel again. Headers are cleaned where mail comes in
+    and where mail is built; a mail that cannot be built is marked failed and the next one goes."""
+    evil = base64.b64encode(b"hi\r\nBcc: thief@else.test").decode()
+
+    async def scenario(h: Harness) -> None:
+        raw = (
+            f"From: Owner <{h.owner.address}>\r\nTo: {h.box.address}\r\nSubject: =?utf-8?b?{evil}?=\r\n"
+            "Message-ID: <crlf@owner.test>\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nhello\r\n"
+        ).encode()
+        await asyncio.to_thread(h.box.deliver, raw)
+        [reply] = await h.replies()
+        assert reply["Subject"] == "Re: hi Bcc: thief@else.test" and reply["Bcc"] is None
+        assert reply["In-Reply-To"] == "<crlf@owner.test>"
+
+        notifier = Notifier(h.outbox, {"email": h.channel}, lambda: ["email"])
+        notifier.notify("Alarm\rBcc: thief@else.test\nsmoke in the kitchen", "event")  # a CR in its first line
+        notifier.notify("Doorbell: pressed", "event")
+        [_, alarm, doorbell] = await h.replies(3)
+        assert alarm["Subject"] == "Alarm Bcc: thief@else.test" and doorbell["Subject"] == "Doorbell: pressed"
+        assert [r.rcpt_tos for r in h.mail.smtp.received] == [(h.owner.address,)] * 3  # no Bcc anywhere
+
+        # A row that can never be built (no address to send it to): failed, on the feed, and the next one goes.
+        lost = h.outbox.enqueue("email", "owner\r\nBcc: thief@else.test", "Backup finished", "reply")
+        notifier.notify("Window open", "event")
+        [*_, window] = await h.replies(4)
+        assert window["Subject"] == "Window open"
+        status, error = h.runtime.db.rows("SELECT status, last_error FROM outbox WHERE id = ?", (lost,))[0]
+        assert status == "failed" and error.startswith("ValueError: ") and "is not an e-mail address" in error
+        [feed] = [item for item in recent(h.runtime.db) if item["kind"] == "undelivered"]
+        assert feed["delivery"] == "failed" and feed["text"].endswith("could not be sent: Backup finished")
+
+    run(config, mail, scenario)
+
+
 # --- exactly once --------------------------------------------------------------------------------------
 
 
@@ -538,6 +576,18 @@ def test_reading_a_mail_keeps_what_was_written_now() -> None:
     report.replace_header("Content-Type", "multipart/report; report-type=delivery-status; boundary=b")
     assert read_mail(bytes(report)).automatic == "a delivery report"
     assert read_mail(b"\xff\xfe not a mail").sender == ""  # nothing to answer, nothing raised
+
+    # Header values come in on one line, or not at all (RFC 2047 can encode any control character).
+    name = base64.b64encode("Ann\u2028Smith\x1b[31m".encode()).decode()  # a line separator, an escape
+    raw = (
+        f"From: =?utf-8?b?{name}?= <ann@home.test>\r\nTo: p@p.test\r\nSubject: =?utf-8?q?a=0Db=E2=80=A8c?=\r\n"
+        "Message-ID: <bad\x01id@x>\r\nReferences: <good@x> <also\x7fbad@x>\r\n\r\nhi\r\n"
+    ).encode()
+    odd = read_mail(raw)
+    assert (odd.sender, odd.sender_name, odd.subject) == ("ann@home.test", "Ann Smith [31m", "a b c")
+    assert odd.message_id == "" and odd.references == ("<good@x>",)
+    crlf = base64.b64encode(b"Ann\r\nBcc: x@else.test").decode()
+    assert read_mail(raw.replace(name.encode(), crlf.encode())).sender == ""  # CR LF in From: nobody to answer
 
 
 def test_the_mail_libraries_load_only_with_the_channel() -> None:

@@ -109,6 +109,8 @@ def feed_lines(notifications: list[dict[str, Any]]) -> list[str]:
     for item in notifications:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(item["at"]))
         where = f"{item['channel']}: {item['delivery']}" if item["channel"] else item["delivery"]
+        if item.get("error"):
+            where += f" ({item['error']})"
         lines.append(f"  {when}  {item['text']}  [{where}]")
     return lines
 

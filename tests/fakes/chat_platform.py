@@ -2,7 +2,8 @@
 
 Every real channel's tests run the base through the platform's real library; this one isolates what the
 base itself promises (who may talk, once only, typed commands, the outbox, notifications' fallback). It
-records what it said and delivered; ``reachable`` set to False makes it fail like a platform that is down.
+records what it said and delivered; ``reachable`` set to False makes it fail like a platform that is down,
+and a text in ``broken`` makes its delivery raise that exception (a message its platform cannot even build).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class MemoryChannel(ChatChannel):
         self.reachable = True
         self.said: list[tuple[str, str]] = []  # (chat id, text)
         self.delivered: list[tuple[str, str]] = []  # (chat id, text) of outbox messages accepted
+        self.broken: dict[str, Exception] = {}  # text -> what delivering it raises (a bug, a message never buildable)
 
     async def connect(self) -> None:
         if self.refuse:
@@ -43,6 +45,8 @@ class MemoryChannel(ChatChannel):
         self.said.append((incoming.chat_id, said.text))
 
     async def deliver(self, message: OutMessage) -> Outcome:
+        if message.text in self.broken:
+            raise self.broken[message.text]
         if not self.reachable:
             await self.db.call(self.outbox.mark_retry, message, "the memory platform is down")
             return "retry"

@@ -221,10 +221,6 @@ class DiscordChannel(ChatChannel):
             else:
                 await where.send(piece)
 
-    async def say_or_keep(self, incoming: Incoming, said: Said) -> None:
-        """Say it; when it cannot be shown now, the outbox delivers its text later."""
-        await self.say_or_keep(incoming, said)
-
     # --- delivery of the outbox ---------------------------------------------------------------------
 
     async def deliver(self, message: OutMessage) -> Outcome:

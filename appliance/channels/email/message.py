@@ -10,6 +10,12 @@ a bounce, a list; answering those starts mail loops, so they are never answered)
 part (paragraphs; each ``reply /approve 3f2a`` a mailto link that starts that reply), an answer in the
 same thread (``In-Reply-To``, ``References``, "Re: subject"), and ``Auto-Submitted`` so that other
 machines do not answer them in turn (RFC 3834).
+
+Header values are cleaned twice: where a mail is read (:func:`clean_header`: the subject and names on
+one line without control characters; addresses and Message-IDs that are not plainly one are dropped)
+and where a mail is built (what an outbox row stored before, or a notification's first line, may hold
+anything). RFC 2047 lets a subject decode to CR LF: kept, it would have let a sender add headers to
+the answer, and it made building the answer raise, which stopped the e-mail outbox (issue 31).
 """
 
 from __future__ import annotations
@@ -33,6 +39,10 @@ _QUOTE_HEADER = re.compile(
     re.IGNORECASE,
 )
 _REPLY_COMMAND = re.compile(r"reply (/[a-z]+(?: [\w.:-]+)?)")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # control characters and Unicode line breaks
+_ADDRESS = re.compile(r"[^\s@<>()\[\],;:\"\\]+@[^\s@<>()\[\],;:\"\\]+")
+_MESSAGE_ID = re.compile(r"<[!-;=?-~]{1,250}>")  # printable ASCII, no space and no angle brackets inside
+HEADER_CHARS = 200  # a subject or a name longer than this is cut
 _MACHINE_SENDERS = ("mailer-daemon", "postmaster", "noreply", "no-reply", "donotreply", "do-not-reply")
 
 
@@ -59,7 +69,7 @@ def read_mail(raw: bytes) -> InboundMail:
     """Parse a mail; never raises for a malformed one (whatever cannot be read stays empty)."""
     message = email.message_from_bytes(raw, policy=email.policy.default)
     name, sender = _from(message)
-    subject = _REPLY_PREFIX.sub("", _header(message, "Subject")).strip()
+    subject = _REPLY_PREFIX.sub("", clean_header(_header(message, "Subject"))).strip()
     body = _new_text(_body_text(message))
     own_id = _ids(_header(message, "Message-ID"))
     return InboundMail(
@@ -95,6 +105,17 @@ def automatic(message: Message, sender: str) -> str:
     return ""
 
 
+def clean_header(value: str, limit: int = HEADER_CHARS) -> str:
+    """A header value on one line: control characters and line breaks (also RFC 2047-encoded) become spaces."""
+    return re.sub(r"\s+", " ", _CONTROL.sub(" ", value)).strip()[:limit]
+
+
+def clean_address(value: str) -> str:
+    """``value`` when it is plainly one address (``name@host``, nothing else), else ""."""
+    address = value.strip()
+    return address if _ADDRESS.fullmatch(address) and not _CONTROL.search(address) else ""
+
+
 def _header(message: Message, name: str) -> str:
     try:
         value = message.get(name)
@@ -104,12 +125,12 @@ def _header(message: Message, name: str) -> str:
 
 
 def _from(message: Message) -> tuple[str, str]:
-    name, address = email.utils.parseaddr(_header(message, "From"))
-    return name.strip(), address.strip().lower()
+    name, address = email.utils.parseaddr(clean_header(_header(message, "From"), 1000))
+    return clean_header(name), clean_address(address).lower()
 
 
 def _ids(value: str) -> list[str]:
-    return re.findall(r"<[^<>\s]+>", value)
+    return _MESSAGE_ID.findall(value)
 
 
 def _thread(message: Message) -> tuple[str, ...]:
@@ -160,7 +181,7 @@ def _attachments(message: Message) -> tuple[str, ...]:
         return ()
     names = []
     for part in message.iter_attachments():
-        names.append(part.get_filename() or part.get_content_type())
+        names.append(clean_header(part.get_filename() or part.get_content_type()))
     return tuple(names)
 
 
@@ -220,9 +241,10 @@ def answer_mail(
     if attachments:
         text = f"(I cannot open attachments, so I did not read {', '.join(attachments)}.)\n\n{text}"
     message = _mail(sender, to, f"Re: {subject}" if subject else "Re: your message", text, message_id)
-    if in_reply_to:
-        message["In-Reply-To"] = in_reply_to
-        message["References"] = " ".join([*references, in_reply_to][-REFERENCES_KEPT:])
+    replied = _ids(in_reply_to)
+    if replied:
+        message["In-Reply-To"] = replied[0]
+        message["References"] = " ".join([*_ids(" ".join(references)), replied[0]][-REFERENCES_KEPT:])
     message["Auto-Submitted"] = "auto-replied"
     return message
 
@@ -238,9 +260,12 @@ def new_mail(*, sender: str, to: str, text: str, message_id: str) -> EmailMessag
 
 def _mail(sender: str, to: str, subject: str, text: str, message_id: str) -> EmailMessage:
     message = EmailMessage(policy=email.policy.SMTP)
+    recipient = clean_address(to)
+    if not recipient:
+        raise ValueError(f"{to!r} is not an e-mail address")
     message["From"] = email.utils.formataddr((SENDER_NAME, sender))
-    message["To"] = to
-    message["Subject"] = subject
+    message["To"] = recipient
+    message["Subject"] = clean_header(subject) or "A message from your Pi"
     message["Date"] = email.utils.formatdate(localtime=True)
     message["Message-ID"] = message_id
     message.set_content(text)

@@ -272,7 +272,8 @@
         const item = el("li", fresh.includes(n) ? "fresh" : "");
         item.append(el("span", "feed-time", clock(n.at)));
         item.append(el("span", "feed-text", n.text));
-        item.append(el("span", "feed-where", `${n.kind} · ${n.channel ? `${n.channel}: ${n.delivery}` : n.delivery}`));
+        const why = n.error ? ` (${n.error})` : "";
+        item.append(el("span", "feed-where", `${n.kind} · ${n.channel ? `${n.channel}: ${n.delivery}` : n.delivery}${why}`));
         return item;
       }),
     );
