@@ -1,0 +1,66 @@
+"""Commands are for people: a channel whose senders are not people the Pi knows runs /help and nothing else.
+
+Which channels have people (allowlisted or paired users) is declared on each channel class; this checks
+the declaration for every channel there is, and that on a channel without people every command and
+button but /help is refused with where a person does it, including any command added later (the
+refusals are made from the full command set, not listed by hand).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+
+import pytest
+
+from appliance.channels.commands import MACHINE_COMMANDS, ChatCommands, CommandCall, Tap
+from appliance.channels.registry import CHANNELS
+from appliance.config import Config
+from appliance.llm.scripted import ScriptedModel
+from appliance.outbox import Outbox
+from appliance.runtime import Runtime
+
+WITHOUT_PEOPLE = {"webhook", "mqtt"}  # whoever holds the bridge's secret; whoever the broker lets publish
+
+
+def channel_classes() -> dict[str, type]:
+    found = {}
+    for name, where in {**CHANNELS, "mqtt": "appliance.mqtt.chat:MqttChat"}.items():
+        module, _, cls = where.partition(":")
+        found[name] = getattr(importlib.import_module(module), cls)
+    return found
+
+
+def test_each_channel_says_whether_its_senders_are_people() -> None:
+    for name, cls in channel_classes().items():
+        people = getattr(cls, "people", True)  # Telegram is not a ChatChannel: its users are allowlisted or paired
+        assert people is (name not in WITHOUT_PEOPLE), name
+
+
+@pytest.mark.parametrize("people", [True, False])
+def test_without_people_every_command_and_button_but_help_is_refused(config: Config, people: bool) -> None:
+    async def main() -> None:
+        runtime = Runtime.open(config, model=ScriptedModel())
+        asked: list[str] = []
+
+        async def ask(text: str, _route: str) -> None:  # /cloud TEXT answers TEXT: a turn
+            asked.append(text)
+
+        try:
+            every = ChatCommands("telegram", runtime, Outbox(runtime.db))
+            commands = ChatCommands("mqtt", runtime, Outbox(runtime.db), people=people)
+            assert set(commands.handlers()) == set(every.handlers())
+            assert {"approve", "deny", "memory", "toggle", "tasks", "schedule"} <= set(every.handlers())
+            for name, handler in commands.handlers().items():
+                said = await handler(CommandCall("mqtt", ["a-0123abcd"], ask, user="mqtt:mqtt"))
+                refused = bool(said) and said[0].text.startswith(f"/{name} needs a person")
+                assert refused is (not people and name not in MACHINE_COMMANDS), (name, said)
+            assert bool(asked) is people  # a refused /cloud TEXT started no turn
+            for kind, pressed in commands.button_handlers().items():
+                tapped = await pressed(Tap(f"{kind}:approve:a-0123abcd", "mqtt:mqtt", "MQTT"))
+                refused = tapped is not None and "needs a person" in tapped.notice
+                assert refused is not people, (kind, tapped)
+        finally:
+            runtime.close()
+
+    asyncio.run(main())
