@@ -387,6 +387,7 @@ class ChatChannel(ABC):
                 client=f"{self.name}:{incoming.user_id}",
                 on_event=stream.on_event,
                 force=force,
+                person=self.people,
             )
             final = f"{record.text}\n\n{footer(record)}".rstrip()
         except PicoagentError as exc:
