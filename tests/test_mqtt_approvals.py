@@ -100,7 +100,7 @@ def test_a_broker_client_cannot_approve_its_own_write_nor_read_the_memories(conf
             reply = await ask("turn on the porch light")
             asked = [a for a in await asyncio.to_thread(desk.pending) if a.id not in (held.id, tool.id)]
             assert len(asked) == 1 and "approv" in reply and not ID.search(reply), reply
-            assert "/help" in await ask("/help")
+            assert "only command is /help" in await ask("/help")
 
             # No approval id is retained on the broker (the attributes, the reply topic, anything).
             kept = await asyncio.to_thread(retained, broker)
