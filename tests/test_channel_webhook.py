@@ -195,7 +195,7 @@ def test_a_replay_with_the_signature_spelled_differently_is_refused_and_acts_onc
     async def scenario(h: Harness) -> None:
         pin = h.runtime.devices.backend.pin_factory.pin(6) if h.runtime.devices else None
         assert pin is not None and not pin.state
-        for payload in ({"text": "/toggle fan"}, {"text": "what is the weather?"}):
+        for payload in ({"text": "turn on the fan"}, {"text": "what is the weather?"}):  # a device write, a question
             body, headers = signed_request(SECRET, payload, timestamp=h.clock())
             assert (await h.post("ha", body, headers))[0] == 200
             for variant in respelled(headers["X-Picoagent-Signature"]):
@@ -203,7 +203,8 @@ def test_a_replay_with_the_signature_spelled_differently_is_refused_and_acts_onc
                 assert status in (401, 403) and "error" in answer, (variant, status, answer)
                 if variant.strip().lower() == headers["X-Picoagent-Signature"]:  # a valid signature: a replay
                     assert status == 403 and "replay" in answer["error"], (variant, answer)
-        assert bool(pin.state) is True  # toggled once, not once per spelling
+        assert bool(pin.state) is True  # switched by the intent fast path, once, not once per spelling:
+        assert h.runtime.db.value("SELECT count(*) FROM messages WHERE route = 'intent'") == 1
         assert len(h.model.history) == 1  # the message reached the model once
         assert h.runtime.db.value("SELECT count(*) FROM inbound WHERE channel = 'webhook'") == 2
 
@@ -224,24 +225,28 @@ def test_without_bridges_every_request_is_refused_alike(config: Config) -> None:
     asyncio.run(main())
 
 
-def test_commands_and_an_approval_by_reply_code_decided_once(config: Config) -> None:
+def test_a_bridge_is_not_a_person_it_cannot_approve_its_own_write_nor_read_the_memories(config: Config) -> None:
+    """Whatever holds the secret (Home Assistant, a script) talks to the assistant; deciding is a person's."""
     config.devices["heater"] = DeviceConfig(driver="relay", pin=5, approval="required")
 
     async def scenario(h: Harness) -> None:
-        devices = h.runtime.devices
-        assert devices is not None
-        pending = (await devices.set("heater", "on", requested_by="model")).pending
-        assert pending is not None
-        status, answer = await h.ask({"text": "/approve"})
-        assert status == 200 and answer["route"] == "command"
-        assert f"reply /approve {pending.id}" in answer["text"] and f"reply /deny {pending.id}" in answer["text"]
-        _, decided = await h.ask({"text": f"/approve {pending.id}"})
-        assert decided["text"].startswith("Approved by")
-        h.clock.advance(1)  # a new request, not a replay: signed a second later (the same second would be one)
-        _, again = await h.ask({"text": f"/approve {pending.id}"})
-        assert "already" in again["text"]
-        assert devices.approvals.get(pending.id).decided_by == "webhook:ha"
-        assert bool(devices.backend.pin_factory.pin(5).state) is True and h.model.history == []
+        devices, memory = h.runtime.devices, h.runtime.memory
+        assert devices is not None and memory is not None
+        await h.runtime.db.call(memory.add, "The alarm code is 7319.", source="test")
+        status, asked = await h.ask({"text": "turn on the heater"})  # a write the bridge asks for waits
+        [pending] = await asyncio.to_thread(devices.approvals.pending)
+        assert status == 200 and "approval" in asked["text"] and pending.requested_by == "webhook:ha"
+        for n, text in enumerate(["/approve", f"/approve {pending.id}", f"/deny {pending.id}", "/memory alarm code"]):
+            h.clock.advance(1)  # a new request, not a replay: signed a second later
+            status, answer = await h.ask({"text": text})
+            assert status == 200 and answer["route"] == "command", answer
+            assert answer["text"].startswith(f"/{text.split()[0][1:]} needs a person"), (n, answer["text"])
+            assert "7319" not in answer["text"] and "reply /approve" not in answer["text"]
+        h.clock.advance(1)
+        _, helped = await h.ask({"text": "/help"})
+        assert "only command is /help" in helped["text"]
+        assert devices.approvals.get(pending.id).status == "pending"
+        assert bool(devices.backend.pin_factory.pin(5).state) is False and h.model.history == []
 
     run(config, scenario)
 

@@ -170,14 +170,14 @@ def test_discovery_state_commands_and_approvals_over_a_real_broker(config: Confi
 
         # The fan needs a person: the command waits, says so in its attributes and is a pending approval.
         watcher.publish("picoagent/fan/set", "ON")
-        await eventually(lambda: (_json(watcher, "picoagent/fan/attributes") or {}).get("pending_approval"))
-        pending_id = (_json(watcher, "picoagent/fan/attributes") or {})["pending_approval"]
-        pending = await asyncio.to_thread(devices.approvals.pending)
-        assert [p.id for p in pending] == [pending_id] and pending[0].requested_by == "mqtt"
+        await eventually(lambda: (_json(watcher, "picoagent/fan/attributes") or {}).get("pending_approval") is True)
+        [pending] = await asyncio.to_thread(devices.approvals.pending)
+        pending_id = pending.id  # for a person: the broker is told only that a write waits
+        assert pending.requested_by == "mqtt" and pending_id not in str(_json(watcher, "picoagent/fan/attributes"))
         assert (await devices.read("fan"))[0].value is False  # not before a person says so
         await devices.decide(pending_id, True, "owner")
         await eventually(lambda: (_json(watcher, "picoagent/fan/state") or {}).get("state") == "ON")
-        await eventually(lambda: (_json(watcher, "picoagent/fan/attributes") or {}).get("pending_approval") is None)
+        await eventually(lambda: (_json(watcher, "picoagent/fan/attributes") or {}).get("pending_approval") is False)
 
         # A command the policy refuses says why, and the state stays as it is.
         watcher.publish("picoagent/porch_light/set", "sideways")

@@ -131,11 +131,15 @@ class Agent:
         on_event: EventSink | None = None,
         client: str | None = None,
         force: Forced = None,
+        person: bool = True,
     ) -> ReplyRecord:
         """Answer one message; the user's message is stored before the model runs.
 
         ``client`` names who asked, for fair sharing of the model (default: the chat). ``force`` is a
         route the user asked for (a message starting with ``/cloud`` or ``/local`` asks for itself).
+        ``person``: False for a channel whose senders are not people the Pi knows (an MQTT topic, a
+        webhook bridge): its message is outside text (:meth:`ToolRegistry.turn`), and the owner's
+        memories are neither recalled into its prompt nor extracted from it.
         """
         cfg = self.config.agent
         asked, text = split_forced(text)
@@ -143,9 +147,8 @@ class Agent:
             raise UsageError(f"/{asked} needs the message after it", fix=f"e.g. /{asked} what is a qubit?")
         force = asked or force
         session = f"{channel}:{chat_id}"
-        stats = TurnStats(
-            started=time.perf_counter(), client=client or session, tools=self.tools.turn(text, channel, session)
-        )
+        tools = self.tools.turn(text, channel, session, person=person)
+        stats = TurnStats(started=time.perf_counter(), client=client or session, tools=tools)
         await self.tools.hooks.turn_start(TurnStart(text, channel, chat_id))
         emit = on_event or (lambda kind, data: None)
         stats.emit = emit
@@ -164,7 +167,7 @@ class Agent:
         if record is not None:
             await self.db.call(self.db.add_message, conversation, "user", text)
             record.why = "intent"
-            return await self._finish(record, conversation, session, emit, CloudUse())
+            return await self._finish(record, conversation, session, emit, CloudUse(), person=person)
         context_ = await self._routing_context(channel, chat_id, force)
         if self.understanding is not None and context_.mode == "edge_first" and force is None:
             context_ = replace(context_, difficulty=await self.understanding.difficulty(text))
@@ -172,7 +175,7 @@ class Agent:
         recalled: list[str] = []
         if self.memory is not None:
             stored, summary = await self.db.call(self.memory.history, conversation, cfg.history_messages)
-            recalled = await self.memory.recall(text)
+            recalled = await self.memory.recall(text) if person else []
         else:
             stored = await self.db.call(self.db.recent_messages, conversation, cfg.history_messages)
         await self.db.call(self.db.add_message, conversation, "user", text)
@@ -255,9 +258,9 @@ class Agent:
         if held:  # outside text in the turn held a device write or a fetch back: the person must know
             record.text = f"{record.text}\n\n{held}"
             emit("text", {"delta": f"\n\n{held}"})
-        if self.memory is not None and stats.last_prompt_tokens:
+        if self.memory is not None and stats.last_prompt_tokens and person:
             self.memory.after_turn(conversation, int(stats.last_prompt_tokens))
-        return await self._finish(record, conversation, session, emit, use, local_tokens=stats)
+        return await self._finish(record, conversation, session, emit, use, local_tokens=stats, person=person)
 
     async def prepare_understanding(self) -> None:
         """Ready the understanding layer now rather than on the first message."""
@@ -392,6 +395,7 @@ class Agent:
         emit: EventSink,
         use: CloudUse,
         local_tokens: TurnStats | None = None,
+        person: bool = True,
     ) -> ReplyRecord:
         """Store the reply and what it used, count the route, tell the listeners and the caller."""
         record.session = session
@@ -412,6 +416,8 @@ class Agent:
                 "offered": [t.name for t in local_tokens.offered] if local_tokens is not None else [],
             },
         )
+        if not person and self.memory is not None:  # not the owner's words: no fact is extracted from them
+            await self.db.call(self.memory.pass_over, conversation)
         await self.db.call(self._ledger, record, use, local_tokens)
         await self.tools.hooks.turn_end(record)
         for listener in self.listeners:

@@ -134,6 +134,9 @@ class ChatChannel(ABC):
 
     name: ClassVar[str] = ""
     buttons: ClassVar[bool] = False  # whether the platform shows buttons; else they become reply commands
+    # Whether each sender is a person the channel knows (allowlisted or paired). False (a broker topic, a signed
+    # bridge): its messages go to the assistant, and commands that decide, act or reveal are refused there.
+    people: ClassVar[bool] = True
 
     def __init__(
         self, config: Any, runtime: Runtime, outbox: Outbox, *, clock: Callable[[], float] = time.time
@@ -154,7 +157,7 @@ class ChatChannel(ABC):
             redeem=functools.partial(pairing.redeem, self.name),
             clock=clock,
         )
-        self.commands = ChatCommands(self.name, runtime, outbox)
+        self.commands = ChatCommands(self.name, runtime, outbox, people=self.people)
         self.delivery = Delivery(outbox, self.name, self.deliver, clock=clock)
         self._delivering = False
         self._chat_locks: dict[str, asyncio.Lock] = {}
@@ -384,6 +387,7 @@ class ChatChannel(ABC):
                 client=f"{self.name}:{incoming.user_id}",
                 on_event=stream.on_event,
                 force=force,
+                person=self.people,
             )
             final = f"{record.text}\n\n{footer(record)}".rstrip()
         except PicoagentError as exc:

@@ -8,11 +8,19 @@ its own updates into a :class:`CommandCall` or a :class:`Tap` and renders what c
 channel gets /status, /devices, /approve, /cloud, /local, /private, /reset, /memory, /tasks and /schedule
 (automation_commands.py) for free.
 Device writes and tool calls that need approval are listed by /approve, one message each with Approve and Deny.
+
+Commands are for people. A channel whose senders are not people the Pi knows (``people = False``: the MQTT
+notify topic, where whoever the broker lets publish writes; a webhook bridge, where whoever holds the
+secret, usually another program, does) gets :data:`MACHINE_COMMANDS` only: its other messages go to the
+assistant as text, within each device's policy. Every other command decides (/approve, /deny, a task's
+Cancel), acts (/toggle, /cloud, /reset) or reveals (/memory, /status, the pending approvals) and is
+answered there with where a person does it: a decision never comes from the path that asked for it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -50,6 +58,13 @@ COMMANDS = [  # the menu a platform shows (name, what it does); /start is answer
     ("tasks", "tasks at work, with pause, resume, cancel"),
     ("schedule", "reminders and scheduled jobs"),
 ]
+MACHINE_COMMANDS = frozenset({"help", "start"})  # what a channel without identified people may run
+MACHINE_HELP = """I am the assistant on your Raspberry Pi. A message here is answered by the assistant; \
+"turn on the porch light" is done within each device's policy (a device that needs approval waits for a person).
+
+Whoever can send on this channel may write here, so it is not a person the Pi knows: its only command is \
+/help. Approvals, memories, devices and the other commands are for people, in a chat where you are \
+allowlisted or paired, on the web page, or with `picoagent` on the Pi."""
 DEVICES_HEADER = "Devices: tap a switch to toggle it, a sensor to read it."
 NOT_VALID = "That button is no longer valid."
 MEMORY_HITS = 5  # /memory QUERY answers with this many, as `picoagent memory search` does by default
@@ -109,8 +124,11 @@ def parse_button(data: str) -> tuple[str, str, str]:
 class ChatCommands:
     """The commands and buttons every chat channel offers, answered as text and buttons to render."""
 
-    def __init__(self, channel: str, runtime: Runtime, outbox: Outbox) -> None:
+    def __init__(self, channel: str, runtime: Runtime, outbox: Outbox, *, people: bool = True) -> None:
+        """``people``: whether the channel's senders are people it knows (allowlisted or paired); False: only
+        :data:`MACHINE_COMMANDS` run, every other command and button is refused with where a person does it."""
         self.channel = channel
+        self.people = people
         self.runtime = runtime
         self.db = runtime.db
         self.outbox = outbox
@@ -123,7 +141,14 @@ class ChatCommands:
         self.automation = AutomationCommands(runtime.db)
 
     def handlers(self) -> dict[str, Callable[[CommandCall], Awaitable[list[Said]]]]:
-        """Command name -> its handler (what it says, in order)."""
+        """Command name -> its handler (what it says, in order); without people, all but /help refuse."""
+        every = self._every_handler()
+        if self.people:
+            return every
+        refused = {name: functools.partial(self.needs_person, name) for name in every}
+        return {**refused, "start": self.machine_help, "help": self.machine_help}
+
+    def _every_handler(self) -> dict[str, Callable[[CommandCall], Awaitable[list[Said]]]]:
         return {
             "start": self.help,
             "help": self.help,
@@ -142,8 +167,32 @@ class ChatCommands:
         }
 
     def button_handlers(self) -> dict[str, Callable[[Tap], Awaitable[Tapped | None]]]:
-        """Button kind (the data's first part) -> its handler (None: nothing to answer)."""
-        return {"dev": self.device_button, "apr": self.approval_button, **self.automation.button_handlers()}
+        """Button kind (the data's first part) -> its handler (None: nothing to answer); without people, refusals."""
+        every = {"dev": self.device_button, "apr": self.approval_button, **self.automation.button_handlers()}
+        if self.people:
+            return every
+        return {kind: self.button_needs_person for kind in every}
+
+    def person_only(self, what: str) -> str:
+        """Why ``what`` is refused on a channel without people, and where a person does it."""
+        return (
+            f"{what} needs a person: whoever can send on {self.channel} writes here, not a person the Pi knows,"
+            " so here messages go to the assistant and the only command is /help. Decide approvals (`picoagent"
+            " approvals list`, `picoagent approvals approve ID`), read memories and use the other commands in a"
+            " chat where you are allowlisted or paired, on the web page, or with `picoagent` on the Pi."
+        )
+
+    async def needs_person(self, name: str, call: CommandCall) -> list[Said]:
+        """A command a channel without people may not run: refused, saying where a person runs it."""
+        return [Said(self.person_only(f"/{name}"))]
+
+    async def button_needs_person(self, tap: Tap) -> Tapped:
+        """A button a channel without people may not press."""
+        return Tapped(self.person_only("This button"), alert=True)
+
+    async def machine_help(self, call: CommandCall) -> list[Said]:
+        """/help on a channel without people: messages go to the assistant, commands are for people."""
+        return [Said(MACHINE_HELP)]
 
     async def help(self, call: CommandCall) -> list[Said]:
         """/help, /start: what the assistant does and its commands."""

@@ -15,7 +15,10 @@ Each bridge under ``webhooks:`` has a name, a ``secret`` and, optionally, a ``ur
   down is retried with backoff, in order, and a 429/503's ``Retry-After`` is honoured.
 
 The signature is the bridge's authentication: a signed caller is the owner's own automation, so there
-is no allowlist or pairing here. A bridge's chat id (where its answers go) is the bridge's name.
+is no allowlist or pairing here. Nor is it a person (``people = False``): whatever holds the secret (Home
+Assistant, a script) talks to the assistant, and the only command is ``/help``; approving, reading the
+memories and the other commands are for a person in a chat, so an automation cannot approve a write it
+asked for. A bridge's chat id (where its answers go) is the bridge's name.
 """
 
 from __future__ import annotations
@@ -93,6 +96,7 @@ class WebhookChannel(ChatChannel):
 
     name: ClassVar[str] = "webhook"
     buttons: ClassVar[bool] = False  # a bridge reads text: buttons become reply commands
+    people: ClassVar[bool] = False  # a program holding the secret: messages to the assistant, not commands
 
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
@@ -304,7 +308,7 @@ def _answer(name: str, chat: str, waiting: _Waiting) -> dict[str, Any]:
     record = waiting.record
     shown = "\n\n".join(s.text for s in waiting.said)
     answer: dict[str, Any] = {"bridge": name, "chat": chat, "text": shown}
-    if record is None:  # a command's answer (/status, /devices, /approve ID)
+    if record is None:  # a command's answer (/help, or why another command needs a person)
         answer.update(reply=shown, footer="", route="command", reason="", model="", choices=[])
     else:
         answer.update(

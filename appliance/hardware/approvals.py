@@ -13,6 +13,7 @@ a device and value, and the chat it came from; :mod:`appliance.tools.approvals` 
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import time
 from collections.abc import Callable
@@ -64,6 +65,15 @@ class PendingAction:
             return f"{self.id}: run {self.tool} {shown} (asked by {self.requested_by})"
         value = ("on" if self.value else "off") if isinstance(self.value, bool) else f"{(self.value or 0) * 100:.0f}%"
         return f"{self.id}: set {self.device} {value} (asked by {self.requested_by})"
+
+
+ID = re.compile(r"\ba-[0-9a-f]{8}\b")  # an approval's id, as :meth:`ApprovalStore.request` makes it
+HIDDEN_ID = "ID"
+
+
+def hide_ids(text: str) -> str:
+    """``text`` with every approval id replaced (what a place that is not a person's chat may show)."""
+    return ID.sub(HIDDEN_ID, text)
 
 
 _COLUMNS = (

@@ -84,6 +84,15 @@ class MemoryKeeper:
             (conversation_id, extracted if extracted is not None else old_extracted, summarised or old_summarised),
         )
 
+    def pass_over(self, conversation_id: int) -> None:
+        """Mark every message of a conversation as looked at: no fact is extracted from them (blocking).
+
+        For a channel whose senders are not people the Pi knows (an MQTT topic, a webhook bridge): what
+        they write is not a fact about the owner, and a planted one would be recalled in every chat.
+        """
+        last = self.db.value("SELECT coalesce(max(id), 0) FROM messages WHERE conversation_id = ?", (conversation_id,))
+        self._set_progress(conversation_id, extracted=int(last))
+
     def _messages_after(self, conversation_id: int, after_id: int, limit: int = 200) -> list[StoredMessage]:
         rows = self.db.rows(
             "SELECT id, role, content, created_at, route, meta FROM messages"

@@ -9,8 +9,9 @@ discovery messages (appliance/mqtt/discovery.py, retained) and every device's st
 - **commands** on ``<base>/<device>/set`` (``ON``/``OFF``) and ``<base>/<device>/brightness/set`` (0-100) go
   through :meth:`DeviceRegistry.set` with ``requested_by="mqtt"``: the allow list, the rate limit and
   approvals apply exactly as to a Telegram or chat write. A write needing a person is a pending approval
-  like any other (the status page, ``/approve``, ``picoagent approvals``) and the entity's attributes say
-  ``{"pending_approval": "<id>"}`` until it is decided; a refused command's reason is its ``last_error``;
+  like any other (the status page, ``/approve`` in a person's chat, ``picoagent approvals``) and the entity's
+  attributes say ``{"pending_approval": true}`` until it is decided: never its id, which every client of the
+  broker would read (the bridge keeps it to itself); a refused command's reason is its ``last_error``;
 - **the assistant**: decode speed, CPU temperature, queue depth and the last route after every turn and on
   the heartbeat; messages on the notify topic are chats (appliance/mqtt/chat.py).
 
@@ -85,6 +86,7 @@ class MqttBridge:
         self.assistant_state = assistant_state
         self.chat: MqttChat | None = None  # set by the daemon when a chat pipeline is there
         self.attributes: dict[str, dict[str, Any]] = {}  # device -> its attributes document
+        self._pending: dict[str, str] = {}  # device -> the id of its write waiting for a person (never published)
         self.commands = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -186,7 +188,7 @@ class MqttBridge:
         self.link.publish(self.topics.state(ASSISTANT), json.dumps(state), retain=True)
 
     def _set_attributes(self, name: str, **changes: Any) -> None:
-        attributes = self.attributes.setdefault(name, {"pending_approval": None, "last_error": None})
+        attributes = self.attributes.setdefault(name, {"pending_approval": False, "last_error": None})
         if all(attributes.get(k) == v for k, v in changes.items()):
             return
         attributes.update(changes)
@@ -194,7 +196,7 @@ class MqttBridge:
 
     async def _check_pending(self, name: str) -> None:
         """Clear a device's pending_approval once the approval is decided or expired."""
-        pending = self.attributes.get(name, {}).get("pending_approval")
+        pending = self._pending.get(name)
         if not pending or self.devices is None:
             return
         try:
@@ -202,7 +204,8 @@ class MqttBridge:
         except PicoagentError:
             action = None
         if action is None or action.status != "pending":
-            self._set_attributes(name, pending_approval=None)
+            self._pending.pop(name, None)
+            self._set_attributes(name, pending_approval=False)
 
     async def _beat(self) -> None:
         while True:
@@ -260,7 +263,8 @@ class MqttBridge:
             return
         if result.pending is not None:
             log.warning("mqtt: %s %s waits for approval %s", name, value, result.pending.id)
-            self._set_attributes(name, pending_approval=result.pending.id, last_error=None)
+            self._pending[name] = result.pending.id
+            self._set_attributes(name, pending_approval=True, last_error=None)
             return
         self._set_attributes(name, last_error=None)
         self.link.publish(self.topics.state(name), json.dumps(state_document(result.state)), retain=True)

@@ -6,9 +6,14 @@ is published, retained, on ``<base_topic>/notify/reply`` (Home Assistant shows i
 reply" sensor; the whole text and its time are on ``.../reply/attributes``). A reply that cannot be published
 (the broker is down) goes to the durable outbox and is published at the reconnect.
 
-Who may talk: whoever may publish on the topic. The broker's accounts and ACL are this channel's allowlist,
-as a webhook bridge's signature is its own; there is no pairing. It takes no proactive messages (no
-``owner_target``): the chat channels and Home Assistant's own notifications do that.
+Who may talk: whoever may publish on the topic. The broker's accounts and ACL are this channel's allowlist;
+there is no pairing. That is not a person the Pi knows (``people = False``): Home Assistant, any other
+client, anyone on a shared broker. So a message here goes to the assistant, within each device's policy,
+and the only command is ``/help``: ``/approve``, ``/deny``, ``/memory`` and every other command are refused
+with where a person does them, so nobody approves the write they asked for on the ``set`` topic. Nothing it
+publishes names an approval: ids in a reply become ``ID`` (the retained reply topic is readable by every
+client). It takes no proactive messages (no ``owner_target``): the chat channels and Home Assistant's own
+notifications do that.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any, ClassVar
 
 from appliance.channels.base import ChatChannel, Incoming
 from appliance.channels.commands import Said
+from appliance.hardware.approvals import hide_ids
 from appliance.mqtt.discovery import Topics
 from appliance.outbox import Outbox, Outcome, OutMessage
 from appliance.runtime import Runtime
@@ -35,6 +41,7 @@ class MqttChat(ChatChannel):
     """Messages on the notify topic, answered on the reply topic."""
 
     name: ClassVar[str] = "mqtt"
+    people: ClassVar[bool] = False  # whoever the broker lets publish: messages to the assistant, not commands
 
     def __init__(self, config: Any, runtime: Runtime, outbox: Outbox, link: Any) -> None:
         super().__init__(config, runtime, outbox)
@@ -75,6 +82,7 @@ class MqttChat(ChatChannel):
     def _publish(self, text: str) -> None:
         if not self.link.connected:
             raise ConnectionError("the broker is not connected")
+        text = hide_ids(text)  # retained: every client of the broker reads it
         self.link.publish(self.topics.notify_reply, text, retain=True)
         attributes = {"text": text, "at": time.time()}
         self.link.publish(f"{self.topics.notify_reply}/attributes", json.dumps(attributes), retain=True)

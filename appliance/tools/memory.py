@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from appliance.errors import ToolError
 from appliance.memory.store import MemoryStore
 from appliance.tools.registry import ToolRegistry, current_turn
 
@@ -35,6 +36,13 @@ def register(registry: ToolRegistry, store: MemoryStore) -> None:
         Args:
             query: what to look for, e.g. "where is the shed key"
         """
+        turn = current_turn()
+        if turn is not None and not turn.person:  # whoever may write there would read the owner's memories
+            raise ToolError(
+                "refused to recall: this message came where senders are not people the Pi knows (an MQTT topic,"
+                " a webhook bridge); memories are recalled only for a person, in a chat where they are"
+                " allowlisted or paired"
+            )
         hits = await asyncio.to_thread(store.search, query, 5)
         return [hit.memory.text for hit in hits]
 

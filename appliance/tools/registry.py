@@ -261,6 +261,7 @@ class ToolTurn:
     origin: str = ""  # the chat it serves, "channel:chat_id": where an approved call's result goes
     task_id: int | None = None  # the persistent task whose step this turn is (None: a chat, a job)
     allowed: frozenset[str] | None = None  # the only tools it may call (None: every tool)
+    person: bool = True  # False: the message came where senders are not people the Pi knows (MQTT, a bridge)
 
 
 @dataclass(frozen=True)
@@ -372,22 +373,28 @@ class ToolRegistry:
         scope = _SCOPE.get()
         return sum(1 for t in self.tools.values() if _listed(t, scope))
 
-    def turn(self, said: str = "", channel: str = "", origin: str = "") -> ToolTurn:
+    def turn(self, said: str = "", channel: str = "", origin: str = "", *, person: bool = True) -> ToolTurn:
         """A fresh budget for one turn; ``said``: the person's message (the hosts it names stay fetchable);
-        ``channel``: where the turn came from; ``origin``: the chat, "channel:chat_id".
+        ``channel``: where the turn came from; ``origin``: the chat, "channel:chat_id"; ``person``: False
+        when the channel's senders are not people the Pi knows: the message is then outside text itself
+        (device writes wait for a person, no memory or lasting file is written, no host it names is fetched).
 
         Inside :func:`task_scope` the turn is the task's: its id and its tool subset come with it.
         """
+        trust = TurnTrust(said if person else "")
+        if not person:
+            trust.saw(f"a message on {channel or 'a channel'} from a sender who is not a person the Pi knows")
         scope = _SCOPE.get()
         if scope is None:
-            return ToolTurn(self.per_turn, trust=TurnTrust(said), channel=channel, origin=origin)
+            return ToolTurn(self.per_turn, trust=trust, channel=channel, origin=origin, person=person)
         return ToolTurn(
             self.per_turn,
-            trust=TurnTrust(said),
+            trust=trust,
             channel=channel,
             origin=origin,
             task_id=scope.task_id,
             allowed=scope.allowed,
+            person=person,
         )
 
     async def execute(
