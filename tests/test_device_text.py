@@ -231,6 +231,9 @@ def test_a_home_assistant_reading_is_outside_text_and_holds_the_next_write(
     rt = Runtime.open(config, model=ObedientModel())
     try:
         assert isinstance(rt.model, ScriptedModel)
+        # The intent fast path (no model) reads it for the person, and its record says whose words it is.
+        fast = asyncio.run(rt.agent.turn("what is the outdoor temperature?", channel="test", chat_id="t"))
+        assert fast.route == "intent" and "Home Assistant" in fast.actions[0].outside, fast
         rt.model.enqueue(*call("device_read", name="outdoor"), *call("device_set", name="porch_light", value="on"))
         record = asyncio.run(rt.agent.turn("Please look at my things", channel="test", chat_id="t"))
         read = record.actions[0]
