@@ -297,6 +297,10 @@ class LazyDevices:
         """Read a device."""
         return await self.open().read(name)
 
+    def outside(self, name: str) -> str:
+        """What the device's readings are when other people's software writes them ("" on the Pi)."""
+        return self.open().outside(name)
+
     async def set(self, name: str, value: Any, *, requested_by: str, approval: str = "") -> SetResult:
         """Set a device (``approval``: why a person must approve it, see DeviceRegistry.set_sync)."""
         return await self.open().set(name, value, requested_by=requested_by, approval=approval)

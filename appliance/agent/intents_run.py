@@ -54,15 +54,18 @@ async def run_intent(
     else:
         assert intent.device is not None
         arguments = {"name": intent.device}
+        outside = ""  # the record says whose words a remote device's state is
         try:
+            outside = devices.outside(intent.device)
             readings = await devices.read(intent.device)
         except PicoagentError as exc:
             text = exc.message
-            actions.append(_action("device_read", arguments, False, None, exc.message, t0))
+            actions.append(_action("device_read", arguments, False, None, exc.message, t0, outside))
         else:
             shown = [r for r in readings if intent.quantity in (None, r.quantity)] or readings
             text = f"{intent.device}: " + ", ".join(str(r) for r in shown) + "."
-            actions.append(_action("device_read", arguments, True, [r.as_dict() for r in readings], None, t0))
+            found = [r.as_dict() for r in readings]
+            actions.append(_action("device_read", arguments, True, found, None, t0, outside))
     total = time.perf_counter() - started
     how = f"{intent.how}: " if intent.how else ""
     return ReplyRecord(
@@ -97,5 +100,7 @@ def _history_words(device: str, events: list[Event]) -> str:
     return f"{device}: " + "; ".join(parts) + f" ({latest} of the last {HISTORY_DAYS} days)."
 
 
-def _action(tool: str, arguments: dict[str, Any], ok: bool, result: Any, error: str | None, t0: float) -> Action:
-    return Action(tool, arguments, ok, result, error, round(time.perf_counter() - t0, 4))
+def _action(
+    tool: str, arguments: dict[str, Any], ok: bool, result: Any, error: str | None, t0: float, outside: str = ""
+) -> Action:
+    return Action(tool, arguments, ok, result, error, round(time.perf_counter() - t0, 4), outside=outside)

@@ -152,6 +152,10 @@ class DeviceAccess(Protocol):
         """Read a device."""
         ...
 
+    def outside(self, name: str) -> str:
+        """What the device's readings are when other people's software writes them ("" on the Pi)."""
+        ...
+
     async def set(self, name: str, value: Any, *, requested_by: str, approval: str = "") -> SetResult:
         """Set a device (or ask for approval; ``approval``: why a person must approve, whatever the device says)."""
         ...
@@ -222,6 +226,11 @@ class DeviceRegistry:
             }
             for d in self.devices.values()
         ]
+
+    def outside(self, name: str) -> str:
+        """What its readings are when other people's software writes them: "a device state from the MQTT
+        broker", "a device state from Home Assistant"; "" for a device wired to the Pi."""
+        return self.get(name).spec.outside
 
     def read_sync(self, name: str) -> list[Reading]:
         """Read a device now (blocking; holds its bus lock)."""

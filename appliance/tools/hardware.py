@@ -5,16 +5,28 @@ needing approval answers with a pending action for a person: no tool here can ap
 text is in the turn (a web page, an MCP answer, shell output, a workspace file: see
 :mod:`appliance.tools.trust`), every write waits for a person the same way, and the raw bus writes,
 which have no approval to wait for, are refused.
+
+A device off the Pi (``driver: mqtt``, ``driver: homeassistant``) is other people's software: whoever
+publishes on the broker, Home Assistant and its integrations write its states. Its reading is outside
+text as a web page is (:attr:`DriverSpec.outside`), and so is a failure that quotes its state, of a read
+or of the read-back after a write: a turn that read one holds its device writes for a person.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
-from appliance.errors import ToolError
+from appliance.errors import PicoagentError, ToolError
+from appliance.hardware.buses import HardwareError
 from appliance.hardware.devices import DeviceAccess
 from appliance.hardware.policy import RawBusPolicy
 from appliance.tools.registry import ToolRegistry, current_turn
+from appliance.tools.trust import OutsideError, OutsideText
+
+log = logging.getLogger(__name__)
 
 
 def _refuse_after_outside(what: str) -> None:
@@ -22,6 +34,26 @@ def _refuse_after_outside(what: str) -> None:
     turn = current_turn()
     if turn is not None and turn.trust.untrusted:
         raise turn.trust.refuse(what)
+
+
+@contextlib.asynccontextmanager
+async def _quoting(name: str, outside: str) -> AsyncIterator[None]:
+    """A device off the Pi fails with what its state said (cut short, but someone else's words): the
+    driver's failure is outside text as its reading is. A bug some state found is said without quoting
+    it. The policy's own refusals (not allowed, rate limited, a value it does not take) are the Pi's words."""
+    try:
+        yield
+    except HardwareError as exc:
+        if not outside:
+            raise
+        raise OutsideError(exc.message + (f" ({exc.fix})" if exc.fix else ""), outside) from None
+    except PicoagentError:
+        raise
+    except Exception as exc:
+        if not outside:
+            raise
+        log.warning("%s: the device failed on a state from outside", name, exc_info=True)
+        raise OutsideError(f"{name}: the device's state could not be read ({type(exc).__name__})", outside) from None
 
 
 def register(registry: ToolRegistry, devices: DeviceAccess, raw: RawBusPolicy | None = None) -> None:
@@ -42,8 +74,11 @@ def register(registry: ToolRegistry, devices: DeviceAccess, raw: RawBusPolicy | 
         Args:
             name: the device's name, from devices_list
         """
-        readings = await devices.read(name)
-        return f"{name}: " + ", ".join(str(r) for r in readings)
+        outside = devices.outside(name)
+        async with _quoting(name, outside):
+            readings = await devices.read(name)
+        text = f"{name}: " + ", ".join(str(r) for r in readings)
+        return OutsideText(text, outside) if outside else text
 
     async def device_set(name: str, value: str) -> str:
         """Switch a device on or off, or set a dimmer's brightness.
@@ -56,7 +91,8 @@ def register(registry: ToolRegistry, devices: DeviceAccess, raw: RawBusPolicy | 
         """
         turn = current_turn()
         outside = turn.trust.reason() if turn is not None and turn.trust.untrusted else ""
-        result = await devices.set(name, value, requested_by="model", approval=outside)
+        async with _quoting(name, devices.outside(name)):
+            result = await devices.set(name, value, requested_by="model", approval=outside)
         if turn is not None and outside and result.pending is not None:
             turn.trust.hold_write(f"setting {name} {value}", result.pending.id)
         return result.describe()

@@ -6,7 +6,8 @@ and act on. Every result passes the plugin hooks, is cut to ``max_output_chars``
 file's values redacted before anyone sees it; read-only tools' results are reused for ``cache_s``.
 
 Each result also says whether it brought outside text into the turn (a tool registered with
-``outside=``, or an answer returned as :class:`~appliance.tools.trust.OutsideText`), and the turn's
+``outside=``, an answer returned as :class:`~appliance.tools.trust.OutsideText` or a failure raised as
+:class:`~appliance.tools.trust.OutsideError`), and the turn's
 :class:`~appliance.tools.trust.TurnTrust` records it, a cached answer and a failure alike. While a tool
 runs, :func:`current_turn` gives it the turn it runs in (a context variable, so tools stay plain
 functions): device_set and web_fetch read there whether outside content is already in the turn.
@@ -40,7 +41,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from appliance.errors import PicoagentError, ToolError, UnknownToolError
 from appliance.plugins import Hooks
 from appliance.tools.result import ToolResult
-from appliance.tools.trust import OutsideText, TurnTrust
+from appliance.tools.trust import OutsideError, OutsideText, TurnTrust
 
 log = logging.getLogger(__name__)
 
@@ -485,7 +486,9 @@ class ToolRegistry:
         except TimeoutError:
             return failed(f"timed out after {timeout_s:g} s")
         except ToolError as exc:
-            return failed(exc.message)
+            result = failed(exc.message)
+            result.outside = exc.source if isinstance(exc, OutsideError) else ""  # its message quotes outside text
+            return result
         except PicoagentError as exc:  # refused by policy, unknown device, hardware error: the model reads why
             return failed(exc.message + (f" ({exc.fix})" if exc.fix else ""))
         except Exception as exc:  # a tool's bug must not end the turn

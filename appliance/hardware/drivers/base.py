@@ -46,6 +46,13 @@ WHERE: dict[str, Callable[[Wiring], str]] = {
     "homeassistant": lambda w: f"homeassistant {w.entity}",
     "mqtt": lambda w: f"mqtt {w.state_topic or w.command_topic}",
 }
+# What a device off the Pi says is outside text (appliance/tools/trust.py): other people's software
+# (whoever publishes on the broker, Home Assistant and its integrations) writes its states. The words
+# finish "this turn read ...".
+OUTSIDE: dict[str, str] = {
+    "homeassistant": "a device state from Home Assistant",
+    "mqtt": "a device state from the MQTT broker",
+}
 
 
 @dataclass(frozen=True)
@@ -172,6 +179,11 @@ class DriverSpec:
     def on_the_pi(self) -> bool:
         """Whether the device is wired to the Pi (else it lives in a service, reached through a link)."""
         return self.interface in ON_THE_PI
+
+    @property
+    def outside(self) -> str:
+        """What its readings are when other people's software writes them (see OUTSIDE); "" on the Pi."""
+        return "" if self.on_the_pi else OUTSIDE.get(self.interface, "a device state from another system")
 
     def for_device(self, wiring: Wiring) -> DriverSpec:
         """The spec for one configured device: its kind, quantities and what it sets (see ``variant``)."""

@@ -2,7 +2,9 @@
 
 The entity's domain makes the device's kind (:data:`KINDS`): a light is a dimmer (on, off, a brightness
 in percent), a switch, input_boolean or fan a switch, a sensor a sensor (its value with the state's
-``unit_of_measurement``, named by its ``device_class``), a binary_sensor an input whose changes are
+``unit_of_measurement``, named by its ``device_class``: both only from Home Assistant's documented
+ones, :mod:`appliance.hardware.drivers.units`, since Home Assistant's integrations write them as free
+text that reaches the model), a binary_sensor an input whose changes are
 events like a button's or a motion sensor's. So the spec differs per device: the table's entry has a
 ``variant`` that gives each device the spec of its domain, and everything that asks a device's kind
 (the intent fast path, the status page, chat buttons, schedules) gets the right one.
@@ -19,6 +21,8 @@ from typing import Any
 
 from appliance.hardware.buses import HardwareError
 from appliance.hardware.drivers.base import Buses, DriverSpec, Kind, Reading, Sensor, Wiring
+from appliance.hardware.drivers.template import TemplateError, finite_number, shown
+from appliance.hardware.drivers.units import device_class, documented_unit
 
 ENTITY = re.compile(r"([a-z][a-z0-9_]*)\.([a-z0-9_]+)")
 KINDS: dict[str, Kind] = {
@@ -97,16 +101,25 @@ class Entity:
         if self.domain == "light":
             brightness = attributes.get("brightness")
             # Home Assistant keeps 0-255; whole percent, as its own UI shows (30% is stored as 76: 29.8 -> 30).
-            level = float(round(float(brightness) / 255 * 100)) if on and brightness is not None else 100.0 * on
+            level = (
+                float(round(self._number(brightness, "brightness") / 255 * 100))
+                if on and brightness is not None
+                else 100.0 * on
+            )
             return [Reading("state", on, ""), Reading("brightness", level, "%")]
         if self.domain == "sensor":
-            try:
-                value = float(state["state"])
-            except ValueError:
-                raise HardwareError(f"{self.entity_id} reads {state['state']!r}, not a number") from None
-            quantity = attributes.get("device_class") or quantity_of(self.entity_id)
-            return [Reading(str(quantity), value, str(attributes.get("unit_of_measurement") or ""))]
+            value = self._number(state["state"], "state")
+            # Free text Home Assistant (or any integration in it) writes: only documented classes and units.
+            quantity = device_class(attributes.get("device_class")) or quantity_of(self.entity_id)
+            return [Reading(quantity, value, documented_unit(quantity, attributes.get("unit_of_measurement")))]
         return [Reading("state", on, "")]
+
+    def _number(self, value: Any, what: str) -> float:
+        """A finite number, or a HardwareError quoting ``value`` cut short (it is anyone's text)."""
+        try:
+            return finite_number(value)
+        except TemplateError:
+            raise HardwareError(f"{self.entity_id} reports a {what} of {shown(value)}, not a number") from None
 
     def set(self, value: bool | float) -> None:
         """On or off; a light also takes a level from 0 to 1 (sent as brightness_pct)."""
