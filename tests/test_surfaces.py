@@ -351,11 +351,16 @@ def probe_quoted(config: Config, mail: MailServers) -> Observed:
                 )
             )
             pi.model.enqueue("Noted.")
-            await eh.write(f"Thanks, noted.\n\nOn Monday someone wrote:\n{quote}\n")
+            mail_ = email.a_mail(
+                eh.owner.address, eh.box.address, "Fwd", f"Thanks, noted.\n\nOn Monday someone wrote:\n{quote}\n"
+            )
+            attached = quote.replace("> ", "").replace("quoted mail", "attachment")
+            mail_.add_attachment(attached.encode(), maintype="text", subtype="plain", filename="orders.txt")
+            await asyncio.to_thread(eh.box.deliver, mail_)
             [reply] = await eh.replies()
             said = email.text_of(reply)
             return {
-                "talk": "Good morning from the quoted" in pi.prompts() or "/status" in pi.prompts(),
+                "talk": "Good morning from the" in pi.prompts() or "/status" in pi.prompts(),
                 "commands": "Model scripted" in said,
                 "approve": await pi.approved(held),
                 # The owner's own words recall what they match; the quote's /memory is what must not run.
