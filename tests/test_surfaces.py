@@ -253,7 +253,7 @@ async def platform(name: str, config: Config, mail: MailServers | None) -> Async
             async def say_whatsapp(text: str) -> list[str]:
                 before = len(wh.fake.sent_texts(whatsapp.OWNER))
                 assert await wh.says(whatsapp.OWNER, text) == 200
-                await wh_turns_end(wh)
+                await turns_end(wh)
                 return wh.fake.sent_texts(whatsapp.OWNER)[before:]
 
             yield Pi(wh.runtime, wh.model), say_whatsapp
@@ -261,7 +261,8 @@ async def platform(name: str, config: Config, mail: MailServers | None) -> Async
         raise AssertionError(f"no harness for {name}")
 
 
-async def wh_turns_end(h: Any) -> None:
+async def turns_end(h: Any) -> None:
+    """Until the channel has no answer in flight (its replies are all out)."""
     from tests.helpers import eventually
 
     await eventually(lambda: h.channel.turns_in_flight == 0, what="the turns to end")
@@ -318,7 +319,7 @@ def probe_strangers(config: Config, mail: MailServers) -> Observed:
                 sent += 1
                 await eh.write(text, f"asking {sent}", sender=email.STRANGER)
                 await eh.stored(lambda found: len(found) == sent and all(m.seen for m in found), "the mail read")
-                await wh_turns_end(eh)
+                await turns_end(eh)
 
             def mailed() -> list[str]:
                 return [email.text_of(r.message) for r in eh.mail.smtp.received]
