@@ -267,6 +267,10 @@ def test_turn_on_the_garage_light_publishes_on_once_and_reads_the_json_state_bac
         assert sent(watcher, "zigbee2mqtt/garage_light/set/brightness") == [b"127"]  # 50% of 254
         assert await devices.read("garage_light") == [Reading("state", True, ""), Reading("brightness", 50.0, "%")]
 
+        # The lamp answers each of the three commands with its state; the last of them may still be on its way
+        # (two clients' messages have no order between them): let them all arrive before the next state.
+        reports = lambda: [m for m in watcher.messages if m[0] == "zigbee2mqtt/garage_light"]  # noqa: E731
+        await eventually(lambda: len(reports()) >= 3, 5, "the lamp's three reports")
         # A state the device reports by itself (someone used its own switch) is what the next read says.
         watcher.publish("zigbee2mqtt/garage_light", '{"state":"ON","brightness":64,"linkquality":80}')
         await eventually(lambda: devices.read_sync("garage_light")[1].value == 25.0, 5, "the reported state")
