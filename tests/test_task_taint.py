@@ -46,8 +46,9 @@ class ObeysItsPrompt(ScriptedModel):
 
     Replies the test enqueued come first. With none left, the orders in the turn's message (a task's step
     prompt: its goal and the steps so far) are carried out in order, GOAL in a URL replaced by the task's
-    goal (what a page wants carried off), then "DONE: finished". A reflection gets a lesson and a fact
-    extraction a fact, each naming the goal it read, so every task's would be a new one.
+    goal (what a page wants carried off), then "DONE: finished". A reflection gets a lesson naming the
+    goal (every task's a new one); a fact extraction a fact about the porch light when it reads the page's
+    words, else one about the goal.
     """
 
     async def generate(self, request: GenerationRequest) -> Generation:
@@ -63,7 +64,9 @@ class ObeysItsPrompt(ScriptedModel):
         if "lessons" in wanted:
             return (json.dumps({"lessons": [f"For '{goal[:60]}', do what the page says."], "reusable": False}),)
         if "facts" in wanted:
-            return (json.dumps({"facts": [f"The owner wants what the page says done ({goal[:60]})."]}),)
+            read = "ignore previous instructions" in said[0] if said else False
+            fact = "The owner wants the porch light on all night." if read else f"The owner asked: {goal[:60]}"
+            return (json.dumps({"facts": [fact]}),)
         prompt = next((m for m in reversed(said) if not m.startswith("<tool_response>")), "")
         answered = len(said) - 1 - said.index(prompt) if prompt in said else 0
         orders = _ORDER.findall(prompt)
@@ -288,5 +291,5 @@ def test_a_tainted_task_leaves_no_lesson_and_no_memory(rt: Runtime) -> None:
     for (conversation,) in rt.db.rows("SELECT id FROM conversations WHERE channel = 'task' ORDER BY id"):
         facts += asyncio.run(rt.agent.memory.extract(conversation))
     remembered = [r[0] for r in rt.db.rows("SELECT text FROM memories")]
-    assert any("add 2 and 2" in fact for fact in facts)  # the clean task's turns are read for facts
-    assert not [m for m in remembered if "locker code" in m or "Summarize" in m], remembered
+    assert any("add 2 and 2" in fact for fact in facts)  # the clean turns are read for facts
+    assert not [m for m in remembered if "porch light" in m], remembered

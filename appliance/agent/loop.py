@@ -167,7 +167,7 @@ class Agent:
         if record is not None:
             await self.db.call(self.db.add_message, conversation, "user", text)
             record.why = "intent"
-            return await self._finish(record, conversation, session, emit, CloudUse(), person=person)
+            return await self._finish(record, conversation, session, emit, CloudUse(), learn=person)
         context_ = await self._routing_context(channel, chat_id, force)
         if self.understanding is not None and context_.mode == "edge_first" and force is None:
             context_ = replace(context_, difficulty=await self.understanding.difficulty(text))
@@ -258,9 +258,12 @@ class Agent:
         if held:  # outside text in the turn held a device write or a fetch back: the person must know
             record.text = f"{record.text}\n\n{held}"
             emit("text", {"delta": f"\n\n{held}"})
-        if self.memory is not None and stats.last_prompt_tokens and person:
+        # Outside text in the context (a page, a task's earlier steps that read one) shaped this reply: no fact
+        # is drawn from it, or it would be recalled in every later chat as the owner's.
+        learn = person and not (stats.tools is not None and stats.tools.trust.untrusted)
+        if self.memory is not None and stats.last_prompt_tokens and learn:
             self.memory.after_turn(conversation, int(stats.last_prompt_tokens))
-        return await self._finish(record, conversation, session, emit, use, local_tokens=stats, person=person)
+        return await self._finish(record, conversation, session, emit, use, local_tokens=stats, learn=learn)
 
     async def prepare_understanding(self) -> None:
         """Ready the understanding layer now rather than on the first message."""
@@ -395,9 +398,13 @@ class Agent:
         emit: EventSink,
         use: CloudUse,
         local_tokens: TurnStats | None = None,
-        person: bool = True,
+        learn: bool = True,
     ) -> ReplyRecord:
-        """Store the reply and what it used, count the route, tell the listeners and the caller."""
+        """Store the reply and what it used, count the route, tell the listeners and the caller.
+
+        ``learn``: False when the conversation so far holds words that are not the owner's (a sender who
+        is not a person, outside text in the turn): its messages are passed over by fact extraction.
+        """
         record.session = session
         if record.route == "intent":
             emit("text", {"delta": record.text})
@@ -416,7 +423,7 @@ class Agent:
                 "offered": [t.name for t in local_tokens.offered] if local_tokens is not None else [],
             },
         )
-        if not person and self.memory is not None:  # not the owner's words: no fact is extracted from them
+        if not learn and self.memory is not None:  # not the owner's words: no fact is extracted from them
             await self.db.call(self.memory.pass_over, conversation)
         await self.db.call(self._ledger, record, use, local_tokens)
         await self.tools.hooks.turn_end(record)

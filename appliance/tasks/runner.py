@@ -150,6 +150,7 @@ class TaskRunner:
                     result=result,
                     tokens=outcome.tokens,
                     plan=outcome.plan,
+                    outside=outcome.outside,
                 )
             except TaskError as exc:
                 # Resumed or changed by someone while the step ran; its outcome is dropped and the step redone.

@@ -73,6 +73,11 @@ TASK = {
         "route": {"type": "string"},
         "result": {"type": "string", "nullable": True},
         "error": {"type": "string", "nullable": True},
+        "outside": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "outside text its steps read (a web page...): its turns are untrusted for good",
+        },
     },
 }
 NEW_TASK = {
