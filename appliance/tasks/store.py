@@ -204,6 +204,12 @@ class TaskStore:
         steps = self.settings.max_steps if max_steps is None else max_steps
         if steps < 1:
             raise UsageError(f"a task's max_steps must be at least 1, not {steps}")
+        ceiling = self.settings.max_steps_limit
+        if steps > ceiling:
+            raise UsageError(
+                f"a task may take at most {ceiling} steps (tasks.max_steps_limit), not {steps}",
+                fix=f"ask for {ceiling} or fewer, or raise tasks.max_steps_limit in the config",
+            )
         if route not in ROUTES:
             raise UsageError(f"no task route {route!r}", fix=f"use one of {', '.join(ROUTES)}")
         names = json.dumps(list(dict.fromkeys(tools))) if tools is not None else None
