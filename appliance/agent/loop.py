@@ -172,7 +172,9 @@ class Agent:
         if record is not None:
             await self.db.call(self.db.add_message, conversation, "user", text, meta=_outside(tools.trust.sources))
             record.why = "intent"
-            return await self._finish(record, conversation, session, emit, CloudUse(), person=person)
+            # a remote device's state in the answer (Home Assistant, MQTT) is outside text too: no fact of it
+            read = [*tools.trust.sources, *(a.outside for a in record.actions if a.outside)]
+            return await self._finish(record, conversation, session, emit, CloudUse(), person=person, outside=read)
         context_ = await self._routing_context(channel, chat_id, force)
         if self.understanding is not None and context_.mode == "edge_first" and force is None:
             context_ = replace(context_, difficulty=await self.understanding.difficulty(text))
