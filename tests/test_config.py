@@ -181,6 +181,10 @@ def test_stop_is_a_list_of_strings(tmp_path: Path) -> None:
             "tools:\n  web_fetch:\n    max_redirects: 51\n",
             "tools.web_fetch.max_redirects: expected a whole number from 0 to 50, got 51",
         ),
+        (
+            "tasks:\n  max_steps: 30\n  max_steps_limit: 20\n",
+            "tasks.max_steps: 30 is over tasks.max_steps_limit (20), the most any task may take",
+        ),
     ],
 )
 def test_values_out_of_range_are_refused(tmp_path: Path, yaml_text: str, message: str) -> None:

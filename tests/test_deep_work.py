@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -16,8 +17,18 @@ from appliance.agent.loop import Agent
 from appliance.config import Config, ProviderConfig, TasksConfig
 from appliance.errors import UsageError
 from appliance.memory.db import Database
-from appliance.tasks import DeepWork, Step, StepOutcome, Task, TaskError, TaskRunner, TaskStore, check_route, spawn
-from appliance.tools import builtin
+from appliance.tasks import (
+    DeepWork,
+    Step,
+    StepOutcome,
+    Task,
+    TaskError,
+    TaskRunner,
+    TaskStore,
+    check_route,
+    spawn,
+)
+from appliance.tools import builtin, scheduling
 from appliance.tools.registry import TaskScope, ToolRegistry, ToolTurn, task_scope
 from tests.agents import MeteredModel
 from tests.fakes.cloud_api import FakeCloud
@@ -75,6 +86,36 @@ def test_add_takes_budgets_route_tools_and_the_config_defaults(db: Database) -> 
         with pytest.raises(UsageError, match=message):
             store.add("x", **bad)
     assert len(store.list()) == 3  # a refusal stored nothing
+
+
+def test_no_task_takes_more_steps_than_tasks_max_steps_limit(db: Database) -> None:
+    """The API, the CLI, the model's task_create and spawn all ask the store; the runner holds old tasks to it."""
+    store = TaskStore(db, settings=TasksConfig(max_steps_limit=20))
+    over = "a task may take at most 20 steps (tasks.max_steps_limit), not 5000"
+    with pytest.raises(UsageError, match=re.escape(over)) as refused:
+        store.add("research forever", max_steps=5000)
+    assert refused.value.fix == "ask for 20 or fewer, or raise tasks.max_steps_limit in the config"
+    assert store.add("research", max_steps=20).max_steps == 20
+
+    async def think(task: Task, steps: list[Step]) -> StepOutcome:
+        return StepOutcome("thought", "hm")
+
+    tools = ToolRegistry()
+    scheduling.register(tools, cast(Any, None), store)  # task_create needs no scheduler
+    spawn.register(tools, TaskRunner(store, think))
+    parent = store.add("parent")
+    store.claim(parent.id)
+    for name, arguments in (("task_create", {"goal": "g"}), ("spawn", {"goal": "g", "tools": []})):
+        turn = ToolTurn(8, task_id=parent.id)
+        result = asyncio.run(tools.execute(name, {**arguments, "max_steps": 5000}, turn=turn))
+        assert not result.ok and (result.error or "").startswith(over), result.error
+    assert [t.goal for t in store.list()] == ["research", "parent"]  # nothing over the limit was stored
+    # A task stored with more steps than the limit allows now (the limit was lowered) stops at the limit.
+    lowered = TaskStore(db, settings=TasksConfig(max_steps_limit=2))
+    store.pause(parent.id)
+    ended = asyncio.run(TaskRunner(lowered, think).run_once())
+    assert ended is not None and (ended.goal, ended.steps_done, ended.partial) == ("research", 2, True)
+    assert "it took its 2 steps" in (ended.result or "")
 
 
 def test_cancel_cascades_to_the_subtasks_not_ended(db: Database) -> None:

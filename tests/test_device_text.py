@@ -242,6 +242,10 @@ def test_a_home_assistant_reading_is_outside_text_and_holds_the_next_write(
         assert "Home Assistant" in read.outside
         held_for_a_person(rt, record, "Home Assistant")
         assert fake.calls == []
+        # Both answers, shaped by the device's text, are marked so: no fact or summary is drawn from them.
+        rows = rt.db.rows("SELECT meta FROM messages WHERE role = 'assistant' ORDER BY id")
+        marks = [json.loads(meta or "{}").get("outside", []) for (meta,) in rows]
+        assert len(marks) == 2 and all(any("Home Assistant" in s for s in mark) for mark in marks), marks
     finally:
         rt.close()
 

@@ -23,7 +23,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -73,6 +73,11 @@ def split_forced(text: str) -> tuple[Forced, str]:
     if match is None:
         return None, text
     return ("cloud" if match.group(1).lower() == "cloud" else "local"), stripped[match.end() :]
+
+
+def _outside(sources: Sequence[str]) -> dict[str, Any] | None:
+    """A stored message's mark that outside text shaped it (what was read), or None."""
+    return {"outside": list(sources)} if sources else None
 
 
 def _with_suffix(decision: Decision, suffix: str) -> Decision:
@@ -165,9 +170,11 @@ class Agent:
                 intent, self.devices, requested_by=stats.client, started=stats.started, db=self.db
             )
         if record is not None:
-            await self.db.call(self.db.add_message, conversation, "user", text)
+            await self.db.call(self.db.add_message, conversation, "user", text, meta=_outside(tools.trust.sources))
             record.why = "intent"
-            return await self._finish(record, conversation, session, emit, CloudUse(), person=person)
+            # a remote device's state in the answer (Home Assistant, MQTT) is outside text too: no fact of it
+            read = [*tools.trust.sources, *(a.outside for a in record.actions if a.outside)]
+            return await self._finish(record, conversation, session, emit, CloudUse(), person=person, outside=read)
         context_ = await self._routing_context(channel, chat_id, force)
         if self.understanding is not None and context_.mode == "edge_first" and force is None:
             context_ = replace(context_, difficulty=await self.understanding.difficulty(text))
@@ -178,7 +185,9 @@ class Agent:
             recalled = await self.memory.recall(text) if person else []
         else:
             stored = await self.db.call(self.db.recent_messages, conversation, cfg.history_messages)
-        await self.db.call(self.db.add_message, conversation, "user", text)
+        # A task's prompt quoting steps that read a page is outside text from the start: marked, it is never
+        # drawn into a fact or a summary (MemoryKeeper skips it).
+        await self.db.call(self.db.add_message, conversation, "user", text, meta=_outside(tools.trust.sources))
 
         use_tools = tool_choice != "none" and len(self.tools) > 0
         # The system prompt stays first and unchanged (a warm KV-cache prefix); memory follows it.
@@ -260,7 +269,9 @@ class Agent:
             emit("text", {"delta": f"\n\n{held}"})
         if self.memory is not None and stats.last_prompt_tokens and person:
             self.memory.after_turn(conversation, int(stats.last_prompt_tokens))
-        return await self._finish(record, conversation, session, emit, use, local_tokens=stats, person=person)
+        return await self._finish(
+            record, conversation, session, emit, use, local_tokens=stats, person=person, outside=tools.trust.sources
+        )
 
     async def prepare_understanding(self) -> None:
         """Ready the understanding layer now rather than on the first message."""
@@ -396,8 +407,13 @@ class Agent:
         use: CloudUse,
         local_tokens: TurnStats | None = None,
         person: bool = True,
+        outside: Sequence[str] = (),
     ) -> ReplyRecord:
-        """Store the reply and what it used, count the route, tell the listeners and the caller."""
+        """Store the reply and what it used, count the route, tell the listeners and the caller.
+
+        ``outside``: the outside text in the turn's context (a page it read): the reply, shaped by it, is
+        marked so, and no fact or summary is drawn from it (it would be recalled in every later chat).
+        """
         record.session = session
         if record.route == "intent":
             emit("text", {"delta": record.text})
@@ -414,6 +430,7 @@ class Agent:
                 "model": record.model,
                 # the tools the local model was shown: the next turn keeps them in place (a warm KV cache)
                 "offered": [t.name for t in local_tokens.offered] if local_tokens is not None else [],
+                **(_outside(outside) or {}),
             },
         )
         if not person and self.memory is not None:  # not the owner's words: no fact is extracted from them

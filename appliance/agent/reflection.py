@@ -16,6 +16,9 @@ when the memory store has vectors (``memory.embedding_model``), a kept lesson wi
 ``duplicate_distance`` (cosine) of it. Nothing here blocks the event loop: the file and the store are
 used on threads, and a failure is logged, never raised into the task runner.
 
+A task that read outside text (:attr:`~appliance.tasks.store.Task.outside`: a web page, a command's output)
+teaches nothing: no lesson, no memory, no proposal, and its steps are never quoted into another's.
+
 Proposals: when ``propose_after`` done tasks (this one among them) called the same tools in the same
 order, or a done task's reflection says its steps are a reusable procedure, a skill is proposed in
 ``skills/proposed/NAME/SKILL.md`` (:mod:`appliance.agent.proposed_skills`), never active until accepted.
@@ -249,6 +252,11 @@ class TaskReflector:
         """Reflect on an ended task (the TaskRunner's on_end)."""
         if not self.config.enabled or task.parent_id is not None or task.state == "cancelled":
             return  # a subtask's lessons are its parent's to draw; a person stopped a cancelled one
+        if task.outside:
+            # Its steps carry what a page (or a command's output) told the model: a lesson or a proposed
+            # skill drawn from them would be recalled into every later turn as the assistant's own.
+            log.info("task %d read %s: no lesson is drawn from it", task.id, " and ".join(task.outside))
+            return
         try:
             answer = await self._ask(task, steps)
             lessons = [str(x) for x in answer.get("lessons", []) if isinstance(x, str)][:MAX_LESSONS_PER_TASK]
@@ -298,6 +306,8 @@ class TaskReflector:
         done = [t for t in await store.db.call(store.list, "done") if t.id != task.id]
         same = []
         for other in sorted(done, key=lambda t: t.id, reverse=True)[:HISTORY_TASKS]:
+            if other.outside:
+                continue  # its steps are not quoted into a skill
             steps = await store.db.call(store.logs, other.id)
             if tool_sequence(steps) == tools:
                 same.append((other, steps))

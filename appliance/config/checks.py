@@ -287,6 +287,12 @@ def _check_devices(config: Config, refuse: Callable[[str, str, Any], ConfigError
         )
     if config.hardware.approval_timeout_s <= 0:
         raise ConfigError("hardware.approval_timeout_s: must be greater than 0")
+    if config.tasks.max_steps > config.tasks.max_steps_limit:
+        raise ConfigError(
+            f"tasks.max_steps: {config.tasks.max_steps} is over tasks.max_steps_limit"
+            f" ({config.tasks.max_steps_limit}), the most any task may take",
+            fix="lower tasks.max_steps or raise tasks.max_steps_limit",
+        )
 
 
 def _check_schedule(config: Config) -> None:

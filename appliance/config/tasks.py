@@ -21,8 +21,17 @@ class TasksConfig:
         high=10_000,
         expected="a whole number from 1 to 10000",
     )
+    max_steps_limit: int = doc(
+        "the most work steps any task may ask for (task_create, spawn, --max-steps, the API); a bigger "
+        "number is refused, and a task stored with one stops here",
+        100,
+        low=1,
+        high=10_000,
+        expected="a whole number from 1 to 10000",
+    )
     budget_tokens: int = doc(
-        "most tokens (prompt + reply, every turn of the task) a task may use when it names none; 0: no budget",
+        "most tokens (prompt + reply, every turn of the task) a task may use when it names none; 0: no budget "
+        "(then only its steps and the cloud's daily and monthly limits bound what it spends)",
         0,
         low=0,
         high=1_000_000_000,

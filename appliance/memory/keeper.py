@@ -7,6 +7,10 @@ to the message (by meaning and by keyword) within a token budget, as a separate 
 system prompt, so the system prompt stays a stable prefix for the KV cache. When history passes
 ``memory.compact_at`` of the context window, the older turns become a summary (kept and recalled)
 and only the last ``memory.keep_recent`` messages stay verbatim.
+
+A message marked ``outside`` in its meta (a reply written after reading a web page, a task's prompt that
+quotes such a step: see :mod:`appliance.tools.trust`) is never read for facts or into a summary: what a
+page told the model must not come back in every later turn as something the owner said.
 """
 
 from __future__ import annotations
@@ -219,7 +223,11 @@ class MemoryKeeper:
         new = await self.db.call(self._messages_after, conversation_id, extracted)
         if not new:
             return []
-        transcript = "\n".join(f"{m.role}: {m.content[:500]}" for m in new if m.role in ("user", "assistant"))
+        said = [m for m in new if m.role in ("user", "assistant") and not m.meta.get("outside")]
+        if not said:
+            await self.db.call(lambda: self._set_progress(conversation_id, extracted=new[-1].id))
+            return []
+        transcript = "\n".join(f"{m.role}: {m.content[:500]}" for m in said)
         answer = await self._ask_json(
             "List the durable facts about the user, their home, people and plans in this conversation "
             "(names, dates, places, preferences, where things are). Skip greetings and questions. "
@@ -265,8 +273,12 @@ class MemoryKeeper:
         older = messages[: -self.config.keep_recent] if self.config.keep_recent else messages
         if len(older) < 2:
             return None
+        said = [m for m in older if not m.meta.get("outside")]
+        if not said:  # they leave the prompt, as summarised ones do, and leave nothing behind
+            await self.db.call(lambda: self._set_progress(conversation_id, summarised=older[-1].id))
+            return None
         _, previous = await self.db.call(self.history, conversation_id, 0)
-        transcript = "\n".join(f"{m.role}: {m.content[:400]}" for m in older)
+        transcript = "\n".join(f"{m.role}: {m.content[:400]}" for m in said)
         if previous:
             transcript = f"(earlier summary) {previous}\n{transcript}"
         answer = await self._ask_json(

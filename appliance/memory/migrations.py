@@ -461,6 +461,19 @@ def _m14_tool_approvals(db: sqlite3.Connection) -> None:
     )
 
 
+def _m15_task_taint(db: sqlite3.Connection) -> None:
+    # Outside text a task read (issue 31): ``outside`` lists what it read (JSON, NULL = nothing), so its
+    # later steps, its subtasks and a restart keep treating it as untrusted; ``said`` holds the owner's
+    # words a subtask born in an untrusted turn acts on (NULL: its own goal).
+    _script(
+        db,
+        """
+        ALTER TABLE tasks ADD COLUMN outside TEXT;
+        ALTER TABLE tasks ADD COLUMN said TEXT;
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m1_conversations,
     _m2_web_auth,
@@ -476,4 +489,5 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m12_chat_jobs,
     _m13_deep_work,
     _m14_tool_approvals,
+    _m15_task_taint,
 ]

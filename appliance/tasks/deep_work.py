@@ -11,6 +11,12 @@ with it; the agent counts them in the usage ledger as it does every turn.
 A task's turns run in its :func:`~appliance.tools.registry.task_scope` (its tools only; the spawn tool
 knows the task) and on its route: ``cloud`` forces the cloud (a step that could not use it fails the task
 rather than run on the Pi unasked), ``local`` keeps it on the Pi.
+
+Each turn's message is its prompt, which quotes the earlier steps' tool results: it is not the owner's
+words. So the turn's trust (:class:`~appliance.tools.trust.TurnTrust`) is the task's, not the message's:
+only the goal counts as said (its hosts stay fetchable), and once a step read outside text (kept with the
+task, :attr:`~appliance.tasks.store.Task.outside`) every later turn starts untrusted: device writes wait
+for a person, fetches go only to hosts the goal named, nothing lasting is written.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from appliance.errors import PicoagentError, UsageError
 from appliance.tasks.runner import StepFunction
 from appliance.tasks.store import Step, StepOutcome, Task
 from appliance.tools.registry import TaskScope, task_scope
+from appliance.tools.trust import TurnTrust
 
 if TYPE_CHECKING:
     from appliance.agent.escalation import Forced
@@ -148,12 +155,16 @@ class DeepWork:
         chars = sum(len(_quote(s)) for s in recent)
         return chars / CHARS_PER_TOKEN > self.settings.compact_share * self.context_tokens
 
-    async def _turn(self, task: Task, text: str, *, tools: bool) -> tuple[ReplyRecord, int]:
+    async def _turn(self, task: Task, text: str, *, tools: bool) -> tuple[ReplyRecord, int, tuple[str, ...]]:
+        """One agent turn of the task: its reply, its tokens, and the outside text in its context."""
         chat_id = f"task-{task.id}"
         await self.agent.db.call(self.agent.db.reset, "task", chat_id)
         force: Forced = "cloud" if task.route == "cloud" else "local" if task.route == "local" else None
         allowed = frozenset(task.tools) if task.tools is not None else None
-        with task_scope(TaskScope(task.id, allowed)):
+        # The prompt quotes the earlier steps, tool results included: only the owner's words count as said,
+        # and what the task read before is in the context from the start.
+        trust = TurnTrust(task.owner_words, sources=list(task.outside))
+        with task_scope(TaskScope(task.id, allowed, trust)):
             record = await self.agent.turn(
                 text,
                 channel="task",
@@ -168,28 +179,29 @@ class DeepWork:
                 f"the cloud was not used ({record.reason})",
                 fix="`picoagent providers --check` tries the provider; the task can go on with `--route auto`",
             )
-        return record, tokens
+        return record, tokens, tuple(trust.sources)
 
     async def __call__(self, task: Task, steps: list[Step]) -> StepOutcome:
         """The task's next step: its plan, notes, or a step of work."""
         if task.plan is None and not any(s.kind == "plan" for s in steps):
-            record, tokens = await self._turn(task, plan_prompt(task), tools=False)
+            record, tokens, outside = await self._turn(task, plan_prompt(task), tools=False)
             plan = record.text.strip() or "1. Work towards the goal."
-            return StepOutcome("plan", plan, tokens=tokens, plan=plan)
+            return StepOutcome("plan", plan, tokens=tokens, plan=plan, outside=outside)
         if self.needs_notes(steps):
             notes, recent = since_notes(steps)
-            record, tokens = await self._turn(task, notes_prompt(task, notes, recent), tools=False)
+            record, tokens, outside = await self._turn(task, notes_prompt(task, notes, recent), tools=False)
             log.info("task %d: steps %d-%d summed up into notes", task.id, recent[0].n, recent[-1].n)
-            return StepOutcome("notes", record.text.strip(), tokens=tokens)
-        record, tokens = await self._turn(task, task_prompt(task, steps), tools=True)
+            return StepOutcome("notes", record.text.strip(), tokens=tokens, outside=outside)
+        record, tokens, outside = await self._turn(task, task_prompt(task, steps), tools=True)
         reply = record.text.strip()
         if reply[: len(DONE_PREFIX)].upper() == DONE_PREFIX:
             result = reply[len(DONE_PREFIX) :].strip() or "the goal is reached"
-            return StepOutcome("result", result, done=True, result=result, tokens=tokens)
+            return StepOutcome("result", result, done=True, result=result, tokens=tokens, outside=outside)
         if record.actions:
             done = "; ".join(_describe_action(a) for a in record.actions)
-            return StepOutcome("action", f"{reply}\n[{done}]" if reply else f"[{done}]", tokens=tokens)
-        return StepOutcome("thought", reply, tokens=tokens)
+            content = f"{reply}\n[{done}]" if reply else f"[{done}]"
+            return StepOutcome("action", content, tokens=tokens, outside=outside)
+        return StepOutcome("thought", reply, tokens=tokens, outside=outside)
 
 
 def make_agent_step(agent: Agent, settings: TasksConfig | None = None) -> StepFunction:

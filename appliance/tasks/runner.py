@@ -62,7 +62,8 @@ class TaskRunner:
     """Works the queue one task at a time: claim, step, record, until done, failed, paused, cancelled or
     out of budget.
 
-    ``max_steps``: a cap over every task's own ``max_steps`` (None: each task's). ``on_end``: awaited once
+    ``max_steps``: a cap over every task's own ``max_steps`` (None: each task's, at most
+    ``tasks.max_steps_limit``). ``on_end``: awaited once
     when a task it worked ends (done, error, cancelled); its errors are logged, never raised.
     """
 
@@ -121,7 +122,9 @@ class TaskRunner:
         return ended
 
     def _limit(self, task: Task) -> int:
-        return min(task.max_steps, self.max_steps) if self.max_steps is not None else task.max_steps
+        # tasks.max_steps_limit holds for a task stored before it was lowered (or before it existed) too
+        caps = (task.max_steps, self.store.settings.max_steps_limit, self.max_steps or task.max_steps)
+        return min(caps)
 
     async def _work(self, task: Task) -> tuple[Task, list[Step]]:
         steps: list[Step] = await self._db(self.store.logs, task.id)
@@ -150,6 +153,7 @@ class TaskRunner:
                     result=result,
                     tokens=outcome.tokens,
                     plan=outcome.plan,
+                    outside=outcome.outside,
                 )
             except TaskError as exc:
                 # Resumed or changed by someone while the step ran; its outcome is dropped and the step redone.

@@ -9,6 +9,10 @@ parent's step is waiting on this call, so the child is worked here, inline, by t
 are charged to the parent when it ends, and no second worker is needed. At most ``tasks.max_children``
 subtasks run at once and they nest at most ``tasks.max_depth`` deep; cancelling a task cancels its
 subtasks (:meth:`~appliance.tasks.store.TaskStore.cancel`), and the spawn call then returns that.
+
+Taint follows the text both ways: a subtask spawned in a turn with outside text in it starts untrusted
+(its goal, written by the model after that text, does not count as the owner's words: its parent's do),
+and a subtask that read outside text makes the parent's turn untrusted when its result comes back.
 """
 
 from __future__ import annotations
@@ -69,6 +73,10 @@ def register(registry: ToolRegistry, runner: TaskRunner) -> None:
             if left <= 0:
                 raise ToolError(f"task {parent.id} has no tokens left for a subtask")
             budget = min(budget or left, left)
+        # Like task_create, spawn reads the turn's trust; a subtask, worked here with at most its parent's
+        # tools and budget, can carry it on: it starts with the outside text in this turn, and a goal the
+        # model wrote after reading it is not the owner's (the parent's words count instead).
+        trust = turn.trust
         child = await store.db.call(
             store.add,
             goal,
@@ -77,6 +85,8 @@ def register(registry: ToolRegistry, runner: TaskRunner) -> None:
             route=parent.route,
             parent_id=parent.id,
             tools=sorted(set(tools)),
+            outside=trust.sources,
+            said=parent.owner_words if trust.untrusted else None,
         )
         log.info("task %d spawned subtask %d: %s", parent.id, child.id, child.goal)
         try:
@@ -86,6 +96,8 @@ def register(registry: ToolRegistry, runner: TaskRunner) -> None:
             await asyncio.shield(store.db.call(store.cancel, child.id, "its parent's step was stopped"))
             raise
         await store.db.call(store.charge, parent.id, ended.tokens_used)
+        for source in ended.outside:  # its result (or its error) may pass on what it read
+            trust.saw(source)
         used = f"{ended.tokens_used:,} tokens"
         if ended.state == "done":
             kind = "stopped with a partial result" if ended.partial else "done"

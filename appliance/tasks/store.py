@@ -9,6 +9,10 @@ flight when the process died runs again.
 
 A task that reaches its step or token budget before its goal ends ``done`` with ``partial`` set and a
 result that says so and why: it did not fail, it stopped where it was told to, with what it has.
+
+A task that read outside text (a web page, shell output: see :mod:`appliance.tools.trust`) keeps that in
+its ``outside`` column, written with the step that read it: every later step quotes that step, so every
+later turn starts untrusted, across a restart too, and so do the subtasks it spawns.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from appliance.config.tasks import TasksConfig
@@ -34,7 +38,7 @@ BOOKKEEPING = ("plan", "notes")  # steps that are not work: they do not count ag
 LINE_CHARS = 200  # a result as `tasks list` shows it; `tasks logs ID` and --json show all of it
 _TASK_COLUMNS = (
     "id, goal, state, created_at, updated_at, steps_done, result, error,"
-    " budget_tokens, max_steps, tokens_used, route, parent_id, plan, tools, partial"
+    " budget_tokens, max_steps, tokens_used, route, parent_id, plan, tools, partial, outside, said"
 )
 _LIST_FIX = "`picoagent tasks list` shows the tasks and their states"
 
@@ -67,6 +71,8 @@ class Task:
     plan: str | None = None  # the numbered plan of its first step
     tools: list[str] | None = None  # the tools its turns may use; None: every tool
     partial: bool = False  # done at its step or token budget, before the goal
+    outside: list[str] = field(default_factory=list)  # outside text its steps read ("a web page"): untrusted for good
+    said: str | None = None  # the owner's words its turns act on; None: its goal (see :attr:`owner_words`)
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> Task:
@@ -74,7 +80,14 @@ class Task:
         values = dict(zip((f.name for f in fields(cls)), row, strict=True))
         values["tools"] = json.loads(values["tools"]) if values["tools"] is not None else None
         values["partial"] = bool(values["partial"])
+        values["outside"] = json.loads(values["outside"]) if values["outside"] else []
         return cls(**values)
+
+    @property
+    def owner_words(self) -> str:
+        """What counts as said in its turns (the hosts it names stay fetchable): its goal, unless it is a
+        subtask whose goal the model wrote after reading outside text; then its parent's words."""
+        return self.goal if self.said is None else self.said
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -120,7 +133,8 @@ class StepOutcome:
     """What one step produced; ``done`` ends the task with ``result`` (default: the content).
 
     ``tokens``: what the step's model turns used (counted in the same transaction as the step);
-    ``plan``: the task's plan, stored with it (a plan step).
+    ``plan``: the task's plan, stored with it (a plan step); ``outside``: the outside text in the step's
+    context (what it read, or the task had read before), kept with the task.
     """
 
     kind: str
@@ -129,6 +143,13 @@ class StepOutcome:
     result: str | None = None
     tokens: int = 0
     plan: str | None = None
+    outside: tuple[str, ...] = ()
+
+
+def _sources(outside: Sequence[str]) -> str | None:
+    """The ``outside`` column: the sources in the order they came, once each (NULL: none)."""
+    kept = list(dict.fromkeys(s for s in outside if s))
+    return json.dumps(kept) if kept else None
 
 
 def _is(state: str) -> str:
@@ -165,8 +186,14 @@ class TaskStore:
         route: str = "auto",
         parent_id: int | None = None,
         tools: Sequence[str] | None = None,
+        outside: Sequence[str] = (),
+        said: str | None = None,
     ) -> Task:
-        """Store a new pending task; budgets left out take the ``tasks:`` config's defaults."""
+        """Store a new pending task; budgets left out take the ``tasks:`` config's defaults.
+
+        ``outside``: outside text already in the turn that made it (a subtask's parent's): it starts untrusted.
+        ``said``: the owner's words its turns act on instead of its goal (a goal the model wrote after such text).
+        """
         goal = goal.strip()
         if not goal:
             raise UsageError("a task needs a goal, e.g. 'water the plants when the soil is dry, then tell me'")
@@ -177,6 +204,12 @@ class TaskStore:
         steps = self.settings.max_steps if max_steps is None else max_steps
         if steps < 1:
             raise UsageError(f"a task's max_steps must be at least 1, not {steps}")
+        ceiling = self.settings.max_steps_limit
+        if steps > ceiling:
+            raise UsageError(
+                f"a task may take at most {ceiling} steps (tasks.max_steps_limit), not {steps}",
+                fix=f"ask for {ceiling} or fewer, or raise tasks.max_steps_limit in the config",
+            )
         if route not in ROUTES:
             raise UsageError(f"no task route {route!r}", fix=f"use one of {', '.join(ROUTES)}")
         names = json.dumps(list(dict.fromkeys(tools))) if tools is not None else None
@@ -186,8 +219,8 @@ class TaskStore:
                 self._row(conn, parent_id)
             cur = conn.execute(
                 "INSERT INTO tasks (goal, state, created_at, updated_at, budget_tokens, max_steps, route,"
-                " parent_id, tools) VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?)",
-                (goal, now, now, budget_tokens, steps, route, parent_id, names),
+                " parent_id, tools, outside, said) VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (goal, now, now, budget_tokens, steps, route, parent_id, names, _sources(outside), said),
             )
             task = self._row(conn, int(cur.lastrowid or 0))
         log.info("task %d added: %s", task.id, goal)
@@ -385,9 +418,11 @@ class TaskStore:
         result: str | None = None,
         tokens: int = 0,
         plan: str | None = None,
+        outside: Sequence[str] = (),
     ) -> Step:
         """Append a step, move the counter and count its tokens in one transaction; with ``result`` the
-        task is done in it too, with ``plan`` the task's plan is stored.
+        task is done in it too, with ``plan`` the task's plan is stored, with ``outside`` the outside text
+        the step read is kept with the task (in the same transaction as the step that quotes it).
 
         A running task takes steps. So does a paused or cancelled one, for the step that was in flight when
         the pause or cancel came: refusing it would lose work already done (a tool already called) and the
@@ -410,8 +445,8 @@ class TaskStore:
             )
             conn.execute(
                 "UPDATE tasks SET steps_done = ?, updated_at = ?, tokens_used = tokens_used + ?,"
-                " plan = coalesce(?, plan) WHERE id = ?",
-                (n, now, tokens, plan, task_id),
+                " plan = coalesce(?, plan), outside = ? WHERE id = ?",
+                (n, now, tokens, plan, _sources([*task.outside, *outside]), task_id),
             )
             if result is not None and task.state != "cancelled":
                 conn.execute("UPDATE tasks SET state = 'done', result = ? WHERE id = ?", (result, task_id))

@@ -18,7 +18,8 @@ approval id; only a person's approval runs it, through ``execute(..., approved=T
 
 A persistent task's turn runs inside :func:`task_scope`: its turns carry the task's id and, when the task
 has a tool subset, only those tools are listed (to the local model and the cloud alike) and a call of any
-other is refused. A tool registered ``task_only`` (spawn) is listed only inside a task's turn.
+other is refused. A tool registered ``task_only`` (spawn) is listed only inside a task's turn. Its turns
+take the task's trust (:class:`TaskScope`): outside text a step read stays in for the task's later steps.
 """
 
 from __future__ import annotations
@@ -267,10 +268,16 @@ class ToolTurn:
 
 @dataclass(frozen=True)
 class TaskScope:
-    """The task a turn works for, and its tool subset (None: every tool)."""
+    """The task a turn works for, its tool subset (None: every tool), and the trust its turns share.
+
+    ``trust``: a task's turn takes this instead of a fresh one. Its message is the step's prompt, which
+    quotes the earlier steps' tool results: it is not the owner's words, so only what the task was told
+    (its goal) counts as said, and outside text the task read in earlier steps is in it from the start.
+    """
 
     task_id: int
     allowed: frozenset[str] | None = None
+    trust: TurnTrust = field(default_factory=TurnTrust, compare=False)
 
 
 _TURN: contextvars.ContextVar[ToolTurn | None] = contextvars.ContextVar("picoagent_tool_turn", default=None)
@@ -380,12 +387,13 @@ class ToolRegistry:
         when the channel's senders are not people the Pi knows: the message is then outside text itself
         (device writes wait for a person, no memory or lasting file is written, no host it names is fetched).
 
-        Inside :func:`task_scope` the turn is the task's: its id and its tool subset come with it.
+        Inside :func:`task_scope` the turn is the task's: its id, its tool subset and its trust come with
+        it (``said`` is then the step's prompt, which counts for nothing: see :class:`TaskScope`).
         """
-        trust = TurnTrust(said if person else "")
+        scope = _SCOPE.get()
+        trust = scope.trust if scope is not None else TurnTrust(said if person else "")
         if not person:
             trust.saw(f"a message on {channel or 'a channel'} from a sender who is not a person the Pi knows")
-        scope = _SCOPE.get()
         if scope is None:
             return ToolTurn(self.per_turn, trust=trust, channel=channel, origin=origin, person=person)
         return ToolTurn(

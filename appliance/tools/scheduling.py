@@ -7,11 +7,13 @@ database, which the daemon reads within a minute. Jobs the model makes are store
 (created_by ``model``) and checked the same way: a device must exist, and a write that needs approval
 still waits for a person when the job runs (``devices.set`` asks then). Once outside text is in the
 turn (a web page, shell output), only a plain reminder message may be scheduled: a prompt, a device
-action or a task would run later in a turn of its own, carrying out what the page said, unseen.
+action or a task would run later in a turn of its own, carrying out what the page said, unseen. A task
+that read outside text wrote its result after it: task_status hands it to the turn as outside text.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from datetime import datetime, timedelta, tzinfo
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from appliance.errors import ToolError
 from appliance.tools.registry import ToolRegistry, current_turn
+from appliance.tools.trust import OutsideText
 
 if TYPE_CHECKING:
     from appliance.config import CronJob
@@ -58,6 +61,16 @@ def absolute(schedule: str, now: datetime) -> str:
             at += timedelta(days=1)  # "at 07:30" said in the evening: tomorrow morning
         return f"once {at:%Y-%m-%d %H:%M}"
     return schedule
+
+
+def _tally(store: TaskStore, listed: list[Any]) -> dict[str, int]:
+    """How many tasks are in each state (counted from the list when the store cannot say)."""
+    counts = getattr(store, "counts", None)
+    tally: dict[str, int] = counts() if callable(counts) else {}
+    if not tally:
+        for task in listed:
+            tally[task.state] = tally.get(task.state, 0) + 1
+    return tally
 
 
 def register(
@@ -158,7 +171,7 @@ def register(
             wake()
         return f"task {task.id} queued: {task.goal}"
 
-    def task_status(id: int = 0) -> dict[str, Any]:
+    def task_status(id: int = 0) -> dict[str, Any] | OutsideText:
         """A task's state, steps and result; without an id, every task and how many are in each state.
 
         Examples: how is the research going; which tasks are running; is task 3 done
@@ -167,14 +180,16 @@ def register(
             id: the task's id (0: all tasks)
         """
         if id:
-            return store.get(id).as_dict()
-        listed = store.list()
-        counts = getattr(store, "counts", None)
-        tally: dict[str, int] = counts() if callable(counts) else {}
-        if not tally:
-            for task in listed:
-                tally[task.state] = tally.get(task.state, 0) + 1
-        return {"counts": tally, "tasks": [t.as_dict() for t in listed[-20:]]}
+            shown = [store.get(id)]
+            answer = shown[0].as_dict()
+        else:
+            listed = store.list()
+            shown = listed[-20:]
+            answer = {"counts": _tally(store, listed), "tasks": [t.as_dict() for t in shown]}
+        read = list(dict.fromkeys(source for t in shown for source in getattr(t, "outside", ())))
+        if read:  # a result written after reading a page may carry its orders into this turn
+            return OutsideText(json.dumps(answer, default=str), f"the result of a task that read {' and '.join(read)}")
+        return answer
 
     registry.register(task_create)
     registry.register(task_status, read_only=True)

@@ -73,6 +73,11 @@ TASK = {
         "route": {"type": "string"},
         "result": {"type": "string", "nullable": True},
         "error": {"type": "string", "nullable": True},
+        "outside": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "outside text its steps read (a web page...): its turns are untrusted for good",
+        },
     },
 }
 NEW_TASK = {
@@ -81,7 +86,7 @@ NEW_TASK = {
     "properties": {
         "goal": {"type": "string", "minLength": 1, "maxLength": 4000},
         "budget_tokens": {"type": "integer", "minimum": 1, "description": "stop cleanly after this many tokens"},
-        "max_steps": {"type": "integer", "minimum": 1},
+        "max_steps": {"type": "integer", "minimum": 1, "description": "at most tasks.max_steps_limit (400 past it)"},
         "route": {"type": "string", "enum": ["auto", "local", "cloud"]},
     },
 }
