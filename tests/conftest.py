@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -12,6 +13,9 @@ from appliance.config import CHECKOUT_CONFIG, Config, load_config
 from appliance.llm import models
 from appliance.llm.local import LocalModel
 from appliance.memory.db import Database
+
+if TYPE_CHECKING:
+    from tests.mqtt_broker import Broker, Watcher
 
 
 @pytest.fixture(autouse=True)
@@ -60,3 +64,22 @@ def signing(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     private, _ = host.keygen(keys)
     other, _ = host.keygen(keys / "other")
     return private, other
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[Broker]:
+    """A real mosquitto of the test's own on 127.0.0.1 (the MQTT suites; one with users overrides it)."""
+    from tests.mqtt_broker import running
+
+    with running(tmp_path / "mosquitto") as b:
+        yield b
+
+
+@pytest.fixture
+def watcher(broker: Broker) -> Iterator[Watcher]:
+    """A client on ``broker`` that records every message ("#")."""
+    from tests.mqtt_broker import Watcher
+
+    w = Watcher(broker, "#")
+    yield w
+    w.close()

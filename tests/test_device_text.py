@@ -31,7 +31,7 @@ from appliance.llm.scripted import ScriptedModel
 from appliance.runtime import Runtime
 from tests.fakes.homeassistant import FakeHomeAssistant
 from tests.helpers import eventually
-from tests.mqtt_broker import Broker, Watcher, running
+from tests.mqtt_broker import Broker, Watcher
 from tests.test_homeassistant import hass_config
 from tests.test_mqtt_devices import connected, mqtt_config
 
@@ -76,12 +76,6 @@ def held_for_a_person(rt: Runtime, record: ReplyRecord, source: str) -> None:
 
 
 # --- MQTT: a real mosquitto ---------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[Broker]:
-    with running(tmp_path / "mosquitto") as b:
-        yield b
 
 
 def mqtt_turn(

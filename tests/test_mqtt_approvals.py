@@ -13,23 +13,13 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from appliance.config import Config, MqttConfig
 from tests.helpers import eventually, started
-from tests.mqtt_broker import Broker, Watcher, running
+from tests.mqtt_broker import Broker, Watcher
 
 ALARM = "The alarm code is 7319."
 ID = re.compile(r"\ba-[0-9a-f]{8}\b")  # an approval id, as people type it (/approve a-3f2a91c0)
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[Broker]:
-    with running(tmp_path / "mosquitto") as b:
-        yield b
 
 
 def retained(broker: Broker) -> dict[str, bytes]:

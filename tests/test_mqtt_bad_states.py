@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from appliance.hardware.drivers import mqtt as mqtt_driver
 from appliance.hardware.drivers.base import Reading
 from appliance.hardware.drivers.template import TemplateError, parse_template
 from tests.helpers import eventually
-from tests.mqtt_broker import Broker, Watcher, running
+from tests.mqtt_broker import Broker, Watcher
 from tests.test_mqtt_devices import DEVICES, connected, mqtt_config
 
 DEEP = b"[" * 100_000 + b"]" * 100_000  # deeper than Python's recursion limit
@@ -77,19 +76,6 @@ def test_the_number_filters_still_read_every_finite_number() -> None:
 
 
 # --- over a real broker -------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[Broker]:
-    with running(tmp_path / "mosquitto") as b:
-        yield b
-
-
-@pytest.fixture
-def watcher(broker: Broker) -> Iterator[Watcher]:
-    w = Watcher(broker, "#")
-    yield w
-    w.close()
 
 
 class Clock:

@@ -12,15 +12,12 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from appliance.config import CHECKOUT_CONFIG, Config, MqttConfig, load_config
 from tests.helpers import eventually, modules_loaded_by_serve, started
-from tests.mqtt_broker import Broker, Watcher, running
+from tests.mqtt_broker import Broker, Watcher
 
 # --- Home Assistant's MQTT discovery schema, as documented, for the platforms picoagent uses ------------
 
@@ -103,12 +100,6 @@ def check_discovery(topic: str, payload: dict[str, Any]) -> str:
 
 
 # --- the daemon ----------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[Broker]:
-    with running(tmp_path / "mosquitto") as b:
-        yield b
 
 
 def _mqtt_config(config: Config, broker: Broker) -> Config:

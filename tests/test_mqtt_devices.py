@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from appliance.hardware.buses import HardwareError
 from appliance.hardware.drivers.base import Reading
 from appliance.hardware.drivers.template import TemplateError, parse_template
 from tests.helpers import eventually, free_port, picoagent, started
-from tests.mqtt_broker import Broker, Watcher, running
+from tests.mqtt_broker import Broker, Watcher
 
 DEVICES = """  garage_light:
     driver: mqtt
@@ -107,19 +107,6 @@ class Lamp:
     def close(self) -> None:
         self.client.loop_stop()
         self.client.disconnect()
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[Broker]:
-    with running(tmp_path / "mosquitto") as b:
-        yield b
-
-
-@pytest.fixture
-def watcher(broker: Broker) -> Iterator[Watcher]:
-    w = Watcher(broker, "#")
-    yield w
-    w.close()
 
 
 def sent(watcher: Watcher, topic: str) -> list[bytes]:

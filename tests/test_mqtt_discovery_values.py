@@ -23,12 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import jinja2  # what Home Assistant renders templates with (installed with llama-cpp-python)
-import pytest
 
 from appliance.config import load_config
 from appliance.hardware.drivers.units import SENSOR_UNITS
 from tests.helpers import eventually, started
-from tests.mqtt_broker import Broker, Watcher, running
+from tests.mqtt_broker import Broker, Watcher
 from tests.test_mqtt_devices import write_config
 
 EXTRA = """  desk_lamp:
@@ -123,12 +122,6 @@ class HomeAssistantView:
 def _device(entity: dict[str, Any]) -> str:
     """The device whose state topic (picoagent/<device>/state) the entity reads."""
     return entity["state_topic"].split("/")[1]
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Any:
-    with running(tmp_path / "mosquitto") as b:
-        yield b
 
 
 def test_every_discovered_value_is_what_the_bridge_publishes_and_accepts(tmp_path: Path, broker: Broker) -> None:
