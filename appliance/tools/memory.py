@@ -43,6 +43,11 @@ def register(registry: ToolRegistry, store: MemoryStore) -> None:
                 " a webhook bridge); memories are recalled only for a person, in a chat where they are"
                 " allowlisted or paired"
             )
+        if turn is not None and turn.trust.untrusted:  # what a page asked for could be carried to a host it names
+            raise ToolError(
+                f"refused to recall: {turn.trust.reason()}, and after reading outside content memories stay in"
+                " (the page could have asked for them); the person can ask again in a new message"
+            )
         hits = await asyncio.to_thread(store.search, query, 5)
         return [hit.memory.text for hit in hits]
 
