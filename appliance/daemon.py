@@ -526,6 +526,9 @@ class Daemon:
             log.warning("SIGHUP: the %s channel settings apply at the next restart", ", ".join(changed))
         if new.mqtt != old.mqtt:
             log.warning("SIGHUP: the mqtt settings apply at the next restart")
+        if new.llm.weight_repack != old.llm.weight_repack:  # the running model runner was started with it
+            log.warning("SIGHUP: llm.weight_repack applies at the next restart")
+            new.llm.weight_repack = old.llm.weight_repack
         try:
             replacement = local_model(new, fallback=True) if new.llm != old.llm else None
         except PicoagentError as exc:

@@ -400,3 +400,15 @@ def test_a_plain_http_daemon_never_loads_the_certificate_code(tmp_path: Path) ->
     """cryptography's x509 costs ~8 MiB of resident memory: with web.tls: off it stays unloaded, renewal included."""
     config = write_config(tmp_path / "picoagent.yaml")
     assert modules_loaded_by_serve(config, tmp_path / "data", ("cryptography", "appliance.channels.web.cert")) == []
+
+
+def test_sighup_says_weight_repacking_applies_at_the_next_restart(serve: Serve) -> None:
+    """The model runner was started with the running setting: a reload says so rather than start another."""
+    good = serve.config.read_text()
+    assert "  weight_repack: auto\n" in good
+    serve.config.write_text(good.replace("  weight_repack: auto\n", "  weight_repack: off\n"))
+    serve.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: "config reloaded" in serve.text(), what="the reload")
+    assert "SIGHUP: llm.weight_repack applies at the next restart" in serve.text()
+    assert "llm settings changed" not in serve.text()  # no second model (nor runner) for it
+    assert serve.stop() == 0
