@@ -148,3 +148,32 @@ def test_tls_with_the_brokers_own_ca_and_a_clear_error_without_it(tmp_path: Path
         assert problem is not None and "TLS with the broker" in problem[0] and "mqtt.ca_file" in problem[1]
         plain = asyncio.run(probe(_config(broker), timeout_s=2))  # plain MQTT to a TLS port
         assert plain is not None and "mqtt.tls" in plain[1]
+
+
+def test_a_handler_that_fails_on_what_anyone_publishes_is_logged_once_a_minute(
+    mqtt_broker: Broker, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Anyone on the broker can publish what trips a handler: the link goes on, the log gets one traceback."""
+    watcher = Watcher(mqtt_broker, "pa/#")
+    calls: list[bytes] = []
+
+    def fragile(_topic: str, payload: bytes) -> None:
+        calls.append(payload)
+        raise ValueError(f"cannot read {payload!r}")
+
+    async def main() -> None:
+        link = MqttLink(_config(mqtt_broker))
+        link.subscribe("pa/in", fragile)
+        await link.start()
+        await eventually(lambda: link.connected, what="the link connecting")
+        for n in range(5):
+            watcher.publish("pa/in", f"junk {n}")
+        await eventually(lambda: len(calls) == 5, what="five messages handled")
+        assert link.connected
+        await link.stop()
+
+    with caplog.at_level("ERROR", logger="appliance.mqtt.link"):
+        asyncio.run(main())
+    watcher.close()
+    failures = [r for r in caplog.records if "the handler of pa/in failed" in r.getMessage()]
+    assert len(failures) == 1 and failures[0].exc_info is not None

@@ -36,6 +36,7 @@ from typing import Any
 import aiomqtt
 
 from appliance.config import MqttConfig
+from appliance.ratelimit import RateLimiter
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +139,7 @@ class MqttLink:
         self.config = config
         self.availability_topic = availability_topic(config)
         self._subscriptions: list[_Subscription] = []
+        self._handler_failures = RateLimiter(1, 60.0)  # a failing handler's traceback: once a minute per topic
         self._connect_callbacks: list[Callable[[], None]] = []
         self._lock = threading.Lock()  # guards the outgoing state below (publish runs on any thread)
         self._retained: dict[str, tuple[bytes, int]] = {}  # every retained topic's latest payload
@@ -316,7 +318,9 @@ class MqttLink:
             try:
                 subscription.callback(topic, data)
             except Exception:  # one handler's bug must not stop the others or the link
-                log.exception("mqtt: the handler of %s failed", topic)
+                # Anyone on the broker can send what trips it: its traceback at most once a minute per topic.
+                if self._handler_failures.hit(topic) == 0:
+                    log.exception("mqtt: the handler of %s failed (logged at most once a minute)", topic)
 
     async def _send_forever(self, client: aiomqtt.Client) -> None:
         assert self._wake is not None
