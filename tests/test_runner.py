@@ -189,3 +189,23 @@ def test_embeddings_from_the_runner_are_the_in_process_ones(runner: ModelRunner,
     local.close()
     remote.close()
     model.close()
+
+
+def test_a_model_loaded_in_this_process_gets_the_auto_decision_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests and one-off scripts load models in-process (LocalModel, LocalEmbedder): on an AMX CPU they must
+    not repack either, or `make test` would crash there test by test."""
+    import llama_cpp.llama_cpp as lib
+
+    from appliance.llm import local
+
+    here = cpu.choose_repack("auto").repack
+    monkeypatch.setattr(cpu, "cpu_flags", lambda *_: {"avx2", "amx_tile", "amx_int8"})
+    monkeypatch.setattr(local, "_repack_decided", False)
+    try:
+        local.decide_repack()
+        assert lib.llama_model_default_params().use_extra_bufts is False
+        local.apply_repack(True)  # the runner chose first: decide_repack keeps it
+        local.decide_repack()
+        assert lib.llama_model_default_params().use_extra_bufts is True
+    finally:
+        local.apply_repack(here)  # this process's own decision again

@@ -77,11 +77,46 @@ def _route_llama_logs() -> None:
     llama_cpp.llama_log_set(callback, ctypes.c_void_p(0))
 
 
+def apply_repack(repack: bool) -> None:
+    """Let llama.cpp repack weights into its extra buffer types, or not (``use_extra_bufts``), in this process.
+
+    llama-cpp-python's ``Llama`` takes its model parameters from ``llama_model_default_params`` and has
+    no argument for this field, so that function is wrapped once, before any model loads. The model runner
+    applies ``llm.weight_repack``; any other process that loads a model here gets ``auto`` (see
+    :func:`decide_repack`), so a test or a one-off script on an AMX CPU does not crash either.
+    """
+    global _repack_decided
+    import llama_cpp.llama_cpp as lib
+
+    original = getattr(lib.llama_model_default_params, "picoagent_original", lib.llama_model_default_params)
+
+    def default_params() -> Any:
+        params = original()
+        params.use_extra_bufts = repack
+        return params
+
+    default_params.picoagent_original = original  # type: ignore[attr-defined]
+    lib.llama_model_default_params = default_params
+    _repack_decided = True
+
+
+_repack_decided = False
+
+
+def decide_repack() -> None:
+    """``llm.weight_repack: auto`` for this CPU, unless this process already chose (the runner does, first)."""
+    if not _repack_decided:
+        from appliance.llm import cpu
+
+        apply_repack(cpu.choose_repack("auto").repack)
+
+
 def open_llama(path: Path, *, fix: str, purpose: str = "", **params: Any) -> Any:
     """A quiet llama_cpp.Llama on this file; llama.cpp's refusal becomes a ModelError carrying ``fix``."""
     from llama_cpp import Llama
 
     _route_llama_logs()
+    decide_repack()
     try:
         with footprint.capture() as sizes:
             llm = Llama(model_path=str(path), verbose=False, **params)

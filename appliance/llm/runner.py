@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from appliance.errors import ModelError, PicoagentError
+from appliance.llm.local import apply_repack
 
 log = logging.getLogger("appliance.llm.runner")
 
@@ -51,25 +52,6 @@ CALLS = {
 # PICOAGENT_RUNNER_FAULT=segv: the runner kills itself with SIGSEGV after the first token of every
 # generation, as the AMX crash does. Only for tests of the recovery (tests/test_runner.py); never set it.
 FAULT = "PICOAGENT_RUNNER_FAULT"
-
-
-def apply_repack(repack: bool) -> None:
-    """Let llama.cpp repack weights into its extra buffer types, or not (``use_extra_bufts``).
-
-    llama-cpp-python's ``Llama`` takes its model parameters from ``llama_model_default_params`` and has
-    no argument for this field, so the runner wraps that function once, before any model loads.
-    """
-    import llama_cpp.llama_cpp as lib
-
-    original = getattr(lib.llama_model_default_params, "picoagent_original", lib.llama_model_default_params)
-
-    def default_params() -> Any:
-        params = original()
-        params.use_extra_bufts = repack
-        return params
-
-    default_params.picoagent_original = original  # type: ignore[attr-defined]
-    lib.llama_model_default_params = default_params
 
 
 def system_features() -> list[str]:

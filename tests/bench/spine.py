@@ -59,7 +59,7 @@ def bench_decode(path: Path, threads: int, n_tokens: int, reps: int) -> None:
     from llama_cpp import Llama
 
     from appliance.llm import cpu
-    from appliance.llm.runner import apply_repack
+    from appliance.llm.local import apply_repack
     from appliance.llm.runner_client import ModelRunner
 
     runner = ModelRunner(state_dir=None)
@@ -198,6 +198,8 @@ def bench_help(reps: int) -> None:
 RAW_ONE_SHOT = """
 import json, sys
 from llama_cpp import Llama
+from appliance.llm.local import decide_repack
+decide_repack()  # as the appliance loads models on this CPU (no repacking where it crashes: AMX)
 path, prompt_file, n, threads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 prompt = json.load(open(prompt_file))
 llm = Llama(model_path=path, n_ctx=2048, n_batch=256, n_threads=threads, n_threads_batch=threads, verbose=False)
