@@ -166,3 +166,26 @@ asyncio.run(main())
     assert out.returncode == 0, out.stderr
     loaded: list[str] = json.loads(out.stdout.strip().splitlines()[-1])
     return loaded
+
+
+AUTOMATION_NOW = 1_795_000_000.0  # 2026-11-18: a fixed instant for the scheduler, so next runs are exact
+
+
+def attach_automation(state: Any, run_job: Callable[[Any], Any]) -> None:
+    """A real Scheduler (one job, "water", on a fixed clock) and a real TaskStore on ``state``'s database, as
+    the daemon attaches them for /api/cron and /api/tasks; ``run_job`` runs a job when asked."""
+    from appliance.config import CronJob
+    from appliance.schedule.scheduler import Scheduler
+    from appliance.tasks import TaskStore
+
+    db = state.runtime.db
+    state.cron = Scheduler(
+        [CronJob(id="water", schedule="daily 07:00", prompt="water the plants")],
+        tz="UTC",
+        run_job=run_job,
+        notify=None,
+        db=db,
+        clock=lambda: AUTOMATION_NOW,
+        devices=["fan", "porch_light"],
+    )
+    state.tasks = TaskStore(db)

@@ -20,9 +20,9 @@ from appliance.channels.web.state import WebState
 from appliance.config import Config, CronJob
 from appliance.llm.scripted import ScriptedModel
 from appliance.runtime import Runtime
+from tests.helpers import attach_automation
 
 PASSWORD = "correct horse battery"
-NOW = 1_795_000_000.0  # 2026-11-18, a fixed instant: next runs are exact
 
 Scenario = Callable[[TestClient[Any, Any], dict[str, str], WebState], Awaitable[None]]
 
@@ -36,8 +36,6 @@ def runtime(config: Config) -> Iterator[Runtime]:
 
 def serve(runtime: Runtime, scenario: Scenario) -> list[str]:
     """Serve the app with a scheduler (one config job) and a task store; returns the jobs' outputs."""
-    from appliance.schedule.scheduler import Scheduler
-    from appliance.tasks import TaskStore
 
     ran: list[str] = []
 
@@ -50,16 +48,7 @@ def serve(runtime: Runtime, scenario: Scenario) -> list[str]:
         auth.set_password(PASSWORD)
         headers = {"Authorization": f"Bearer {auth.add_token('tests', scope='admin')}"}
         state = WebState(runtime, auth)
-        state.cron = Scheduler(
-            [CronJob(id="water", schedule="daily 07:00", prompt="water the plants")],
-            tz="UTC",
-            run_job=run_job,
-            notify=None,
-            db=runtime.db,
-            clock=lambda: NOW,
-            devices=["fan", "porch_light"],
-        )
-        state.tasks = TaskStore(runtime.db)
+        attach_automation(state, run_job)
         async with TestClient(TestServer(build_app(state))) as client:
             await scenario(client, headers, state)
 

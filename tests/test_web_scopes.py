@@ -28,8 +28,8 @@ from appliance.channels.web.state import WebState
 from appliance.config import Config, CronJob, DeviceConfig
 from appliance.llm.scripted import ScriptedModel
 from appliance.runtime import Runtime
+from tests.helpers import attach_automation
 
-NOW = 1_795_000_000.0  # a fixed instant for the scheduler: nothing runs by itself during the test
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 SCOPES = ("chat", "read", "devices", "admin")
 Route = tuple[str, str]  # (method, route as aiohttp names it)
@@ -94,8 +94,6 @@ class Site:
 
 @pytest.fixture
 def site(config: Config) -> Iterator[Site]:
-    from appliance.schedule.scheduler import Scheduler
-    from appliance.tasks import TaskStore
 
     config.devices["gate"] = DeviceConfig(driver="relay", pin=5, approval="required")
     model = ScriptedModel()
@@ -109,16 +107,7 @@ def site(config: Config) -> Iterator[Site]:
         made.ran.append(job.id)
         return f"ran {job.id}"
 
-    state.cron = Scheduler(
-        [CronJob(id="water", schedule="daily 07:00", prompt="water the plants")],
-        tz="UTC",
-        run_job=run_job,
-        notify=None,
-        db=runtime.db,
-        clock=lambda: NOW,
-        devices=["fan", "porch_light"],
-    )
-    state.tasks = TaskStore(runtime.db)
+    attach_automation(state, run_job)
     yield made
     runtime.close()
 
