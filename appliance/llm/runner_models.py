@@ -13,6 +13,7 @@ import concurrent.futures
 import contextlib
 import itertools
 import threading
+import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -25,6 +26,7 @@ from appliance.llm.runner_client import FIX, ModelRunner, Pending
 # --- the objects ----------------------------------------------------------------------------------
 
 _oids = itertools.count(1)
+REFRESH_EVERY_S = 2.0  # how stale the status page's prompt-cache and buffer figures may be after replies
 
 
 class RunnerModel:
@@ -41,6 +43,7 @@ class RunnerModel:
         self._memory: dict[str, int] = {}
         self.threads_used = 0
         self.load_s = 0.0
+        self._refreshed_at = 0.0
         self._closed = False
         runner.open(self.oid, "chat", {"path": str(self.path), "name": self.name, **params})
 
@@ -71,6 +74,7 @@ class RunnerModel:
 
     def _refresh(self) -> None:
         """Fetch the prompt-state stats, buffer sizes and threads for /api/status, without waiting."""
+        self._refreshed_at = time.monotonic()
         targets: list[tuple[str, dict[str, Any]]] = [
             ("prompt_cache_stats", self._stats),
             ("memory_report", self._memory),
@@ -151,7 +155,7 @@ class RunnerModel:
     def _finished(self, generation: Generation) -> Generation:
         if not self.loaded:
             self._loaded({})
-        else:
+        elif time.monotonic() - self._refreshed_at >= REFRESH_EVERY_S:  # not three more requests after every reply
             self._refresh()
         return generation
 
