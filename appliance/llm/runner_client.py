@@ -107,7 +107,6 @@ class ModelRunner:
         self.info: dict[str, Any] = {}
         self.listeners: list[Callable[[str], None]] = []  # told (with a sentence) when the runner crashes
         self.restarted: list[Callable[[], None]] = []  # called (on a thread) after a restart
-        self.users = 0
         self._objects: dict[str, tuple[str, dict[str, Any]]] = {}  # oid -> (kind, params), to open again
         self._opened: set[str] = set()
         self._pending: dict[int, Pending] = {}
@@ -205,6 +204,11 @@ class ModelRunner:
         return conn
 
     @property
+    def users(self) -> int:
+        """How many objects (models) it hosts: it runs while there is one."""
+        return len(self._objects)
+
+    @property
     def pid(self) -> int | None:
         """The runner's process id (None while none runs)."""
         return self._proc.pid if self._proc is not None and self._conn is not None else None
@@ -253,16 +257,14 @@ class ModelRunner:
         with self._lock:
             self._objects[oid] = (kind, params)
             self._opened.discard(oid)
-            self.users += 1
 
     def close_object(self, oid: str) -> None:
         """Free a hosted object; the runner stops when none is left."""
         with self._lock:
             if self._objects.pop(oid, None) is None:
                 return
-            self.users -= 1
             self._opened.discard(oid)
-            if self.users <= 0:
+            if not self._objects:
                 self.stop()  # the process goes: nothing to free in it first
                 return
             if self._conn is not None:
