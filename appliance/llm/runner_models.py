@@ -199,10 +199,10 @@ class RunnerEmbedder:
     """An embedding model run in the model runner (an Embedder: what ``LocalEmbedder`` was in-process).
 
     ``spec`` is a LocalEmbedder made here but never loaded: it read the file's header (width, pooling,
-    context), so this side knows what the runner's copy will do; ``params`` are its constructor's.
+    context), so this side knows what the runner's copy will do, and keeps the recent query vectors here
+    (its ``cached_query``: a turn's stages share one vector without a round trip); ``params`` are its
+    constructor's.
     """
-
-    QUERY_CACHE = 32
 
     def __init__(self, runner: ModelRunner, spec: Any, params: dict[str, Any], worker: RunnerModel | None) -> None:
         self.runner = runner
@@ -215,7 +215,6 @@ class RunnerEmbedder:
         self.document_prefix = spec.document_prefix
         self.fallback_note = ""
         self.oid = f"embedder{next(_oids)}"
-        self._queries: dict[str, list[float]] = {}
         self._loaded_in = 0
         self._closed = False
         wire = {"path": str(spec.path), "name": spec.name, **params}
@@ -260,16 +259,10 @@ class RunnerEmbedder:
 
     def cached_query(self, text: str) -> list[float] | None:
         """The vector of a query embedded moments ago, if it is still kept."""
-        vector = self._queries.pop(text, None)
-        if vector is not None:
-            self._queries[text] = vector
-        return vector
+        return self.spec.cached_query(text)
 
     def _keep(self, text: str, vector: list[float]) -> list[float]:
-        self._queries[text] = vector
-        while len(self._queries) > self.QUERY_CACHE:
-            self._queries.pop(next(iter(self._queries)))
-        return vector
+        return self.spec._keep(text, vector)
 
     def embed_query(self, text: str) -> list[float]:
         """The vector of a message or search query (blocking); the same text again costs nothing."""
