@@ -37,6 +37,7 @@ from appliance.channels.web.scopes import (
     allows,
     needed_scope,
     parse_scope,
+    widened,
 )
 from appliance.errors import PicoagentError, UsageError
 from appliance.fileio import write_atomic
@@ -416,15 +417,17 @@ def _out_of_scope(request: web.Request, found: Principal) -> web.Response | None
         return None
     route = resource.canonical
     need = needed_scope(request.method, route)
-    if allows(found.scope, need):
+    if allows(found.scope, need) or need == "any":
         return None
+    wider = widened(found.scope, need)
     log.warning("API token %s (scope %s) refused %s %s", found.name, found.scope, request.method, route)
     return web.json_response(
         {
             "error": f"the API token {found.name!r} may {SCOPE_MAY[found.scope]}; {request.method} {route}"
             f" needs the {need} scope",
             "fix": f"make a token for this with `picoagent tokens add NAME --scope {need}` ({SCOPE_HELP[need]}),"
-            f" or widen this one with `picoagent tokens scope {found.name} {need}`",
+            f" or widen this one with `picoagent tokens scope {found.name} {wider}`"
+            + ("" if wider == need else f" ({SCOPE_HELP[wider]}, so it keeps what it may do now)"),
             "scope": found.scope,
             "needed": need,
         },

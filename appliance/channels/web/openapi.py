@@ -72,7 +72,8 @@ def openapi_document() -> dict[str, Any]:
                     "type": "http",
                     "scheme": "bearer",
                     "description": "a token from `picoagent tokens add NAME --scope SCOPE`; each operation's"
-                    " x-scope names the narrowest scope that may call it ("
+                    " x-scope names what it needs (any: every token; chat and read are apart, devices holds"
+                    " both, admin everything) ("
                     + "; ".join(f"{name}: {text}" for name, text in SCOPE_HELP.items())
                     + ")",
                 },
@@ -358,6 +359,6 @@ def openapi_document() -> dict[str, Any]:
         for method, operation in item.items():
             # The same table the middleware enforces, so the document cannot promise what is refused.
             operation["x-scope"] = needed_scope(method.upper(), path)
-            if operation["x-scope"] != "chat":
+            if operation["x-scope"] != "any":
                 operation["responses"].setdefault("403", OUT_OF_SCOPE)
     return document
