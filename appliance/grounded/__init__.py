@@ -1,0 +1,1 @@
+"""What the appliance knows without the model: grounded answers (see :mod:`appliance.grounded.base`)."""

@@ -1,0 +1,90 @@
+"""What every grounded answer is made of: the facts it may use, the answer and what it is based on, a topic.
+
+A *topic* is one class of question the appliance can answer from what it knows, without the model: the
+time, itself, its devices, the Pi's health, the conversation, its memory, its schedules, arithmetic, the
+weather. Each topic is a module with an object that has:
+
+- ``kind``: its name ("time", "arithmetic", ...), shown in the record's reason and in tests;
+- ``examples``: phrasings for the meaning matcher (:mod:`appliance.grounded.desk`), a dozen or so;
+- ``match(text)``: the words rule: an :class:`Ask` when the message is surely for this topic, else None
+  (no model, no embedding: a few regular expressions; "what time is it" yes, "what time does the bakery
+  close" no);
+- ``answer(ask, facts)``: the :class:`Answer`, from the facts only, or None when, on a closer look, it is
+  not for this topic after all (the message then goes on to the model).
+
+The honesty rule: an answer says only what the facts hold, names what it is based on (``basis``), and
+when the facts do not hold it (no weather source, nothing remembered) says so plainly: never a guess.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from appliance.config import Config
+    from appliance.hardware.devices import DeviceRegistry
+    from appliance.memory.db import Database
+    from appliance.memory.keeper import MemoryKeeper
+    from appliance.tasks.store import TaskStore
+    from appliance.tools.scheduling import CronDesk
+
+
+@dataclass(frozen=True)
+class Ask:
+    """A message a topic's words rule took: the topic's kind, what it asks for, and its details."""
+
+    kind: str
+    what: str = ""  # the topic's own sub-question: "time", "date", "weekday", "rain", "sunset", ...
+    details: dict[str, Any] = field(default_factory=dict)
+    text: str = ""  # the message as said
+    by_meaning: bool = False  # matched by meaning (the embedding), not by the words rule
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A grounded answer: the text a person reads and what it is based on."""
+
+    text: str
+    basis: str  # "the Pi's clock (Europe/Brussels)", "the device registry", "Open-Meteo, fetched 10:02"
+    kind: str
+    buttons: tuple[str, ...] = ()  # answers to tap, as the schedule desk's "which one?" offers
+
+
+@dataclass
+class Facts:
+    """What a grounded answer may draw on. Any part may be None where the caller has none (a test, the CLI)."""
+
+    config: Config
+    now: Callable[[], datetime]  # aware, in the appliance's time zone (scheduler.timezone, else the system's)
+    session: str = ""  # "web:abc": the conversation asked in
+    conversation: int | None = None  # its id in the database
+    db: Database | None = None
+    devices: DeviceRegistry | None = None
+    cron: CronDesk | None = None
+    tasks: TaskStore | None = None
+    memory: MemoryKeeper | None = None
+    model_name: str = ""  # the local model's name as shown to people
+    cloud_allowed: bool = False
+    tools: tuple[str, ...] = ()  # the tools the model may call here
+    channels: tuple[str, ...] = ()  # the chat channels that are on
+    started_at: float = field(default_factory=time.time)  # when the appliance started (epoch seconds)
+    weather: Any = None  # appliance.weather's forecast source, when configured
+
+
+class Topic(Protocol):
+    """One class of question answered from the facts (see the module docstring)."""
+
+    kind: str
+    examples: tuple[str, ...]
+
+    def match(self, text: str) -> Ask | None:
+        """An Ask when the words say the message is surely for this topic, else None."""
+        ...
+
+    async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
+        """The answer from the facts; None: not for this topic after all."""
+        ...
