@@ -134,13 +134,13 @@ def _chat(data_dir: Path, text: str) -> dict[str, Any]:
 
 def test_history_is_kept_across_two_processes(tmp_path: Path) -> None:
     first = _chat(tmp_path, "My name is Zed.")
-    second = _chat(tmp_path, "What is my name?")
+    second = _chat(tmp_path, "Please say my name back to me.")  # "what is my name?" is grounded: no model
     assert first["route"] == second["route"] == "local"
     db = Database(tmp_path / "picoagent.db")
     conv = db.conversation("terminal", "default")
     stored = db.recent_messages(conv, 10)
     assert [m.role for m in stored] == ["user", "assistant", "user", "assistant"]
-    assert stored[0].content == "My name is Zed." and stored[2].content == "What is my name?"
+    assert stored[0].content == "My name is Zed." and stored[2].content == "Please say my name back to me."
     assert stored[1].content == first["text"] and stored[3].content == second["text"]
     # The second prompt carried the first exchange: it is longer by at least the first reply.
     assert (

@@ -45,9 +45,10 @@ from appliance.agent.router import (
 from appliance.agent.schedule_desk import ScheduleDesk
 from appliance.agent.semantic import answer_confirmation
 from appliance.agent.turn_stats import EventSink, TurnStats
-from appliance.agent.understanding import Understanding
+from appliance.agent.understanding import TextVectors, Understanding
 from appliance.config import Config
 from appliance.errors import ContextOverflow, ModelError, UsageError
+from appliance.grounded.turn import Grounding
 from appliance.hardware.devices import DeviceRegistry
 from appliance.llm.base import ChatMessage, ChatModel, CloudGeneration, Generation, GenerationRequest
 from appliance.llm.cloud_errors import CloudError
@@ -125,6 +126,17 @@ class Agent:
         self._asked: dict[str, tuple[Intent, float]] = {}  # the fast path's open question, per chat, and when
         self.listeners: list[Callable[[ReplyRecord], None]] = []  # told of every finished turn
         self.desk = ScheduleDesk(devices.infos() if devices is not None else ())  # desk.cron: set by its owner
+        self.grounding = Grounding(  # its cron, tasks and weather: set by its owner too
+            config,
+            db,
+            devices=devices if self.intents else None,
+            memory=memory,
+            embedder=understanding,
+            texts=TextVectors(understanding, db) if understanding is not None else None,
+            tools=tuple(t.name for t in tools),
+            workspace=workspace.root,
+            model_name=model.name,
+        )
 
     async def turn(
         self,
@@ -161,17 +173,23 @@ class Agent:
         # Schedules first ("remind me at 7 ..."), then device commands: the intent route, no model.
         record = await self.desk.answer(text, session, stats.client, stats.started, force)
         intent = self._intent(text, session) if force != "cloud" and record is None else None
+        # What the appliance knows (the time, itself, its schedules, ...): by words, and after devices by meaning.
+        facts = self.grounding.facts(session, conversation, person=person, cloud_allowed=self._cloud_allowed())
+        if intent is None and record is None and force != "cloud":
+            record = await self.grounding.reply(text, facts, stats.started, meaning=False)
         if intent is None and record is None and self.understanding is not None and force != "cloud":
             intent = await self.understanding.device_intent(text)
             if intent is not None and intent.action in ("confirm", "ask"):
                 self._asked[session] = (intent, time.monotonic())
+            if intent is None:
+                record = await self.grounding.reply(text, facts, stats.started, meaning=True)
         if intent is not None and self.devices is not None:
             record = await run_intent(
                 intent, self.devices, requested_by=stats.client, started=stats.started, db=self.db
             )
         if record is not None:
             await self.db.call(self.db.add_message, conversation, "user", text, meta=_outside(tools.trust.sources))
-            record.why = "intent"
+            record.why = record.why or "intent"
             # a remote device's state in the answer (Home Assistant, MQTT) is outside text too: no fact of it
             read = [*tools.trust.sources, *(a.outside for a in record.actions if a.outside)]
             return await self._finish(record, conversation, session, emit, CloudUse(), person=person, outside=read)
@@ -277,6 +295,10 @@ class Agent:
         """Ready the understanding layer now rather than on the first message."""
         if self.understanding is not None:
             await self.understanding.prepare()
+            await self.grounding.desk.prepare()
+
+    def _cloud_allowed(self) -> bool:
+        return self.cloud is not None and self.config.routing.mode != "local_only"
 
     async def route_preview(self, channel: str, chat_id: str, force: Forced = None) -> RoutingContext:
         """What routing would see for a message of this chat now (for /cloud's answer)."""

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -73,6 +74,7 @@ class Facts:
     channels: tuple[str, ...] = ()  # the chat channels that are on
     started_at: float = field(default_factory=time.time)  # when the appliance started (epoch seconds)
     weather: Any = None  # appliance.weather's forecast source, when configured
+    workspace: Path | None = None  # the assistant's folder (SOUL.md, USER.md)
 
 
 class Topic(Protocol):

@@ -1,0 +1,168 @@
+"""The appliance itself: who it is (its name, what it is, its model and version) and what it can do here.
+
+"What can you do" is answered from the running config, not from a model's idea of assistants: the
+devices by room, the chat channels that are on, the schedules, the tools, and whether the cloud may
+be asked. The name is the one in SOUL.md (the owner may have renamed it there), else ``agent.name``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from appliance import __version__
+from appliance.grounded.base import Answer, Ask, Facts
+
+_CHANNELS = ("telegram", "discord", "slack", "email", "whatsapp")
+_CHANNEL_NAMES = {"email": "e-mail", "whatsapp": "WhatsApp", "telegram": "Telegram", "discord": "Discord"}
+
+_WHO = re.compile(
+    r"^(?:(?:hi|hello|hey)[, ]+)?(?:who|what) (?:are|r) (?:you|u)\b(?! (?:doing|up to|thinking|reading|watching|"
+    r"talking|going|looking|saying|working|planning))"
+    r"|^what(?:'s| is) your name\b|^(?:do you|have you got) (?:have )?a name\b|^what should i call you\b"
+    r"|^(?:introduce yourself|tell me about yourself)\b|^are you (?:a|an) (?:robot|bot|ai|human|person)\b"
+    r"|^what (?:language )?model (?:are you|do you (?:use|run))\b|^which (?:language )?model (?:are you|do you)\b"
+    r"|^what version (?:are you|is this)\b|^which version\b",
+)
+_CAN = re.compile(
+    r"^what (?:can|could) (?:you|u) do\b|^what are you (?:able to|capable of)\b|^how can you help\b"
+    r"|^what do you do\b|^help$|^what (?:else )?can i ask (?:you)?\b"
+    r"|^(?:which|what) (?:devices|things|lights|switches|sensors) (?:do|can) you (?:control|switch|see|read|have)\b"
+    r"|^(?:which|what) devices (?:are there|have you got|are connected)\b|^list (?:the |all |your )?devices\b"
+    r"|^what(?:'s| is) connected\b|^(?:can|do) you (?:control|switch|turn on|see) (?:anything|devices|lights)\b",
+)
+_ABOUT_DEVICES = re.compile(r"\b(?:devices?|lights?|switch(?:es)?|sensors?|connected|control)\b")
+_SOUL_NAME = re.compile(r"\bYou are ([A-Z][\w-]{0,30})\b")
+
+
+def _clean(text: str) -> str:
+    return " ".join(text.lower().replace("?", " ").replace("!", " ").replace("’", "'").split()).strip(" .")
+
+
+def assistant_name(facts: Facts) -> str:
+    """The assistant's name: SOUL.md's "You are NAME", else the config's agent.name."""
+    found = None
+    if facts.workspace is not None:
+        try:
+            found = _SOUL_NAME.search((facts.workspace / "SOUL.md").read_text(encoding="utf-8"))
+        except OSError:
+            found = None
+    return found.group(1) if found else facts.config.agent.name
+
+
+class Self:
+    """Who the assistant is: its name, what it is, which model and version."""
+
+    kind: str = "self"
+    examples: tuple[str, ...] = (
+        "who are you",
+        "what is your name",
+        "what are you",
+        "tell me about yourself",
+        "introduce yourself",
+        "are you a robot",
+        "which model are you running",
+        "what version are you",
+        "what should I call you",
+        "are you an AI",
+        "what kind of assistant are you",
+        "who made you",
+    )
+
+    def match(self, text: str) -> Ask | None:
+        """An Ask for questions about the assistant itself."""
+        said = _clean(text)
+        if _WHO.search(said):
+            what = "model" if "model" in said else "version" if "version" in said else "who"
+            return Ask(self.kind, what, text=text)
+        return None
+
+    async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
+        """Its name, what it is, the model and version (all from the config and the running code)."""
+        name = assistant_name(facts)
+        model = facts.model_name or "no local model"
+        cloud = "and asks a cloud model only when you allow it" if facts.cloud_allowed else "and never the cloud"
+        if ask.what == "model":
+            text = f"I run {model} here on the Pi, {cloud}."
+        elif ask.what == "version":
+            text = f"I am picoagent {__version__}, running {model}."
+        else:
+            text = (
+                f"I'm {name}, a private assistant running on this Raspberry Pi (picoagent {__version__}). "
+                f'I think with {model} on the Pi {cloud}. Ask "what can you do?" to see what I can do here.'
+            )
+        return Answer(text, basis="the appliance's config and version", kind=self.kind)
+
+
+class Abilities:
+    """What the assistant can do here, from the running config."""
+
+    kind: str = "abilities"
+    examples: tuple[str, ...] = (
+        "what can you do",
+        "what can you do for me",
+        "how can you help me",
+        "what are you capable of",
+        "which devices do you control",
+        "what devices are connected",
+        "list the devices",
+        "what can I ask you",
+        "which lights can you switch",
+        "what sensors do you have",
+        "what things can you control in my house",
+        "what are your features",
+    )
+
+    def match(self, text: str) -> Ask | None:
+        """An Ask for questions about what the assistant can do or control."""
+        said = _clean(text)
+        if _CAN.search(said):
+            return Ask(self.kind, "devices" if _ABOUT_DEVICES.search(said) else "all", text=text)
+        return None
+
+    async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
+        """The devices by room, and (for "what can you do") the channels, schedules, tools and cloud."""
+        devices = devices_by_room(facts)
+        if ask.what == "devices":
+            return Answer(devices, basis="the device registry (the config's devices)", kind=self.kind)
+        lines = [devices]
+        channels = [_CHANNEL_NAMES.get(c, c.title()) for c in _CHANNELS if getattr(facts.config, c).enabled]
+        reach = ", ".join(["this chat", *channels]) if channels else "this chat"
+        lines.append(f"You can reach me through {reach}.")
+        lines.append(
+            'I can set reminders and schedules ("remind me at 7 to take the bins out"), remember what you tell me, '
+            "tell you the time, the Pi's health and, with tools, do sums and more."
+        )
+        if facts.weather is not None:
+            lines.append(
+                "I can tell you the weather forecast for " + str(getattr(facts.weather, "place", "here")) + "."
+            )
+        if facts.tools:
+            lines.append("Tools the model may use: " + ", ".join(sorted(facts.tools)) + ".")
+        lines.append(
+            "I may ask a cloud model when the small model on the Pi is not enough."
+            if facts.cloud_allowed
+            else "Everything stays on the Pi: the cloud is not allowed (routing.mode: local_only)."
+        )
+        return Answer(" ".join(lines), basis="the running config (devices, channels, tools, routing)", kind=self.kind)
+
+
+def devices_by_room(facts: Facts) -> str:
+    """ "I have 3 devices: living room: fan (switch), living room (sensor); porch: porch light (switch)."."""
+    infos = facts.devices.infos() if facts.devices is not None else []
+    if not infos:
+        return "No devices are set up here yet (add them under devices: in the config)."
+    rooms: dict[str, list[str]] = defaultdict(list)
+    for info in sorted(infos, key=lambda i: i.name):
+        room = " ".join((info.room or "").replace("_", " ").split()).lower()
+        rooms[room].append(f"{info.name.replace('_', ' ')} ({info.kind})")
+    parts = [
+        (f"{room}: " if room else "no room: ") + ", ".join(names)
+        for room, names in sorted(rooms.items(), key=lambda item: (item[0] == "", item[0]))
+    ]
+    count = len(infos)
+    return f"I have {count} device{'s' if count != 1 else ''}: " + "; ".join(parts) + "."
+
+
+SELF = Self()
+ABILITIES = Abilities()

@@ -1,0 +1,125 @@
+"""Its schedules and tasks: "what reminders do I have", "what's on tomorrow", "what are you working on".
+
+From the scheduler's jobs (the config's, workspace/cron.yaml's and those made in chat) and the task
+store, as they are now: the next run of each, in the appliance's time zone. An empty list says so.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from appliance.agent.schedule_desk import day_words, every_words
+from appliance.grounded.base import Answer, Ask, Facts
+
+LISTED = 8  # jobs or tasks named in one answer; the rest are counted
+
+_JOBS = re.compile(
+    r"^(?:what|which|any|do i have any|have i got any|are there any|list|show(?: me)?|tell me)(?: are)?"
+    r" (?:my |the |our )?(?:upcoming |scheduled |pending |next )?"
+    r"(?:reminders?|schedules?|alarms?|timers?|jobs|cron jobs|scheduled (?:jobs|things))(?: do i have| are there| set)?"
+    r"(?: (?:today|tomorrow|this week|for today|for tomorrow))?$"
+    r"|^what(?:'s| is) (?:on |scheduled |planned |happening )(?:for )?(today|tomorrow|this week|tonight)$"
+    r"|^what(?:'s| is) (?:on )?my (?:schedule|agenda)(?: (?:for )?(today|tomorrow|this week))?$"
+    r"|^when is (?:my |the )?next (?:reminder|alarm|job)$"
+    r"|^what (?:have you|did you|did i) (?:get )?(?:scheduled|set up|planned)\b"
+    r"|^what reminders do i have\b"
+)
+_TASKS = re.compile(
+    r"^what are you (?:working on|doing(?: now| right now)?|busy with)$"
+    r"|^(?:what|which|any|list|show(?: me)?)(?: are)? (?:my |the |your )?(?:running |open |pending )?tasks\b"
+    r"|^(?:how are|how is) (?:my |the |your )?tasks? (?:going|doing)\b"
+)
+
+
+def _clean(text: str) -> str:
+    return " ".join(text.lower().replace("’", "'").replace("?", " ").replace("!", " ").split()).strip(" .")
+
+
+def _day(said: str, today: date) -> date | None:
+    if "tomorrow" in said:
+        return today + timedelta(days=1)
+    if "today" in said or "tonight" in said:
+        return today
+    return None
+
+
+class Agenda:
+    """Questions about the scheduled jobs and the tasks."""
+
+    kind: str = "schedules"
+    examples: tuple[str, ...] = (
+        "what reminders do I have",
+        "what's on tomorrow",
+        "what is scheduled for today",
+        "list my reminders",
+        "do I have any alarms set",
+        "when is my next reminder",
+        "what are you working on",
+        "what tasks are running",
+        "what's on my agenda",
+        "show me the scheduled jobs",
+        "what have you got planned for me",
+        "are there any reminders for tomorrow",
+    )
+
+    def match(self, text: str) -> Ask | None:
+        """An Ask for questions about schedules or tasks."""
+        said = _clean(text)
+        if _TASKS.match(said):
+            return Ask(self.kind, "tasks", text=text)
+        if _JOBS.match(said):
+            week = "this week" in said
+            return Ask(self.kind, "next" if "next" in said else "jobs", {"week": week, "said": said}, text=text)
+        return None
+
+    async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
+        """The jobs (on a day when one is named) or the tasks, as they stand now."""
+        if ask.what == "tasks":
+            return await self._tasks(facts)
+        if facts.cron is None:
+            return Answer("I can't see the schedules from here (the scheduler is not running).", "none", self.kind)
+        now = facts.now()
+        said = str(ask.details.get("said", _clean(ask.text)))
+        day = _day(said, now.date())
+        jobs = [j for j in facts.cron.list_jobs() if j.get("next_run") and not j.get("paused")]
+        upcoming = sorted(((datetime.fromisoformat(j["next_run"]), j) for j in jobs), key=lambda pair: pair[0])
+        if day is not None:
+            upcoming = [(at, j) for at, j in upcoming if at.astimezone(now.tzinfo).date() == day]
+        elif ask.details.get("week"):
+            upcoming = [(at, j) for at, j in upcoming if at.astimezone(now.tzinfo).date() < now.date() + timedelta(7)]
+        basis = "the scheduler's jobs, now"
+        when = {now.date(): "today", now.date() + timedelta(days=1): "tomorrow"}.get(day, "") if day else ""
+        if not upcoming:
+            nothing = f"Nothing is scheduled {when}." if when else "You have no reminders or schedules."
+            return Answer(nothing, basis, self.kind)
+        if ask.what == "next":
+            at, job = upcoming[0]
+            return Answer(f"The next is {_line(at, job, now)}.", basis, self.kind)
+        lines = [_line(at, job, now) for at, job in upcoming[:LISTED]]
+        more = f" (and {len(upcoming) - LISTED} more: /schedule)" if len(upcoming) > LISTED else ""
+        head = f"Scheduled {when}" if when else f"{len(upcoming)} scheduled"
+        return Answer(f"{head}: " + "; ".join(lines) + f".{more}", basis, self.kind)
+
+    async def _tasks(self, facts: Facts) -> Answer:
+        basis = "the task store, now"
+        if facts.tasks is None or facts.db is None:
+            return Answer("I have no task runner here, so no tasks.", basis, self.kind)
+        tasks = await facts.db.call(facts.tasks.list)
+        open_ = [t for t in tasks if t.state in ("pending", "running", "paused")]
+        if not open_:
+            return Answer("I'm not working on any task now.", basis, self.kind)
+        lines = [f"#{t.id} {t.goal[:80]} ({t.state}, step {t.steps_done} of {t.max_steps})" for t in open_[:LISTED]]
+        return Answer(
+            f"{len(open_)} open task{'s' if len(open_) != 1 else ''}: " + "; ".join(lines) + ".", basis, self.kind
+        )
+
+
+def _line(at: datetime, job: dict[str, Any], now: datetime) -> str:
+    does = str(job.get("does", "")).removeprefix("message: ")
+    repeat = "" if job.get("once") else f", {every_words(str(job.get('schedule', '')))}"
+    return f"{does} {day_words(at.astimezone(now.tzinfo), now)}{repeat}"
+
+
+AGENDA = Agenda()

@@ -1,0 +1,123 @@
+"""The conversation itself: "what did I just ask", "what did you say about the fan", "repeat that".
+
+Answered from the stored messages of this chat (the current message is not stored yet when the desk
+runs), quoted as they were; a conversation with nothing before says so.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from appliance.grounded.base import Answer, Ask, Facts
+from appliance.memory.db import StoredMessage
+
+LOOK_BACK = 40  # messages of this chat searched for "what did you say about X"
+QUOTE = 300  # characters of a message quoted
+
+_MINE = re.compile(
+    r"^what (?:did|was it) i (?:just |last |first )?(?:ask|say|tell you|asked|said)\b"
+    r"(?: (?:you|to you))?(?: (?:earlier|before|just now|a moment ago|last|first|today|at first|previously))*$"
+    r"|^what (?:was|were) my (?:last|previous|first|earlier) (?:question|message|questions|messages)\b"
+    r"|^what have i (?:asked|said|told you)(?: (?:so far|today|you))*$"
+    r"|^(?:remind me )?what (?:did|were) we (?:just )?(?:talk|talking|speak|speaking) about\b"
+    r"|^what have we (?:talked|spoken) about\b"
+)
+_YOURS = re.compile(
+    r"^what (?:did|was it) you (?:just |last )?(?:say|answer|reply|write|tell me|said)"
+    r"(?: (?:earlier|before|just now|a moment ago|last))*$"
+    r"|^what was your (?:last|previous) (?:answer|reply|message)\b"
+    r"|^(?:can you |could you |please )?(?:repeat|say) (?:that|it|your (?:last )?answer)(?: again)?(?: please)?$"
+    r"|^come again$"
+)
+_ABOUT = re.compile(r"^what (?:did|have) you (?:say|said|tell me|told me) (?:earlier |before )?about (.+)$")
+_ABOUT_MINE = re.compile(r"^what (?:did|have) i (?:say|said|tell you|told you|ask|asked) (?:you )?about (.+)$")
+
+
+def _clean(text: str) -> str:
+    return " ".join(text.lower().replace("’", "'").replace("?", " ").replace("!", " ").split()).strip(" .")
+
+
+def _quote(text: str) -> str:
+    text = " ".join(text.split())
+    return f"“{text[:QUOTE]}…”" if len(text) > QUOTE else f"“{text}”"
+
+
+def _when(at: float, now: datetime) -> str:
+    then = datetime.fromtimestamp(at, now.tzinfo)
+    return f"at {then:%H:%M}" if then.date() == now.date() else f"on {then:%a} {then.day} {then:%b} at {then:%H:%M}"
+
+
+class Conversation:
+    """Questions about this chat's own messages."""
+
+    kind: str = "conversation"
+    examples: tuple[str, ...] = (
+        "what did I just ask you",
+        "what was my last question",
+        "what did I ask you earlier",
+        "what did you just say",
+        "repeat that please",
+        "what was your last answer",
+        "what did you say about the fan",
+        "what did we talk about",
+        "what have I asked so far",
+        "say that again",
+        "what did I tell you before",
+        "what was my previous message",
+    )
+
+    def match(self, text: str) -> Ask | None:
+        """An Ask for questions about this conversation's earlier messages."""
+        said = _clean(text)
+        if found := _ABOUT.match(said):
+            return Ask(self.kind, "yours_about", {"words": found.group(1)}, text=text)
+        if found := _ABOUT_MINE.match(said):
+            return Ask(self.kind, "mine_about", {"words": found.group(1)}, text=text)
+        if _YOURS.match(said):
+            return Ask(self.kind, "yours", text=text)
+        if _MINE.match(said):
+            return Ask(
+                self.kind, "all_mine" if re.search(r"\b(?:we|have|so far|questions)\b", said) else "mine", text=text
+            )
+        return None
+
+    async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
+        """The earlier message(s) asked for, quoted, with when they were said."""
+        if facts.db is None or facts.conversation is None:
+            return None
+        stored: list[StoredMessage] = await facts.db.call(facts.db.recent_messages, facts.conversation, LOOK_BACK)
+        basis = "this chat's stored messages"
+        now = facts.now()
+        mine = [m for m in stored if m.role == "user"]
+        yours = [m for m in stored if m.role == "assistant"]
+        what = ask.what or "mine"
+        if what in ("mine", "all_mine") and not mine:
+            return Answer("You haven't asked me anything before this in this chat.", basis, self.kind)
+        if what == "mine":
+            last = mine[-1]
+            return Answer(f"You asked {_when(last.created_at, now)}: {_quote(last.content)}", basis, self.kind)
+        if what == "all_mine":
+            listed = "; ".join(_quote(m.content) for m in mine[-5:])
+            more = f" (the last 5 of {len(mine)})" if len(mine) > 5 else ""
+            return Answer(f"In this chat you asked{more}: {listed}", basis, self.kind)
+        if what == "yours":
+            if not yours:
+                return Answer("I haven't said anything before this in this chat.", basis, self.kind)
+            last = yours[-1]
+            return Answer(f"I said {_when(last.created_at, now)}: {_quote(last.content)}", basis, self.kind)
+        words = [w for w in re.findall(r"[a-z0-9]+", str(ask.details.get("words", ""))) if w not in _STOP]
+        pool = yours if what == "yours_about" else mine
+        who = "I" if what == "yours_about" else "You"
+        about = " ".join(words) or "that"
+        hits = [m for m in pool if words and all(w in m.content.lower() for w in words)]
+        if not hits:
+            said = "I said nothing" if who == "I" else "you said nothing"
+            return Answer(f"In this chat {said} about {about} (the last {LOOK_BACK} messages).", basis, self.kind)
+        last = hits[-1]
+        return Answer(f"{who} said {_when(last.created_at, now)}: {_quote(last.content)}", basis, self.kind)
+
+
+_STOP = frozenset({"the", "a", "an", "my", "your", "this", "that", "it", "of", "to", "in", "on", "me", "you", "i"})
+
+CONVERSATION = Conversation()

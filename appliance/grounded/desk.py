@@ -1,0 +1,160 @@
+"""The grounded desk: answers a message from what the appliance knows, before any model runs.
+
+Two passes, both without the chat model:
+
+1. **Words.** Each topic's rule (:meth:`Topic.match`) in a fixed order; the first that takes the message
+   and can answer it does. Rules are tight: "what time is it" is the clock's, "what time does the bakery
+   close" is nobody's.
+2. **Meaning.** For what no rule took, the message's vector (MiniLM, shared with the rest of the turn's
+   understanding) against each topic's example phrasings and against phrasings that belong to the model
+   (:data:`FOR_THE_MODEL`). A topic answers only when its closest example is at least :data:`MEANING`
+   alike, beats every other topic by :data:`MARGIN` and beats the model's phrasings too; then the topic
+   itself looks again and may still pass it on.
+
+The turn records such a reply as route ``intent`` (no model), ``why`` ``grounded`` and a reason naming
+what the answer is based on ("grounded: the Pi's clock (Europe/Brussels), no model").
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
+
+from appliance.agent.record import ReplyRecord, Timings
+from appliance.errors import PicoagentError
+from appliance.grounded.base import Answer, Ask, Facts, Topic
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from appliance.llm.embeddings import QueryEmbedder
+
+log = logging.getLogger(__name__)
+
+MEANING = 0.72  # cosine of MiniLM unit vectors: a paraphrase of an example, not a neighbour in subject
+MARGIN = 0.05  # the best topic must beat the next topic (and the model's phrasings) by this much
+
+# Phrasings close in words to the topics' examples whose answer is not the appliance's to give.
+FOR_THE_MODEL = (
+    "what time does the bakery close",
+    "what time is the match on tonight",
+    "what is the capital of France",
+    "tell me a joke",
+    "write a poem about the sea",
+    "what is the weather like on Mars",
+    "how do I bake bread",
+    "what is the history of the calendar",
+    "how much memory does a raspberry pi 5 have",
+    "who invented the computer",
+    "explain how a thermostat works",
+    "what should I cook tonight",
+    "how do I convert a pdf to word",
+    "what happened in 1969",
+)
+
+Texts = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
+
+
+class GroundedDesk:
+    """Tries the topics on a message; the answer and its record, or None for the model."""
+
+    def __init__(self, topics: Sequence[Topic], embedder: QueryEmbedder | None = None, texts: Texts | None = None):
+        self.topics = tuple(topics)
+        self.embedder = embedder
+        self._texts = texts
+        self._matrix: np.ndarray | None = None
+        self._owner: list[int] = []  # per example row: the topic's index, or -1 for the model's phrasings
+
+    def by_words(self, text: str) -> list[Ask]:
+        """The topics' words rules that take ``text``, in order."""
+        found = []
+        for topic in self.topics:
+            ask = topic.match(text)
+            if ask is not None:
+                found.append(ask)
+        return found
+
+    async def answer(self, text: str, facts: Facts, *, meaning: bool = True) -> Answer | None:
+        """The grounded answer to ``text`` (words first, then meaning when ``meaning``), or None."""
+        for ask in self.by_words(text):
+            answered = await self.answer_ask(ask, facts)
+            if answered is not None:
+                return answered
+        if not meaning or self.embedder is None:
+            return None
+        near = await self.by_meaning(text)
+        return await self.answer_ask(near, facts) if near is not None else None
+
+    async def answer_ask(self, ask: Ask, facts: Facts) -> Answer | None:
+        """The answer of the topic that took ``ask`` (a fact it cannot read now is said, never guessed around)."""
+        topic = next(t for t in self.topics if t.kind == ask.kind)
+        try:
+            return await topic.answer(ask, facts)
+        except PicoagentError as exc:
+            return Answer(f"I could not check that just now: {exc.message}", basis=exc.message, kind=ask.kind)
+
+    async def by_meaning(self, text: str) -> Ask | None:
+        """The topic whose examples ``text`` is a paraphrase of (see the module docstring), else None."""
+        import numpy as np
+
+        assert self.embedder is not None
+        try:
+            matrix = await self._examples()
+            vector = np.asarray(await self.embedder.aembed_query(text), dtype=np.float32)
+        except PicoagentError as exc:
+            log.warning("grounded answers by meaning are off for this message: %s", exc.message)
+            return None
+        norm = float(np.linalg.norm(vector)) or 1.0
+        similarity = matrix @ (vector / norm)
+        best: dict[int, float] = {}
+        for owner, score in zip(self._owner, similarity.tolist(), strict=True):
+            best[owner] = max(best.get(owner, -1.0), score)
+        ranked = sorted(best.items(), key=lambda item: -item[1])
+        owner, score = ranked[0]
+        runner_up = ranked[1][1] if len(ranked) > 1 else -1.0
+        if owner < 0 or score < MEANING or score - runner_up < MARGIN:
+            return None
+        return Ask(self.topics[owner].kind, text=text, by_meaning=True)
+
+    async def _examples(self) -> np.ndarray:
+        import numpy as np
+
+        if self._matrix is None:
+            texts: list[str] = []
+            owners: list[int] = []
+            for index, topic in enumerate(self.topics):
+                texts += topic.examples
+                owners += [index] * len(topic.examples)
+            texts += FOR_THE_MODEL
+            owners += [-1] * len(FOR_THE_MODEL)
+            assert self.embedder is not None
+            vectors = await (self._texts or self.embedder.aembed_queries)(texts)
+            matrix = np.asarray(vectors, dtype=np.float32)
+            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+            self._matrix = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+            self._owner = owners
+        return self._matrix
+
+    async def prepare(self) -> None:
+        """Embed the examples now rather than at the first message that needs them."""
+        if self.embedder is not None:
+            try:
+                await self._examples()
+            except PicoagentError as exc:
+                log.warning("grounded answers by meaning are not ready: %s", exc.message)
+
+
+def record_of(answer: Answer, started: float) -> ReplyRecord:
+    """The reply record of a grounded answer: route intent (no model), why grounded, its basis as the reason."""
+    total = round(time.perf_counter() - started, 4)
+    return ReplyRecord(
+        text=answer.text,
+        route="intent",
+        reason=f"grounded: {answer.basis}, no model",
+        timings=Timings(ttft_s=total, total_s=total),
+        finish_reason="stop",
+        why="grounded",
+        choices=list(answer.buttons),
+    )

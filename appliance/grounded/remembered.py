@@ -1,0 +1,151 @@
+"""What it remembers: "where did I write the wifi password", "what's my name", "do you remember my bike's lock code".
+
+The stored fact is quoted as it was stored, with when, and only when it holds the words asked about
+(a memory search always returns its nearest memories; nearest is not the same as about). Nothing
+stored about it: it says so, and never fills the gap with a guess. Only the people the Pi knows
+hear its memories (``Facts.memory`` is None for anyone else, and the answer says why).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from datetime import datetime
+
+from appliance.grounded.base import Answer, Ask, Facts
+from appliance.memory.db import StoredMessage
+
+_WHERE = re.compile(
+    r"^where (?:did|do|have) i (?:write|written|put|leave|left|store|stored|keep|kept|save|saved|note|noted|hide|hid)"
+    r" (?:down )?(?:the |my |our )?(.+?)(?: down)?$"
+)
+_MY = re.compile(r"^(?:what|when|where|who)(?:'s| is| are| was| were) (?:my|our) (.+)$")
+_REMEMBER = re.compile(
+    r"^(?:do you|can you|did you) (?:still )?(?:remember|recall|know)(?! to | that | how )"
+    r" (?:my |our |the |what i (?:told|said to) you about )?"
+    r"(?:my |our |the )?(.+)$"
+    r"|^what do you (?:know|remember) about (?:my |our |the )?(.+)$"
+    r"|^did i (?:ever )?tell you (?:about )?(?:my |our |the )?(.+)$"
+)
+_WHO_AM_I = re.compile(r"^(?:who am i|do you know (?:who i am|my name)|what(?:'s| is) my name|what am i called)$")
+# "my ..." that other topics answer (the agenda, the Pi, devices) or that no memory holds
+_NOT_MINE = re.compile(
+    r"^(?:schedule|reminders?|tasks?|agenda|plans?|appointments?|calendar|devices?|lights?|fan|ip|ip address"
+    r"|cpu|temperature|memory|disk|battery|question|last question|previous question|message|order|location)\b"
+)
+# fmt: off
+_STOP = frozenset({
+    "the", "a", "an", "my", "our", "your", "of", "to", "in", "on", "at", "for", "is", "are", "was", "were", "do",
+    "did", "i", "me", "you", "it", "that", "this", "what", "where", "when", "who", "about", "down", "there",
+})
+# fmt: on
+QUOTE = 240
+LOOK_BACK = 40  # messages of this chat looked through for what was said but is not a memory yet
+_NAME_SAID = re.compile(r"\b(?:my name is|my name's|i am called|i'm called|call me|name is)\b")
+
+
+def _clean(text: str) -> str:
+    return " ".join(text.lower().replace("’", "'").replace("?", " ").replace("!", " ").split()).strip(" .")
+
+
+def _words(subject: str) -> list[str]:
+    return [w for w in re.findall(r"[a-z0-9]+", subject.lower()) if w not in _STOP]
+
+
+def _holds(text: str, words: list[str]) -> bool:
+    """Whether a memory's text is about every word asked (a word's first five letters: "passwords", "password")."""
+    lowered = text.lower()
+    return bool(words) and all(w[:5] in lowered for w in words)
+
+
+class Remembered:
+    """Questions about what the owner told the assistant to remember."""
+
+    kind: str = "memory"
+    examples: tuple[str, ...] = (
+        "where did I write the wifi password",
+        "what is my wifi password",
+        "what's my name",
+        "do you remember my bike lock code",
+        "what do you know about me",
+        "when is my mother's birthday",
+        "did I tell you my car's number plate",
+        "where did I put the spare key",
+        "what do you remember about my dentist",
+        "who am I",
+        "do you know my name",
+        "what was my doctor's phone number",
+    )
+
+    def match(self, text: str) -> Ask | None:
+        """An Ask for questions about a stored fact of the owner's."""
+        said = _clean(text)
+        if _WHO_AM_I.match(said):
+            return Ask(self.kind, "name", {"words": ["name"]}, text=text)
+        for rule in (_WHERE, _MY, _REMEMBER):
+            found = rule.match(said)
+            if found is None:
+                continue
+            subject = next(g for g in found.groups() if g)
+            if rule is not _WHERE and _NOT_MINE.match(subject):
+                return None
+            words = _words(subject)
+            if words:
+                return Ask(self.kind, "fact", {"words": words, "subject": subject}, text=text)
+        return None
+
+    async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
+        """The stored fact asked about, quoted with when it was stored; or that nothing is stored."""
+        if ask.by_meaning and not ask.details:
+            return None  # a paraphrase by meaning names no subject to look for: the model with recall
+        basis = "my memory (facts you told me)"
+        if facts.memory is None:
+            return Answer("I share what I remember only with the people I know.", basis, self.kind)
+        basis = "my memory and this chat"
+        words = list(ask.details["words"])
+        subject = "name" if ask.what == "name" else str(ask.details.get("subject", " ".join(words)))
+        query = "my name is" if ask.what == "name" else " ".join(words)
+        hits = await asyncio.to_thread(facts.memory.store.search, query, 8)
+        wanted = ["name"] if ask.what == "name" else words
+        found = [getattr(h, "memory", h) for h in hits if _holds(getattr(h, "memory", h).text, wanted)]
+        if ask.what == "name":
+            found = [m for m in found if _NAME_SAID.search(m.text.lower())]
+        if not found:
+            said = await self._said_here(facts, wanted, name=ask.what == "name")
+            if said is not None:
+                when = datetime.fromtimestamp(said.created_at, facts.now().tzinfo)
+                return Answer(f"You told me in this chat at {when:%H:%M}: {_quote(said.content)}", basis, self.kind)
+            return Answer(
+                f"You haven't told me your {subject}: I have nothing about it in my memory."
+                if ask.what == "name" or not ask.text.lower().startswith("where")
+                else f"I have nothing about {subject} in my memory: you haven't told me where it is.",
+                basis,
+                self.kind,
+            )
+        best = found[0]
+        when = datetime.fromtimestamp(best.created_at, facts.now().tzinfo)
+        quoted = _quote(best.text)
+        more = f" (and {len(found) - 1} more about it: /memory {' '.join(words)})" if len(found) > 1 else ""
+        return Answer(f"You told me on {when:%a} {when.day} {when:%b %Y}: {quoted}{more}", basis, self.kind)
+
+    @staticmethod
+    async def _said_here(facts: Facts, words: list[str], *, name: bool) -> StoredMessage | None:
+        """The newest message of the owner's in this chat that says it (not yet drawn into a memory)."""
+        if facts.db is None or facts.conversation is None:
+            return None
+        stored = await facts.db.call(facts.db.recent_messages, facts.conversation, LOOK_BACK)
+        for message in reversed(stored):
+            text = message.content.lower()
+            if message.role != "user" or "?" in text:
+                continue
+            if (_NAME_SAID.search(text) is not None) if name else _holds(text, words):
+                return message
+        return None
+
+
+def _quote(text: str) -> str:
+    text = " ".join(text.split())
+    return f"“{text[:QUOTE]}…”" if len(text) > QUOTE else f"“{text}”"
+
+
+REMEMBERED = Remembered()

@@ -1,0 +1,124 @@
+"""The grounded desk in a turn: the facts of this appliance gathered, the topics tried, the reply record.
+
+:class:`Grounding` belongs to the agent; its owner (the daemon, ``picoagent chat``) sets ``tasks`` and
+``weather`` where it has them, as it sets the schedule desk's ``cron``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import datetime, tzinfo
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from appliance.agent.record import ReplyRecord
+from appliance.grounded.about import ABILITIES, SELF
+from appliance.grounded.agenda import AGENDA
+from appliance.grounded.base import Facts, Topic
+from appliance.grounded.conversation import CONVERSATION
+from appliance.grounded.desk import GroundedDesk, Texts, record_of
+from appliance.grounded.remembered import REMEMBERED
+from appliance.grounded.unknowable import UNKNOWABLE
+
+if TYPE_CHECKING:
+    from appliance.config import Config
+    from appliance.hardware.devices import DeviceRegistry
+    from appliance.llm.embeddings import QueryEmbedder
+    from appliance.memory.db import Database
+    from appliance.memory.keeper import MemoryKeeper
+    from appliance.tasks.store import TaskStore
+    from appliance.tools.scheduling import CronDesk
+
+_CHANNELS = ("telegram", "discord", "slack", "email", "whatsapp")
+
+
+def topics() -> list[Topic]:
+    """Every topic, in the order their words rules are tried (the narrowest first)."""
+    found: list[Topic] = [CONVERSATION, AGENDA, SELF, ABILITIES, REMEMBERED, UNKNOWABLE]
+    return found
+
+
+def local_zone(name: str = "") -> tzinfo:
+    """The appliance's time zone: ``scheduler.timezone``, else the system's by its IANA name where it has one."""
+    if name:
+        return ZoneInfo(name)
+    key = os.environ.get("TZ", "").lstrip(":")
+    if not key:
+        try:
+            target = os.path.realpath("/etc/localtime")
+            key = target.split("/zoneinfo/", 1)[1] if "/zoneinfo/" in target else ""
+        except OSError:
+            key = ""
+    try:
+        return ZoneInfo(key) if key else _system()
+    except (ZoneInfoNotFoundError, ValueError):
+        return _system()
+
+
+def _system() -> tzinfo:
+    zone = datetime.now().astimezone().tzinfo
+    assert zone is not None
+    return zone
+
+
+class Grounding:
+    """The agent's grounded desk and what its facts are drawn from."""
+
+    def __init__(
+        self,
+        config: Config,
+        db: Database,
+        *,
+        devices: DeviceRegistry | None = None,
+        memory: MemoryKeeper | None = None,
+        embedder: QueryEmbedder | None = None,
+        texts: Texts | None = None,
+        tools: tuple[str, ...] = (),
+        workspace: Path | None = None,
+        model_name: str = "",
+    ) -> None:
+        self.config = config
+        self.db = db
+        self.devices = devices
+        self.memory = memory
+        self.tools = tools
+        self.workspace = workspace
+        self.model_name = model_name
+        self.cron: CronDesk | None = None
+        self.tasks: TaskStore | None = None
+        self.weather: Any = None
+        self.zone = local_zone(config.scheduler.timezone)
+        self.started_at = time.time()
+        self.desk = GroundedDesk(topics(), embedder, texts)
+
+    def facts(self, session: str, conversation: int | None, *, person: bool, cloud_allowed: bool) -> Facts:
+        """The facts a grounded answer in this chat may use (memories only for a person the Pi knows)."""
+        return Facts(
+            config=self.config,
+            now=lambda: datetime.now(self.zone),
+            session=session,
+            conversation=conversation,
+            db=self.db,
+            devices=self.devices,
+            cron=self.cron,
+            tasks=self.tasks,
+            memory=self.memory if person else None,
+            model_name=self.model_name,
+            cloud_allowed=cloud_allowed,
+            tools=self.tools,
+            channels=tuple(c for c in _CHANNELS if getattr(self.config, c).enabled),
+            started_at=self.started_at,
+            weather=self.weather,
+            workspace=self.workspace,
+        )
+
+    async def reply(self, text: str, facts: Facts, started: float, *, meaning: bool) -> ReplyRecord | None:
+        """The grounded reply to ``text`` (words; also meaning when ``meaning``), or None for the model."""
+        if meaning:
+            near = await self.desk.by_meaning(text) if self.desk.embedder is not None else None
+            answer = await self.desk.answer_ask(near, facts) if near is not None else None
+        else:
+            answer = await self.desk.answer(text, facts, meaning=False)
+        return record_of(answer, started) if answer is not None else None

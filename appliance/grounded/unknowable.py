@@ -1,0 +1,67 @@
+"""What nobody on the Pi can know: the future (who will win, lottery numbers, prices tomorrow), a mind, and
+the news when no tool reaches it. Declined in one honest sentence, never guessed.
+"""
+
+from __future__ import annotations
+
+import re
+
+from appliance.grounded.base import Answer, Ask, Facts
+
+_FUTURE = re.compile(
+    r"^(?:who|which (?:team|party|side|horse|player)) (?:will|is going to|gonna) win\b"
+    r"|\b(?:lottery|lotto|euromillions|powerball) (?:numbers?|results?)\b|\bwinning numbers\b"
+    r"|^(?:what|how much) will (?:the )?(?:stock|stocks|shares?|bitcoin|price|market|dollar|euro)\b"
+    r"|^will (?:the )?(?:stock|stocks|shares?|bitcoin|market|price|dollar|euro)s? (?:go up|go down|rise|fall|crash)\b"
+    r"|^what (?:will|is going to) happen (?:tomorrow|next (?:week|year)|in the future)\b"
+    r"|^(?:when|how) will i die\b|^what am i thinking\b|^(?:read|can you read) my mind\b"
+)
+_NEWS = re.compile(r"^(?:what(?:'s| is| are) (?:the )?(?:latest |today's )?(?:news|headlines)|any news)(?: today)?$")
+
+
+def _clean(text: str) -> str:
+    return " ".join(text.lower().replace("’", "'").replace("?", " ").replace("!", " ").split()).strip(" .")
+
+
+class Unknowable:
+    """Questions whose answer no one here can know."""
+
+    kind: str = "unknowable"
+    examples: tuple[str, ...] = (
+        "who will win the next election",
+        "what are the winning lottery numbers",
+        "will bitcoin go up tomorrow",
+        "what will the stock market do next week",
+        "what am I thinking",
+        "who is going to win the world cup",
+    )
+
+    def match(self, text: str) -> Ask | None:
+        """An Ask for questions about the future or a mind, or the news."""
+        said = _clean(text)
+        if _FUTURE.search(said):
+            return Ask(self.kind, "future", text=text)
+        if _NEWS.match(said):
+            return Ask(self.kind, "news", text=text)
+        return None
+
+    async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
+        """One honest sentence; the news is left to a search tool when one is on."""
+        if ask.what == "news":
+            if "web_search" in facts.tools or facts.cloud_allowed:
+                return None  # a tool (or the cloud) may reach the news: the model
+            return Answer(
+                "I have no news source here: I can't read the news (turn on tools.web_search in the config).",
+                "no news source is configured",
+                self.kind,
+            )
+        if ask.by_meaning:
+            return None  # only the words rule is sure enough to decline
+        return Answer(
+            "I can't know that: nobody can tell the future, and I won't make up an answer.",
+            "the question is about something no one can know yet",
+            self.kind,
+        )
+
+
+UNKNOWABLE = Unknowable()

@@ -1,0 +1,248 @@
+"""Grounded answers of the appliance itself, its conversation, memory, schedules and the unknowable.
+
+Each topic's words rule is tried on a table of phrasings that must take it and ones that must not (they
+belong to another topic, to the devices, or to the model); the answers come from a real Runtime (its
+database, memory store and devices), a real Scheduler and TaskStore, through the real agent turn, and
+are read as a person reads them. The model is scripted and must not be called for any of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from appliance.config import Config, CronJob, DeviceConfig
+from appliance.grounded.about import ABILITIES, SELF
+from appliance.grounded.agenda import AGENDA
+from appliance.grounded.conversation import CONVERSATION
+from appliance.grounded.remembered import REMEMBERED
+from appliance.grounded.turn import topics
+from appliance.grounded.unknowable import UNKNOWABLE
+from appliance.llm.scripted import ScriptedModel
+from appliance.runtime import Runtime
+
+TAKES: list[tuple[str, str, str]] = [  # (message, topic kind, its sub-question)
+    ("who are you?", "self", "who"),
+    ("Who are you", "self", "who"),
+    ("what's your name?", "self", "who"),
+    ("what is your name", "self", "who"),
+    ("tell me about yourself", "self", "who"),
+    ("are you a robot?", "self", "who"),
+    ("which model do you use?", "self", "model"),
+    ("what version are you?", "self", "version"),
+    ("what can you do for me?", "abilities", "all"),
+    ("what can you do", "abilities", "all"),
+    ("how can you help?", "abilities", "all"),
+    ("which devices do you control?", "abilities", "devices"),
+    ("what devices are connected?", "abilities", "devices"),
+    ("list the devices", "abilities", "devices"),
+    ("what did I ask you earlier?", "conversation", "mine"),
+    ("what did I just ask?", "conversation", "mine"),
+    ("what was my last question?", "conversation", "mine"),
+    ("what have I asked so far?", "conversation", "all_mine"),
+    ("what did we talk about?", "conversation", "all_mine"),
+    ("what did you just say?", "conversation", "yours"),
+    ("repeat that please", "conversation", "yours"),
+    ("can you say that again?", "conversation", "yours"),
+    ("what did you say about the fan?", "conversation", "yours_about"),
+    ("what did I tell you about the boiler?", "conversation", "mine_about"),
+    ("what reminders do I have?", "schedules", "jobs"),
+    ("do I have any reminders?", "schedules", "jobs"),
+    ("list my reminders", "schedules", "jobs"),
+    ("what's on tomorrow?", "schedules", "jobs"),
+    ("what is scheduled for today?", "schedules", "jobs"),
+    ("what's on my schedule this week?", "schedules", "jobs"),
+    ("when is my next reminder?", "schedules", "next"),
+    ("what are you working on?", "schedules", "tasks"),
+    ("what tasks are running?", "schedules", "tasks"),
+    ("what's my name?", "memory", "name"),
+    ("who am I?", "memory", "name"),
+    ("where did I write the wifi password?", "memory", "fact"),
+    ("where did I put the spare key?", "memory", "fact"),
+    ("what's my wifi password?", "memory", "fact"),
+    ("when is my mother's birthday?", "memory", "fact"),
+    ("do you remember my bike lock code?", "memory", "fact"),
+    ("what do you know about my dentist?", "memory", "fact"),
+    ("who will win the next election?", "unknowable", "future"),
+    ("what are the winning lottery numbers?", "unknowable", "future"),
+    ("will bitcoin go up tomorrow?", "unknowable", "future"),
+    ("what's the news today?", "unknowable", "news"),
+]
+
+NOBODY = [  # these go to a device, another topic of someone else's, or the model
+    "what are you doing tonight?",
+    "who are you going to vote for?",
+    "what is the capital of France?",
+    "tell me a joke",
+    "turn on the fan",
+    "what time does the bakery close?",
+    "what's the temperature in the living room?",
+    "is the fan on?",
+    "remind me at 7 to take the bins out",
+    "what did the doorbell do today?",
+    "what can I cook with eggs?",
+    "what is my schedule like in general, any advice?",
+    "my name is Sam",
+    "I wrote the wifi password on the fridge",
+    "what happened in 1969?",
+    "who won the world cup in 2018?",
+    "what's my cpu temperature?",
+    "what's my ip address?",
+    "repeat after me: hello",
+    "can you remember to buy milk?",
+    "what is love?",
+]
+
+
+@pytest.mark.parametrize(("message", "kind", "what"), TAKES)
+def test_a_topic_takes_what_it_can_answer(message: str, kind: str, what: str) -> None:
+    taken = [(ask.kind, ask.what) for topic in topics() if (ask := topic.match(message)) is not None]
+    assert taken[:1] == [(kind, what)], taken
+
+
+@pytest.mark.parametrize("message", NOBODY)
+def test_no_topic_takes_what_is_not_its_own(message: str) -> None:
+    mine = (SELF, ABILITIES, CONVERSATION, AGENDA, REMEMBERED, UNKNOWABLE)
+    assert [topic.kind for topic in mine if topic.match(message) is not None] == []
+
+
+NOW = dt.datetime(2026, 11, 27, 16, 30, tzinfo=dt.UTC)
+
+
+@pytest.fixture
+def pi(config: Config) -> Iterator[tuple[Runtime, ScriptedModel]]:
+    """A Runtime with the checkout's devices and a heater, a real Scheduler (a reminder tomorrow), a TaskStore, and
+    the soul renamed."""
+    from appliance.schedule.scheduler import Scheduler
+    from appliance.tasks import TaskStore
+
+    config.devices["heater"] = DeviceConfig(driver="relay", pin=5, room="living_room")
+    model = ScriptedModel()
+    runtime = Runtime.open(config, model=model)
+    soul = runtime.agent.workspace.root / "SOUL.md"
+    soul.write_text(soul.read_text().replace("You are Pico,", "You are Juniper,"))
+
+    async def run_job(job: Any) -> str:
+        return "ran"
+
+    jobs = [
+        CronJob(id="bins", schedule="once 2026-11-28 19:00", message="take the bins out"),
+        CronJob(id="plants", schedule="daily 07:00", message="water the plants"),
+    ]
+    cron = Scheduler(jobs, tz="UTC", run_job=run_job, notify=None, db=runtime.db, clock=NOW.timestamp)
+    runtime.agent.grounding.cron = cron
+    runtime.agent.grounding.tasks = TaskStore(runtime.db)
+    runtime.agent.grounding.zone = dt.UTC
+    yield runtime, model
+    runtime.close()
+
+
+def ask(runtime: Runtime, *messages: str) -> list[str]:
+    """Each message through the real turn, in one chat; the replies' texts (each must need no model)."""
+
+    async def main() -> list[str]:
+        replies = []
+        for message in messages:
+            record = await runtime.agent.turn(message, channel="api", chat_id="grounded")
+            assert record.route == "intent" and record.why == "grounded", (message, record.route, record.text)
+            assert record.reason.startswith("grounded: ") and record.reason.endswith(", no model")
+            replies.append(record.text)
+        return replies
+
+    return asyncio.run(main())
+
+
+def test_it_says_who_it_is_by_the_name_in_its_soul_and_its_real_model(pi: tuple[Runtime, ScriptedModel]) -> None:
+    runtime, model = pi
+    (who, which) = ask(runtime, "Who are you?", "which model do you run?")
+    assert who.startswith("I'm Juniper, a private assistant running on this Raspberry Pi")
+    assert "scripted" in who and "never the cloud" in who
+    assert which == "I run scripted here on the Pi, and never the cloud."
+    assert model.history == []
+
+
+def test_what_it_can_do_is_the_running_config(pi: tuple[Runtime, ScriptedModel]) -> None:
+    runtime, model = pi
+    (devices, everything) = ask(runtime, "which devices do you control?", "what can you do for me?")
+    assert devices.startswith("I have 6 devices: garden: soil (sensor); hallway: doorbell (input); living room: ")
+    assert "porch: porch light (switch)." in devices and "fan (switch)" in devices and "heater (switch)" in devices
+    assert devices.count("living room:") == 1  # "living_room" and "living room" are one room
+    assert "smartphone" not in devices.lower()
+    assert everything.startswith(devices) and "the cloud is not allowed" in everything
+    assert model.history == []
+
+
+def test_the_conversation_is_quoted_as_it_was(pi: tuple[Runtime, ScriptedModel]) -> None:
+    runtime, model = pi
+    (first,) = ask(runtime, "what did I ask you earlier?")
+    assert first == "You haven't asked me anything before this in this chat."
+    model.enqueue("Blue, mostly.")
+    asyncio.run(runtime.agent.turn("what colour is the sky?", channel="api", chat_id="grounded"))
+    (mine, yours, about) = ask(
+        runtime, "what did I just ask?", "what did you just say?", "what did you say about the boiler?"
+    )
+    assert mine.startswith("You asked at ") and mine.endswith("“what colour is the sky?”")
+    assert yours.startswith("I said at ") and yours.endswith(f"“{mine}”")  # the last thing said: the answer before
+    assert about == "In this chat I said nothing about boiler (the last 40 messages)."
+
+
+def test_a_stored_fact_is_quoted_with_its_date_and_a_missing_one_is_declined(
+    pi: tuple[Runtime, ScriptedModel],
+) -> None:
+    runtime, model = pi
+    assert runtime.agent.memory is not None
+    runtime.agent.memory.store.add("The wifi password is written on the back of the router.", source="test")
+    runtime.agent.memory.store.add("The spare key is under the blue flower pot.", source="test")
+    (wifi, name, car) = ask(
+        runtime, "where did I write the wifi password?", "what's my name?", "what is my car's number plate?"
+    )
+    today = dt.datetime.now(dt.UTC)
+    stored = "“The wifi password is written on the back of the router.”"
+    assert wifi == f"You told me on {today:%a} {today.day} {today:%b %Y}: {stored}"
+    assert name == "You haven't told me your name: I have nothing about it in my memory."
+    assert car == "You haven't told me your car's number plate: I have nothing about it in my memory."
+    assert model.history == []
+
+
+def test_schedules_and_tasks_are_read_from_the_scheduler_and_the_store(pi: tuple[Runtime, ScriptedModel]) -> None:
+    runtime, model = pi
+    assert runtime.agent.grounding.tasks is not None
+    runtime.agent.grounding.tasks.add("tidy the notes")
+    asked = ("what reminders do I have?", "what's on tomorrow?", "what is scheduled for today?", "what are you doing?")
+    (listed, tomorrow, nothing_today, tasks) = ask(runtime, *asked)
+    assert "take the bins out tomorrow at 19:00 (Sat 28 Nov)" in listed
+    assert "water the plants tomorrow at 07:00 (Sat 28 Nov), every day at 07:00" in listed
+    assert tomorrow.startswith("Scheduled tomorrow: ") and "bins" in tomorrow and "plants" in tomorrow
+    assert nothing_today == "Nothing is scheduled today."
+    assert tasks == "1 open task: #1 tidy the notes (pending, step 0 of 8)."
+    assert model.history == []
+
+
+def test_the_future_is_declined_in_one_sentence(pi: tuple[Runtime, ScriptedModel]) -> None:
+    runtime, model = pi
+    (election,) = ask(runtime, "who will win the next election?")
+    assert election == "I can't know that: nobody can tell the future, and I won't make up an answer."
+    assert model.history == []
+
+
+def test_what_is_not_grounded_still_reaches_the_model(pi: tuple[Runtime, ScriptedModel]) -> None:
+    runtime, model = pi
+    model.enqueue("Paris.")
+    record = asyncio.run(runtime.agent.turn("what is the capital of France?", channel="api", chat_id="grounded"))
+    assert record.route == "local" and record.text == "Paris." and len(model.history) == 1
+
+
+def test_what_was_said_in_this_chat_counts_before_it_becomes_a_memory(pi: tuple[Runtime, ScriptedModel]) -> None:
+    runtime, model = pi
+    model.enqueue("Nice to meet you, Zed.")
+    asyncio.run(runtime.agent.turn("My name is Zed.", channel="api", chat_id="grounded"))
+    model.enqueue("Noted.")
+    asyncio.run(runtime.agent.turn("The garage code is 4711.", channel="api", chat_id="grounded"))
+    (name, code) = ask(runtime, "what's my name?", "do you remember the garage code?")
+    assert name.startswith("You told me in this chat at ") and name.endswith(": “My name is Zed.”")
+    assert code.endswith(": “The garage code is 4711.”")
+    assert len(model.history) == 2  # the two statements; neither question
