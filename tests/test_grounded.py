@@ -246,3 +246,35 @@ def test_what_was_said_in_this_chat_counts_before_it_becomes_a_memory(pi: tuple[
     assert name.startswith("You told me in this chat at ") and name.endswith(": “My name is Zed.”")
     assert code.endswith(": “The garage code is 4711.”")
     assert len(model.history) == 2  # the two statements; neither question
+
+
+PARAPHRASES = [  # not in any words rule; MiniLM finds the topic (each measured well above the threshold)
+    ("tell me what you're able to do", "abilities"),
+    ("say again what you told me", "conversation"),
+]
+NOT_BY_MEANING = [  # near a topic's examples in meaning, but not its to answer
+    "I wrote the wifi password on the fridge",
+    "my name is Sam",
+    "what's on TV tonight?",
+    "who won the world cup in 2018?",
+    "who are you going to vote for?",
+    "what time does the bakery close?",
+    "how many devices can wifi handle?",
+    "what are you doing tonight?",
+]
+
+
+def test_paraphrases_are_found_by_meaning_and_near_misses_are_not(pi: tuple[Runtime, ScriptedModel]) -> None:
+    runtime, _ = pi
+    desk = runtime.agent.grounding.desk
+    assert desk.embedder is not None, "needs MiniLM"
+
+    async def main() -> None:
+        for message, kind in PARAPHRASES:
+            assert desk.by_words(message) == [], message
+            found = await desk.by_meaning(message)
+            assert found is not None and found.kind == kind, (message, found)
+        for message in NOT_BY_MEANING:
+            assert await desk.by_meaning(message) is None, message
+
+    asyncio.run(main())

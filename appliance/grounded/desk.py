@@ -9,7 +9,8 @@ Two passes, both without the chat model:
    understanding) against each topic's example phrasings and against phrasings that belong to the model
    (:data:`FOR_THE_MODEL`). A topic answers only when its closest example is at least :data:`MEANING`
    alike, beats every other topic by :data:`MARGIN` and beats the model's phrasings too; then the topic
-   itself looks again and may still pass it on.
+   itself looks again and may still pass it on. Only questions and requests to tell are matched so
+   (a statement, "I wrote the wifi password on the fridge", is close to a question and is none).
 
 The turn records such a reply as route ``intent`` (no model), ``why`` ``grounded`` and a reason naming
 what the answer is based on ("grounded: the Pi's clock (Europe/Brussels), no model").
@@ -18,6 +19,7 @@ what the answer is based on ("grounded: the Pi's clock (Europe/Brussels), no mod
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
@@ -52,6 +54,12 @@ FOR_THE_MODEL = (
     "what should I cook tonight",
     "how do I convert a pdf to word",
     "what happened in 1969",
+)
+
+# A question or a request to tell: only these are answered by meaning (statements go to the model).
+_QUESTION = re.compile(
+    r"\?$|^(?:what|which|who|whom|whose|when|where|why|how|is|are|am|was|were|do|does|did|can|could|will|would"
+    r"|should|have|has|any|tell|show|list|remind|say|give|name)\b"
 )
 
 Texts = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
@@ -100,6 +108,8 @@ class GroundedDesk:
         import numpy as np
 
         assert self.embedder is not None
+        if not _QUESTION.search(text.strip().lower()):
+            return None  # "I wrote the wifi password on the fridge" is close to a question of memory, and is none
         try:
             matrix = await self._examples()
             vector = np.asarray(await self.embedder.aembed_query(text), dtype=np.float32)
