@@ -432,6 +432,7 @@ class Daemon:
         # The model schedules and starts tasks through this scheduler and task store (every channel's turns).
         scheduling.register(runtime.tools, cron, store, runner.wake)
         runtime.agent.desk.cron = cron  # "remind me at 7 to ..." without the model (appliance/agent/schedule_desk.py)
+        runtime.agent.grounding.cron, runtime.agent.grounding.tasks = cron, store  # "what reminders do I have?"
         state.tasks, state.task_runner = store, runner  # /api/tasks and the status page's Tasks card
         if self.channels is not None:
             self.channels.attach_automation(cron, store, runner.wake)  # /tasks and /schedule in the chats

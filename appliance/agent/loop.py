@@ -133,7 +133,7 @@ class Agent:
             memory=memory,
             embedder=understanding,
             texts=TextVectors(understanding, db) if understanding is not None else None,
-            tools=tuple(t.name for t in tools),
+            tools=tools,
             workspace=workspace.root,
             model_name=model.name,
         )

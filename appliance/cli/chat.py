@@ -61,5 +61,7 @@ def _schedule_tools(runtime: Runtime) -> None:
     from appliance.tools import scheduling
 
     cron = local_scheduler(runtime.config, runtime.db, lenient=True)
-    scheduling.register(runtime.tools, cron, TaskStore(runtime.db))
+    store = TaskStore(runtime.db)
+    scheduling.register(runtime.tools, cron, store)
     runtime.agent.desk.cron = cron  # the chat fast path's "remind me at 7 ..." (appliance/agent/schedule_desk.py)
+    runtime.agent.grounding.cron, runtime.agent.grounding.tasks = cron, store  # "what reminders do I have?"

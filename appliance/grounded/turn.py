@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from appliance.memory.db import Database
     from appliance.memory.keeper import MemoryKeeper
     from appliance.tasks.store import TaskStore
+    from appliance.tools.registry import ToolRegistry
     from appliance.tools.scheduling import CronDesk
 
 _CHANNELS = ("telegram", "discord", "slack", "email", "whatsapp")
@@ -75,7 +76,7 @@ class Grounding:
         memory: MemoryKeeper | None = None,
         embedder: QueryEmbedder | None = None,
         texts: Texts | None = None,
-        tools: tuple[str, ...] = (),
+        tools: ToolRegistry | None = None,
         workspace: Path | None = None,
         model_name: str = "",
     ) -> None:
@@ -107,7 +108,7 @@ class Grounding:
             memory=self.memory if person else None,
             model_name=self.model_name,
             cloud_allowed=cloud_allowed,
-            tools=self.tools,
+            tools=tuple(t.name for t in self.tools) if self.tools is not None else (),
             channels=tuple(c for c in _CHANNELS if getattr(self.config, c).enabled),
             started_at=self.started_at,
             weather=self.weather,
