@@ -117,7 +117,9 @@ class Agenda:
 
 
 def _line(at: datetime, job: dict[str, Any], now: datetime) -> str:
-    does = str(job.get("does", "")).removeprefix("message: ")
+    does = str(job.get("does", ""))
+    kind, _, what = does.partition(": ")
+    does = {"message": what, "prompt": f"ask me “{what}”", "task": f"start the task “{what}”"}.get(kind, does)
     repeat = "" if job.get("once") else f", {every_words(str(job.get('schedule', '')))}"
     return f"{does} {day_words(at.astimezone(now.tzinfo), now)}{repeat}"
 
