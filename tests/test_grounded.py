@@ -278,3 +278,18 @@ def test_paraphrases_are_found_by_meaning_and_near_misses_are_not(pi: tuple[Runt
             assert await desk.by_meaning(message) is None, message
 
     asyncio.run(main())
+
+
+def test_memories_and_schedules_are_not_told_to_a_sender_who_is_not_a_person(pi: tuple[Runtime, ScriptedModel]) -> None:
+    runtime, model = pi
+    assert runtime.agent.memory is not None
+    runtime.agent.memory.store.add("The wifi password is written on the back of the router.", source="test")
+
+    async def main() -> list[str]:
+        asked = ("where did I write the wifi password?", "what reminders do I have?")
+        return [(await runtime.agent.turn(q, channel="webhook", chat_id="ha", person=False)).text for q in asked]
+
+    (wifi, reminders) = asyncio.run(main())
+    assert wifi == "I share what I remember only with the people I know."
+    assert reminders == "I share the schedules and tasks only with the people I know."
+    assert model.history == []

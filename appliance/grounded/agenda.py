@@ -76,6 +76,8 @@ class Agenda:
 
     async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
         """The jobs (on a day when one is named) or the tasks, as they stand now."""
+        if not facts.person:
+            return Answer("I share the schedules and tasks only with the people I know.", "who asked", self.kind)
         if ask.what == "tasks":
             return await self._tasks(facts)
         if facts.cron is None:

@@ -62,6 +62,7 @@ class Facts:
     config: Config
     now: Callable[[], datetime]  # aware, in the appliance's time zone (scheduler.timezone, else the system's)
     session: str = ""  # "web:abc": the conversation asked in
+    person: bool = True  # False: a channel whose senders are not people the Pi knows (a webhook, an MQTT topic)
     conversation: int | None = None  # its id in the database
     db: Database | None = None
     devices: DeviceRegistry | None = None

@@ -100,6 +100,7 @@ class Grounding:
             config=self.config,
             now=lambda: datetime.now(self.zone),
             session=session,
+            person=person,
             conversation=conversation,
             db=self.db,
             devices=self.devices,
