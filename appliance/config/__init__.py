@@ -44,6 +44,7 @@ from appliance.config.schema import (
     describe_keys,
 )
 from appliance.config.tasks import TasksConfig
+from appliance.config.weather import WeatherConfig
 
 __all__ = [
     "CHANNEL_ORDER",
@@ -76,6 +77,7 @@ __all__ = [
     "TasksConfig",
     "TelegramConfig",
     "ToolsConfig",
+    "WeatherConfig",
     "WebConfig",
     "WebFetchConfig",
     "WebSearchConfig",

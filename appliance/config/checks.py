@@ -23,6 +23,7 @@ from appliance.config.homeassistant import check_homeassistant
 from appliance.config.mqtt import check_mqtt, check_mqtt_devices
 from appliance.config.schema import Config, CronJob
 from appliance.config.shown import _describe
+from appliance.config.weather import check_weather
 from appliance.errors import ConfigError, UsageError
 from appliance.hardware.drivers import DRIVERS
 
@@ -62,6 +63,7 @@ def _check(config: Config, referenced: set[str]) -> None:
     _check_devices(config, refuse)  # and events, schedules, telegram, routing, providers, memory, hardware
     check_channels(config)
     check_mqtt(config.mqtt)
+    check_weather(config.weather)
 
 
 def _ranged(node: Any, prefix: str) -> Iterator[tuple[str, float, Mapping[str, Any]]]:
@@ -122,6 +124,7 @@ BUILTIN_TOOLS = (
     "i2c_write",
     "spi_transfer",
     "web_search",
+    "weather",
 )
 # Tools only the daemon registers (they need its notifier, scheduler or task runner).
 DAEMON_TOOLS = ("message", "spawn", "schedule_create", "schedule_list", "schedule_cancel", "task_create", "task_status")

@@ -30,6 +30,7 @@ from appliance.config.fields import COUNT, SECONDS, THREADS, doc
 from appliance.config.homeassistant import HomeAssistantConfig
 from appliance.config.mqtt import MqttConfig
 from appliance.config.tasks import TasksConfig
+from appliance.config.weather import WeatherConfig
 
 SYSTEM_DATA_DIR = Path("/var/lib/picoagent")
 
@@ -482,6 +483,7 @@ class Config:
     homeassistant: HomeAssistantConfig = doc(
         "Home Assistant's API, for its devices", default_factory=HomeAssistantConfig
     )
+    weather: WeatherConfig = doc("the place for the forecast and the sun", default_factory=WeatherConfig)
 
     # Not config keys: where this config came from (set by load_config).
     source: Path | None = field(default=None, metadata={"internal": True})
