@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from appliance.llm.embeddings import LocalEmbedder
     from appliance.llm.runner_models import RunnerEmbedder
     from appliance.mcp.client import McpClients
+    from appliance.weather.source import WeatherSource
 
 log = logging.getLogger(__name__)
 
@@ -172,9 +173,15 @@ def tool_registry(
     raw: RawBusPolicy | None = None,
     memory: MemoryStore | None = None,
     workspace: Workspace | None = None,
+    weather: WeatherSource | None = None,
 ) -> ToolRegistry:
-    """The tools the model may call: the built-ins, memory, skills, and the device tools when there are devices."""
+    """The tools the model may call: the built-ins, memory, skills, the device tools when there are devices,
+    and the weather when a forecast source is configured."""
     registry = base_registry(config)
+    if weather is not None:
+        from appliance.weather import tool as weather_tool
+
+        weather_tool.register(registry, weather)
     if workspace is not None:
         skills.sync_tool(registry, workspace)
     if memory is not None:
@@ -186,6 +193,17 @@ def tool_registry(
 
         hardware.register(registry, devices, raw)
     return registry
+
+
+def forecast_source(config: Config) -> WeatherSource | None:
+    """The forecast source (one per process: its cache is shared by the weather tool and the grounded answers);
+    None when weather.enabled is off or there is no place."""
+    if not (config.weather.enabled and config.weather.located):
+        return None
+    from appliance.schedule.parse import resolve_zone
+    from appliance.weather.source import weather_source
+
+    return weather_source(config, resolve_zone(config.scheduler.timezone))
 
 
 def memory_store(config: Config, db: Database, model: ServedModel, *, vector_cache: bool = True) -> MemoryStore:
@@ -324,6 +342,11 @@ def cli_tool_registry(config: Config, db: Database) -> tuple[ToolRegistry, LazyD
     """The tools as the `tools` command sees them; devices open only when a device tool runs."""
     lazy = LazyDevices(config, db)
     registry = base_registry(config)
+    weather = forecast_source(config)
+    if weather is not None:
+        from appliance.weather import tool as weather_tool
+
+        weather_tool.register(registry, weather)
     skills.sync_tool(registry, Workspace(data_dir(config) / "workspace"))
     if config.devices or config.hardware.raw_access.enabled:
         from appliance.tools import hardware
@@ -349,6 +372,7 @@ class Runtime:
     cloud: CloudRoute | None = None  # where messages escalate to (its provider is None when there is none)
     mcp: McpClients | None = None  # the tools.mcp servers (started by whoever runs turns: start_mcp)
     approvals: ToolApprovals | None = None  # every pending approval, decided here (tools.require_approval)
+    weather: WeatherSource | None = None  # the forecast (weather.enabled with a place): the tool's and Facts.weather
 
     @classmethod
     def open(
@@ -394,7 +418,8 @@ class Runtime:
         embedder = getattr(memory, "embedder", None)
         if start_model and embedder is not None and hasattr(embedder, "start_loading"):
             embedder.start_loading()  # in the runner, beside the chat model
-        tools = tool_registry(config, devices, raw, memory, workspace)
+        weather = forecast_source(config)
+        tools = tool_registry(config, devices, raw, memory, workspace, weather)
         keeper = MemoryKeeper(config.memory, memory, db, scheduler, context_tokens=config.llm.context_tokens)
         cloud = CloudRoute(config, db)
         agent = Agent(
@@ -405,7 +430,20 @@ class Runtime:
             store, tools, config.tools.require_approval, devices=devices, timeout_s=config.agent.tool_timeout_s
         )
         return cls(
-            config, db, model, scheduler, tools, workspace, agent, owns_model, devices, memory, cloud, mcp, approvals
+            config,
+            db,
+            model,
+            scheduler,
+            tools,
+            workspace,
+            agent,
+            owns_model,
+            devices,
+            memory,
+            cloud,
+            mcp,
+            approvals,
+            weather,
         )
 
     async def start_mcp(self) -> None:

@@ -83,11 +83,13 @@ def test_require_approval_names_known_tools_or_a_configured_mcp_server() -> None
 def test_the_known_names_are_every_tool_picoagent_registers(config: Config) -> None:
     """BUILTIN_TOOLS (what the config check accepts) against a registry with every tool on."""
     from appliance.agent.context import Workspace
+    from appliance.config import WeatherConfig
     from appliance.memory.db import Database
     from appliance.memory.store import MemoryStore
-    from appliance.runtime import device_registry
+    from appliance.runtime import device_registry, forecast_source
 
     config.hardware.raw_access.enabled = True
+    config.weather = WeatherConfig(latitude=51.05, longitude=3.72, enabled=True)
     workspace = Workspace(data_dir(config) / "workspace")
     workspace.ensure(config.agent.name)
     (workspace.root / "skills" / "demo").mkdir(parents=True)
@@ -96,9 +98,8 @@ def test_the_known_names_are_every_tool_picoagent_registers(config: Config) -> N
     db = Database(data_dir(config) / "picoagent.db")
     devices, raw = device_registry(config, db)
     try:
-        registry = tool_registry(
-            config, devices, raw, MemoryStore(db, None, model_name="none", dimensions=0), workspace
-        )
+        memory = MemoryStore(db, None, model_name="none", dimensions=0)
+        registry = tool_registry(config, devices, raw, memory, workspace, forecast_source(config))
         assert set(registry.tools) == set(BUILTIN_TOOLS)
     finally:
         assert devices is not None
