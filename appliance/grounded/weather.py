@@ -1,0 +1,324 @@
+"""Weather and the sun, answered from the forecast source and from the sun's equations, never guessed.
+
+Two topics (see :mod:`appliance.grounded.base`):
+
+- :data:`WEATHER` ("weather"): "is it going to rain tomorrow", "how cold will it be tonight", "what's the
+  weather like", "will it be sunny this weekend", "do I need an umbrella", "what's the temperature outside
+  tomorrow". The answer comes from ``facts.weather`` (:class:`appliance.weather.source.WeatherSource`), its
+  basis "Open-Meteo forecast for Ghent, fetched 10:02". With no source it says so and what to set; offline
+  it answers from the kept forecast and says when that was fetched, or that it has none.
+- :data:`SUN` ("sun"): "when is sunset", "what time is sunrise tomorrow", "when does it get dark": computed
+  on the Pi for the configured place (:mod:`appliance.weather.sun`), no network.
+
+The words rule takes only questions about the weather here and now: "I'm under the weather", "whether or
+not", "the rain in Spain song", "how does weather work", "is it hot in the living room" (a sensor's
+question) are not taken. A question about another place ("what's the weather like in Paris" when the place
+is Ghent) *is* taken, and declined in one honest sentence: the forecast is for the configured place only,
+and the model, asked instead, would make a forecast up.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timedelta
+
+from appliance.grounded.base import Answer, Ask, Facts
+from appliance.weather.source import unconfigured
+from appliance.weather.sun import Event, SunDay, sun_day
+from appliance.weather.words import ASPECTS, WEEKDAYS, Aspect, period, say
+
+_SPELLED = {
+    "what's": "what is",
+    "whats": "what is",
+    "how's": "how is",
+    "hows": "how is",
+    "it's": "it is",
+    "i'm": "i am",
+    "gonna": "going to",
+    "whens": "when is",
+    "when's": "when is",
+    "today's": "today",
+    "tomorrow's": "tomorrow",
+    "tonight's": "tonight",
+}
+_NOT_WEATHER = re.compile(
+    r"\bunder the weather\b|\bweather (?:station|permitting|the storm|proof)|\bwhether\b"
+    r"|\b(?:song|lyrics|film|movie|poem|story|sing|play|book)\b"
+)
+_TIME = (
+    r"(?:today|tonight|tomorrow(?: night| morning| afternoon| evening)?|this (?:morning|afternoon|evening|weekend|week)"
+    r"|(?:on )?(?:the )?weekend|now|right now|later|(?:on )?(?:" + "|".join(WEEKDAYS) + r")|next week"
+    r"|in \d+ days|the day after tomorrow|the coming days|the next few days)"
+)
+_WEATHER_LEAD = re.compile(
+    r"^(?:(?:hey|ok|so|and|please|pico|tell me|can you tell me|could you tell me)\s+)*"
+    r"(?:what|how|tell me|give me|show me|check|get me|any|weather|forecast|the weather|the forecast|and)\b"
+)
+_WEATHER_WORDS = re.compile(
+    r"\bthe (?:weather|forecast)\b|\bweather (?:forecast|report|today|tomorrow|tonight|now|outside|like|this|for|on)\b"
+    r"|^(?:the )?(?:weather|forecast)$|\bforecast for\b"
+)
+_HOW_IT_WORKS = re.compile(
+    r"^(?:how|why) (?:does|do|did|is|are) (?:the )?(?:weather|forecast) (?:work|made|form)|\bexplain\b"
+)
+_WILL_IT = re.compile(
+    r"\b(?:will it|is it|does it|would it|might it|could it|it is going to|it will|is it going to|going to)\s+"
+    r"(?:be\s+|get\s+)?(?:going to\s+)?(?:be\s+)?"
+    r"(?P<w>rain|raining|rainy|snow|snowing|snowy|pour|pouring|drizzle|drizzling|sunny|sun"
+    r"|cloudy|wet|dry|freezing|cold|chilly|warm|hot|frosty)\b"
+)
+_CHANCE = re.compile(r"\b(?:chance of|any) (?P<w>rain|snow|showers|sun|sunshine)\b|^(?P<v>rain|snow) " + _TIME)
+_UMBRELLA = re.compile(r"\b(?:need|take|bring|want|carry) (?:an |my |the |a )?(?:umbrella|raincoat|rain coat)\b")
+_HOW_COLD = re.compile(
+    r"\bhow (?P<w>cold|warm|hot|chilly) (?:will it be|will it get|is it going to be|is it going to get|does it get"
+    r"|it will be|it is going to be|is it)\b"
+)
+_TEMPERATURE = re.compile(
+    r"\b(?:what is|what will be|what will|how is) the (?:temperature|temp|high|low)\b|\btemperature outside\b"
+    r"|\bthe (?:high|low) (?:today|tomorrow|tonight)\b"
+)
+_SUN = re.compile(
+    r"\b(?:when|what time) (?:is|will be|does|will) (?:the )?(?P<a>sunset|sunrise|sun (?:set|rise|go down|come up))\b"
+    r"|\b(?:when|what time) (?:does|will) it (?P<b>get dark|get light|be dark|be light)\b"
+    r"|\b(?:time of|how long (?:until|till|to)) (?:the )?(?P<c>sunset|sunrise)\b"
+    r"|^(?:the )?(?P<d>sunset|sunrise)(?: time)?(?: " + _TIME + r")?$"
+    r"|\bwhat time is (?:the )?(?P<e>sunset|sunrise)\b|\b(?P<f>sunset|sunrise) (?:time|today|tomorrow|tonight)\b"
+)
+_ELSEWHERE = re.compile(r"\b(?:in|for|at|near|around) (?P<p>[a-z][a-z'.-]*(?: [a-z][a-z'.-]*){0,2})")
+_HERE = {"here", "home", "town", "the city", "our town", "my town", "the area", "the garden", "the village", "general"}
+_INDOOR = re.compile(r"\bin (?:here|the (?:living|bed|bath|dining)\s?room|the kitchen|the house|my room|the office)\b")
+
+
+def _normal(text: str) -> str:
+    words = text.lower().replace("’", "'").replace("‘", "'")
+    words = re.sub(r"[?!.,;:]+", " ", words)
+    return " ".join(_SPELLED.get(w, w) for w in words.split())
+
+
+def _when(text: str, default: str) -> str:
+    """The period a question names (see appliance.weather.words.period), else ``default``."""
+    if "day after tomorrow" in text:
+        return "+2"
+    if match := re.search(r"\bin (\d+) days\b", text):
+        return f"+{match.group(1)}"
+    if "tonight" in text or "this evening" in text:
+        return "tonight"
+    if "tomorrow" in text:
+        return "tomorrow"
+    if "weekend" in text:
+        return "weekend"
+    if re.search(r"\b(?:next week|this week|the coming days|the next few days)\b", text):
+        return "week"
+    for day in WEEKDAYS:
+        if re.search(rf"\b{day}\b", text):
+            return day
+    if re.search(r"\b(?:right now|now|currently|at the moment)\b", text):
+        return "now"
+    if re.search(r"\btoday|this (?:morning|afternoon)|later\b", text):
+        return "today"
+    return default
+
+
+def _here_and_now(text: str) -> bool:
+    """No "outside" and no time named: "is it cold" may be about the room as well as the weather."""
+    return not re.search(r"\b(?:outside|out there)\b", text) and _when(text, "") in ("", "now")
+
+
+def _elsewhere(text: str, place: str) -> str:
+    """Another place the question names ("paris"), or "" (none, the configured one, or a time)."""
+    for match in _ELSEWHERE.finditer(text):
+        named = match.group("p")
+        named = re.split(r" (?:" + _TIME + r"|and|or|this|next|please|like)\b", " " + named)[0].strip()
+        if not named or re.fullmatch(_TIME + r"(?: .*)?", named) or named in _HERE:
+            continue
+        if re.match(
+            r"(?:the |an? )?(?:morning|afternoon|evening|night|moment|hour|minute|week|day|days|outside)\b", named
+        ):
+            continue
+        if re.match(r"(?:" + "|".join(WEEKDAYS) + r"|\d)", named):
+            continue
+        if place and (named == place.lower() or named.startswith(place.lower())):
+            continue
+        return named
+    return ""
+
+
+class WeatherTopic:
+    """The forecast for the configured place (module docstring)."""
+
+    kind = "weather"
+    examples = (
+        "is it going to rain tomorrow",
+        "how cold will it be tonight",
+        "what's the weather like",
+        "will it be sunny this weekend",
+        "do I need an umbrella today",
+        "what's the temperature outside tomorrow",
+        "what's the forecast for tomorrow",
+        "will it snow this week",
+        "is it raining right now",
+        "how warm will it get on Saturday",
+        "should I take a raincoat",
+        "what will the weather be like on Friday",
+    )
+
+    def match(self, text: str) -> Ask | None:
+        """An Ask for a question about the weather here (words rule, module docstring), else None."""
+        said = _normal(text)
+        if not said or len(said.split()) > 16 or _NOT_WEATHER.search(said) or _INDOOR.search(said):
+            return None
+        aspect: Aspect | None = None
+        present = False
+        if _UMBRELLA.search(said):
+            aspect = "umbrella"
+        elif (found := _WILL_IT.search(said)) is not None:
+            aspect = _aspect(found.group("w"))
+            present = found.group(0).startswith("is it") and "going to" not in found.group(0)
+            if aspect in ("cold", "temperature") and present and _here_and_now(said):
+                return None  # "is it cold" / "is it hot": the room's, the Pi's or the weather's? not sure
+        elif (found := _CHANCE.search(said)) is not None:
+            aspect = _aspect(found.group("w") or found.group("v"))
+        elif (found := _HOW_COLD.search(said)) is not None:
+            aspect = "cold" if found.group("w") in ("cold", "chilly") else "temperature"
+            present = found.group(0).endswith("is it")
+            if present and _here_and_now(said):
+                return None  # "how hot is it": the Pi's temperature, maybe
+        elif _TEMPERATURE.search(said):
+            if not re.search(r"\boutside|out there\b|" + _TIME, said):
+                return None  # "what is the temperature": a sensor's, more likely
+            aspect = "temperature"
+        elif _WEATHER_WORDS.search(said) and _WEATHER_LEAD.search(said) and not _HOW_IT_WORKS.search(said):
+            aspect = "general"
+        if aspect is None:
+            return None
+        when = _when(said, "now" if present else "today")
+        return Ask(self.kind, aspect, {"when": when}, text)
+
+    async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
+        """The forecast's answer; what to set when there is none; an honest no for another place."""
+        weather = facts.config.weather
+        elsewhere = _elsewhere(_normal(ask.text), weather.place) if ask.text else ""
+        source = facts.weather
+        if elsewhere and (weather.located or source is not None):
+            here = weather.place_name
+            text = f"I only have the forecast for {here}, not for {elsewhere.title()}, so I cannot tell you that."
+            return Answer(text, f"the configured place ({here})", self.kind)
+        if source is None:
+            return Answer(unconfigured(weather), "the config (no weather source)", self.kind)
+        outlook = await source.outlook()
+        if outlook.forecast is None:
+            if outlook.stale:
+                text = (
+                    f"I cannot reach the forecast service ({outlook.problem}) and the last forecast I have is too old."
+                )
+            else:
+                text = f"I have no forecast for {source.place}: {outlook.problem or 'none was fetched yet'}."
+            return Answer(text, f"{source.place}: no forecast", self.kind)
+        now = facts.now()
+        aspect: Aspect = next((a for a in ASPECTS if a == ask.what), "general")
+        text = say(outlook.forecast, aspect, period(str(ask.details.get("when", "today")), now), source.place)
+        basis = source.basis(outlook.forecast)
+        if outlook.stale:
+            fetched = datetime.fromtimestamp(outlook.forecast.fetched_at, now.tzinfo)
+            text = f"I cannot reach the forecast service now; as of {fetched:%H:%M}: {text}"
+            basis += f" (offline: {outlook.problem})"
+        return Answer(text, basis, self.kind)
+
+
+def _aspect(word: str) -> Aspect:
+    if word in ("rain", "raining", "rainy", "pour", "pouring", "drizzle", "drizzling", "showers", "wet", "dry"):
+        return "rain"
+    if word.startswith("snow"):
+        return "snow"
+    if word in ("sunny", "sun", "sunshine", "cloudy"):
+        return "sunny"
+    if word in ("cold", "chilly", "freezing", "frosty"):
+        return "cold"
+    return "temperature"
+
+
+class SunTopic:
+    """Sunrise and sunset for the configured place, computed on the Pi (module docstring)."""
+
+    kind = "sun"
+    examples = (
+        "when is sunset",
+        "what time is sunrise tomorrow",
+        "when does the sun go down",
+        "when does it get dark",
+        "what time does the sun rise",
+        "how long until sunset",
+        "sunset time today",
+        "when is sunrise on Saturday",
+        "when does it get light tomorrow",
+        "what time is the sunset tonight",
+        "when will the sun come up",
+        "at what time does the sun set",
+    )
+
+    def match(self, text: str) -> Ask | None:
+        """An Ask for "when is sunset / sunrise" questions (words rule), else None."""
+        said = _normal(text)
+        if not said or len(said.split()) > 14 or _NOT_WEATHER.search(said):
+            return None
+        found = _SUN.search(said)
+        if found is None:
+            return None
+        word = next(g for g in found.groups() if g)
+        event = "sunset" if any(w in word for w in ("set", "down", "dark")) else "sunrise"
+        return Ask(self.kind, event, {"when": _when(said, "")}, text)
+
+    async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
+        """The time, computed here; what to set with no place; an honest no for another place."""
+        weather = facts.config.weather
+        event: Event = "sunset" if ask.what == "sunset" else "sunrise"
+        if not weather.located:
+            text = (
+                f"I cannot tell when {event} is: I do not know where I am. Set weather.latitude and "
+                "weather.longitude (and weather.place, its name) in the config."
+            )
+            return Answer(text, "the config (no place set)", self.kind)
+        place = weather.place_name
+        elsewhere = _elsewhere(_normal(ask.text), weather.place) if ask.text else ""
+        if elsewhere:
+            text = f"I only know the sun's times for {place}, not for {elsewhere.title()}."
+            return Answer(text, f"the configured place ({place})", self.kind)
+        now = facts.now()
+        when = str(ask.details.get("when", ""))
+        day = period(when or "today", now).days[0] if when not in ("", "now", "tonight") else now.date()
+        zone = now.tzinfo
+        assert weather.latitude is not None and weather.longitude is not None and zone is not None
+        sun = sun_day(day, weather.latitude, weather.longitude, zone)
+        basis = f"computed on the Pi for {place} ({weather.latitude:.2f}, {weather.longitude:.2f})"
+        at = sun.at(event)
+        if at is not None and at < now and not when:  # "when is sunset" after it: today's, then tomorrow's
+            later = sun_day(day + timedelta(days=1), weather.latitude, weather.longitude, zone)
+            next_one = _said(later, event, now, place)
+            text = f"{event.title()} in {place} was at {at:%H:%M} today. {next_one}."
+            return Answer(text, basis, self.kind)
+        return Answer(f"{_said(sun, event, now, place)}.", basis, self.kind)
+
+
+def _said(sun: SunDay, event: Event, now: datetime, place: str) -> str:
+    """ "Sunset in Ghent is at 16:48 today (Fri 27 Nov)", or that there is none that day (polar day or night)."""
+    at = sun.at(event)
+    if at is None:
+        why = (
+            "above the horizon all day (midnight sun)"
+            if sun.polar == "day"
+            else "below the horizon all day (polar night)"
+        )
+        return f"There is no {event} in {place} {_day(sun.day, now)}: the sun stays {why}"
+    return f"{event.title()} in {place} is at {at:%H:%M} {_day(at.date(), now)}"
+
+
+def _day(day: date, now: datetime) -> str:
+    if day == now.date():
+        return f"today ({day:%a %d %b})"
+    if day == now.date() + timedelta(days=1):
+        return f"tomorrow ({day:%a %d %b})"
+    return f"on {day:%A %d %B}"
+
+
+WEATHER = WeatherTopic()
+SUN = SunTopic()
