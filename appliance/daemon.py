@@ -427,6 +427,7 @@ class Daemon:
             db=runtime.db,
             file_ids={job.id for job in jobs[len(sched.jobs) :]},
             devices=list(self.config.devices),
+            place=self.config.weather.coordinates,
         )
         state.cron = cron
         # The model schedules and starts tasks through this scheduler and task store (every channel's turns).

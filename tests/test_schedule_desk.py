@@ -38,7 +38,7 @@ class Home:
     channel: MemoryChannel
     notifier: Notifier
 
-    def scheduler(self) -> Scheduler:
+    def scheduler(self, place: tuple[float, float] | None = None) -> Scheduler:
         """A scheduler as the daemon builds one (a new one is a restart), the chat fast path's too."""
         cron = Scheduler(
             [],
@@ -48,6 +48,7 @@ class Home:
             db=self.runtime.db,
             clock=self.clock,
             devices=list(self.runtime.config.devices),
+            place=place,
         )
         self.runtime.agent.desk.cron = cron
         return cron

@@ -11,6 +11,7 @@ matches several jobs asks which, with the ids as answers to tap; the answer is t
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -41,8 +42,16 @@ def day_words(at: datetime, now: datetime) -> str:
 
 
 def every_words(schedule: str) -> str:
-    """A repeating schedule said: "every weekday at 07:30", "every day at 09:00", "every 2 hours"."""
+    """A repeating schedule said: "every weekday at 07:30", "every day at 09:00", "every 2 hours",
+    "every day 30 minutes before sunset"."""
     parts = schedule.lower().split()
+    sun = re.fullmatch(r"(sunrise|sunset)(?:([+-])(\d+)([mh]))?", parts[0]) if len(parts) == 1 else None
+    if sun is not None:
+        if sun.group(2) is None:
+            return f"every day at {sun.group(1)}"
+        n, unit = int(sun.group(3)), "minute" if sun.group(4) == "m" else "hour"
+        side = "before" if sun.group(2) == "-" else "after"
+        return f"every day {n} {unit}{'' if n == 1 else 's'} {side} {sun.group(1)}"
     if parts[0] == "daily" and len(parts) == 2:
         return f"every day at {parts[1]}"
     if parts[0] == "every" and len(parts) == 2 and parts[1][:-1].isdigit() and parts[1][-1] in _UNITS:
@@ -82,7 +91,7 @@ class ScheduleDesk:
         from appliance.agent.schedule_words import CancelAsk, ScheduleAsk, understand_schedule
 
         now = datetime.fromtimestamp(self.cron.clock(), self.cron.zone)
-        said = understand_schedule(text, now, self.devices)
+        said = understand_schedule(text, now, self.devices, getattr(self.cron, "place", None))
         if said is None:
             return None
         if isinstance(said, ScheduleAsk):

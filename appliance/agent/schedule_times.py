@@ -21,6 +21,7 @@
   the first.
 - "every 2 hours" is the elapsed-time form ``every 2h``; under a minute is asked about; "every 2 days"
   is left to the model (the ``every 2d`` form counts from midnight UTC, not a time of day).
+- "at sunset", "30 minutes before sunrise" are sun pieces, resolved by :mod:`appliance.agent.schedule_sun`.
 - Several clocks in a recurring job ("every day at 7 and 19") are one cron job when they share the
   minute ("0 7,19 * * *"); otherwise, and for several clocks in a one-time job, the model decides.
 """
@@ -54,6 +55,7 @@ from appliance.agent.schedule_vocab import (
     NUMBER_WORDS,
     PARTS,
     STARTS,
+    SUN_WORDS,
     VAGUE,
     WEEKDAYS,
 )
@@ -99,13 +101,14 @@ class Day:
 class Piece:
     """One part of a time expression."""
 
-    kind: Literal["time", "day", "part", "days", "interval", "delta", "vague", "bad", "unknown"]
+    kind: Literal["time", "day", "part", "days", "interval", "delta", "vague", "bad", "unknown", "sun"]
     clocks: tuple[Clock, ...] = ()
     day: Day | None = None
     part: str | None = None
     weekdays: frozenset[int] = frozenset()  # kind days: cron numbering, Sunday 0
     seconds: int = 0  # kind interval, delta
     question: str = ""  # kind vague, bad
+    sun: str = ""  # kind sun: "sunset" | "sunrise", its offset in seconds (negative: before); see schedule_sun
 
 
 Found = tuple[Piece, int]  # a piece and the index after its last word
@@ -115,11 +118,9 @@ def find_when(words: Words) -> list[tuple[int, int, list[Piece]]]:
     """Each run of time words: (first index, index after it, its pieces), left to right."""
     runs: list[tuple[int, int, list[Piece]]] = []
     i = 0
+    sunny = not SUN_WORDS.isdisjoint(words)
     while i < len(words):
-        if words[i] not in STARTS:
-            i += 1
-            continue
-        found = _piece(words, i, first=True)
+        found = _piece(words, i, first=True) if words[i] in STARTS else _sun_offset(words, i) if sunny else None
         if found is None:
             i += 1
             continue
@@ -132,6 +133,17 @@ def find_when(words: Words) -> list[tuple[int, int, list[Piece]]]:
     return runs
 
 
+def _sun_offset(words: Words, i: int) -> Found | None:
+    """ "30 minutes before sunset", "an hour after sunrise": a sun piece with its offset."""
+    found = _duration(words, i) if words[i] not in SUN_WORDS else None
+    if found is None or _at(words, found[1]) not in ("before", "after"):
+        return None
+    end = found[1] + 1 + (_at(words, found[1] + 1) == "the")
+    if _at(words, end) not in SUN_WORDS:
+        return None
+    return Piece("sun", sun=words[end], seconds=found[0] * (-1 if words[found[1]] == "before" else 1)), end + 1
+
+
 def _at(words: Words, i: int) -> str:
     return words[i] if i < len(words) else ""
 
@@ -139,6 +151,8 @@ def _at(words: Words, i: int) -> str:
 def _piece(words: Words, i: int, *, first: bool) -> Found | None:
     word, nxt = words[i], _at(words, i + 1)
     if word == "at":
+        if nxt in SUN_WORDS:
+            return Piece("sun", sun=nxt), i + 2
         if nxt == "night":
             return Piece("part", part="night"), i + 2
         if nxt == "some" and _at(words, i + 2) in ("point", "time"):
@@ -180,6 +194,8 @@ def _piece(words: Words, i: int, *, first: bool) -> Found | None:
     if word in _FREE_MONTHS:
         return _month_first(words, i)
     if not first:
+        if (sun := _sun_offset(words, i)) is not None:  # "every day 30 minutes before sunset"
+            return sun
         if word in PARTS and word != "night":  # "at 7 tomorrow morning" is taken above; "at 7 morning"
             return None
         if word == "the":
@@ -432,11 +448,12 @@ def _clock(words: Words, i: int) -> tuple[Clock, int] | Piece | None:
 
 
 def timing(pieces: list[Piece], now: datetime) -> str | Unclear | None:
-    """The schedule text of one run of pieces, a question, or None (a form left to the model)."""
+    """The schedule text of one run of pieces, a question, or None (a form left to the model; sun pieces are
+    resolved by :func:`appliance.agent.schedule_sun.sun_timing`)."""
     for piece in pieces:
         if piece.kind in ("bad", "vague"):
             return Unclear(piece.question)
-        if piece.kind == "unknown":
+        if piece.kind in ("unknown", "sun"):
             return None
     kinds = [p.kind for p in pieces]
     if kinds in (["delta"], ["interval"]):
@@ -500,25 +517,9 @@ def _once(day: Day | None, clock: Clock, part: str | None, now: datetime) -> str
     hours = _hours(clock, part, recurring=False)
     if isinstance(hours, Unclear):
         return hours
-    today = now.date()
-    if day is None:
-        dates = [today, today + timedelta(days=1)]
-    elif day.kind == "today":
-        dates = [today]
-    elif day.kind == "tomorrow":
-        dates = [today + timedelta(days=1)]
-    elif day.kind == "weekday":
-        ahead = (day.weekday - today.weekday()) % 7
-        if ahead == 0:
-            return Unclear(f"Today or next {day.text}?")
-        dates = [today + timedelta(days=ahead)]
-    elif day.kind == "date":
-        dates = [d for y in range(today.year, today.year + 9) if (d := _valid(y, day.month, day.day))]
-    elif day.kind == "dom":
-        months = [((today.month - 1 + k) // 12 + today.year, (today.month - 1 + k) % 12 + 1) for k in range(24)]
-        dates = [d for y, m in months if (d := _valid(y, m, day.day))]
-    else:
-        dates = [date(day.year, day.month, day.day)]
+    dates = [now.date(), now.date() + timedelta(days=1)] if day is None else days_of(day, now.date())
+    if isinstance(dates, Unclear):
+        return dates
     for on in dates:
         for hour in hours:
             wall = datetime.combine(on, dtime(hour % 24, clock.minute)) + timedelta(days=hour // 24)
@@ -526,6 +527,23 @@ def _once(day: Day | None, clock: Clock, part: str | None, now: datetime) -> str
                 return f"once {wall:%Y-%m-%d %H:%M}"
     said = f"{day.text} at {clock.text}" if day else clock.text
     return Unclear(f"{said[0].upper()}{said[1:]} has passed: when should it be?")
+
+
+def days_of(day: Day, today: date) -> list[date] | Unclear:
+    """The dates a named day may be, earliest first (a date without a year: this year's, then the next ones)."""
+    if day.kind == "today":
+        return [today]
+    if day.kind == "tomorrow":
+        return [today + timedelta(days=1)]
+    if day.kind == "weekday":
+        ahead = (day.weekday - today.weekday()) % 7
+        return Unclear(f"Today or next {day.text}?") if ahead == 0 else [today + timedelta(days=ahead)]
+    if day.kind == "date":
+        return [d for y in range(today.year, today.year + 9) if (d := _valid(y, day.month, day.day))]
+    if day.kind == "dom":
+        months = [((today.month - 1 + k) // 12 + today.year, (today.month - 1 + k) % 12 + 1) for k in range(24)]
+        return [d for y, m in months if (d := _valid(y, m, day.day))]
+    return [date(day.year, day.month, day.day)]
 
 
 def _valid(year: int, month: int, day: int) -> date | None:

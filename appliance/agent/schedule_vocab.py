@@ -49,12 +49,13 @@ VAGUE = "When exactly?"  # the question of a vague time; "remind me later" asks 
 CLOCK = re.compile(r"(\d{1,2})[:.](\d{2})")
 _NOT_AFTER_CLOCK = frozenset({"%", "percent", "degrees", "degree", "°", "celsius", "fahrenheit", "c", "f"})
 
+SUN_WORDS = frozenset({"sunset", "sunrise"})  # "at sunset", "30 minutes before sunrise" (schedule_sun)
 # The words a time expression can start with: a message with none of them (and no "remind" or
 # "cancel") is not about a schedule, and the parser never runs.
 STARTS = frozenset(
     {
         *("at", "in", "on", "every", "each", "daily", "everyday", "nightly", "hourly", "today", "tomorrow"),
-        *("tonight", "this", "next", "noon", "midnight", "weekdays", "weekends", *_VAGUE),
+        *("tonight", "this", "next", "noon", "midnight", "weekdays", "weekends", *_VAGUE, *SUN_WORDS),
         *WEEKDAYS,
         *_PLURAL_DAYS,
         *_FREE_MONTHS,

@@ -217,11 +217,12 @@ def _timeish(words: Words) -> bool:
 
 
 def understand_schedule(
-    text: str, now: datetime, devices: Sequence[DeviceInfo] | None = None
+    text: str, now: datetime, devices: Sequence[DeviceInfo] | None = None, place: tuple[float, float] | None = None
 ) -> ScheduleAsk | CancelAsk | Unclear | None:
     """A job to create or cancel, a question to ask back, or None (not about a schedule, or not sure).
 
     ``now`` is aware, in the config's time zone; the schedule's wall-clock times are in that zone.
+    ``place``: latitude and longitude, for "at sunset" said of a day (see ``schedule_sun``).
     """
     if now.tzinfo is None:
         raise ValueError("understand_schedule needs an aware now (with the config's time zone)")
@@ -247,13 +248,31 @@ def understand_schedule(
     if len(runs) > 1:
         return None
     first, last, pieces = runs[0]
+    when = _When(pieces, now, place)
     if lead is not None:
-        return _remind(words, spans, text, (len(lead), first), (last, len(words)), pieces, now)
+        return _remind(words, spans, text, (len(lead), first), (last, len(words)), when)
     if first == 0:  # "at 7 remind me to ..."
         lead = next((p for p in _REMIND_LEADS if words[last : last + len(p)] == p), None)
         if lead is not None:
-            return _remind(words, spans, text, (last + len(lead), len(words)), (len(words), len(words)), pieces, now)
-    return _act(words, spans, text, (0, first), (last, len(words)), pieces, now, _matcher(tuple(devices or ())))
+            return _remind(words, spans, text, (last + len(lead), len(words)), (len(words), len(words)), when)
+    return _act(words, spans, text, (0, first), (last, len(words)), when, _matcher(tuple(devices or ())))
+
+
+@dataclass(frozen=True)
+class _When:
+    """The time expression of a message, with what resolving it needs."""
+
+    pieces: list[Piece]
+    now: datetime
+    place: tuple[float, float] | None
+
+    def schedule(self, *, device: bool = False) -> str | Unclear | None:
+        """Its schedule text (sun pieces: schedule_sun, where a device action with no day is daily)."""
+        if any(p.kind == "sun" for p in self.pieces):
+            from appliance.agent.schedule_sun import sun_timing
+
+            return sun_timing(self.pieces, self.now, self.place, daily=device)
+        return timing(self.pieces, self.now)
 
 
 def _runs_text(text: str, spans: list[tuple[int, int]], runs: list[tuple[int, int]]) -> str:
@@ -272,13 +291,7 @@ def _joined(words: Words, before: tuple[int, int], after: tuple[int, int]) -> bo
 
 
 def _remind(
-    words: Words,
-    spans: list[tuple[int, int]],
-    text: str,
-    before: tuple[int, int],
-    after: tuple[int, int],
-    pieces: list[Piece],
-    now: datetime,
+    words: Words, spans: list[tuple[int, int]], text: str, before: tuple[int, int], after: tuple[int, int], when: _When
 ) -> ScheduleAsk | Unclear | None:
     """REMIND [WHEN] [to] THING [WHEN]: a message job."""
     if not _joined(words, before, after):
@@ -287,10 +300,10 @@ def _remind(
     if runs and words[runs[0][0]] == "to":
         runs[0] = (runs[0][0] + 1, runs[0][1])
     thing = tuple(w for s, e in runs for w in words[s:e])
-    schedule = timing(pieces, now)
+    schedule = when.schedule()
     if schedule is None or _timeish(thing):
         return None
-    if any(p.question == VAGUE for p in pieces):
+    if any(p.question == VAGUE for p in when.pieces):
         return Unclear("When should I remind you?")
     if isinstance(schedule, Unclear):
         return schedule
@@ -305,15 +318,14 @@ def _act(
     text: str,
     before: tuple[int, int],
     after: tuple[int, int],
-    pieces: list[Piece],
-    now: datetime,
+    when: _When,
     matcher: IntentMatcher,
 ) -> ScheduleAsk | Unclear | None:
     """WHEN ACTION | ACTION WHEN | ACTION WHEN and ACTION: a device job or a prompt job."""
     action = words[before[0] : before[1]] + words[after[0] : after[1]]
     if not action or not _joined(words, before, after) or _timeish(action) or not _PAST.isdisjoint(action):
         return None
-    if not any(p.kind in ("time", "delta", "interval", "days", "bad") for p in pieces):
+    if not any(p.kind in ("time", "delta", "interval", "days", "bad", "sun") for p in when.pieces):
         return None  # "tell me the weather tomorrow", "turn on the fan later": a day alone may be the subject
     action_text = _runs_text(text, spans, [before, after])
     intent = matcher.match(action_text)
@@ -326,7 +338,7 @@ def _act(
             return None  # "tell me at 7": tell what?
     elif intent.action not in ("set", "read", "ask") or (intent.action == "read" and action[0] not in _PROMPT_VERBS):
         return None  # "living room temperature at 7": now, or the one at 7? the model decides
-    schedule = timing(pieces, now)
+    schedule = when.schedule(device=intent is not None and intent.action == "set")
     if schedule is None or isinstance(schedule, Unclear):
         return schedule
     if intent is None or intent.action == "read":

@@ -79,6 +79,7 @@ def local_scheduler(config: Config, db: Database, run_job: Any = None, *, lenien
         db=db,
         file_ids={job.id for job in jobs[len(config.scheduler.jobs) :]},
         devices=list(config.devices),
+        place=config.weather.coordinates,
     )
 
 

@@ -23,7 +23,7 @@ from appliance.config.homeassistant import check_homeassistant
 from appliance.config.mqtt import check_mqtt, check_mqtt_devices
 from appliance.config.schema import Config, CronJob
 from appliance.config.shown import _describe
-from appliance.config.weather import check_weather
+from appliance.config.weather import PLACE_FIX, check_weather
 from appliance.errors import ConfigError, UsageError
 from appliance.hardware.drivers import DRIVERS
 
@@ -299,8 +299,15 @@ def _check_devices(config: Config, refuse: Callable[[str, str, Any], ConfigError
 
 
 def _check_schedule(config: Config) -> None:
-    """Each job valid with an id of its own, the time zone known, the heartbeat's period in range."""
+    """Each job valid with an id of its own, a place for sun schedules, the time zone known, the heartbeat's
+    period in range."""
     check_config_jobs(config.scheduler.jobs, config.devices, {})
+    if not config.weather.located:
+        for i, job in enumerate(config.scheduler.jobs):
+            if job.schedule.strip().lower().startswith(("sunset", "sunrise")):
+                raise ConfigError(
+                    f"scheduler.jobs[{i}]: the schedule {job.schedule!r} needs to know where the Pi is", fix=PLACE_FIX
+                )
     if config.scheduler.timezone:
         import zoneinfo
 

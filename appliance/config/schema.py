@@ -246,8 +246,8 @@ class CronJob:
 
     id: str = doc("a short name, used by `picoagent cron run ID`")
     schedule: str = doc(
-        '"every 30m", "daily 09:00", "hourly :15", "startup", "once 2026-11-24 19:00", '
-        'or a cron expression "0 7 * * 1-5"'
+        '"every 30m", "daily 09:00", "hourly :15", "startup", "once 2026-11-24 19:00", "sunset", "sunrise-30m" '
+        '(needs weather.latitude and longitude), or a cron expression "0 7 * * 1-5"'
     )
     prompt: str = doc("a message for the agent; its reply is delivered", "")
     device: str = doc("a device to set (with value)", "")

@@ -53,6 +53,13 @@ class WeatherConfig:
         return self.latitude is not None and self.longitude is not None
 
     @property
+    def coordinates(self) -> tuple[float, float] | None:
+        """(latitude, longitude), or None with no place: what the sunset and sunrise schedules are computed for."""
+        if self.latitude is None or self.longitude is None:
+            return None
+        return self.latitude, self.longitude
+
+    @property
     def place_name(self) -> str:
         """The place as said in answers: its name, else its coordinates."""
         if self.place:

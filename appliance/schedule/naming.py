@@ -13,7 +13,7 @@ import re
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from appliance.schedule.parse import CronSchedule, Interval, Once, Schedule, Startup
+from appliance.schedule.parse import CronSchedule, Interval, Once, Schedule, Startup, SunSchedule
 
 if TYPE_CHECKING:
     from appliance.config import CronJob
@@ -54,11 +54,14 @@ def _days_word(schedule: CronSchedule) -> str:
 
 
 def when_slug(schedule: Schedule) -> str:
-    """The time part of an id: "1930", "0730_weekdays", "every_2h", "hourly_15"."""
+    """The time part of an id: "1930", "0730_weekdays", "every_2h", "hourly_15", "sunset_30m_before"."""
     if isinstance(schedule, Startup):
         return "startup"
     if isinstance(schedule, Interval):
         return "every_" + schedule.text.split(" ", 1)[1].replace(" ", "")
+    if isinstance(schedule, SunSchedule):  # "sunset", "sunset_30m_before", "sunrise_1h_after"
+        amount = schedule.text[len(schedule.event) + 1 :]
+        return schedule.event + (f"_{amount}_{'before' if schedule.offset_s < 0 else 'after'}" if amount else "")
     times = run_times(schedule)
     if isinstance(schedule, Once):
         return f"{times[0][0]:02d}{times[0][1]:02d}"

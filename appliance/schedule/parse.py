@@ -12,6 +12,11 @@ The forms (:func:`parse_schedule`):
 - ``once 2026-11-24 19:00``: one run at that local time (a reminder). It follows the fixed-time DST
   rules below: a time skipped by spring-forward runs at the first instant after the gap, a repeated
   one at its first occurrence. A job on it is removed once it ran (its run stays in the history).
+- ``sunset`` / ``sunrise``, with an offset ``sunset-30m``, ``sunrise+1h`` (at most 6 h): every day at
+  the sun's time for the place in ``weather.latitude``/``longitude``, computed on the Pi each day
+  (:mod:`appliance.weather.sun`). Parsed here without the place; the scheduler binds it
+  (:meth:`SunSchedule.at_place`) and refuses the job when there is none. A day with no sunset (a polar
+  day or night) has no run: the next is on the first day the sun sets again.
 - ``m h dom mon dow``: Vixie cron. ``*``, lists, ranges, steps (``*/15``, ``1-30/5``), names (``jan``,
   ``mon``; Sunday is 0 or 7). When both day fields are restricted a day matches either (OR); a field
   starting with ``*`` (even ``*/2``) counts as unrestricted, and then both must match.
@@ -37,17 +42,20 @@ from __future__ import annotations
 import calendar
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from datetime import time as dtime
+from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from appliance.errors import ConfigError, UsageError
 
 FORMS = (
-    'use "every 30m" (s, m, h or d), "daily 09:00", "hourly :15", "startup", "once 2026-11-24 19:00"'
-    ' or a cron expression "0 7 * * 1-5"'
+    'use "every 30m" (s, m, h or d), "daily 09:00", "hourly :15", "startup", "once 2026-11-24 19:00",'
+    ' "sunset", "sunrise+15m" or a cron expression "0 7 * * 1-5"'
 )
+SUN_OFFSET_MAX_S = 6 * 3600
+_SUN = re.compile(r"(sunrise|sunset)(?: ?([+-]) ?(\d+) ?([mh]))?")
 _SEARCH_DAYS = 366 * 9  # Feb 29 on a given weekday can be 8 years away (no leap year in 2100)
 _MONTH_DAYS = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)  # the most each month can have
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -159,6 +167,33 @@ class CronSchedule(Schedule):
         return sorted(found)
 
 
+@dataclass(frozen=True)
+class SunSchedule(Schedule):
+    """Every day at sunrise or sunset (plus an offset) at a place; unbound (no place) until the scheduler binds it."""
+
+    text: str
+    event: Literal["sunrise", "sunset"]
+    offset_s: int = 0
+    place: tuple[float, float] | None = None  # latitude, longitude
+
+    def at_place(self, latitude: float, longitude: float) -> SunSchedule:
+        """This schedule for a place."""
+        return replace(self, place=(latitude, longitude))
+
+    def next_after(self, t: datetime) -> datetime | None:
+        """The next sunrise or sunset (plus the offset) after ``t``; None when the sun does neither for a year."""
+        if self.place is None:
+            raise ValueError(f"schedule {self.text!r} has no place (SunSchedule.at_place)")
+        from appliance.weather.sun import next_event  # a leaf of pure arithmetic, loaded by sun jobs only
+
+        _zone_of(t)
+        found = next_event(self.event, t, self.place[0], self.place[1], self.offset_s)
+        if found is None or (found.second == 0 and found.microsecond == 0):
+            return found
+        # On the whole minute, never before the sun's time: "next 16:45", as a person reads a schedule.
+        return found.replace(second=0, microsecond=0) + timedelta(minutes=1)
+
+
 def _zone_of(t: datetime) -> tzinfo:
     if t.tzinfo is None or t.utcoffset() is None:
         raise ValueError("next_after needs an aware datetime (with its time zone)")
@@ -207,6 +242,8 @@ def parse_schedule(text: str) -> Schedule:
         return Startup(spec)
     if lowered in _MACROS:
         return _cron(_MACROS[lowered].split(" "), spec)
+    if lowered.startswith(("sunrise", "sunset")):
+        return _sun(spec, lowered)
     word, _, rest = lowered.partition(" ")
     if word == "every":
         match = re.fullmatch(r"(\d+) ?([smhd])", rest)
@@ -245,6 +282,23 @@ def parse_schedule(text: str) -> Schedule:
     if len(fields) > 2 and all(re.fullmatch(r"[\w*/,-]+", f) for f in fields):
         raise _bad(text, f"a cron expression has 5 fields (minute hour day month weekday), this has {len(fields)}")
     raise _bad(text, "not a schedule picoagent knows")
+
+
+def _sun(spec: str, lowered: str) -> SunSchedule:
+    match = _SUN.fullmatch(lowered)
+    if not match:
+        raise _bad(spec, 'expected sunset or sunrise, with an offset like "sunset-30m" or "sunrise+1h"')
+    event: Literal["sunrise", "sunset"] = "sunrise" if match.group(1) == "sunrise" else "sunset"
+    if match.group(2) is None:
+        return SunSchedule(event, event)
+    size = int(match.group(3)) * (60 if match.group(4) == "m" else 3600)
+    if size > SUN_OFFSET_MAX_S:
+        raise _bad(spec, f"the offset from {event} must be at most 6 hours")
+    if size == 0:
+        return SunSchedule(event, event)
+    return SunSchedule(
+        f"{event}{match.group(2)}{match.group(3)}{match.group(4)}", event, size * (-1 if match.group(2) == "-" else 1)
+    )
 
 
 _FIELDS: tuple[tuple[str, int, int, dict[str, int]], ...] = (

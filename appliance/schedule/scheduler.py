@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from appliance.errors import ConfigError, Conflict, NotFound, PicoagentError, UsageError
 from appliance.schedule.jobs import JOB_TIMEOUT_S, RESULT_CHARS, JobRun, LastRun, RunReason, does
-from appliance.schedule.parse import Once, Schedule, Startup, parse_schedule, resolve_zone
+from appliance.schedule.parse import Once, Schedule, Startup, SunSchedule, parse_schedule, resolve_zone
 from appliance.schedule.store import JobIdTaken, JobStore, StoredJob
 
 if TYPE_CHECKING:
@@ -96,12 +96,15 @@ class Scheduler:
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
         file_ids: Collection[str] = (),
         devices: Collection[str] | None = None,
+        place: tuple[float, float] | None = None,
     ) -> None:
         """``jobs``: the config's and cron.yaml's (those in ``file_ids``); the database's are read here.
 
-        ``devices``: the device names a new job may set (None: not checked).
+        ``devices``: the device names a new job may set (None: not checked). ``place``: latitude and
+        longitude for the ``sunset`` / ``sunrise`` schedules (weather.latitude/longitude; None: they are refused).
         """
         self.zone = resolve_zone(tz)
+        self.place = place
         self.run_job = run_job
         self.notify = notify
         self.db = db
@@ -115,7 +118,7 @@ class Scheduler:
             if job.id in self._entries:
                 raise ConfigError(f"cron job id {job.id!r} is used twice", fix="give each job its own id")
             try:
-                schedule = parse_schedule(job.schedule)
+                schedule = self._parse(job.schedule)
             except UsageError as exc:
                 raise ConfigError(f"cron job {job.id}: {exc.message}", fix=exc.fix) from None
             self._entries[job.id] = _Entry(job, schedule, "file" if job.id in file_ids else "config")
@@ -138,7 +141,7 @@ class Scheduler:
             log.error("cron %s: a job made in chat has the id of a %s job, which runs instead", job.id, held.source)
             return None
         try:
-            schedule = parse_schedule(job.schedule)
+            schedule = self._parse(job.schedule)
         except UsageError as exc:
             log.error("cron %s: %s; not run", job.id, exc.message)
             return None
@@ -149,6 +152,17 @@ class Scheduler:
             if entry.next_at is None and isinstance(schedule, Once):
                 entry.pending = "missed"
         return entry
+
+    def _parse(self, text: str) -> Schedule:
+        """A job's schedule, a sun schedule bound to the place; a UsageError when it is wrong or has no place."""
+        schedule = parse_schedule(text)
+        if not isinstance(schedule, SunSchedule):
+            return schedule
+        if self.place is None:
+            from appliance.config.weather import PLACE_FIX
+
+            raise UsageError(f'schedule "{schedule.text}": {schedule.event} needs to know where I am', fix=PLACE_FIX)
+        return schedule.at_place(*self.place)
 
     def _next(self, schedule: Schedule, ts: float) -> float | None:
         after = schedule.next_after(datetime.fromtimestamp(ts, self.zone))
@@ -319,7 +333,7 @@ class Scheduler:
         from appliance.config.checks import check_job
         from appliance.schedule.naming import new_job_id  # here: the idle daemon never needs it
 
-        schedule = parse_schedule(job.schedule)
+        schedule = self._parse(job.schedule)
         if not job.id:
             job = replace(job, id=new_job_id(job, schedule, self._entries))
         elif job.id in self._entries:

@@ -94,7 +94,8 @@ def register(
         check the soil every two hours and tell me when it is dry
 
         Args:
-            schedule: "in 10m", "tomorrow 07:30", "once 2026-11-24 19:00", "daily 07:30", "every 2h", "30 7 * * 1-5"
+            schedule: "in 10m", "tomorrow 07:30", "once 2026-11-24 19:00", "daily 07:30", "every 2h", "30 7 * * 1-5",
+                "sunset" or "sunrise-30m" (every day)
             message: a reminder sent to the owner as it is, e.g. "take the bins out"
             prompt: a request answered then, the answer sent to the owner: "check the soil, say if it is dry"
             device: a device to set then (with value)
