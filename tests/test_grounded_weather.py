@@ -188,6 +188,33 @@ def test_another_city_is_declined_honestly_not_answered_for_here() -> None:
     assert here is not None and here.details["when"] == "today"
 
 
+ELSEWHERE = [
+    ("what's the weather like in Paris", "Paris"),
+    ("what's the weather like in paris", "Paris"),
+    ("weather for Lyon tomorrow", "Lyon"),
+    ("will it rain in the Netherlands", "Netherlands"),
+    ("what is the weather in new york today", "New York"),
+    ("how's the weather in ghent", ""),  # the configured place
+    ("what's the weather like for my run", ""),
+    ("will it rain in the garden", ""),
+    ("will it rain at the weekend", ""),
+    ("what's the forecast for the next few days", ""),
+]
+
+
+@pytest.mark.parametrize(("text", "city"), ELSEWHERE)
+def test_another_place_is_declined_and_here_is_answered(text: str, city: str) -> None:
+    ask = WEATHER.match(text)
+    assert ask is not None
+    offline = WeatherSource(ghent(), None, zone=BRUSSELS, clock=ManualClock(NOW))  # port 9: refused at once
+    answer = asyncio.run(WEATHER.answer(ask, facts(ghent(), offline)))
+    assert answer is not None
+    if city:
+        assert answer.text == f"I only have the forecast for Ghent, not for {city}, so I cannot tell you that."
+    else:
+        assert answer.text.startswith("I have no forecast for Ghent: the forecast service cannot be reached")
+
+
 def test_unconfigured_it_says_what_to_set_and_invents_nothing() -> None:
     ask = WEATHER.match("is it going to rain tomorrow")
     assert ask is not None
@@ -266,3 +293,10 @@ def test_without_a_place_the_sun_says_what_to_set() -> None:
     assert ask is not None
     answer = asyncio.run(SUN.answer(ask, facts(WeatherConfig())))
     assert answer is not None and "Set weather.latitude and weather.longitude" in answer.text
+
+
+def test_sunset_for_another_city_is_declined_not_computed_for_here() -> None:
+    ask = SUN.match("when is sunset in Tokyo")
+    assert ask is not None
+    answer = asyncio.run(SUN.answer(ask, facts(WeatherConfig(place="Ghent", latitude=51.05, longitude=3.72))))
+    assert answer is not None and answer.text == "I only know the sun's times for Ghent, not for Tokyo."

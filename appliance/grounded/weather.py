@@ -84,7 +84,7 @@ _SUN = re.compile(
     r"|^(?:the )?(?P<d>sunset|sunrise)(?: time)?(?: " + _TIME + r")?$"
     r"|\bwhat time is (?:the )?(?P<e>sunset|sunrise)\b|\b(?P<f>sunset|sunrise) (?:time|today|tomorrow|tonight)\b"
 )
-_ELSEWHERE = re.compile(r"\b(?:in|for|at|near|around) (?P<p>[a-z][a-z'.-]*(?: [a-z][a-z'.-]*){0,2})")
+_ELSEWHERE = re.compile(r"\b(?P<prep>in|for|at|near|around) (?P<p>[a-z][a-z'.-]*(?: [a-z][a-z'.-]*){0,2})")
 _HERE = {"here", "home", "town", "the city", "our town", "my town", "the area", "the garden", "the village", "general"}
 _INDOOR = re.compile(r"\bin (?:here|the (?:living|bed|bath|dining)\s?room|the kitchen|the house|my room|the office)\b")
 
@@ -124,9 +124,13 @@ def _here_and_now(text: str) -> bool:
     return not re.search(r"\b(?:outside|out there)\b", text) and _when(text, "") in ("", "now")
 
 
-def _elsewhere(text: str, place: str) -> str:
-    """Another place the question names ("paris"), or "" (none, the configured one, or a time)."""
-    for match in _ELSEWHERE.finditer(text):
+def _elsewhere(original: str, place: str) -> str:
+    """Another place the question names ("paris"), or "" (none, the configured one, a time, "my garden").
+
+    "in paris" names a place as typed; after "for", "at", "near" or an article ("for my run", "at the
+    weekend", "in the garden") only a capitalised name does ("in the Netherlands", "near Lyon").
+    """
+    for match in _ELSEWHERE.finditer(_normal(original)):
         named = match.group("p")
         named = re.split(r" (?:" + _TIME + r"|and|or|this|next|please|like)\b", " " + named)[0].strip()
         if not named or re.fullmatch(_TIME + r"(?: .*)?", named) or named in _HERE:
@@ -139,7 +143,12 @@ def _elsewhere(text: str, place: str) -> str:
             continue
         if place and (named == place.lower() or named.startswith(place.lower())):
             continue
-        return named
+        article = re.match(r"(?:my|our|your|the|this|that|a|an|some) ", named)
+        name = named[article.end() :] if article else named
+        capital = rf"\b{re.escape(name.split()[0].capitalize())}\b"
+        if (article or match.group("prep") != "in") and not re.search(capital, original):
+            continue  # "for my run", "at the office": no place name
+        return name
     return ""
 
 
@@ -197,7 +206,7 @@ class WeatherTopic:
     async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
         """The forecast's answer; what to set when there is none; an honest no for another place."""
         weather = facts.config.weather
-        elsewhere = _elsewhere(_normal(ask.text), weather.place) if ask.text else ""
+        elsewhere = _elsewhere(ask.text, weather.place) if ask.text else ""
         source = facts.weather
         if elsewhere and (weather.located or source is not None):
             here = weather.place_name
@@ -279,7 +288,7 @@ class SunTopic:
             )
             return Answer(text, "the config (no place set)", self.kind)
         place = weather.place_name
-        elsewhere = _elsewhere(_normal(ask.text), weather.place) if ask.text else ""
+        elsewhere = _elsewhere(ask.text, weather.place) if ask.text else ""
         if elsewhere:
             text = f"I only know the sun's times for {place}, not for {elsewhere.title()}."
             return Answer(text, f"the configured place ({place})", self.kind)
