@@ -198,8 +198,6 @@ def tool_registry(
 def forecast_source(config: Config) -> WeatherSource | None:
     """The forecast source (one per process: its cache is shared by the weather tool and the grounded answers);
     None when weather.enabled is off or there is no place."""
-    if not (config.weather.enabled and config.weather.located):
-        return None
     from appliance.schedule.parse import resolve_zone
     from appliance.weather.source import weather_source
 

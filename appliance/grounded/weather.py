@@ -229,7 +229,8 @@ class WeatherTopic:
         basis = source.basis(outlook.forecast)
         if outlook.stale:
             fetched = datetime.fromtimestamp(outlook.forecast.fetched_at, now.tzinfo)
-            text = f"I cannot reach the forecast service now; as of {fetched:%H:%M}: {text}"
+            when = f"{fetched:%H:%M}" if fetched.date() == now.date() else f"{fetched:%a %d %b %H:%M}"
+            text = f"I cannot reach the forecast service now; as of {when}: {text}"
             basis += f" (offline: {outlook.problem})"
         return Answer(text, basis, self.kind)
 
