@@ -89,7 +89,7 @@ def test_the_known_names_are_every_tool_picoagent_registers(config: Config) -> N
     from appliance.runtime import device_registry, forecast_source
 
     config.hardware.raw_access.enabled = True
-    config.weather = WeatherConfig(latitude=51.05, longitude=3.72, enabled=True)
+    config.weather = WeatherConfig(latitude=51.05, longitude=3.72, enabled=True, base_url="http://127.0.0.1:9/")
     workspace = Workspace(data_dir(config) / "workspace")
     workspace.ensure(config.agent.name)
     (workspace.root / "skills" / "demo").mkdir(parents=True)
