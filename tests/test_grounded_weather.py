@@ -300,3 +300,24 @@ def test_sunset_for_another_city_is_declined_not_computed_for_here() -> None:
     assert ask is not None
     answer = asyncio.run(SUN.answer(ask, facts(WeatherConfig(place="Ghent", latitude=51.05, longitude=3.72))))
     assert answer is not None and answer.text == "I only know the sun's times for Ghent, not for Tokyo."
+
+
+def test_an_ask_matched_by_meaning_is_read_again_for_what_and_when(tmp_path: Path) -> None:
+    """The meaning matcher hands over the text only: the answer still reads the period and the aspect."""
+    from appliance.grounded.base import Ask
+
+    async def main() -> tuple[Answer | None, Answer | None]:
+        async with serve_open_meteo(week()) as fake:
+            source = WeatherSource(ghent(fake.url), tmp_path / CACHE_FILE, zone=BRUSSELS, clock=ManualClock(NOW))
+            pour = Ask("weather", text="is it gonna pour down tomorrow", by_meaning=True)
+            dusk = Ask("sun", text="what time does dusk fall tomorrow", by_meaning=True)
+            return (
+                await WEATHER.answer(pour, facts(ghent(fake.url), source)),
+                await SUN.answer(dusk, facts(ghent(fake.url), source)),
+            )
+
+    pour, dusk = asyncio.run(main())
+    assert pour is not None and pour.text.startswith("Rain is likely tomorrow in Ghent: up to 85 % chance")
+    assert (
+        dusk is not None and dusk.text.startswith("Sunset in Ghent is at 16:4") and "tomorrow (Sat 28 Nov)" in dusk.text
+    )

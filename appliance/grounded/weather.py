@@ -224,8 +224,8 @@ class WeatherTopic:
                 text = f"I have no forecast for {source.place}: {outlook.problem or 'none was fetched yet'}."
             return Answer(text, f"{source.place}: no forecast", self.kind)
         now = facts.now()
-        aspect: Aspect = next((a for a in ASPECTS if a == ask.what), "general")
-        text = say(outlook.forecast, aspect, period(str(ask.details.get("when", "today")), now), source.place)
+        aspect, when = _reread(ask)
+        text = say(outlook.forecast, aspect, period(when, now), source.place)
         basis = source.basis(outlook.forecast)
         if outlook.stale:
             fetched = datetime.fromtimestamp(outlook.forecast.fetched_at, now.tzinfo)
@@ -235,14 +235,29 @@ class WeatherTopic:
         return Answer(text, basis, self.kind)
 
 
+def _reread(ask: Ask) -> tuple[Aspect, str]:
+    """The aspect and period of an ask; one matched by meaning has neither, so its words are read for them."""
+    said = _normal(ask.text)
+    if ask.what in ASPECTS and "when" in ask.details:
+        return next(a for a in ASPECTS if a == ask.what), str(ask.details["when"])
+    found = re.search(
+        r"\b(umbrella|raincoat|rain\w*|pour\w*|drizzl\w*|showers|wet|snow\w*|sun\w*|cloud\w*|cold|chilly|freezing"
+        r"|frost\w*|warm|hot|temperature)\b",
+        said,
+    )
+    word = found.group(1) if found else ""
+    aspect: Aspect = "umbrella" if word in ("umbrella", "raincoat") else _aspect(word) if word else "general"
+    return aspect, _when(said, "today")
+
+
 def _aspect(word: str) -> Aspect:
-    if word in ("rain", "raining", "rainy", "pour", "pouring", "drizzle", "drizzling", "showers", "wet", "dry"):
+    if word.startswith(("rain", "pour", "drizzl", "shower")) or word in ("wet", "dry"):
         return "rain"
     if word.startswith("snow"):
         return "snow"
-    if word in ("sunny", "sun", "sunshine", "cloudy"):
+    if word.startswith(("sun", "cloud")):
         return "sunny"
-    if word in ("cold", "chilly", "freezing", "frosty"):
+    if word in ("cold", "chilly", "freezing") or word.startswith("frost"):
         return "cold"
     return "temperature"
 
@@ -281,7 +296,11 @@ class SunTopic:
     async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
         """The time, computed here; what to set with no place; an honest no for another place."""
         weather = facts.config.weather
-        event: Event = "sunset" if ask.what == "sunset" else "sunrise"
+        said = _normal(ask.text)
+        if ask.what in ("sunset", "sunrise"):
+            event: Event = "sunset" if ask.what == "sunset" else "sunrise"
+        else:  # matched by meaning: the words say which
+            event = "sunset" if re.search(r"\b(?:sunset|set|sets|down|dark|dusk|evening)\b", said) else "sunrise"
         if not weather.located:
             text = (
                 f"I cannot tell when {event} is: I do not know where I am. Set weather.latitude and "
@@ -294,7 +313,7 @@ class SunTopic:
             text = f"I only know the sun's times for {place}, not for {elsewhere.title()}."
             return Answer(text, f"the configured place ({place})", self.kind)
         now = facts.now()
-        when = str(ask.details.get("when", ""))
+        when = str(ask.details["when"]) if "when" in ask.details else _when(said, "")
         day = period(when or "today", now).days[0] if when not in ("", "now", "tonight") else now.date()
         zone = now.tzinfo
         assert weather.latitude is not None and weather.longitude is not None and zone is not None
