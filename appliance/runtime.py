@@ -423,6 +423,7 @@ class Runtime:
         agent = Agent(
             config, scheduler, db, tools, workspace, devices, keeper, cloud, understanding=understanding(memory)
         )
+        agent.grounding.weather = weather  # "is it going to rain tomorrow" from the same forecast as the tool
         mcp = mcp_clients(config, tools, workspace.root)
         approvals = ToolApprovals(
             store, tools, config.tools.require_approval, devices=devices, timeout_s=config.agent.tool_timeout_s

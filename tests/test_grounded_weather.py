@@ -321,3 +321,52 @@ def test_an_ask_matched_by_meaning_is_read_again_for_what_and_when(tmp_path: Pat
     assert (
         dusk is not None and dusk.text.startswith("Sunset in Ghent is at 16:4") and "tomorrow (Sat 28 Nov)" in dusk.text
     )
+
+
+def test_through_the_real_turn_no_model_answers_and_the_tool_is_there(config: Config) -> None:
+    """The runtime builds one forecast source for the tool and the grounded desk; a turn needs no model."""
+    from appliance.llm.scripted import ScriptedModel
+    from appliance.runtime import Runtime
+
+    config.scheduler.timezone = "Europe/Brussels"
+    today = datetime.now(BRUSSELS).date()
+
+    async def main() -> list[tuple[str, str, str]]:
+        async with serve_open_meteo(week()) as fake:
+            fake.today = today
+            config.weather = WeatherConfig(
+                place="Ghent", latitude=51.05, longitude=3.72, enabled=True, base_url=fake.url
+            )
+            model = ScriptedModel()
+            runtime = Runtime.open(config, model=model)
+            try:
+                assert "weather" in runtime.tools.tools and runtime.agent.grounding.weather is runtime.weather
+                said = []
+                for question in ("is it going to rain tomorrow?", "when is sunset?"):
+                    record = await runtime.agent.turn(question, channel="api", chat_id="weather")
+                    said.append((record.route, record.why, record.text))
+                assert model.history == [] and len(fake.requests) == 1
+                return said
+            finally:
+                runtime.close()
+
+    (rain, sunset) = asyncio.run(main())
+    assert rain == ("intent", "grounded", "Rain is likely tomorrow in Ghent: up to 85 % chance, about 6.4 mm (rain).")
+    assert sunset[:2] == ("intent", "grounded") and sunset[2].startswith(
+        ("Sunset in Ghent is at", "Sunset in Ghent was")
+    )
+
+
+def test_through_the_real_turn_unconfigured_says_what_to_set(config: Config) -> None:
+    from appliance.llm.scripted import ScriptedModel
+    from appliance.runtime import Runtime
+
+    model = ScriptedModel()
+    runtime = Runtime.open(config, model=model)
+    try:
+        assert runtime.weather is None and "weather" not in runtime.tools.tools
+        record = asyncio.run(runtime.agent.turn("is it going to rain tomorrow?", channel="api", chat_id="weather"))
+    finally:
+        runtime.close()
+    assert (record.route, record.why) == ("intent", "grounded") and model.history == []
+    assert record.text.startswith("I have no weather source: set weather.latitude and weather.longitude")

@@ -1,7 +1,8 @@
 """The grounded desk in a turn: the facts of this appliance gathered, the topics tried, the reply record.
 
-:class:`Grounding` belongs to the agent; its owner (the daemon, ``picoagent chat``) sets ``tasks`` and
-``weather`` where it has them, as it sets the schedule desk's ``cron``.
+:class:`Grounding` belongs to the agent; its owner (the daemon, ``picoagent chat``) sets ``tasks`` where it
+has them, as it sets the schedule desk's ``cron``; ``weather`` (the forecast source) is set by
+:meth:`appliance.runtime.Runtime.open`, which builds it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from appliance.grounded.conversation import CONVERSATION
 from appliance.grounded.desk import GroundedDesk, Texts, record_of
 from appliance.grounded.remembered import REMEMBERED
 from appliance.grounded.unknowable import UNKNOWABLE
+from appliance.grounded.weather import SUN, WEATHER
 
 if TYPE_CHECKING:
     from appliance.config import Config
@@ -37,7 +39,7 @@ _CHANNELS = ("telegram", "discord", "slack", "email", "whatsapp")
 
 def topics() -> list[Topic]:
     """Every topic, in the order their words rules are tried (the narrowest first)."""
-    found: list[Topic] = [CONVERSATION, AGENDA, SELF, ABILITIES, REMEMBERED, UNKNOWABLE]
+    found: list[Topic] = [CONVERSATION, AGENDA, SUN, WEATHER, SELF, ABILITIES, REMEMBERED, UNKNOWABLE]
     return found
 
 

@@ -155,8 +155,8 @@ def _elsewhere(original: str, place: str) -> str:
 class WeatherTopic:
     """The forecast for the configured place (module docstring)."""
 
-    kind = "weather"
-    examples = (
+    kind: str = "weather"
+    examples: tuple[str, ...] = (
         "is it going to rain tomorrow",
         "how cold will it be tonight",
         "what's the weather like",
@@ -265,8 +265,8 @@ def _aspect(word: str) -> Aspect:
 class SunTopic:
     """Sunrise and sunset for the configured place, computed on the Pi (module docstring)."""
 
-    kind = "sun"
-    examples = (
+    kind: str = "sun"
+    examples: tuple[str, ...] = (
         "when is sunset",
         "what time is sunrise tomorrow",
         "when does the sun go down",
