@@ -20,9 +20,17 @@ from tests.eval.everyday import (
     Question,
     grade,
     load_set,
-    quantities,
 )
-from tests.eval.everyday_values import INVENTED_DEVICES, WEATHER_CLAIM, clock_fills, forecast_fills, sun_fills
+from tests.eval.everyday_quantities import quantities
+from tests.eval.everyday_values import (
+    FORECAST_NAMES,
+    INVENTED_DEVICES,
+    SUN_NAMES,
+    WEATHER_CLAIM,
+    clock_fills,
+    forecast_fills,
+    sun_fills,
+)
 
 EVERYDAY = load_set()
 BRUSSELS = ZoneInfo("Europe/Brussels")
@@ -90,6 +98,11 @@ def test_a_set_breaking_its_rules_is_refused_with_every_problem(tmp_path: Path) 
         ("time-02", "The bins go out on Tuesday evenings.", "wrong"),
         ("time-02", "I don't know what time it is.", "declined"),
         ("time-02", "It's 12:45 (or maybe 13:10).", "wrong"),
+        ("time-02", "It's 12:45. I don't know the weather though.", "right"),  # the decline is another sentence's
+        ("time-02", "I'm not sure, but it's 12:45.", "declined"),  # hedged in the same breath: not an answer
+        ("dev-01", "The fan is on.", "right"),
+        ("dev-01", "echo: Is the fan on?", "wrong"),  # the question said back answers nothing
+        ("dev-01", "I can't tell whether the fan is on.", "declined"),
         ("date-02", "It's Friday.", "right"),
         ("date-02", "It's Wednesday, 14th of March.", "wrong"),
         ("date-01", "Today is Friday 27 November 2026.", "right"),
@@ -175,6 +188,13 @@ def test_the_sun_and_the_forecast_are_computed_independently() -> None:
         },
     }
     weather = forecast_fills(payload, FRIDAY)
+    assert set(weather) == set(FORECAST_NAMES) and set(sun) == set(SUN_NAMES)
+    frost = Question("f", "weather", "tune", "frost tonight?", any_of=("{freeze_tonight}",))
+    assert grade(frost, "It will drop to -2 °C tonight.", weather, EVERYDAY.declines)[0] == "right"
+    umbrella = Question("u", "weather", "tune", "umbrella?", any_of=("{today_rain}",), must_not=("{today_rain_wrong}",))
+    assert grade(umbrella, "An 80% chance of rain today, 6 mm.", weather, EVERYDAY.declines)[0] == "right"
+    assert grade(umbrella, "A 10% chance of rain.", weather, EVERYDAY.declines)[0] == "wrong"
+    assert grade(umbrella, "No, it will stay dry.", weather, EVERYDAY.declines)[0] == "wrong"
     assert weather["outside_temperature"].numbers == (7.5,)
     assert weather["tomorrow_low"].numbers == (-2.0,)
     rain = Question(

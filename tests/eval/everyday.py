@@ -23,11 +23,13 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
+
+from tests.eval.everyday_quantities import normalise, numbers_in, quantities
 
 SET_PATH = Path(__file__).resolve().parent / "everyday.yaml"
 
@@ -118,6 +120,7 @@ PLACEHOLDERS: dict[str, str] = {
     "today_rain": "yes/no words for rain today",
     "today_rain_wrong": "the opposite words",
     "outside_temperature": "the forecast's current temperature (°C)",
+    "today_temperatures": "the forecast's current temperature, today's high or today's low (°C)",
     "tonight_low": "tonight's lowest temperature (°C)",
     "tomorrow_high": "tomorrow's highest temperature (°C)",
     "tomorrow_low": "tomorrow's lowest temperature (°C)",
@@ -217,11 +220,6 @@ class Verdict:
     latency_ms: float = 0.0
     route: str = ""
     setup: str = "home"
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready."""
-        return {k: v for k, v in vars(self).items() if v not in ({}, "")}
 
 
 # --- loading ------------------------------------------------------------------------------------------
@@ -321,15 +319,6 @@ def load_set(path: Path = SET_PATH) -> EverydaySet:
 
 # --- grading ------------------------------------------------------------------------------------------
 
-_THOUSANDS = re.compile(r"(?<=\d)[,\u202f\u2009](?=\d{3}(?!\d))")
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?")
-
-
-def normalise(text: str) -> str:
-    """A reply as compared: typographic quotes and minus plain, thousands separators gone (86,400 -> 86400)."""
-    text = text.replace("\u2019", "'").replace("\u2018", "'").replace("\u2212", "-").replace("\u00a0", " ")
-    return _THOUSANDS.sub("", text)
-
 
 def fill(pattern: str, values: Mapping[str, Fill]) -> str | None:
     """The pattern with its placeholders filled; None when one of them is not known here."""
@@ -349,65 +338,6 @@ def fill(pattern: str, values: Mapping[str, Fill]) -> str | None:
 
 def _search(pattern: str, text: str) -> re.Match[str] | None:
     return re.search(pattern, text, re.IGNORECASE | re.MULTILINE)
-
-
-def numbers_in(text: str) -> list[float]:
-    """Every number in the text, in order."""
-    return [float(n) for n in _NUMBER.findall(normalise(text))]
-
-
-_UNIT_RE = {
-    "celsius": r"(-?\d+(?:\.\d+)?)\s*(?:°\s*(?!F)C?|º\s*C?|degrees?(?!\s*F)(?:\s*(?:celsius|centigrade))?|celsius|C\b)",
-    "percent": r"(\d+(?:\.\d+)?)\s*(?:%|percent\b|per cent\b)",
-    "hpa": r"(\d+(?:\.\d+)?)\s*(?:hPa|mbar|millibars?|hectopascals?)\b",
-    "megabytes": r"(\d+(?:\.\d+)?)\s*(KiB|KB|kilobytes?|MiB|MB|megabytes?|GiB|GB|gigabytes?|TiB|TB|terabytes?)\b",
-    "number": r"(?<![\w.])(-?\d+(?:\.\d+)?)",
-}
-_TO_MB = {"k": 1 / 1000, "m": 1.0, "g": 1000.0, "t": 1_000_000.0}
-_CLOCK = re.compile(r"(?<![\d:.])(\d{1,2})(?:[:.h](\d{2}))?\s*(a\.?m\.?|p\.?m\.?|o'?clock)?(?![\d])", re.IGNORECASE)
-_DURATION_PART = re.compile(
-    r"(\d+(?:\.\d+)?)\s*(days?|d\b|hours?|hrs?|h\b|minutes?|mins?|m\b|seconds?|secs?|s\b)", re.IGNORECASE
-)
-_JUST_STARTED = re.compile(r"just (?:started|now|begun)|a few (?:seconds|moments)|less than a minute", re.I)
-
-
-def quantities(text: str, unit: str) -> list[float]:
-    """The quantities of one unit the text states (clock: minutes of the day; duration: minutes)."""
-    text = normalise(text)
-    if unit == "clock":
-        found: list[float] = []
-        for match in _CLOCK.finditer(text):
-            hour, minute, suffix = int(match.group(1)), match.group(2), (match.group(3) or "").lower()
-            if (minute is None and not suffix) or hour > 24 or (minute is not None and int(minute) > 59):
-                continue
-            mins = int(minute or 0)
-            if suffix.startswith("p") and hour < 12:
-                found.append((hour + 12) * 60 + mins)
-            elif suffix.startswith("a"):
-                found.append((hour % 12) * 60 + mins)
-            else:  # 24 h, or 12 h without am/pm: either reading
-                found.append(hour % 24 * 60 + mins)
-                if hour < 12:
-                    found.append((hour + 12) * 60 + mins)
-        return found
-    if unit == "duration":
-        totals: list[float] = [0.5] if _JUST_STARTED.search(text) else []
-        total, end = None, -1
-        for match in _DURATION_PART.finditer(text):
-            value, word = float(match.group(1)), match.group(2).lower()
-            minutes = value * {"d": 1440, "h": 60, "m": 1, "s": 1 / 60}[word[0]]
-            joined = total is not None and re.fullmatch(r"[\s,]*(?:and)?\s*", text[end : match.start()])
-            total = (total or 0) + minutes if joined else minutes  # "2 hours and 5 minutes": one duration
-            end = match.end()
-            totals.append(total)
-        return totals
-    values = []
-    for match in re.finditer(_UNIT_RE[unit], text, re.IGNORECASE):
-        number = float(match.group(1))
-        if unit == "megabytes":
-            number *= _TO_MB[match.group(2)[0].lower()]
-        values.append(number)
-    return values
 
 
 def _near_ok(near: Near, text: str, values: Mapping[str, Fill]) -> tuple[bool | None, str]:
@@ -492,8 +422,24 @@ def skip_reason(question: Question, values: Mapping[str, Fill]) -> str:
     return ""
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def answer_text(question: Question, text: str, declines: Sequence[str]) -> str:
+    """What the reply answers: without the question said back ("echo: is the fan on?") and without the
+    sentences that decline ("I can't tell whether the fan is on." says no state). A hedged answer in one
+    sentence with its decline ("I'm not sure, but it's 12:45") is a decline, never right."""
+    said = re.escape(question.q.strip().rstrip("?.!").strip())
+    text = re.sub(said, " ", text, flags=re.IGNORECASE)
+    kept = [s for s in _SENTENCE_END.split(text) if s.strip() and declines_in(s, declines) is None]
+    return "\n".join(kept)
+
+
 def grade(question: Question, reply: str, values: Mapping[str, Fill], declines: Sequence[str]) -> tuple[Outcome, str]:
-    """right, declined or wrong (or skipped, see :func:`skip_reason`), and why, as a person reads the reply."""
+    """right, declined or wrong (or skipped, see :func:`skip_reason`), and why, as a person reads the reply.
+
+    A must_not anywhere is wrong; the checks are made on :func:`answer_text`; a decline anywhere is a decline.
+    """
     reason = skip_reason(question, values)
     if reason:
         return "skipped", reason
@@ -505,7 +451,7 @@ def grade(question: Question, reply: str, values: Mapping[str, Fill], declines: 
             return "wrong", f"says {match.group(0)!r} (must not: {pattern})"
     declined = declines_in(text, declines)
     if question.expect == "answer":
-        ok, why = _checks(question, text, values)
+        ok, why = _checks(question, answer_text(question, text, declines), values)
         if ok:
             return "right", why
         if ok is None:  # the appliance cannot know it here: only a decline is right

@@ -21,10 +21,12 @@ the devices and the Pi read just after it, the sun for the place, and the foreca
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -38,8 +40,10 @@ from appliance.llm.base import ServedModel
 from appliance.runtime import Runtime
 from tests.eval.everyday import EverydaySet, Fill, Question, Verdict, grade, skip_reason
 from tests.eval.everyday_values import (
+    FORECAST_NAMES,
     INVENTED_DEVICES,
     INVENTED_TOOLS,
+    SUN_NAMES,
     WEATHER_CLAIM,
     clock_fills,
     forecast_fills,
@@ -81,7 +85,6 @@ class Home:
     weather_skip: str = ""  # why the forecast's questions cannot be asked here
     sun_skip: str = ""  # why the sun's cannot
     cron: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def now(self) -> datetime:
         """The appliance's time (its zone, else the system's)."""
@@ -153,24 +156,17 @@ class Home:
         values |= self._health_fills()
         values |= self._schedule_fills(end)
         values["weather_claim"] = Fill(WEATHER_CLAIM)
-        weather_names = ("outside_temperature", "tonight_low", "tomorrow_high", "tomorrow_low", "today_high")
-        weather_names += ("tomorrow_rain", "tomorrow_rain_wrong", "today_rain", "today_rain_wrong")
-        weather_names += ("freeze_tonight", "freeze_tonight_wrong")
         if self.forecast is not None:
             values |= forecast_fills(self.forecast, end)
         else:
-            values |= {name: Fill(skip=self.weather_skip or "no forecast here") for name in weather_names}
-        sun_names = ("sunset", "tomorrow_sunrise", "tomorrow_sunset", "next_sunrise", "next_sunset", "day_length")
-        sun_names += ("sun_up", "sun_up_wrong")
+            values |= {name: Fill(skip=self.weather_skip or "no forecast here") for name in FORECAST_NAMES}
         if self.place is not None and not self.sun_skip:
             values |= sun_fills(end, self.place[1], self.place[2])
         else:
-            values |= {name: Fill(skip=self.sun_skip or "no place here") for name in sun_names}
+            values |= {name: Fill(skip=self.sun_skip or "no place here") for name in SUN_NAMES}
         return values
 
     def _self_fills(self) -> dict[str, Fill]:
-        import re
-
         name = self.runtime.model.name
         forms = {re.escape(name), re.escape(name.split("-")[0])} if len(name.split("-")[0]) >= 4 else {re.escape(name)}
         entry = models.load_catalog().get(name)
@@ -209,8 +205,6 @@ class Home:
         return fills
 
     def _health_fills(self) -> dict[str, Fill]:
-        import shutil
-
         health = read_health("/")
         disks = {shutil.disk_usage(p) for p in ("/", self.data)}
         throttled = health.throttled

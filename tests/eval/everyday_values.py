@@ -21,6 +21,11 @@ from tests.eval.everyday import Fill
 WEEKDAYS = tuple(calendar.day_name)  # Monday first
 MONTHS = tuple(calendar.month_name)[1:]
 NEVER = "(?!x)x"  # a pattern nothing matches: no value is wrong
+SUN_NAMES = ("sunset", "tomorrow_sunrise", "tomorrow_sunset", "next_sunrise", "next_sunset", "day_length")
+SUN_NAMES += ("sun_up", "sun_up_wrong")  # what sun_fills fills
+FORECAST_NAMES = ("outside_temperature", "today_temperatures", "tonight_low", "tomorrow_high", "tomorrow_low")
+FORECAST_NAMES += ("today_high", "tomorrow_rain", "tomorrow_rain_wrong", "today_rain", "today_rain_wrong")
+FORECAST_NAMES += ("freeze_tonight", "freeze_tonight_wrong")  # what forecast_fills fills
 
 INVENTED_TOOLS = r"<tool_call>|\"name\"\s*:|\"arguments\"\s*:|\b[a-z_]+\(\s*[a-z_]+\s*:\s*[a-z]+"
 INVENTED_DEVICES = (
@@ -45,6 +50,9 @@ RAIN_NO = (
     r"|\bdry\b|\bno (?:need for|umbrella)\b|\bwon't need\b"
 )
 RAIN_MAYBE = r"\d+ ?%|\bchance\b|\bpossibl|\bmight\b|\bmay rain\b"
+LOW_CHANCE = r"(?<![\d.])(?:\d|[12]\d) ?%"  # a stated chance that says no
+HIGH_CHANCE = r"(?<![\d.])(?:[6-9]\d|100) ?%"  # and one that says yes
+RAIN_AMOUNT = r"(?<![\d.])(?:[1-9]\d*(?:\.\d+)?|0\.[5-9]\d*) ?mm\b"
 
 
 def _day_forms(day: date) -> str:
@@ -144,9 +152,9 @@ def clock_fills(start: datetime, end: datetime) -> dict[str, Fill]:
         "other_year": Fill(rf"\b(?!{today.year}\b)(?:19|20)\d\d\b"),
         "day_of_month": Fill(rf"\b(?:the )?{today.day}(?:st|nd|rd|th)\b"),
         "weekend_answer": Fill(
-            r"\bweekend\b|Saturday|Sunday"
+            r"\bit(?:'s| is) (?:the )?weekend\b|Saturday|Sunday"
             if weekend
-            else r"\bweek ?day\b|\bworking day\b|\bnot (?:a |the )?weekend\b|^\W*no\b|\bit(?:'s| is) a weekday"
+            else r"\bit(?:'s| is) a (?:week ?day|working day)\b|\bnot (?:a |the )?weekend\b|\ba weekday\b"
         ),
         "days_to_christmas": Fill(rf"\b{(christmas - today).days}\b"),
         "iso_week": Fill(rf"\b{today.isocalendar()[1]}\b"),
@@ -219,11 +227,15 @@ def sun_fills(now: datetime, latitude: float, longitude: float) -> dict[str, Fil
 # --- the forecast ------------------------------------------------------------------------------------------
 
 
-def _yes_no(yes: bool | None, yes_words: str, no_words: str, maybe: str) -> tuple[Fill, Fill]:
-    """The right words and the wrong ones (an uncertain forecast: a stated chance is right, nothing wrong)."""
+def _yes_no(yes: bool | None, yes_says: Sequence[str], no_says: Sequence[str], maybe: str = "") -> tuple[Fill, Fill]:
+    """The right words (or figures) and the wrong words; an uncertain forecast: either, or a chance, and
+    nothing is wrong. ``yes_says``/``no_says``: the words first, then figures that say it too."""
+    yes_words, no_words = yes_says[0], no_says[0]
     if yes is None:
-        return Fill(f"{yes_words}|{no_words}|{maybe}"), Fill(NEVER)
-    return (Fill(f"{yes_words}|{maybe}"), Fill(no_words)) if yes else (Fill(no_words), Fill(yes_words))
+        return Fill("|".join(filter(None, (*yes_says, *no_says, maybe)))), Fill(NEVER)
+    if yes:
+        return Fill("|".join(filter(None, yes_says))), Fill(no_words)
+    return Fill("|".join(filter(None, no_says))), Fill(yes_words)
 
 
 def _rain(sum_mm: float | None, chance: float | None) -> bool | None:
@@ -258,6 +270,13 @@ def forecast_fills(payload: dict[str, Any], now: datetime) -> dict[str, Fill]:
     tonight = min(lows) if lows else None
     fills: dict[str, Fill] = {
         "outside_temperature": Fill(numbers=(current,)) if current is not None else Fill(),
+        "today_temperatures": Fill(
+            numbers=tuple(
+                v
+                for v in (current, day_value("temperature_2m_max", today), day_value("temperature_2m_min", today))
+                if v is not None
+            )
+        ),
         "tonight_low": Fill(numbers=tuple(lows)) if lows else Fill(),
         "tomorrow_high": _numbers(day_value("temperature_2m_max", tomorrow)),
         "tomorrow_low": _numbers(day_value("temperature_2m_min", tomorrow)),
@@ -265,7 +284,9 @@ def forecast_fills(payload: dict[str, Any], now: datetime) -> dict[str, Fill]:
     }
     for name, day in (("tomorrow_rain", tomorrow), ("today_rain", today)):
         rain = _rain(day_value("precipitation_sum", day), day_value("precipitation_probability_max", day))
-        fills[name], fills[f"{name}_wrong"] = _yes_no(rain, RAIN_YES, RAIN_NO, RAIN_MAYBE)
+        fills[name], fills[f"{name}_wrong"] = _yes_no(
+            rain, (RAIN_YES, HIGH_CHANCE, RAIN_AMOUNT), (RAIN_NO, LOW_CHANCE), RAIN_MAYBE
+        )
     frost = None if tonight is None or 0 < tonight < 2 else tonight <= 0
     yes_frost = (
         r"^\W*yes\b|(?<!not )(?<!n't )\b(?:will|going to) freeze\b|\bfrost\b(?! is not| isn't)|below (?:zero|freezing)"
@@ -273,7 +294,9 @@ def forecast_fills(payload: dict[str, Any], now: datetime) -> dict[str, Fill]:
     no_frost = (
         r"^\W*no\b|\b(?:won't|will not|isn't going to|not going to) freeze\b|\bno frost\b|above (?:zero|freezing)"
     )
-    fills["freeze_tonight"], fills["freeze_tonight_wrong"] = _yes_no(frost, yes_frost, no_frost, NEVER)
+    below = r"(?<![\d.])-\d+(?:\.\d+)?\s*(?:°|degrees)"
+    above = r"(?<![\d.-])(?:[2-9]|[1-9]\d)(?:\.\d+)?\s*(?:°|degrees)"
+    fills["freeze_tonight"], fills["freeze_tonight_wrong"] = _yes_no(frost, (yes_frost, below), (no_frost, above))
     return fills
 
 
