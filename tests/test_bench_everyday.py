@@ -24,12 +24,13 @@ from tests.eval.everyday_home import ask_set, open_home
 
 EVERYDAY = load_set()
 FIELDS = {"bench", "value", "baseline", "ratio", "goal", "ok"}
-# Questions whose path does not move when grounded answers land: general knowledge and an unknowable
-# go to the model; a device's state is the fast path's (no model) today already.
-ASKED = ("gen-01", "unk-01", "dev-02", "math-02")
+# General knowledge goes to the model whatever the grounded answers learn; a device's state is the fast
+# path's (no model); the unknowable and the sum are the model's or a grounded answer's, whichever serves.
+ASKED = ("gen-01", "gen-02", "unk-01", "dev-02", "math-02")
 ANSWERS = {
     "What is the capital of France?": "The capital of France is Lyon.",  # known wrong
-    "Who will win the next World Cup?": "Nobody can know that yet.",  # an honest decline
+    "Who wrote Hamlet?": "I'm not sure who wrote it.",  # an honest decline
+    "Who will win the next World Cup?": "Brazil will win the next World Cup.",  # an invented claim
     "what is 17 times 23?": "17 times 23 is 409.",  # the wrong answer
 }
 
@@ -51,7 +52,10 @@ def test_the_harness_grades_what_it_asks(tmp_path: Path, capsys: pytest.CaptureF
 
     assert got["gen-01"].outcome == "wrong" and got["gen-01"].model_called
     assert "Lyon" in got["gen-01"].reply
-    assert got["unk-01"].outcome == "declined" and got["unk-01"].model_called
+    assert got["gen-02"].outcome == "declined" and got["gen-02"].model_called
+    # The future: the model's invented winner is wrong; a grounded decline (no model) is declined.
+    future = got["unk-01"]
+    assert (future.outcome, future.model_called) in (("wrong", True), ("declined", False)), future
     porch = got["dev-02"]
     assert (porch.outcome, porch.model_called) == ("right", False), porch  # the fast path, or a grounded answer
     assert 0 < porch.latency_ms < 5000
@@ -68,15 +72,18 @@ def test_the_harness_grades_what_it_asks(tmp_path: Path, capsys: pytest.CaptureF
     assert [r["bench"] for r in printed] == [r["bench"] for r in lines] == names
     share, general, latency = printed
     assert all(r.keys() >= FIELDS and isinstance(r["ok"], bool) for r in printed)
-    assert share["classes"]["devices"]["right"] == 1 and share["classes"]["unknowable"]["declined"] == 1
-    assert general["value"] == 0.0 and general["questions"] == 1
-    assert latency["answered_without_model"] >= 1 and latency["value"] == pytest.approx(porch.latency_ms)
+    assert share["classes"]["devices"]["right"] == 1
+    assert general["value"] == 0.0 and general["questions"] == 2 and general["classes"]["general"]["declined"] == 1
+    quick = sorted(v.latency_ms for v in verdicts if not v.model_called)
+    assert latency["answered_without_model"] == len(quick) >= 1
+    assert quick[0] <= latency["value"] <= quick[-1]  # their median
 
 
 def test_the_bench_runs_on_given_questions(capsys: pytest.CaptureFixture[str]) -> None:
-    out = bench_everyday(model=AnsweringModel(), questions=EVERYDAY.by_id("dev-02", "unk-01"))
+    out = bench_everyday(model=AnsweringModel(), questions=EVERYDAY.by_id("dev-02", "gen-02"))
     assert [r["bench"] for r in out] == ["everyday_right_or_declined", "everyday_general", "everyday_grounded_p50_ms"]
-    assert out[0]["split"] == "given" and out[0]["graded"] == 2 and out[0]["value"] == 1.0
+    assert out[0]["split"] == "given" and out[0]["graded"] == 1 and out[0]["value"] == 1.0
+    assert out[1]["classes"]["general"]["declined"] == 1
 
 
 def test_the_fixture_fills_placeholders_from_the_running_appliance(tmp_path: Path) -> None:

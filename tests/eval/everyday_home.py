@@ -7,8 +7,9 @@
   has both (else the weather and sun questions are skipped, saying why); setup ``bare``: no place, no
   forecast, no time zone (the system's);
 - the simulated devices, with the fan switched on (the porch light stays off);
-- six memories (:data:`MEMORIES`), three schedules (:data:`JOBS`) on a real Scheduler handed to the
-  chat's schedule desk and the model's schedule tools as the daemon does, one queued task.
+- six memories (:data:`MEMORIES`), three schedules (:data:`JOBS`) on a real Scheduler and one queued task,
+  handed to the chat's schedule desk, the grounded answers and the model's schedule tools as the daemon
+  does (and the forecast source to the grounded answers).
 
 Memory extraction is off (``memory.extract_after_messages: 0``): it would call the model between
 questions and blur which reply needed one. Each question is asked in a chat of its own (its ``history``
@@ -344,7 +345,11 @@ async def open_home(
         tasks = TaskStore(runtime.db)
         await runtime.db.call(tasks.add, TASK)
         scheduling.register(runtime.tools, cron, tasks)
-        runtime.agent.desk.cron = cron
+        runtime.agent.desk.cron = cron  # as the daemon and `picoagent chat` hand them over
+        grounding = runtime.agent.grounding
+        grounding.cron, grounding.tasks = cron, tasks
+        if getattr(runtime, "weather", None) is not None:  # the forecast source, where this branch has one
+            grounding.weather = runtime.weather  # type: ignore[attr-defined]
         yield Home(
             runtime,
             setup,
