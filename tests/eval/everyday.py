@@ -101,7 +101,7 @@ PLACEHOLDERS: dict[str, str] = {
     "memory_available_mb": "the Pi's available memory (MB)",
     "memory_total_mb": "the Pi's total memory (MB)",
     "disk_free_mb": "free space on the root or the data disk (MB)",
-    "disk_used_percent": "the share of the disk in use (%)",
+    "disk_percent": "the share of the disk in use, or free (%): 'how full' is answered either way",
     "cpu_temperature": "the CPU temperature (°C); unknown off a Pi",
     "load": "the 1-minute load average",
     "throttled_answer": "yes/no words for throttling; unknown without vcgencmd",
@@ -363,10 +363,13 @@ def _near_ok(near: Near, text: str, values: Mapping[str, Fill]) -> tuple[bool | 
 
 
 def _result_ok(question: Question, text: str) -> tuple[bool, str]:
-    """The first or the last number the reply adds to the question's is the result."""
+    """The first or the last number the reply adds to the question's is the result ("144 divided by 12 is
+    12": each of the question's numbers is taken out once, so the answer may repeat one of them)."""
     assert question.result is not None
-    given = set(numbers_in(question.q))
-    added = [n for n in numbers_in(text) if n not in given]
+    added = numbers_in(text)
+    for given in numbers_in(question.q):
+        if given in added:
+            added.remove(given)
     tolerance = question.within + 1e-9 * max(1.0, abs(question.result))
     if added and any(abs(n - question.result) <= tolerance for n in (added[0], added[-1])):
         return True, f"says {question.result:g}"

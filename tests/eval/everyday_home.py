@@ -219,7 +219,11 @@ class Home:
             "memory_available_mb": Fill(numbers=(float(health.memory_available_mb),)),
             "memory_total_mb": Fill(numbers=(float(health.memory_total_mb),)),
             "disk_free_mb": Fill(numbers=tuple(d.free / 1e6 for d in disks)),
-            "disk_used_percent": Fill(numbers=tuple(100 * d.used / d.total for d in disks)),
+            # (total - free), not .used: on an overlay or with reserved blocks .used is far less than that
+            "disk_percent": Fill(
+                numbers=tuple(100 * (1 - d.free / d.total) for d in disks)
+                + tuple(100 * d.free / d.total for d in disks)
+            ),
             "cpu_temperature": Fill(numbers=(health.cpu_temperature_c,)) if health.cpu_temperature_c else Fill(),
             "load": Fill(numbers=(health.load[0],)),
             "throttled_answer": throttle,
