@@ -62,6 +62,9 @@ def test_the_set_is_whole_and_split_by_its_rule() -> None:
     # Both setups: weather and sun with a place, and with none (must be declined).
     bare = [q for q in questions if q.setup == "bare"]
     assert bare and all(q.expect == "decline" and q.cls in ("weather", "sun") for q in bare)
+    for half in (tune, held):  # each half asks both: a forecast to give and one to decline
+        for cls in ("weather", "sun"):
+            assert {q.setup for q in half if q.cls == cls} == {"home", "bare"}, cls
 
 
 def test_a_set_breaking_its_rules_is_refused_with_every_problem(tmp_path: Path) -> None:
