@@ -21,6 +21,7 @@ from tests.bench import (
     daemon,
     e2e,
     escalation,
+    everyday,
     footprint,
     hardware,
     intent,
@@ -53,6 +54,7 @@ SMOKED_ELSEWHERE = frozenset(
         "escalation_auc",
         "workspace_quota",
         "e2e",
+        "everyday",
     }
 )
 
@@ -102,6 +104,7 @@ def benches(path: Path, size: str = "full") -> dict[str, Callable[[], object]]:
         "ttft_after_restart": lambda: prompt_state.bench_ttft_after_restart(reps, 4 if smoke else 0),
         "runner_cost": lambda: runner.bench_runner_cost(1 if smoke else 5, 2 if smoke else 8),
         "ttft_after_side_job": lambda: prompt_state.bench_ttft_after_side_job(path, reps, 4 if smoke else 0),
+        "everyday": lambda: everyday.bench_all(size),
     }
 
 
