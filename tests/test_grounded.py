@@ -71,6 +71,25 @@ TAKES: list[tuple[str, str, str]] = [  # (message, topic kind, its sub-question)
     ("what are the winning lottery numbers?", "unknowable", "future"),
     ("will bitcoin go up tomorrow?", "unknowable", "future"),
     ("what's the news today?", "unknowable", "news"),
+    ("Are you ChatGPT?", "self", "who"),
+    ("Do you run on the internet or here at home?", "self", "where"),
+    ("Which software version is installed?", "self", "version"),
+    ("What is in the living room?", "abilities", "room"),
+    ("Can you use the cloud?", "abilities", "cloud"),
+    ("What tools do you have?", "abilities", "tools"),
+    ("Which chat apps can I use to talk to you?", "abilities", "channels"),
+    ("What can you control in the house?", "abilities", "devices"),
+    ("What was the first thing I asked today?", "conversation", "first"),
+    ("How many questions have I asked you?", "conversation", "count"),
+    ("what did you answer to my question about Peru?", "conversation", "yours_about"),
+    ("Remind me what I asked a moment ago.", "conversation", "mine"),
+    ("What's my next reminder?", "schedules", "next"),
+    ("What's scheduled for the fan?", "schedules", "about"),
+    ("Have I got a reminder to water the plants?", "schedules", "about"),
+    ("What did I say my sister's name was?", "memory", "fact"),
+    ("Where's the spare key?", "recall", "lookup"),
+    ("Will I get the job I applied for?", "unknowable", "future"),
+    ("Who will knock on my door tomorrow?", "unknowable", "future"),
 ]
 
 NOBODY = [  # these go to a device, another topic of someone else's, or the model
@@ -95,6 +114,8 @@ NOBODY = [  # these go to a device, another topic of someone else's, or the mode
     "repeat after me: hello",
     "can you remember to buy milk?",
     "what is love?",
+    "Do you know what time it is?",
+    "what will you do tomorrow?",
 ]
 
 
@@ -106,7 +127,7 @@ def test_a_topic_takes_what_it_can_answer(message: str, kind: str, what: str) ->
 
 @pytest.mark.parametrize("message", NOBODY)
 def test_no_topic_takes_what_is_not_its_own(message: str) -> None:
-    mine = (SELF, ABILITIES, CONVERSATION, AGENDA, REMEMBERED, UNKNOWABLE)
+    mine = (SELF, ABILITIES, CONVERSATION, AGENDA, REMEMBERED, UNKNOWABLE)  # LOOKUP takes any question: see below
     assert [topic.kind for topic in mine if topic.match(message) is not None] == []
 
 
@@ -293,3 +314,17 @@ def test_memories_and_schedules_are_not_told_to_a_sender_who_is_not_a_person(pi:
     assert wifi == "I share what I remember only with the people I know."
     assert reminders == "I share the schedules and tasks only with the people I know."
     assert model.history == []
+
+
+def test_a_question_a_memory_answers_word_for_word_is_quoted_and_others_go_to_the_model(
+    pi: tuple[Runtime, ScriptedModel],
+) -> None:
+    runtime, model = pi
+    assert runtime.agent.memory is not None
+    runtime.agent.memory.store.add("Ella's school shoes are size 34.", source="test")
+    runtime.agent.memory.store.add("The boiler was last serviced in March by Mark Peters.", source="test")
+    (shoes, boiler) = ask(runtime, "What size shoes does Ella take?", "Who serviced the boiler?")
+    assert shoes.endswith("“Ella's school shoes are size 34.”") and boiler.endswith("by Mark Peters.”")
+    model.enqueue("Lima.")
+    record = asyncio.run(runtime.agent.turn("What is the capital of Peru?", channel="api", chat_id="grounded"))
+    assert record.route == "local" and len(model.history) == 1  # no memory holds "capital" and "peru"

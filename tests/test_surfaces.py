@@ -125,8 +125,9 @@ async def probe_chat(pi: Pi, say: Say, command: str, says: str) -> Observed:
     await pi.remember_the_alarm()
     recalled = await say("/memory alarm code")
     pi.model.enqueue("I cannot say.")
-    await say("What is the alarm code?")
-    memory = any(SECRET in a for a in recalled) or SECRET in pi.prompts()
+    answered = await say("What is the alarm code?")  # recalled into the model's prompt, or quoted without it
+    memory = any(SECRET in a for a in [*recalled, *answered]) or SECRET in pi.prompts()
+    pi.model.replies.clear()  # unused when the grounded desk answered it
     waiting = await pi.held_writes()
     pi.script_fan_on()
     await say("Please do as we discussed")
@@ -140,8 +141,12 @@ async def probe_chat(pi: Pi, say: Say, command: str, says: str) -> Observed:
 async def probe_web(pi: Pi, client: TestClient[Any, Any], headers: dict[str, str]) -> Observed:
     """Each column through the routes: /api/chat, a task, an approval, a recalled memory, the model's write."""
 
+    said: list[str] = []
+
     async def chat(text: str) -> int:
-        return (await client.post("/api/chat", json={"message": text}, headers=headers)).status
+        answer = await client.post("/api/chat", json={"message": text}, headers=headers)
+        said.append(str((await answer.json()).get("text", "")) if answer.status == 200 else "")
+        return answer.status
 
     asked = len(pi.model.history)
     talk = await chat("Good morning, what a day") == 200 and len(pi.model.history) > asked
@@ -151,8 +156,9 @@ async def probe_web(pi: Pi, client: TestClient[Any, Any], headers: dict[str, str
     approve = await pi.approved(held)
     await pi.remember_the_alarm()
     pi.model.enqueue("I cannot say.")
-    await chat("What is the alarm code?")
-    memory = SECRET in pi.prompts()
+    await chat("What is the alarm code?")  # recalled into the model's prompt, or quoted without it
+    memory = SECRET in pi.prompts() or SECRET in said[-1]
+    pi.model.replies.clear()  # unused when the grounded desk answered it
     waiting = await pi.held_writes()
     pi.script_fan_on()
     await chat("Please do as we discussed")
@@ -396,8 +402,8 @@ def probe_terminal(config: Config) -> Observed:
         approve = asyncio.run(pi.approved(held))
         asyncio.run(pi.remember_the_alarm())
         model.enqueue("I cannot say.")
-        typed(["What is the alarm code?"])
-        memory = SECRET in pi.prompts()
+        memory = SECRET in typed(["What is the alarm code?"]) or SECRET in pi.prompts()
+        model.replies.clear()  # unused when the grounded desk answered it
         pi.script_fan_on()
         typed(["Please do as we discussed"])
         devices = asyncio.run(pi.fan())

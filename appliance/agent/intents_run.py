@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
 from appliance.agent.intent import Intent
@@ -20,9 +21,18 @@ def _value_words(value: bool | float | None) -> str:
 
 
 async def run_intent(
-    intent: Intent, devices: DeviceRegistry, *, requested_by: str, started: float, db: Database | None = None
+    intent: Intent,
+    devices: DeviceRegistry,
+    *,
+    requested_by: str,
+    started: float,
+    db: Database | None = None,
+    zone: tzinfo | None = None,
 ) -> ReplyRecord:
-    """Do what the intent says and describe it; failures are told, never raised."""
+    """Do what the intent says and describe it; failures are told, never raised.
+
+    ``zone``: the appliance's time zone (``scheduler.timezone``) that event times are said in; None: the system's.
+    """
     actions: list[Action] = []
     t0 = time.perf_counter()
     choices: list[str] = []
@@ -37,7 +47,7 @@ async def run_intent(
     elif intent.action == "history":
         assert intent.device is not None
         events = await db.call(device_history, db, intent.device) if db is not None else []
-        text = _history_words(intent.device, events)
+        text = _history_words(intent.device, events, zone)
         found = [e.as_dict() for e in events]
         actions.append(_action("device_history", {"name": intent.device}, True, found, None, t0))
     elif intent.action == "set":
@@ -80,22 +90,22 @@ async def run_intent(
     )
 
 
-def _history_words(device: str, events: list[Event]) -> str:
+def _history_words(device: str, events: list[Event], zone: tzinfo | None = None) -> str:
     """A device's recent events in a sentence: "doorbell: pressed at 14:02 today, and 09:15 yesterday"."""
     if not events:
         return f"{device}: nothing recorded in the last {HISTORY_DAYS} days."
-    now = time.localtime()
+    today = datetime.now(zone).astimezone(zone).date()
     parts = []
     for event in events:
-        when = time.localtime(event.at)
-        if when.tm_yday == now.tm_yday and when.tm_year == now.tm_year:
+        when = datetime.fromtimestamp(event.at, zone).astimezone(zone)
+        if when.date() == today:
             day = "today"
-        elif time.localtime(event.at + 86_400).tm_yday == now.tm_yday:
+        elif when.date() == today - timedelta(days=1):
             day = "yesterday"
         else:
-            day = time.strftime("%a %d %b", when)
+            day = f"{when:%a %d %b}"
         what = event.message.removeprefix(f"{device}: ").removeprefix(f"{device} ")
-        parts.append(f"{what} at {time.strftime('%H:%M', when)} {day}")
+        parts.append(f"{what} at {when:%H:%M} {day}")
     latest = "latest first" if len(parts) > 1 else "the latest"
     return f"{device}: " + "; ".join(parts) + f" ({latest} of the last {HISTORY_DAYS} days)."
 

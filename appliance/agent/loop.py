@@ -172,11 +172,11 @@ class Agent:
         conversation = await self.db.call(self.db.conversation, channel, chat_id)
         # Schedules first ("remind me at 7 ..."), then device commands: the intent route, no model.
         record = await self.desk.answer(text, session, stats.client, stats.started, force)
-        intent = self._intent(text, session) if force != "cloud" and record is None else None
-        # What the appliance knows (the time, itself, its schedules, ...): by words, and after devices by meaning.
+        # What the appliance knows (the time, itself, its schedules, ...) by words, then devices, then by meaning.
         facts = self.grounding.facts(session, conversation, person=person, cloud_allowed=self._cloud_allowed())
-        if intent is None and record is None and force != "cloud":
+        if record is None and force != "cloud" and session not in self._asked:
             record = await self.grounding.reply(text, facts, stats.started, meaning=False)
+        intent = self._intent(text, session) if force != "cloud" and record is None else None
         if intent is None and record is None and self.understanding is not None and force != "cloud":
             intent = await self.understanding.device_intent(text)
             if intent is not None and intent.action in ("confirm", "ask"):
@@ -185,7 +185,12 @@ class Agent:
                 record = await self.grounding.reply(text, facts, stats.started, meaning=True)
         if intent is not None and self.devices is not None:
             record = await run_intent(
-                intent, self.devices, requested_by=stats.client, started=stats.started, db=self.db
+                intent,
+                self.devices,
+                requested_by=stats.client,
+                started=stats.started,
+                db=self.db,
+                zone=self.grounding.zone,
             )
         if record is not None:
             await self.db.call(self.db.add_message, conversation, "user", text, meta=_outside(tools.trust.sources))

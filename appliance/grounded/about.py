@@ -22,15 +22,29 @@ _WHO = re.compile(
     r"|^what(?:'s| is) your name\b|^(?:do you|have you got) (?:have )?a name\b|^what should i call you\b"
     r"|^(?:introduce yourself|tell me about yourself)\b|^are you (?:a|an) (?:robot|bot|ai|human|person)\b"
     r"|^what (?:language )?model (?:are you|do you (?:use|run))\b|^which (?:language )?model (?:are you|do you)\b"
-    r"|^what version (?:are you|is this)\b|^which version\b",
+    r"|^what version (?:are you|is this)\b|^which version\b|^(?:what|which) (?:software )?version (?:is|are)\b"
+    r"|^are you (?:chatgpt|siri|alexa|google|gpt|claude|gemini|copilot|cortana)\b"  # _OTHER_ASSISTANT
+    r"|^(?:do|are) you (?:run|running|live|work|hosted)(?: on| in)? (?:the )?"
+    r"(?:internet|cloud|online|here|locally|at home)\b"
+    r"|^where (?:do you (?:run|live)|are you (?:running|hosted))\b",
 )
+_OTHER_ASSISTANT = re.compile(r"are you (?:chatgpt|siri|alexa|google|gpt|claude|gemini|copilot|cortana)\b")
 _CAN = re.compile(
     r"^what (?:can|could) (?:you|u) do\b|^what are you (?:able to|capable of)\b|^how can you help\b"
     r"|^what do you do\b|^help$|^what (?:else )?can i ask (?:you)?\b"
     r"|^(?:which|what) (?:devices|things|lights|switches|sensors) (?:do|can) you (?:control|switch|see|read|have)\b"
     r"|^(?:which|what) devices (?:are there|have you got|are connected)\b|^list (?:the |all |your )?devices\b"
-    r"|^what(?:'s| is) connected\b|^(?:can|do) you (?:control|switch|turn on|see) (?:anything|devices|lights)\b",
+    r"|^what(?:'s| is) connected\b|^(?:can|do) you (?:control|switch|turn on|see) (?:anything|devices|lights)\b"
+    r"|^what (?:can|do) you (?:control|switch|operate)\b|^(?:can|could) you (?:turn|switch) (?:things|stuff|devices)\b",
 )
+_IN_ROOM = re.compile(
+    r"^what(?:'s| is| are)? (?:there )?in the ([a-z ]+?)(?: room)?$|^what devices are in the ([a-z ]+)$"
+)
+_CHATS = re.compile(r"^(?:which|what) (?:chat )?(?:apps|channels|ways|chats)\b.*\b(?:talk|reach|message|chat|use)\b")
+_CLOUD = re.compile(
+    r"^(?:can|do|will|may) you (?:use|ask|call|go to|send (?:\w+ )?to) (?:the )?(?:cloud|internet|chatgpt|openai)\b"
+)
+_TOOLS = re.compile(r"^(?:what|which) tools (?:do you have|can you use|have you got)\b")
 _ABOUT_DEVICES = re.compile(r"\b(?:devices?|lights?|switch(?:es)?|sensors?|connected|control)\b")
 _SOUL_NAME = re.compile(r"\bYou are ([A-Z][\w-]{0,30})\b")
 
@@ -74,6 +88,8 @@ class Self:
         said = _clean(text)
         if _WHO.search(said):
             what = "model" if "model" in said else "version" if "version" in said else "who"
+            if re.search(r"\b(?:internet|cloud|online|locally|at home|where do you|where are you)\b", said):
+                what = "where"
             return Ask(self.kind, what, text=text)
         return None
 
@@ -86,9 +102,18 @@ class Self:
             text = f"I run {model} here on the Pi, {cloud}."
         elif ask.what == "version":
             text = f"I am picoagent {__version__}, running {model}."
+        elif ask.what == "where":
+            text = f"I run here at home, on this Raspberry Pi ({model}), {cloud}."
         else:
             text = (
-                f"I'm {name}, a private assistant running on this Raspberry Pi (picoagent {__version__}). "
+                (
+                    "No: "
+                    if re.match(
+                        r"are you (?:chatgpt|siri|alexa|google|gpt|claude|gemini|copilot|cortana)", _clean(ask.text)
+                    )
+                    else ""
+                )
+                + f"I'm {name}, a private assistant running on this Raspberry Pi (picoagent {__version__}). "
                 f'I think with {model} on the Pi {cloud}. Ask "what can you do?" to see what I can do here.'
             )
         return Answer(text, basis="the appliance's config and version", kind=self.kind)
@@ -116,6 +141,11 @@ class Abilities:
     def match(self, text: str) -> Ask | None:
         """An Ask for questions about what the assistant can do or control."""
         said = _clean(text)
+        if room := _IN_ROOM.match(said):
+            return Ask(self.kind, "room", {"room": room[1] or room[2]}, text=text)
+        for rule, what in ((_CHATS, "channels"), (_CLOUD, "cloud"), (_TOOLS, "tools")):
+            if rule.search(said):
+                return Ask(self.kind, what, text=text)
         if _CAN.search(said):
             return Ask(self.kind, "devices" if _ABOUT_DEVICES.search(said) else "all", text=text)
         return None
@@ -123,28 +153,45 @@ class Abilities:
     async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
         """The devices by room, and (for "what can you do") the channels, schedules, tools and cloud."""
         devices = devices_by_room(facts)
+        registry = "the device registry (the config's devices)"
         if ask.what == "devices":
-            return Answer(devices, basis="the device registry (the config's devices)", kind=self.kind)
-        lines = [devices]
+            return Answer(devices, basis=registry, kind=self.kind)
+        if ask.what == "room":
+            return _in_room(str(ask.details["room"]), facts, registry, self.kind)
         channels = [_CHANNEL_NAMES.get(c, c.title()) for c in _CHANNELS if getattr(facts.config, c).enabled]
-        reach = ", ".join(["this chat", *channels]) if channels else "this chat"
-        lines.append(f"You can reach me through {reach}.")
-        lines.append(
+        reach = ", ".join(["the web page and the terminal", *channels])
+        stays = "everything stays on the Pi: the cloud is not allowed (routing.mode: local_only)."
+        cloud = "I may ask a cloud model when the small model on the Pi is not enough." if facts.cloud_allowed else ""
+        tools = (
+            "Tools the model may use: " + ", ".join(sorted(facts.tools)) + "." if facts.tools else "I have no tools."
+        )
+        if ask.what in ("channels", "cloud", "tools"):
+            said = {"channels": f"You can reach me through {reach}.", "cloud": cloud or f"No: {stays}", "tools": tools}[
+                ask.what
+            ]
+            return Answer(said, basis="the running config (channels, tools, routing)", kind=self.kind)
+        lines = [
+            devices,
+            f"You can reach me through {reach}.",
             'I can set reminders and schedules ("remind me at 7 to take the bins out"), remember what you tell me, '
-            "tell you the time, the Pi's health and, with tools, do sums and more."
-        )
+            "tell you the time, the date and the Pi's health, and do sums and unit conversions.",
+        ]
         if facts.weather is not None:
-            lines.append(
-                "I can tell you the weather forecast for " + str(getattr(facts.weather, "place", "here")) + "."
-            )
-        if facts.tools:
-            lines.append("Tools the model may use: " + ", ".join(sorted(facts.tools)) + ".")
-        lines.append(
-            "I may ask a cloud model when the small model on the Pi is not enough."
-            if facts.cloud_allowed
-            else "Everything stays on the Pi: the cloud is not allowed (routing.mode: local_only)."
-        )
+            place = getattr(facts.weather, "place", "") or "the place set in the config"
+            lines.append(f"I can tell you the weather forecast for {place}.")
+        lines += [tools, cloud or stays[0].upper() + stays[1:]]
         return Answer(" ".join(lines), basis="the running config (devices, channels, tools, routing)", kind=self.kind)
+
+
+def _in_room(room: str, facts: Facts, basis: str, kind: str) -> Answer | None:
+    """The devices in one room; None when the appliance knows no room of that name (the model answers)."""
+    wanted = " ".join(room.replace("_", " ").split())
+    infos = facts.devices.infos() if facts.devices is not None else []
+    here = [i for i in infos if " ".join((i.room or "").replace("_", " ").split()).lower() == wanted]
+    if not here:
+        return None
+    names = ", ".join(f"{i.name.replace('_', ' ')} ({i.kind})" for i in sorted(here, key=lambda i: i.name))
+    return Answer(f"In the {wanted}: {names}.", basis=basis, kind=kind)
 
 
 def devices_by_room(facts: Facts) -> str:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime, timedelta
+from datetime import time as dtime
 from typing import Any
 
 from appliance.agent.schedule_desk import day_words, every_words
 from appliance.grounded.base import Answer, Ask, Facts
 
 LISTED = 8  # jobs or tasks named in one answer; the rest are counted
+RUNS_A_DAY = 48  # runs of one job listed for a day at most (an every-30-minutes job)
 
 _JOBS = re.compile(
     r"^(?:what|which|any|do i have any|have i got any|are there any|list|show(?: me)?|tell me)(?: are)?"
@@ -22,9 +24,16 @@ _JOBS = re.compile(
     r"(?: (?:today|tomorrow|this week|for today|for tomorrow))?$"
     r"|^what(?:'s| is) (?:on |scheduled |planned |happening )(?:for )?(today|tomorrow|this week|tonight)$"
     r"|^what(?:'s| is) (?:on )?my (?:schedule|agenda)(?: (?:for )?(today|tomorrow|this week))?$"
-    r"|^when is (?:my |the )?next (?:reminder|alarm|job)$"
+    r"|^(?:when|what)(?:'s| is) (?:my |the )?next (?:reminder|alarm|job|schedule)$"
     r"|^what (?:have you|did you|did i) (?:get )?(?:scheduled|set up|planned)\b"
     r"|^what reminders do i have\b"
+)
+# "what's scheduled for the fan", "have I got a reminder to water the plants", "is anything planned for the porch light"
+_ABOUT = re.compile(
+    r"^(?:what(?:'s| is)|is (?:anything|something)|are (?:any )?(?:jobs|reminders)) (?:scheduled|planned|set)"
+    r" (?:for|with) (?:the |my )?(.+)$"
+    r"|^(?:have i got|do i have|is there|did i set) (?:a|any) (?:reminders?|alarms?|schedules?|jobs?)"
+    r" (?:to|for|about) (?:the |my )?(.+)$"
 )
 _TASKS = re.compile(
     r"^what are you (?:working on|doing(?: now| right now)?|busy with)$"
@@ -69,6 +78,10 @@ class Agenda:
         said = _clean(text)
         if _TASKS.match(said):
             return Ask(self.kind, "tasks", text=text)
+        if (about := _ABOUT.match(said)) and not re.match(
+            r"(?:today|tomorrow|tonight|this week)$", about[1] or about[2]
+        ):
+            return Ask(self.kind, "about", {"words": about[1] or about[2]}, text=text)
         if _JOBS.match(said):
             week = "this week" in said
             return Ask(self.kind, "next" if "next" in said else "jobs", {"week": week, "said": said}, text=text)
@@ -86,11 +99,19 @@ class Agenda:
         said = str(ask.details.get("said", _clean(ask.text)))
         day = _day(said, now.date())
         jobs = [j for j in facts.cron.list_jobs() if j.get("next_run") and not j.get("paused")]
-        upcoming = sorted(((datetime.fromisoformat(j["next_run"]), j) for j in jobs), key=lambda pair: pair[0])
         if day is not None:
-            upcoming = [(at, j) for at, j in upcoming if at.astimezone(now.tzinfo).date() == day]
+            upcoming = _runs(jobs, now, datetime.combine(day, dtime(), now.tzinfo), timedelta(days=1))
         elif ask.details.get("week"):
-            upcoming = [(at, j) for at, j in upcoming if at.astimezone(now.tzinfo).date() < now.date() + timedelta(7)]
+            upcoming = _runs(jobs, now, now, timedelta(days=7))
+        else:
+            upcoming = sorted(((datetime.fromisoformat(j["next_run"]), j) for j in jobs), key=lambda pair: pair[0])
+        if ask.what == "about":
+            words = [w for w in re.findall(r"[a-z0-9]+", str(ask.details["words"])) if len(w) > 2]
+            upcoming = [(at, j) for at, j in upcoming if all(w[:5] in str(j.get("does", "")).lower() for w in words)]
+            if not upcoming:
+                return Answer(
+                    f"Nothing is scheduled for {ask.details['words']}.", "the scheduler's jobs, now", self.kind
+                )
         basis = "the scheduler's jobs, now"
         when = {now.date(): "today", now.date() + timedelta(days=1): "tomorrow"}.get(day, "") if day else ""
         if not upcoming:
@@ -116,6 +137,29 @@ class Agenda:
         return Answer(
             f"{len(open_)} open task{'s' if len(open_) != 1 else ''}: " + "; ".join(lines) + ".", basis, self.kind
         )
+
+
+def _runs(jobs: list[dict[str, Any]], now: datetime, start: datetime, span: timedelta) -> list[tuple[datetime, Any]]:
+    """Every run of ``jobs`` from ``start`` (not before now) for ``span``, in order (a daily job once a day)."""
+    from appliance.errors import PicoagentError
+    from appliance.schedule.parse import parse_schedule
+
+    runs = []
+    begin, end = max(start, now), start + span
+    for job in jobs:
+        try:
+            schedule = parse_schedule(str(job.get("schedule", "")))
+            at = schedule.next_after(begin - timedelta(seconds=1))
+            for _ in range(RUNS_A_DAY):
+                if at is None or at >= end:
+                    break
+                runs.append((at, job))
+                at = schedule.next_after(at)
+        except (PicoagentError, NotImplementedError, ValueError):  # a form that needs more (the sun): its next run
+            at = datetime.fromisoformat(job["next_run"])
+            if begin <= at < end:
+                runs.append((at, job))
+    return sorted(runs, key=lambda pair: pair[0])
 
 
 def _line(at: datetime, job: dict[str, Any], now: datetime) -> str:

@@ -20,6 +20,8 @@ _MINE = re.compile(
     r"(?: (?:you|to you))?(?: (?:earlier|before|just now|a moment ago|last|first|today|at first|previously))*$"
     r"|^what (?:was|were) my (?:last|previous|first|earlier) (?:question|message|questions|messages)\b"
     r"|^what have i (?:asked|said|told you)(?: (?:so far|today|you))*$"
+    r"|^remind me what i (?:just )?(?:asked|said)(?: (?:you|earlier|before|just now|a moment ago))*$"
+    r"|^what was the (?:first|last) (?:thing|question) i (?:asked|said)(?: (?:you|today|in this chat))*$"
     r"|^(?:remind me )?what (?:did|were) we (?:just )?(?:talk|talking|speak|speaking) about\b"
     r"|^what have we (?:talked|spoken) about\b"
 )
@@ -30,7 +32,13 @@ _YOURS = re.compile(
     r"|^(?:can you |could you |please )?(?:repeat|say) (?:that|it|your (?:last )?answer)(?: again)?(?: please)?$"
     r"|^come again$"
 )
-_ABOUT = re.compile(r"^what (?:did|have) you (?:say|said|tell me|told me) (?:earlier |before )?about (.+)$")
+_COUNT = re.compile(
+    r"^how many (?:questions|messages|things) (?:have i|did i) (?:asked?|sent|said)(?: (?:you|today))*$"
+)
+_ABOUT = re.compile(
+    r"^what (?:did|have) you (?:say|said|tell me|told me|answer|answered|reply|replied) (?:earlier |before )?"
+    r"(?:about|to my question about|to (?:my|the) question on|when i asked about) (.+)$"
+)
 _ABOUT_MINE = re.compile(r"^what (?:did|have) i (?:say|said|tell you|told you|ask|asked) (?:you )?about (.+)$")
 
 
@@ -74,12 +82,14 @@ class Conversation:
             return Ask(self.kind, "yours_about", {"words": found.group(1)}, text=text)
         if found := _ABOUT_MINE.match(said):
             return Ask(self.kind, "mine_about", {"words": found.group(1)}, text=text)
+        if _COUNT.match(said):
+            return Ask(self.kind, "count", text=text)
         if _YOURS.match(said):
             return Ask(self.kind, "yours", text=text)
         if _MINE.match(said):
-            return Ask(
-                self.kind, "all_mine" if re.search(r"\b(?:we|have|so far|questions)\b", said) else "mine", text=text
-            )
+            every = re.search(r"\b(?:we|have|so far|questions)\b", said)
+            first = re.search(r"\bfirst\b", said)
+            return Ask(self.kind, "all_mine" if every else "first" if first else "mine", text=text)
         return None
 
     async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
@@ -92,10 +102,16 @@ class Conversation:
         mine = [m for m in stored if m.role == "user"]
         yours = [m for m in stored if m.role == "assistant"]
         what = ask.what or "mine"
-        if what in ("mine", "all_mine") and not mine:
+        if what in ("mine", "all_mine", "first", "count") and not mine:
             return Answer("You haven't asked me anything before this in this chat.", basis, self.kind)
-        if what == "mine":
-            last = mine[-1]
+        if what == "count":
+            asked = [m for m in mine if _asks(m.content)]
+            return Answer(
+                f"In this chat you've sent me {len(mine)} messages, {len(asked)} of them questions.", basis, self.kind
+            )
+        if what in ("mine", "first"):
+            asked = [m for m in mine if _asks(m.content)] or mine  # "thanks" is no question
+            last = mine[0] if what == "first" else asked[-1]
             return Answer(f"You asked {_when(last.created_at, now)}: {_quote(last.content)}", basis, self.kind)
         if what == "all_mine":
             listed = "; ".join(_quote(m.content) for m in mine[-5:])
@@ -111,11 +127,25 @@ class Conversation:
         who = "I" if what == "yours_about" else "You"
         about = " ".join(words) or "that"
         hits = [m for m in pool if words and all(w in m.content.lower() for w in words)]
+        if not hits and what == "yours_about":  # my answer to a message of yours that named it
+            named = {m.id for m in mine if words and all(w in m.content.lower() for w in words)}
+            hits = [m for m in yours if any(a < m.id and not any(a < y.id < m.id for y in yours) for a in named)]
         if not hits:
-            said = "I said nothing" if who == "I" else "you said nothing"
-            return Answer(f"In this chat {said} about {about} (the last {LOOK_BACK} messages).", basis, self.kind)
+            if what == "mine_about":
+                return None  # what you told me about it may be a memory: the memory topic looks
+            return Answer(
+                f"In this chat I said nothing about {about} (the last {LOOK_BACK} messages).", basis, self.kind
+            )
         last = hits[-1]
         return Answer(f"{who} said {_when(last.created_at, now)}: {_quote(last.content)}", basis, self.kind)
+
+
+def _asks(text: str) -> bool:
+    """Whether a message asks something (a question mark, or opens like a question or a request)."""
+    lowered = text.strip().lower()
+    return lowered.endswith("?") or bool(
+        re.match(r"(?:what|which|who|when|where|why|how|is|are|can|could|do|does|will|tell|show)\b", lowered)
+    )
 
 
 _STOP = frozenset({"the", "a", "an", "my", "your", "this", "that", "it", "of", "to", "in", "on", "me", "you", "i"})

@@ -21,16 +21,22 @@ _WHERE = re.compile(
 )
 _MY = re.compile(r"^(?:what|when|where|who)(?:'s| is| are| was| were) (?:my|our) (.+)$")
 _REMEMBER = re.compile(
-    r"^(?:do you|can you|did you) (?:still )?(?:remember|recall|know)(?! to | that | how )"
+    r"^(?:do you|can you|did you) (?:still )?(?:remember|recall|know)"
+    r"(?! (?:to|that|how|what|when|where|who|whether|if|why|which|any|anything|a lot|the way)\b)"
     r" (?:my |our |the |what i (?:told|said to) you about )?"
     r"(?:my |our |the )?(.+)$"
     r"|^what do you (?:know|remember) about (?:my |our |the )?(.+)$"
     r"|^did i (?:ever )?tell you (?:about )?(?:my |our |the )?(.+)$"
+    r"|^what did i (?:tell you|say|write down|note) about (?:my |our |the )?(.+)$"
+    r"|^what did i (?:say|tell you) (?:my |our )(.+?) (?:was|is|were|are)$"
+    r"|^(?:do you|can you) (?:still )?(?:remember|recall|know) (?:what|where|when|who) (?:my|our) (.+?)"
+    r" (?:is|are|was|were)$"
 )
 _WHO_AM_I = re.compile(r"^(?:who am i|do you know (?:who i am|my name)|what(?:'s| is) my name|what am i called)$")
 # "my ..." that other topics answer (the agenda, the Pi, devices) or that no memory holds
 _NOT_MINE = re.compile(
-    r"^(?:schedule|reminders?|tasks?|agenda|plans?|appointments?|calendar|devices?|lights?|fan|ip|ip address"
+    r"^(?:(?:next|upcoming|last|first|previous) )?"
+    r"(?:schedule|reminders?|tasks?|agenda|plans?|appointments?|calendar|devices?|lights?|fan|ip|ip address"
     r"|cpu|temperature|memory|disk|battery|question|last question|previous question|message|order|location)\b"
 )
 # fmt: off
@@ -49,7 +55,15 @@ def _clean(text: str) -> str:
 
 
 def _words(subject: str) -> list[str]:
-    return [w for w in re.findall(r"[a-z0-9]+", subject.lower()) if w not in _STOP]
+    words = [w for w in re.findall(r"[a-z0-9]+", subject.lower()) if w not in _STOP and w != "s"]
+    # "my sister's name": what was said is "my sister Anna ...": the name is looked for by whose it is
+    return [w for w in words if w != "name"] if len(words) > 1 and "name" in words else words
+
+
+def _count(text: str, words: list[str]) -> int:
+    """How many of the words (by their first five letters) a text holds."""
+    lowered = text.lower()
+    return sum(w[:5] in lowered for w in words)
 
 
 def _holds(text: str, words: list[str]) -> bool:
@@ -148,4 +162,45 @@ def _quote(text: str) -> str:
     return f"“{text[:QUOTE]}…”" if len(text) > QUOTE else f"“{text}”"
 
 
+class Lookup:
+    """Any other question a stored memory answers word for word: "where's the spare key?", "who serviced the boiler?".
+
+    Tried last, by words only: a question whose every content word (two at least) is in one memory gets that
+    memory quoted; anything else goes on (to the model: "where is Paris?" is no memory's).
+    """
+
+    kind: str = "recall"
+    examples: tuple[str, ...] = ()
+
+    def match(self, text: str) -> Ask | None:
+        """An Ask for a question with two content words or more."""
+        said = _clean(text)
+        if not _WH.match(said):
+            return None
+        words = [w for w in _words(said) if w not in _QUESTION_WORDS]
+        return Ask(self.kind, "lookup", {"words": words}, text=text) if len(words) >= 2 else None
+
+    async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
+        """The memory holding every word asked, quoted with its date; else None."""
+        if facts.memory is None or not ask.details:
+            return None
+        words = list(ask.details["words"])
+        hits = await asyncio.to_thread(facts.memory.store.search, " ".join(words), 5)
+        # every word, or all but one of three or more ("what size shoes does Ella take": no "take" in the memory)
+        enough = len(words) - (1 if len(words) >= 3 else 0)
+        found = [m for m in (getattr(h, "memory", h) for h in hits) if _count(m.text, words) >= enough]
+        if not found:
+            return None
+        when = datetime.fromtimestamp(found[0].created_at, facts.now().tzinfo)
+        return Answer(
+            f"You told me on {when:%a} {when.day} {when:%b %Y}: {_quote(found[0].text)}", "my memory", "recall"
+        )
+
+
+_WH = re.compile(r"^(?:what|what's|where|where's|who|who's|whose|when|when's|which|how)\b")
+_QUESTION_WORDS = frozenset(
+    {"what's", "where's", "who's", "when's", "whose", "which", "how", "does", "has", "have", "s"}
+)
+
 REMEMBERED = Remembered()
+LOOKUP = Lookup()

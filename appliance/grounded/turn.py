@@ -20,7 +20,7 @@ from appliance.grounded.agenda import AGENDA
 from appliance.grounded.base import Facts, Topic
 from appliance.grounded.conversation import CONVERSATION
 from appliance.grounded.desk import GroundedDesk, Texts, record_of
-from appliance.grounded.remembered import REMEMBERED
+from appliance.grounded.remembered import LOOKUP, REMEMBERED
 from appliance.grounded.unknowable import UNKNOWABLE
 from appliance.grounded.weather import SUN, WEATHER
 
@@ -39,7 +39,7 @@ _CHANNELS = ("telegram", "discord", "slack", "email", "whatsapp")
 
 def topics() -> list[Topic]:
     """Every topic, in the order their words rules are tried (the narrowest first)."""
-    found: list[Topic] = [CONVERSATION, AGENDA, SUN, WEATHER, SELF, ABILITIES, REMEMBERED, UNKNOWABLE]
+    found: list[Topic] = [CONVERSATION, AGENDA, SUN, WEATHER, SELF, ABILITIES, REMEMBERED, UNKNOWABLE, LOOKUP]
     return found
 
 

@@ -15,6 +15,8 @@ _FUTURE = re.compile(
     r"|^will (?:the )?(?:stock|stocks|shares?|bitcoin|market|price|dollar|euro)s? (?:go up|go down|rise|fall|crash)\b"
     r"|^what (?:will|is going to) happen (?:tomorrow|next (?:week|year)|in the future)\b"
     r"|^(?:when|how) will i die\b|^what am i thinking\b|^(?:read|can you read) my mind\b"
+    r"|^will i (?:get|win|pass|find|meet|be|ever|have|lose|marry)\b|^am i going to (?:get|win|pass|find|meet|be)\b"
+    r"|^(?:what|who) will (?:i|we|my \w+|knock|call|come|visit)\b.*\b(?:tomorrow|tonight|next \w+|later|one day)$"
 )
 _NEWS = re.compile(r"^(?:what(?:'s| is| are) (?:the )?(?:latest |today's )?(?:news|headlines)|any news)(?: today)?$")
 
