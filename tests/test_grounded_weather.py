@@ -370,3 +370,36 @@ def test_through_the_real_turn_unconfigured_says_what_to_set(config: Config) -> 
         runtime.close()
     assert (record.route, record.why) == ("intent", "grounded") and model.history == []
     assert record.text.startswith("I have no weather source: set weather.latitude and weather.longitude")
+
+
+@pytest.mark.parametrize(
+    ("clock", "question", "answer"),
+    [
+        ("12:00", "Is the sun up?", "Yes: the sun rose at {rise} and sets at {set} in Ghent."),
+        ("06:00", "is the sun up yet?", "No: the sun rises at {rise} in Ghent."),
+        ("21:00", "Is it dark outside?", "Yes: the sun set at {set} in Ghent."),
+        ("21:00", "is the sun down?", "Yes: the sun set at {set} in Ghent."),
+        ("12:00", "is it dark outside?", "No: the sun rose at {rise} and sets at {set} in Ghent."),
+        (
+            "12:00",
+            "How long is the day today?",
+            "The day in Ghent is {length} long today (Fri 27 Nov): sunrise {rise}, sunset {set}.",
+        ),
+    ],
+)
+def test_whether_the_sun_is_up_and_how_long_the_day_is_are_computed(clock: str, question: str, answer: str) -> None:
+    from appliance.weather.sun import sun_day
+
+    zone = ZoneInfo("Europe/Brussels")
+    hour, minute = map(int, clock.split(":"))
+    now = datetime(2026, 11, 27, hour, minute, tzinfo=zone)
+    sun = sun_day(now.date(), 51.05, 3.72, zone)
+    assert sun.sunrise is not None and sun.sunset is not None
+    minutes = round((sun.sunset - sun.sunrise).total_seconds() / 60)
+    ask = SUN.match(question)
+    assert ask is not None and ask.what in ("up", "dark", "length")
+    got = asyncio.run(SUN.answer(ask, Facts(config=Config(weather=ghent()), now=lambda: now)))
+    assert got is not None
+    length = f"{minutes // 60} h {minutes % 60:02d} min"
+    expected = answer.format(rise=f"{sun.sunrise:%H:%M}", set=f"{sun.sunset:%H:%M}", length=length)
+    assert got.text == expected

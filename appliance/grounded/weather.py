@@ -84,6 +84,13 @@ _SUN = re.compile(
     r"|^(?:the )?(?P<d>sunset|sunrise)(?: time)?(?: " + _TIME + r")?$"
     r"|\bwhat time is (?:the )?(?P<e>sunset|sunrise)\b|\b(?P<f>sunset|sunrise) (?:time|today|tomorrow|tonight)\b"
 )
+_SUN_UP = re.compile(
+    r"^is (?:the )?sun (?:still )?(?:up|down|set|risen)(?: yet| now| already)?$"
+    r"|^is it (?:dark|light|daylight|night) (?:outside|out|yet|now)$"
+)
+_DAY_LENGTH = re.compile(
+    r"^how (?:long|many hours) (?:is|of) (?:the )?(?:day|daylight|light)(?: is there)?(?: " + _TIME + r")?$"
+)
 _ELSEWHERE = re.compile(r"\b(?P<prep>in|for|at|near|around) (?P<p>[a-z][a-z'.-]*(?: [a-z][a-z'.-]*){0,2})")
 _HERE = {"here", "home", "town", "the city", "our town", "my town", "the area", "the garden", "the village", "general"}
 _INDOOR = re.compile(r"\bin (?:here|the (?:living|bed|bath|dining)\s?room|the kitchen|the house|my room|the office)\b")
@@ -286,6 +293,12 @@ class SunTopic:
         said = _normal(text)
         if not said or len(said.split()) > 14 or _NOT_WEATHER.search(said):
             return None
+        if _SUN_UP.match(said):
+            return Ask(
+                self.kind, "dark" if re.search(r"\b(?:dark|night|down|set)\b", said) else "up", {"when": ""}, text
+            )
+        if _DAY_LENGTH.match(said):
+            return Ask(self.kind, "length", {"when": _when(said, "")}, text)
         found = _SUN.search(said)
         if found is None:
             return None
@@ -297,8 +310,8 @@ class SunTopic:
         """The time, computed here; what to set with no place; an honest no for another place."""
         weather = facts.config.weather
         said = _normal(ask.text)
-        if ask.what in ("sunset", "sunrise"):
-            event: Event = "sunset" if ask.what == "sunset" else "sunrise"
+        if ask.what in ("sunset", "sunrise", "up", "dark", "length"):
+            event: Event = "sunrise" if ask.what == "sunrise" else "sunset"
         else:  # matched by meaning: the words say which
             event = "sunset" if re.search(r"\b(?:sunset|set|sets|down|dark|dusk|evening)\b", said) else "sunrise"
         if not weather.located:
@@ -319,6 +332,8 @@ class SunTopic:
         assert weather.latitude is not None and weather.longitude is not None and zone is not None
         sun = sun_day(day, weather.latitude, weather.longitude, zone)
         basis = f"computed on the Pi for {place} ({weather.latitude:.2f}, {weather.longitude:.2f})"
+        if ask.what in ("up", "dark", "length"):
+            return Answer(_up_or_length(ask.what, sun, now, place), basis, self.kind)
         at = sun.at(event)
         if at is not None and at < now and not when:  # "when is sunset" after it: today's, then tomorrow's
             later = sun_day(day + timedelta(days=1), weather.latitude, weather.longitude, zone)
@@ -326,6 +341,26 @@ class SunTopic:
             text = f"{event.title()} in {place} was at {at:%H:%M} today. {next_one}."
             return Answer(text, basis, self.kind)
         return Answer(f"{_said(sun, event, now, place)}.", basis, self.kind)
+
+
+def _up_or_length(what: str, sun: SunDay, now: datetime, place: str) -> str:
+    """ "Yes: the sun rose at 08:17 and sets at 16:44 in Brussels." / "The day is 8 h 27 min long ..."."""
+    if sun.sunrise is None or sun.sunset is None:
+        polar = "stays up all day (midnight sun)" if sun.polar == "day" else "stays below the horizon (polar night)"
+        return f"In {place} the sun {polar} {_day(sun.day, now)}."
+    if what == "length":
+        minutes = round((sun.sunset - sun.sunrise).total_seconds() / 60)
+        return (
+            f"The day in {place} is {minutes // 60} h {minutes % 60:02d} min long {_day(sun.day, now)}: "
+            f"sunrise {sun.sunrise:%H:%M}, sunset {sun.sunset:%H:%M}."
+        )
+    up = sun.sunrise <= now < sun.sunset
+    yes, no = ("No", "Yes") if what == "dark" else ("Yes", "No")  # "is it dark?" is "is the sun down?"
+    if up:
+        return f"{yes}: the sun rose at {sun.sunrise:%H:%M} and sets at {sun.sunset:%H:%M} in {place}."
+    if now < sun.sunrise:
+        return f"{no}: the sun rises at {sun.sunrise:%H:%M} in {place}."
+    return f"{no}: the sun set at {sun.sunset:%H:%M} in {place}."
 
 
 def _said(sun: SunDay, event: Event, now: datetime, place: str) -> str:
