@@ -293,6 +293,15 @@ def test_long_output_is_truncated_with_a_note(registry: ToolRegistry) -> None:
         ("round(2.567, 1)", "2.6"),
         ("max(1, 5, 3)", "5"),
         ("1 / 3", "0.3333333333"),
+        # exact: fractions stay fractions, whole numbers keep every digit
+        ("0.1 + 0.2", "0.3"),
+        ("1/3 + 1/6", "0.5"),
+        ("(1/3) * 3", "1"),
+        ("123456789 * 987654321", "121932631112635269"),
+        ("2 ** 100", "1267650600228229401496703205376"),
+        ("sqrt(2)", "1.414213562"),
+        ("sqrt(1/4)", "0.5"),
+        ("2 ** -2", "0.25"),
     ],
 )
 def test_calculator_answers(expression: str, answer: str) -> None:
@@ -317,6 +326,7 @@ def test_calculator_answers(expression: str, answer: str) -> None:
         ("1" * 201, "expression too long"),
         ("sqrt(-1)", "math domain error"),
         ("(1e300) ** 2", "the result is too large"),
+        ("((10 ** 100) ** 100) ** 100", "the result is too large"),  # refused at the first step past the range
         ("(-8) ** (1/3)", "the result is not a real number"),
         ("round(2.567, ndigits=1)", "round() takes positional arguments only"),
         ("max()", "cannot evaluate"),
