@@ -1,0 +1,344 @@
+"""The time, the date, the weekday and the time zone, from the Pi's clock: never from the model's guess.
+
+Asked: "what time is it", "what's the date tomorrow", "what day was yesterday", "how many days until
+Christmas" (or "until 24 December", "until Friday"), "what day of the week is 1 January", "what week
+number is it", "is it the weekend", "what time zone are you in". Everything comes from ``Facts.now()``,
+an aware datetime whose zone is named in the answer ("It's 14:05 (Europe/Brussels).").
+
+The words rule takes a message only when the whole of it is such a question (a greeting or "can you tell
+me" before it, "now" or "please" after it): "what time does the bakery close", "remind me at 7", "what
+time is sunset" (the sun's topic), "the time machine movie" or "what time is it in Tokyo" (another
+place's zone would need data the Pi does not hold) are not taken. A message brought by meaning is looked
+at again with the same phrases found anywhere in it, and turned down when it names a place, a schedule,
+the sun or a time other than now.
+
+A Pi has no battery clock: until it reaches a time server it may believe it is 1970, or the moment it
+was last shut down. A clock before CLOCK_FLOOR is plainly unset, and then the answer says so instead of
+a time.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+from appliance.grounded.base import Answer, Ask, Facts
+
+CLOCK_FLOOR = 2024  # a year before this on the clock: it has not been set since the Pi booted
+
+_MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+_MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
+_MONTHS["sept"] = 9
+_WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
+_HOLIDAYS = {  # fixed dates only: Easter and the like move, and are left to the model
+    "christmas": (12, 25),
+    "christmas day": (12, 25),
+    "xmas": (12, 25),
+    "christmas eve": (12, 24),
+    "new year": (1, 1),
+    "new years": (1, 1),
+    "new year's": (1, 1),
+    "new year's day": (1, 1),
+    "new years day": (1, 1),
+    "new year's eve": (12, 31),
+    "new years eve": (12, 31),
+    "halloween": (10, 31),
+    "valentine's day": (2, 14),
+    "valentines day": (2, 14),
+    "valentine's": (2, 14),
+}
+_OFFSETS = {
+    "today": 0,
+    "tomorrow": 1,
+    "yesterday": -1,
+    "the day after tomorrow": 2,
+    "the day before yesterday": -2,
+}
+
+_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_WEEKDAY = "|".join(_WEEKDAYS)
+_HOLIDAY = "|".join(sorted((re.escape(h) for h in _HOLIDAYS), key=len, reverse=True))
+_DATE = (
+    rf"(?:the )?(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?(?: of)? (?P<m1>{_MONTH})(?: (?P<y1>\d{{4}}))?"
+    rf"|(?P<m2>{_MONTH}) (?:the )?(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?(?: (?P<y2>\d{{4}}))?"
+)
+_TARGET = rf"(?P<target>(?:the next |next )?(?:{_HOLIDAY}|{_WEEKDAY})|{_DATE})"
+_DAY = r"(?P<day>today|tomorrow|yesterday|the day after tomorrow|the day before yesterday)"
+_ZONE = r"time ?zone"
+
+_PREFIX = (
+    r"(?:(?:hey|hi|hello|ok|okay|so|and|oh|um|sorry)(?: \w+)? )?(?:please )?"
+    r"(?:(?:can|could|would|will) you (?:please )?(?:tell|give|remind) me |(?:do|would) you (?:happen to )?know "
+    r"|(?:tell|give|remind) me |i(?: want| need| would like|'d like) to know |any idea |quick question )?"
+)
+_SUFFIX = r"(?: (?:now|right now|at the moment|currently|please|thanks|thank you|mate|then|again|exactly|here))*"
+
+# (what, phrase): the phrase is the whole question; the first that fits wins (a group name once per phrase)
+_PHRASES: tuple[tuple[str, str], ...] = (
+    (
+        "zone",
+        rf"what(?:'s| is) (?:your|the|this|the pi's) (?:current )?{_ZONE}(?: set)?|"
+        rf"(?:what|which) {_ZONE} (?:are you (?:in|on|set to|using)|is (?:it|this|set|the pi (?:in|on|set to))|"
+        rf"do you use)|(?:your|the) {_ZONE}",
+    ),
+    (
+        "time",
+        r"what(?:'s| is) the (?:current |exact )?time(?: of day)?|what time is it|what time it is|"
+        r"the (?:current |exact )?time|(?:current|exact) time|what hour is it|what o'?clock is it|"
+        r"(?:have you |you |do you have )?got the time|do you have the time",
+    ),
+    ("time", "time"),  # the whole message: "time?"; by meaning, a "time" anywhere says nothing
+    (
+        "until",
+        rf"how (?:many|much) (?:more )?(?:days|weeks|sleeps)(?: are there| are left| is it| left| to go)? "
+        rf"(?:until|till|til|to|before) {_TARGET}(?: is)?",
+    ),
+    ("until", rf"(?:how long|days) (?:is it |is there |do we have )?(?:until|till|til|to|before) {_TARGET}(?: is)?"),
+    (
+        "weekday_of",
+        rf"(?:what|which) (?:day|weekday) (?:of the week )?(?:is|was|will be|falls on|does) {_TARGET}"
+        r"(?: (?:fall on|on|be|this year|next year))?",
+    ),
+    (
+        "weekend",
+        rf"is (?:it|{_DAY}) (?:the |a )?(?P<weekend>weekend|week ?day|work ?day|working day)(?: yet| already| today)?",
+    ),
+    ("is_weekday", rf"is (?:it|{_DAY}) (?:a )?(?P<weekday>{_WEEKDAY})(?: today)?"),
+    ("is_weekday", rf"is it (?:a )?(?P<weekday>{_WEEKDAY}) {_DAY}"),
+    (
+        "week",
+        r"what week(?: number)? is (?:it|this)(?: today)?|what(?:'s| is) the (?:current )?week(?: number)?|"
+        r"(?:what|which) week of the year is (?:it|this)|week number",
+    ),
+    ("year", r"what year is (?:it|this)|which year is (?:it|this)|what(?:'s| is) the (?:current )?year"),
+    ("month", r"what month is (?:it|this)|which month is (?:it|this)|what(?:'s| is) the (?:current )?month"),
+    ("date", rf"what(?:'s| is| was| will be) (?:the )?date(?: (?:it )?{_DAY})?"),
+    ("date", rf"what(?:'s| is| was| will be)(?: the date)? {_DAY}(?:'s|s)? date"),
+    ("date", rf"(?:what|which) date (?:is|was|will) it(?: be)?(?: {_DAY})?"),
+    ("date", rf"(?:what|which) date (?:is|was|will be) {_DAY}"),
+    ("date", rf"the date(?: {_DAY})?"),
+    ("date", rf"what (?:the date|date it) is(?: {_DAY})?"),
+    ("date", rf"{_DAY}(?:'s|s) date"),
+    ("weekday", rf"what day (?:of the week )?(?:is it|is|was|will it be|will be|it is)(?: {_DAY})?"),
+    ("weekday", rf"(?:what|which) (?:day|weekday) (?:of the week )?(?:is|was|will be) {_DAY}"),
+    ("weekday", rf"(?:which day (?:of the week )?is it|what(?:'s| is) the day|what weekday is it)(?: {_DAY})?"),
+    ("weekday", rf"what day {_DAY} is"),
+    ("weekday", rf"(?:what|which) day(?: of the week)? it is(?: {_DAY})?"),
+)
+_STRICT = [(what, re.compile(rf"{_PREFIX}(?:{phrase}){_SUFFIX}")) for what, phrase in _PHRASES]
+# by meaning: the phrase anywhere, but ending the message or a clause of it ("what day is the bin collection" no)
+_LOOSE = [(what, re.compile(rf"\b(?:{phrase}){_SUFFIX}(?= ,|$)")) for what, phrase in _PHRASES if phrase != "time"]
+# by meaning, a message is turned down when it is about another place, a schedule, the sun or another time
+_NOT_NOW = re.compile(
+    r"\b(?:in|at|for) (?!the moment\b|here\b|the minute\b|the (?:morning|afternoon|evening)\b)(?!\d)[a-z]|"
+    r"\b(?:remind|timer|alarm|turn|switch|schedule|sunset|sunrise|dawn|dusk|sun|ago|last time|next time|"
+    r"machine|movie|film|song|does|do (?:they|you close|you open)|close|open|leave|arrive|start|end)\b"
+)
+# ... and when it names a day the phrase found did not take in ("the date ... in 3 days")
+_OTHER_DAY = re.compile(r"\b(?:tomorrow|yesterday|next|last|ago|in (?:\d+|a|an|one|two|three) )")
+
+
+@dataclass(frozen=True)
+class _Clock:
+    """The clock topic (see the module docstring)."""
+
+    kind: str = "time"
+    examples: tuple[str, ...] = (
+        "what time is it",
+        "what's the time right now",
+        "tell me the current time",
+        "what's the date today",
+        "what's the date tomorrow",
+        "what day of the week is it",
+        "what day was yesterday",
+        "how many days until Christmas",
+        "how long until 24 December",
+        "what week number is it",
+        "is it the weekend",
+        "which time zone are you set to",
+        "what year is it",
+        "do you know what day it is today",
+    )
+
+    def match(self, text: str) -> Ask | None:
+        """An Ask when the whole message is a question about the clock or the calendar."""
+        said = _normalise(text)
+        for what, pattern in _STRICT:
+            found = pattern.fullmatch(said)
+            if found:
+                return Ask(self.kind, what, _details(found), text=text)
+        return None
+
+    async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
+        """The answer from ``facts.now()``; None when a message brought by meaning is not about now."""
+        if not ask.what:
+            found_ask = _loose(ask.text)
+            if found_ask is None:
+                return None
+            ask = Ask(ask.kind, found_ask[0], found_ask[1], text=ask.text, by_meaning=ask.by_meaning)
+        now = facts.now()
+        zone = zone_name(now)
+        basis = f"the Pi's clock ({zone})"
+        if now.year < CLOCK_FLOOR:
+            return Answer(
+                f"My clock is not set (it reads {now:%d %B %Y}), so I cannot tell you the time or the date: it "
+                "sets itself once the Pi reaches a time server on the internet.",
+                basis=f"{basis}, not set",
+                kind=self.kind,
+            )
+        text = _say(ask, now, zone)
+        return None if text is None else Answer(text, basis=basis, kind=self.kind)
+
+
+CLOCK = _Clock()
+
+
+def zone_name(now: datetime) -> str:
+    """The zone's IANA name when it has one ("Europe/Brussels"), else its abbreviation or UTC offset."""
+    key = getattr(now.tzinfo, "key", None)
+    if key:
+        return str(key)
+    name = now.tzname() or ""
+    return name if name and name[0].isalpha() else _offset(now)
+
+
+def _offset(now: datetime) -> str:
+    offset = now.utcoffset() or timedelta(0)
+    sign = "-" if offset < timedelta(0) else "+"
+    minutes = abs(int(offset.total_seconds())) // 60
+    return f"UTC{sign}{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def _normalise(text: str, clauses: bool = False) -> str:
+    """Lower case, straight quotes, no punctuation; ``clauses``: a comma or full stop kept as " , "."""
+    text = text.lower().replace("’", "'").replace("‘", "'")
+    if clauses:
+        text = re.sub(r"[?!.,;:]+(?=\s|$)", " , ", text).rstrip(" ,")
+    text = re.sub(r"[?!.;:\"]+" if clauses else r"[?!.,;:\"]+", " ", text)
+    return " ".join(text.split())
+
+
+def _details(found: re.Match[str]) -> dict[str, str]:
+    return {name: value for name, value in found.groupdict().items() if value}
+
+
+def _loose(text: str) -> tuple[str, dict[str, str]] | None:
+    said = _normalise(text, clauses=True)
+    if _NOT_NOW.search(said):
+        return None
+    for what, pattern in _LOOSE:
+        found = pattern.search(said)
+        if found:
+            details = _details(found)
+            if not (details.keys() & {"day", "target"}) and _OTHER_DAY.search(said):
+                return None
+            return what, details
+    return None
+
+
+def _long(day: date) -> str:
+    return f"{day:%A} {day.day} {day:%B %Y}"
+
+
+def _say(ask: Ask, now: datetime, zone: str) -> str | None:
+    today = now.date()
+    details = ask.details
+    day_word = details.get("day", "today")
+    day = today + timedelta(days=_OFFSETS.get(day_word, 0))
+    tense = "was" if day < today else "is"
+    subject = day_word[0].upper() + day_word[1:]
+    if ask.what == "time":
+        return f"It's {now:%H:%M} ({zone})."
+    if ask.what in ("date", "weekday"):
+        return f"{subject} {tense} {_long(day)}."
+    if ask.what == "zone":
+        abbreviation = now.tzname() or ""
+        also = f"{abbreviation}, " if abbreviation[:1].isalpha() and abbreviation != zone else ""
+        return f"I'm on {zone} time ({also}{_offset(now)})."
+    if ask.what == "year":
+        return f"It's {now.year}."
+    if ask.what == "month":
+        return f"It's {now:%B %Y}."
+    if ask.what == "week":
+        year, week, _ = today.isocalendar()
+        return f"It's week {week} of {year} (ISO weeks, which start on Monday)."
+    if ask.what == "weekend":
+        return _weekend(details, subject, day)
+    if ask.what == "is_weekday":
+        named = details["weekday"]
+        yes = _WEEKDAYS[named] == day.weekday()
+        return f"{'Yes' if yes else 'No'}: {day_word} {tense} {day:%A}."
+    target = _target(details, today)
+    if target is None:
+        return None
+    name, when = target
+    dated = f"{when.day} {when:%B %Y}"
+    if ask.what == "weekday_of":
+        verb = "was" if when < today else "is"
+        return f"{name + ' (' + dated + ')' if name else dated} {verb} a {when:%A}."
+    days = (when - today).days
+    said = name or dated
+    also = f"{when:%A} {dated}" if name else f"{when:%A}"
+    if days == 0:
+        return f"{said} is today ({also})."
+    if days == 1:
+        return f"{said} is tomorrow ({also})."
+    return f"{said} is in {days} days ({also})."
+
+
+def _weekend(details: dict[str, str], subject: str, day: date) -> str:
+    weekend = day.weekday() >= 5
+    asked_weekend = details.get("weekend", "weekend") == "weekend"
+    yes = weekend == asked_weekend
+    said = subject.lower()
+    tense = "was" if _OFFSETS.get(said, 0) < 0 else "is"
+    if weekend or not asked_weekend:
+        return f"{'Yes' if yes else 'No'}: {said} {tense} {day:%A}."
+    until = 5 - day.weekday()
+    starts = "tomorrow" if until == 1 else f"in {until} days"
+    return f"No: {said} {tense} {day:%A}; the weekend starts {starts}."
+
+
+def _target(details: dict[str, str], today: date) -> tuple[str, date] | None:
+    """The date a question names, and how to say it: the next one from today when it has no year."""
+    target = details.get("target", "")
+    plain = re.sub(r"^(?:the )?next ", "", target)
+    if plain in _HOLIDAYS:
+        month, day = _HOLIDAYS[plain]
+        when = _next(today, month, day)
+        name = "Christmas" if plain == "xmas" else plain.title().replace("'S", "'s")
+        return (name, when) if when else None
+    if plain in _WEEKDAYS:
+        ahead = (_WEEKDAYS[plain] - today.weekday()) % 7 or 7
+        return plain.title(), today + timedelta(days=ahead)
+    month_word = details.get("m1") or details.get("m2")
+    day_text = details.get("d1") or details.get("d2")
+    year_text = details.get("y1") or details.get("y2")
+    if not month_word or not day_text:
+        return None
+    month, day_number = _MONTHS[month_word], int(day_text)
+    if year_text:
+        try:
+            when = date(int(year_text), month, day_number)
+        except ValueError:
+            return None
+    else:
+        found = _next(today, month, day_number)
+        if found is None:
+            return None
+        when = found
+    return "", when
+
+
+def _next(today: date, month: int, day: int) -> date | None:
+    """The next ``day month`` from today (today included); None when no year has it."""
+    for year in range(today.year, today.year + 9):  # 29 February comes within eight years
+        try:
+            when = date(year, month, day)
+        except ValueError:
+            continue
+        if when >= today:
+            return when
+    return None
