@@ -1,0 +1,185 @@
+"""Plain arithmetic, exact, worked out on the Pi by the calculator's own evaluator (:mod:`appliance.arithmetic`).
+
+Asked in words or symbols: "what is 17 times 23", "17*23", "how much is 15 percent of 80", "what's 2 to
+the power of 10", "the square root of 144", "1/3 + 1/6", "split 120 euros between 7 people". The words
+are read into an expression token by token (numbers, operators said or written, brackets, "square root
+of", "percent of"); a message is taken only when every word of it is part of the sum, after a "what is"
+or "calculate" before it, so "what is love", "what is 5G", "I have 2 cats", "set the light to 50 percent"
+or "call me at 555 1234" are not. A bare "24/12" or "2026-11-27" reads as a date, not a division: it is
+taken only after "what is" or "calculate". Unit conversions are :mod:`appliance.grounded.units`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+
+from appliance.arithmetic import Number, evaluate, format_number, is_exact
+from appliance.errors import ToolError
+from appliance.grounded.base import Answer, Ask, Facts
+
+BASIS = "calculated on the Pi"
+
+_NUMBER = r"(?:\d+(?:\.\d+)?|\.\d+)"
+# said or written operators, longest first; each with what it means in the expression
+_WORDS: tuple[tuple[str, str], ...] = (
+    (r"to the power of|to the power|raised to(?: the power of)?|\*\*|\^", "**"),
+    (r"multiplied by|times|x|×|\*", "*"),
+    (r"divided by|over|÷|/", "/"),
+    (r"plus|\+", "+"),
+    (r"minus|take away|less|−|–|-", "-"),
+    (r"modulo|mod", "%"),
+    (r"squared", "**2"),
+    (r"cubed", "**3"),
+    (r"(?:the )?square root of|sqrt|√", "sqrt"),
+    (r"(?:percent|per cent|%) of", "/100*"),
+    (r"\(", "("),
+    (r"\)", ")"),
+)
+_TOKEN = re.compile(
+    rf"\s*(?:(?P<number>{_NUMBER})|" + "|".join(f"(?P<w{i}>{words})" for i, (words, _) in enumerate(_WORDS)) + r")"
+)
+_ASKING = re.compile(
+    r"(?:(?:hey|hi|ok|okay|so)(?: \w+)? )?(?:please )?(?:(?:can|could) you (?:please )?)?"
+    r"(?P<asking>what(?:'s| is| are| does)|whats|how much (?:is|are|does)|calculate|compute|work out|solve|"
+    r"evaluate|tell me)? ?(?P<body>.+?)(?: (?:equal|equals|make|come to|give|please|exactly))*"
+)
+_DATE_LIKE = re.compile(r"\d+(?:[/.-]\d+)+")
+_SPLIT = re.compile(
+    rf"(?:can you |please )*(?:split|divide|share) (?:the bill of |a bill of |the )?(?P<before>[€$£])?"
+    rf"(?P<amount>{_NUMBER})(?: ?(?P<currency>euros?|dollars?|pounds?|eur|usd|gbp|francs?|crowns?|€|\$|£))?"
+    rf" (?:between|among|amongst|by|across|over|for) (?P<people>\d+)(?: (?:people|persons|friends|of us|ways))?"
+)
+
+
+@dataclass(frozen=True)
+class _Arithmetic:
+    """The arithmetic topic (see the module docstring)."""
+
+    kind: str = "arithmetic"
+    examples: tuple[str, ...] = (
+        "what is 17 times 23",
+        "17*23",
+        "how much is 15 percent of 80",
+        "what's 2 to the power of 10",
+        "what is the square root of 144",
+        "1/3 + 1/6",
+        "calculate 1250 divided by 4",
+        "what's 7 plus 8 minus 3",
+        "what is 12 squared",
+        "split 120 euros between 7 people",
+        "how much is 3.5 times 4",
+        "what does 45 divided by 9 make",
+    )
+
+    def match(self, text: str) -> Ask | None:
+        """An Ask when the whole message is a sum (after "what is" or "calculate"), or a bill to split."""
+        said = _normalise(text)
+        split = _SPLIT.fullmatch(said)
+        if split:
+            return Ask(self.kind, "split", {k: v for k, v in split.groupdict().items() if v}, text=text)
+        asked = _ASKING.fullmatch(said)
+        if asked is None:
+            return None
+        body = asked["body"]
+        expression = expression_of(body)
+        if expression is None:
+            return None
+        if not asked["asking"] and _DATE_LIKE.fullmatch(body):
+            return None  # "24/12", "2026-11-27", "555-1234": a date or a number, unless asked for as a sum
+        return Ask(self.kind, "sum", {"expression": expression, "said": body}, text=text)
+
+    async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
+        """The exact result; None when a message brought by meaning holds no sum after all."""
+        if not ask.what:
+            found = self.match(ask.text)
+            if found is None:
+                return None
+            ask = found
+        if ask.what == "split":
+            return _split(ask.details, self.kind)
+        try:
+            value = evaluate(ask.details["expression"])
+        except ToolError as exc:
+            return Answer(f"I cannot work that out: {exc}.", basis=BASIS, kind=self.kind)
+        shown = format_number(value)
+        said = ask.details["said"]
+        return Answer(f"{said[0].upper()}{said[1:]} is {_exactly(value, shown)}.", basis=BASIS, kind=self.kind)
+
+
+ARITHMETIC = _Arithmetic()
+
+
+def _normalise(text: str) -> str:
+    text = text.lower().replace("’", "'").strip()
+    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)  # 1,000 is a thousand
+    text = re.sub(r"[?!,;:]+|\.+$|\.(?=\s)", " ", text)
+    return " ".join(text.split())
+
+
+def expression_of(words: str) -> str | None:
+    """The expression ``words`` say ("17 times 23" -> "17*23"), or None when any word is not part of a sum."""
+    out: list[str] = []
+    at = 0
+    operators = 0
+    while at < len(words):
+        found = _TOKEN.match(words, at)
+        if found is None or found.end() == at:
+            return None
+        at = found.end()
+        if found["number"]:
+            out.append(found["number"])
+            continue
+        index = int(next(name for name, value in found.groupdict().items() if value and name != "number")[1:])
+        meaning = _WORDS[index][1]
+        if meaning == "sqrt":
+            number = re.compile(rf"\s*({_NUMBER})").match(words, at)
+            if number:  # "square root of 144": the call's brackets are not said
+                out.append(f"sqrt({number[1]})")
+                at = number.end()
+            else:
+                out.append("sqrt")
+        else:
+            out.append(meaning)
+        operators += meaning not in ("(", ")")
+    expression = "".join(out)
+    if not operators or len(expression) > 200:
+        return None
+    try:
+        ast.parse(expression, mode="eval")
+    except SyntaxError:  # "what is 5 minus": words of a sum, but not one
+        return None
+    return expression
+
+
+def _exactly(value: Number, shown: str) -> str:
+    if is_exact(value, shown):
+        return shown
+    if isinstance(value, Fraction) and value.denominator <= 1000:
+        return f"{value.numerator}/{value.denominator}, about {shown}"
+    return f"about {shown}"
+
+
+def _split(details: dict[str, str], kind: str) -> Answer:
+    amount, people = Fraction(details["amount"]), int(details["people"])
+    unit = _unit(details.get("currency") or details.get("before") or "")
+    if people == 0:
+        return Answer("Split between nobody, there is nothing to share.", basis=BASIS, kind=kind)
+    each = amount / people
+    if not unit:
+        shown = format_number(each)
+        return Answer(f"{_exactly(each, shown)} each.".capitalize(), basis=BASIS, kind=kind)
+    cents = round(each * 100)
+    money = f"{cents // 100}" if cents % 100 == 0 else f"{cents / 100:.2f}"
+    if each * 100 == cents:
+        return Answer(f"{money} {unit} each.", basis=BASIS, kind=kind)
+    said = f"{format_number(amount)} / {people} = {float(each):.6g}…"
+    return Answer(f"About {money} {unit} each ({said}).", basis=BASIS, kind=kind)
+
+
+def _unit(currency: str) -> str:
+    names = {"€": "euros", "$": "dollars", "£": "pounds", "eur": "euros", "usd": "dollars", "gbp": "pounds"}
+    name = names.get(currency, currency)
+    return name if not name or name.endswith("s") else name + "s"
