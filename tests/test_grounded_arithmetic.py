@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from appliance.config import Config
-from appliance.grounded.arithmetic import ARITHMETIC, expression_of
+from appliance.grounded.arithmetic import ARITHMETIC, digits_for_words, expression_of
 from appliance.grounded.base import Answer, Ask, Facts, Topic
 from appliance.grounded.units import UNITS, shown
 
@@ -42,6 +42,8 @@ def reply(topic: Topic, text: str, config: Config) -> Answer | None:
         ("hey pico, what's 7 plus 8 minus 3?", "7 plus 8 minus 3 is 12."),
         ("what does 45 divided by 9 make", "45 divided by 9 is 5."),
         ("how much is 3.5 times 4", "3.5 times 4 is 14."),
+        ("what is seventeen times twenty-three", "Seventeen times twenty-three is 391."),
+        ("what's one hundred and five plus a thousand", "One hundred and five plus a thousand is 1105."),
         ("what is 24/12", "24/12 is 2."),  # asked for as a sum, a date-like pair is one
         ("what is 10 divided by 0", "I cannot work that out: division by zero."),
         ("what is 2 ** 1000", "I cannot work that out: exponent too large (at most 100)."),
@@ -79,6 +81,8 @@ NEITHER = [
     "how many days in a month",
     "how many grams of sugar in a coke",
     "what is 3 plus the number of planets",
+    "what is one direction",
+    "one two three",
 ]
 
 
@@ -117,6 +121,7 @@ def test_what_is_not_a_sum_or_a_conversion_is_left_alone(text: str, config: Conf
         ("6 foot in cm", "6 feet is 182.88 centimetres.", "1 ft = 30.48 cm"),
         ("what is 1,000 metres in km", "1000 metres is 1 kilometre.", "1 km = 1000 m"),
         ("how many inches in a foot", "1 foot is 12 inches.", "1 ft = 12 in"),
+        ("how many feet in three metres", "3 metres is about 9.843 feet.", "1 ft = 0.3048 m"),
     ],
 )
 def test_conversions_say_the_figure_the_unit_and_the_definition(
@@ -152,6 +157,9 @@ def test_the_words_become_the_expression_the_calculator_reads() -> None:
     assert expression_of("the square root of 144 plus 1") == "sqrt(144)+1"
     assert expression_of("2 to the power of 10") == "2**10"
     assert expression_of("2 cats") is None
+    assert digits_for_words("seventeen times twenty-three") == "17 times 23"
+    assert digits_for_words("two thousand three hundred and forty five") == "2345"
+    assert digits_for_words("one two") == "1 2"  # two numbers said, not twelve or three
 
 
 def test_a_message_brought_by_meaning_is_read_by_the_same_rule(config: Config) -> None:

@@ -2,11 +2,12 @@
 
 Asked in words or symbols: "what is 17 times 23", "17*23", "how much is 15 percent of 80", "what's 2 to
 the power of 10", "the square root of 144", "1/3 + 1/6", "split 120 euros between 7 people". The words
-are read into an expression token by token (numbers, operators said or written, brackets, "square root
-of", "percent of"); a message is taken only when every word of it is part of the sum, after a "what is"
-or "calculate" before it, so "what is love", "what is 5G", "I have 2 cats", "set the light to 50 percent"
-or "call me at 555 1234" are not. A bare "24/12" or "2026-11-27" reads as a date, not a division: it is
-taken only after "what is" or "calculate". Unit conversions are :mod:`appliance.grounded.units`.
+are read into an expression token by token (numbers in digits or words up to the billions, operators
+said or written, brackets, "square root of", "percent of"); a message is taken only when every word of
+it is part of the sum, after a "what is" or "calculate" before it, so "what is love", "what is 5G", "I
+have 2 cats", "set the light to 50 percent" or "call me at 555 1234" are not. A bare "24/12" or
+"2026-11-27" reads as a date, not a division: it is taken only after "what is" or "calculate". Unit
+conversions are :mod:`appliance.grounded.units`.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ class _Arithmetic:
         if asked is None:
             return None
         body = asked["body"]
-        expression = expression_of(body)
+        expression = expression_of(digits_for_words(body))
         if expression is None:
             return None
         if not asked["asking"] and _DATE_LIKE.fullmatch(body):
@@ -117,6 +118,82 @@ def _normalise(text: str) -> str:
     text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)  # 1,000 is a thousand
     text = re.sub(r"[?!,;:]+|\.+$|\.(?=\s)", " ", text)
     return " ".join(text.split())
+
+
+_UNITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+_TEENS = ["ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
+_TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+_SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9}
+# which kind of number word may follow which: "twenty three" yes, "three twenty" or "one two" no
+_FOLLOWS = {
+    "unit": {"start", "tens", "hundred", "scale", "and"},
+    "teen": {"start", "hundred", "scale", "and"},
+    "tens": {"start", "hundred", "scale", "and"},
+    "hundred": {"unit", "teen"},
+    "scale": {"unit", "teen", "tens", "hundred"},
+    "and": {"hundred", "scale"},
+}
+
+
+def _kind(word: str) -> str:
+    if word in _UNITS:
+        return "unit"
+    if word in _TEENS:
+        return "teen"
+    if word in _TENS:
+        return "tens"
+    if word == "hundred":
+        return "hundred"
+    if word in _SCALES:
+        return "scale"
+    return "and" if word == "and" else ""
+
+
+def digits_for_words(text: str) -> str:
+    """Numbers said in words written in digits: "seventeen times twenty-three" -> "17 times 23"."""
+    words = re.sub(rf"\b({'|'.join(_TENS)})-(?=(?:{'|'.join(_UNITS)})\b)", r"\1 ", text).split()
+    out: list[str] = []
+    at = 0
+    while at < len(words):
+        end, value = _number_at(words, at)
+        if end == at:
+            out.append(words[at])
+            at += 1
+        else:
+            out.append(str(value))
+            at = end
+    return " ".join(out)
+
+
+def _number_at(words: list[str], at: int) -> tuple[int, int]:
+    """Where the number said from ``at`` ends, and its value (``at``, 0 when none starts there)."""
+    total = current = 0
+    last = "start"
+    end = at
+    i = at
+    while i < len(words):
+        word = words[i]
+        if word == "a" and last == "start" and i + 1 < len(words) and _kind(words[i + 1]) in ("hundred", "scale"):
+            current, last, i = 1, "unit", i + 1
+            continue
+        kind = _kind(word)
+        if not kind or last not in _FOLLOWS[kind]:
+            break
+        if kind == "unit":
+            current += _UNITS.index(word)
+        elif kind == "teen":
+            current += 10 + _TEENS.index(word)
+        elif kind == "tens":
+            current += 20 + 10 * _TENS.index(word)
+        elif kind == "hundred":
+            current *= 100
+        elif kind == "scale":
+            total, current = total + current * _SCALES[word], 0
+        last = kind
+        i += 1
+        if kind != "and":
+            end = i
+    return end, total + current
 
 
 def expression_of(words: str) -> str | None:

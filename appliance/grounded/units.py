@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from fractions import Fraction
 
+from appliance.grounded.arithmetic import digits_for_words
 from appliance.grounded.base import Answer, Ask, Facts
 
 
@@ -208,7 +209,7 @@ def _normalise(text: str) -> str:
     text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
     text = re.sub(r"[?!,;:]+|\.+$|\.(?=\s)", " ", text)
     text = re.sub(r"\b(?:degrees?|deg) (?=°|º)", "", text)
-    return " ".join(text.split())
+    return digits_for_words(text)
 
 
 def _amount(said: str) -> Fraction:
