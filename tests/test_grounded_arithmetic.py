@@ -45,12 +45,20 @@ def reply(topic: Topic, text: str, config: Config) -> Answer | None:
         ("what is seventeen times twenty-three", "Seventeen times twenty-three is 391."),
         ("what's one hundred and five plus a thousand", "One hundred and five plus a thousand is 1105."),
         ("what is 24/12", "24/12 is 2."),  # asked for as a sum, a date-like pair is one
+        ("multiply 17 by 23", "17 × 23 is 391."),
+        ("can you divide 100 by 8", "100 ÷ 8 is 12.5."),
+        ("subtract 3 from 10", "10 − 3 is 7."),
+        (
+            "could you work out 15 percent of 80 for me?",
+            "15 percent of 80 is 12.",
+        ),  # asked for as a sum, a date-like pair is one
         ("what is 10 divided by 0", "I cannot work that out: division by zero."),
         ("what is 2 ** 1000", "I cannot work that out: exponent too large (at most 100)."),
         ("split 120 euros between 7 people", "About 17.14 euros each (120 / 7 = 17.1429…)."),
         ("split €90 between 3 people", "30 euros each."),
         ("split the bill of 100 dollars among 8", "12.50 dollars each."),
         ("split 100 between 3", "100/3, about 33.33333333 each."),
+        ("split 60 euros by 4 people", "15 euros each."),
     ],
 )
 def test_arithmetic_is_worked_out_exactly(text: str, said: str, config: Config) -> None:
@@ -166,6 +174,12 @@ def test_a_message_brought_by_meaning_is_read_by_the_same_rule(config: Config) -
     facts = Facts(config=config, now=lambda: datetime(2026, 11, 27, tzinfo=UTC))
     answer = asyncio.run(ARITHMETIC.answer(Ask("arithmetic", text="what's 6 times 7", by_meaning=True), facts))
     assert answer is not None and answer.text == "6 times 7 is 42."
+    # by meaning, a sum within the message is found: the longest run of words that is one
+    within = Ask("arithmetic", text="so what do I get if I multiply 17 by 23", by_meaning=True)
+    answer = asyncio.run(ARITHMETIC.answer(within, facts))
+    assert answer is not None and answer.text == "17 × 23 is 391."
+    within = Ask("arithmetic", text="I was born on 24/12, can you believe it", by_meaning=True)
+    assert asyncio.run(ARITHMETIC.answer(within, facts)) is None
     converted = asyncio.run(UNITS.answer(Ask("units", text="5 km in miles", by_meaning=True), facts))
     assert converted is not None and "3.107 miles" in converted.text
 

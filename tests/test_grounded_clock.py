@@ -61,6 +61,8 @@ def answer(text: str, config: Config, now: datetime = FRIDAY) -> Answer | None:
         ("what day of the week is 1 January 2000", "1 January 2000 was a Saturday."),
         ("what day is christmas this year", "Christmas (25 December 2026) is a Friday."),
         ("what week number is it", "It's week 48 of 2026 (ISO weeks, which start on Monday)."),
+        ("what's the current week of the year", "It's week 48 of 2026"),
+        ("which day are we today", "Today is Friday 27 November 2026."),
         ("which week of the year is it?", "It's week 48 of 2026"),
         ("is it the weekend?", "No: today is Friday; the weekend starts tomorrow."),
         ("is it weekend yet", "No: today is Friday; the weekend starts tomorrow."),

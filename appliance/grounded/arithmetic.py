@@ -22,6 +22,7 @@ from appliance.errors import ToolError
 from appliance.grounded.base import Answer, Ask, Facts
 
 BASIS = "calculated on the Pi"
+_LONGEST = 40  # words: a longer message brought by meaning is not searched for a sum within it
 
 _NUMBER = r"(?:\d+(?:\.\d+)?|\.\d+)"
 # said or written operators, longest first; each with what it means in the expression
@@ -45,13 +46,14 @@ _TOKEN = re.compile(
 _ASKING = re.compile(
     r"(?:(?:hey|hi|ok|okay|so)(?: \w+)? )?(?:please )?(?:(?:can|could) you (?:please )?)?"
     r"(?P<asking>what(?:'s| is| are| does)|whats|how much (?:is|are|does)|calculate|compute|work out|solve|"
-    r"evaluate|tell me)? ?(?P<body>.+?)(?: (?:equal|equals|make|come to|give|please|exactly))*"
+    r"evaluate|tell me)? ?(?P<body>.+?)(?: (?:equal|equals|make|come to|give|please|exactly|for me))*"
 )
 _DATE_LIKE = re.compile(r"\d+(?:[/.-]\d+)+")
 _SPLIT = re.compile(
     rf"(?:can you |please )*(?:split|divide|share) (?:the bill of |a bill of |the )?(?P<before>[€$£])?"
     rf"(?P<amount>{_NUMBER})(?: ?(?P<currency>euros?|dollars?|pounds?|eur|usd|gbp|francs?|crowns?|€|\$|£))?"
-    rf" (?:between|among|amongst|by|across|over|for) (?P<people>\d+)(?: (?:people|persons|friends|of us|ways))?"
+    rf"(?: (?:between|among|amongst) (?P<people>\d+)(?: (?:people|persons|friends|of us|ways))?"
+    rf"| (?:by|across|over|for|into) (?P<ways>\d+) (?:people|persons|friends|of us|ways))"
 )
 
 
@@ -85,17 +87,38 @@ class _Arithmetic:
         if asked is None:
             return None
         body = asked["body"]
-        expression = expression_of(digits_for_words(body))
+        written = _verbs(digits_for_words(body))
+        expression = expression_of(written)
         if expression is None:
             return None
+        if written != digits_for_words(body):
+            body = written  # "17 × 23 is 391", not "Multiply 17 by 23 is 391"
         if not asked["asking"] and _DATE_LIKE.fullmatch(body):
             return None  # "24/12", "2026-11-27", "555-1234": a date or a number, unless asked for as a sum
         return Ask(self.kind, "sum", {"expression": expression, "said": body}, text=text)
 
+    def _within(self, text: str) -> Ask | None:
+        """By meaning: the longest run of words in the message that is a sum ("what do I get if I multiply 17
+        by 23" -> 17*23), at least one number on each side of an operator."""
+        words = digits_for_words(_normalise(text)).split()
+        if len(words) > _LONGEST:
+            return None
+        best: tuple[int, str, str] | None = None
+        for start in range(len(words)):
+            for end in range(len(words), start + 2, -1):
+                said = _verbs(" ".join(words[start:end]))
+                expression = expression_of(said)
+                if expression is not None and (best is None or end - start > best[0]):
+                    best = (end - start, expression, said)
+                    break
+        if best is None or _DATE_LIKE.fullmatch(best[2]):
+            return None
+        return Ask(self.kind, "sum", {"expression": best[1], "said": best[2]}, text=text, by_meaning=True)
+
     async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
         """The exact result; None when a message brought by meaning holds no sum after all."""
         if not ask.what:
-            found = self.match(ask.text)
+            found = self.match(ask.text) or self._within(ask.text)
             if found is None:
                 return None
             ask = found
@@ -231,6 +254,22 @@ def expression_of(words: str) -> str | None:
     return expression
 
 
+_VERBS = (  # "multiply 17 by 23": the operation said before its numbers, and how the answer writes it
+    (re.compile(rf"(?:multiply|times) ({_NUMBER}) (?:by|and|with) ({_NUMBER})"), r"\1 × \2"),
+    (re.compile(rf"divide ({_NUMBER}) by ({_NUMBER})"), r"\1 ÷ \2"),
+    (re.compile(rf"(?:add|sum) ({_NUMBER}) (?:to|and) ({_NUMBER})"), r"\1 + \2"),
+    (re.compile(rf"(?:subtract|take) ({_NUMBER}) (?:away )?from ({_NUMBER})"), r"\2 − \1"),
+)
+
+
+def _verbs(words: str) -> str:
+    """ "multiply 17 by 23" as "17 × 23", which :func:`expression_of` reads; other words as they are."""
+    for pattern, written in _VERBS:
+        if pattern.fullmatch(words):
+            return pattern.sub(written, words)
+    return words
+
+
 def _exactly(value: Number, shown: str) -> str:
     if is_exact(value, shown):
         return shown
@@ -240,7 +279,7 @@ def _exactly(value: Number, shown: str) -> str:
 
 
 def _split(details: dict[str, str], kind: str) -> Answer:
-    amount, people = Fraction(details["amount"]), int(details["people"])
+    amount, people = Fraction(details["amount"]), int(details.get("people") or details["ways"])
     unit = _unit(details.get("currency") or details.get("before") or "")
     if people == 0:
         return Answer("Split between nobody, there is nothing to share.", basis=BASIS, kind=kind)

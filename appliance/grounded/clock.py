@@ -110,7 +110,8 @@ _PHRASES: tuple[tuple[str, str], ...] = (
     (
         "week",
         r"what week(?: number)? is (?:it|this)(?: today)?|what(?:'s| is) the (?:current )?week(?: number)?|"
-        r"(?:what|which) week of the year is (?:it|this)|week number",
+        r"(?:what|which) week of the year is (?:it|this)|week number|"
+        r"what(?:'s| is) (?:the|this) (?:current )?week of the year",
     ),
     ("year", r"what year is (?:it|this)|which year is (?:it|this)|what(?:'s| is) the (?:current )?year"),
     ("month", r"what month is (?:it|this)|which month is (?:it|this)|what(?:'s| is) the (?:current )?month"),
@@ -125,6 +126,7 @@ _PHRASES: tuple[tuple[str, str], ...] = (
     ("weekday", rf"(?:what|which) (?:day|weekday) (?:of the week )?(?:is|was|will be) {_DAY}"),
     ("weekday", rf"(?:which day (?:of the week )?is it|what(?:'s| is) the day|what weekday is it)(?: {_DAY})?"),
     ("weekday", rf"what day {_DAY} is"),
+    ("weekday", rf"(?:what|which) day (?:are we|is it)(?: on)?(?: {_DAY})?"),
     ("weekday", rf"(?:what|which) day(?: of the week)? it is(?: {_DAY})?"),
 )
 _STRICT = [(what, re.compile(rf"{_PREFIX}(?:{phrase}){_SUFFIX}")) for what, phrase in _PHRASES]
