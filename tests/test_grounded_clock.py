@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
 from appliance.config import Config
 from appliance.grounded.base import Answer, Ask, Facts
-from appliance.grounded.clock import CLOCK, zone_name
+from appliance.grounded.clock import CLOCK, ClockTopic, clock_synced, zone_name
 
 BRUSSELS = ZoneInfo("Europe/Brussels")
 FRIDAY = datetime(2026, 11, 27, 14, 5, tzinfo=BRUSSELS)  # a Friday afternoon, week 48
@@ -21,10 +23,13 @@ def facts(config: Config, now: datetime = FRIDAY) -> Facts:
     return Facts(config=config, now=lambda: now)
 
 
-def answer(text: str, config: Config, now: datetime = FRIDAY) -> Answer | None:
+SYNCED = dataclasses.replace(CLOCK, synced=lambda: True)  # whatever the machine running the tests says
+
+
+def answer(text: str, config: Config, now: datetime = FRIDAY, clock: ClockTopic = SYNCED) -> Answer | None:
     """The clock's answer to ``text`` as its words rule takes it (None: not taken)."""
-    ask = CLOCK.match(text)
-    return None if ask is None else asyncio.run(CLOCK.answer(ask, facts(config, now)))
+    ask = clock.match(text)
+    return None if ask is None else asyncio.run(clock.answer(ask, facts(config, now)))
 
 
 @pytest.mark.parametrize(
@@ -127,7 +132,7 @@ def test_the_words_rule_leaves_what_is_not_about_the_clock(text: str, config: Co
 def test_a_message_brought_by_meaning_is_answered_only_when_it_is_about_now(
     text: str, said: str | None, config: Config
 ) -> None:
-    reply = asyncio.run(CLOCK.answer(Ask("time", text=text, by_meaning=True), facts(config)))
+    reply = asyncio.run(SYNCED.answer(Ask("time", text=text, by_meaning=True), facts(config)))
     if said is None:
         assert reply is None
     else:
@@ -141,6 +146,23 @@ def test_an_unset_clock_is_said_so_rather_than_read_out(config: Config) -> None:
         assert reply is not None
         assert "not set" in reply.text and "1970" in reply.text and "00:00" not in reply.text
         assert reply.basis == "the Pi's clock (UTC), not set"
+
+
+def test_a_clock_not_synchronised_since_boot_says_it_may_be_off(config: Config, tmp_path: Path) -> None:
+    unsynced = dataclasses.replace(CLOCK, synced=lambda: False)
+    reply = answer("what time is it", config, clock=unsynced)
+    assert reply is not None
+    assert reply.text == (
+        "It's 14:05 (Europe/Brussels). "
+        "But my clock has not reached a time server since the Pi started, so it may be off."
+    )
+    assert reply.basis == "the Pi's clock (Europe/Brussels), not synchronised since boot"
+    # timesyncd's flag: its folder while it runs, "synchronized" in it once it has synchronised
+    assert clock_synced(tmp_path / "absent") is None  # no timesyncd: nothing known, nothing said
+    (tmp_path / "timesync").mkdir()
+    assert clock_synced(tmp_path / "timesync") is False
+    (tmp_path / "timesync" / "synchronized").touch()
+    assert clock_synced(tmp_path / "timesync") is True
 
 
 def test_the_zone_is_named_however_the_clock_holds_it(config: Config) -> None:

@@ -14,19 +14,33 @@ the sun or a time other than now.
 
 A Pi has no battery clock: until it reaches a time server it may believe it is 1970, or the moment it
 was last shut down. A clock before CLOCK_FLOOR is plainly unset, and then the answer says so instead of
-a time.
+a time. Where systemd-timesyncd keeps the clock (the image does), it marks the first synchronisation since
+boot in /run/systemd/timesync/synchronized; until then the answer gives the time with a warning that it
+may be off. Elsewhere nothing is known either way (a kernel that no NTP client disciplines is not a
+wrong clock), and nothing is said.
 """
 
 from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from pathlib import Path
 
 from appliance.grounded.base import Answer, Ask, Facts
 
 CLOCK_FLOOR = 2024  # a year before this on the clock: it has not been set since the Pi booted
+TIMESYNC = Path("/run/systemd/timesync")  # systemd-timesyncd's runtime folder, there while it runs
+
+
+def clock_synced(timesync: Path = TIMESYNC) -> bool | None:
+    """Whether the clock has reached a time server since boot: timesyncd's flag; None where it does not run."""
+    if not timesync.is_dir():
+        return None
+    return (timesync / "synchronized").exists()
+
 
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 _MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
@@ -143,10 +157,11 @@ _OTHER_DAY = re.compile(r"\b(?:tomorrow|yesterday|next|last|ago|in (?:\d+|a|an|o
 
 
 @dataclass(frozen=True)
-class _Clock:
+class ClockTopic:
     """The clock topic (see the module docstring)."""
 
     kind: str = "time"
+    synced: Callable[[], bool | None] = clock_synced  # a seam for tests
     examples: tuple[str, ...] = (
         "what time is it",
         "what's the time right now",
@@ -191,10 +206,15 @@ class _Clock:
                 kind=self.kind,
             )
         text = _say(ask, now, zone)
-        return None if text is None else Answer(text, basis=basis, kind=self.kind)
+        if text is None:
+            return None
+        if self.synced() is False:
+            text += " But my clock has not reached a time server since the Pi started, so it may be off."
+            basis += ", not synchronised since boot"
+        return Answer(text, basis=basis, kind=self.kind)
 
 
-CLOCK = _Clock()
+CLOCK = ClockTopic()
 
 
 def zone_name(now: datetime) -> str:
