@@ -200,7 +200,7 @@ class ClockTopic:
         basis = f"the Pi's clock ({zone})"
         if now.year < CLOCK_FLOOR:
             return Answer(
-                f"My clock is not set (it reads {now:%d %B %Y}), so I cannot tell you the time or the date: it "
+                f"My clock is not set (it reads {now.day} {now:%B %Y}), so I cannot tell you the time or the date: it "
                 "sets itself once the Pi reaches a time server on the internet.",
                 basis=f"{basis}, not set",
                 kind=self.kind,
