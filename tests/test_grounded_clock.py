@@ -78,6 +78,24 @@ def answer(text: str, config: Config, now: datetime = FRIDAY, clock: ClockTopic 
         ("what time zone are you in", "I'm on Europe/Brussels time (CET, UTC+01:00)."),
         ("what's your timezone?", "I'm on Europe/Brussels time (CET, UTC+01:00)."),
         ("what year is it", "It's 2026."),
+        ("whats the time now", "It's 14:05 (Europe/Brussels)."),
+        ("How late is it?", "It's 14:05 (Europe/Brussels)."),
+        ("what's the time in your time zone", "It's 14:05 (Europe/Brussels)."),
+        ("Is it morning or afternoon?", "It's afternoon: 14:05 (Europe/Brussels)."),
+        ("is it evening yet", "No: it's afternoon, 14:05 (Europe/Brussels)."),
+        ("Is it past midday yet?", "Yes: it's 14:05 (Europe/Brussels)."),
+        ("is it before noon", "No: it's 14:05 (Europe/Brussels)."),
+        ("How many days are there in this month?", "November 2026 has 30 days."),
+        ("how many days in february", "February 2027 has 28 days (29 in a leap year; the next is 2028)."),
+        ("Is this a leap year?", "No: 2026 is not a leap year; the next is 2028."),
+        ("is 2028 a leap year", "Yes: 2028 is a leap year (February has 29 days)."),
+        ("Which day of the month is it?", "Today is Friday 27 November 2026."),
+        ("Which month are we in?", "It's November 2026."),
+        ("what's next month", "Next month is December 2026."),
+        ("What's the date next Monday?", "Next Monday is 30 November 2026."),
+        ("what was the date last friday", "Last Friday was 20 November 2026."),
+        ("what's the date on friday", "Friday is 27 November 2026."),  # the coming one: today
+        ("is next saturday the weekend", "Yes: next Saturday is Saturday."),
         ("which month is it", "It's November 2026."),
     ],
 )
@@ -126,7 +144,7 @@ def test_the_words_rule_leaves_what_is_not_about_the_clock(text: str, config: Co
         ("i need to know the date tomorrow please, cheers", "Tomorrow is Saturday 28 November 2026."),
         ("would you mind telling me what the date is today", "Today is Friday 27 November 2026."),
         ("what date will it be in 3 days", None),  # a day the phrase did not take in: not a guess at today
-        ("what was the date last friday", None),
+        ("what was the date a week ago, roughly", None),
     ],
 )
 def test_a_message_brought_by_meaning_is_answered_only_when_it_is_about_now(

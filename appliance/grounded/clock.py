@@ -79,7 +79,10 @@ _DATE = (
     rf"|(?P<m2>{_MONTH}) (?:the )?(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?(?: (?P<y2>\d{{4}}))?"
 )
 _TARGET = rf"(?P<target>(?:the next |next )?(?:{_HOLIDAY}|{_WEEKDAY})|{_DATE})"
-_DAY = r"(?P<day>today|tomorrow|yesterday|the day after tomorrow|the day before yesterday)"
+_DAY = (
+    r"(?P<day>today|tomorrow|yesterday|the day after tomorrow|the day before yesterday|"
+    rf"(?:next|this|last|on|this coming|coming) (?:{_WEEKDAY}))"
+)
 _ZONE = r"time ?zone"
 
 _PREFIX = (
@@ -87,7 +90,10 @@ _PREFIX = (
     r"(?:(?:can|could|would|will) you (?:please )?(?:tell|give|remind) me |(?:do|would) you (?:happen to )?know "
     r"|(?:tell|give|remind) me |i(?: want| need| would like|'d like) to know |any idea |quick question )?"
 )
-_SUFFIX = r"(?: (?:now|right now|at the moment|currently|please|thanks|thank you|mate|then|again|exactly|here))*"
+_SUFFIX = (
+    r"(?: (?:now|right now|at the moment|currently|please|thanks|thank you|mate|then|again|exactly|here|"
+    r"in your time ?zone|where you are))*"
+)
 
 # (what, phrase): the phrase is the whole question; the first that fits wins (a group name once per phrase)
 _PHRASES: tuple[tuple[str, str], ...] = (
@@ -99,7 +105,7 @@ _PHRASES: tuple[tuple[str, str], ...] = (
     ),
     (
         "time",
-        r"what(?:'s| is) the (?:current |exact )?time(?: of day)?|what time is it|what time it is|"
+        r"what(?:'s| is) the (?:current |exact )?time(?: of day)?|what time is it|what time it is|how late is it|"
         r"the (?:current |exact )?time|(?:current|exact) time|what hour is it|what o'?clock is it|"
         r"(?:have you |you |do you have )?got the time|do you have the time",
     ),
@@ -128,7 +134,23 @@ _PHRASES: tuple[tuple[str, str], ...] = (
         r"what(?:'s| is) (?:the|this) (?:current )?week of the year",
     ),
     ("year", r"what year is (?:it|this)|which year is (?:it|this)|what(?:'s| is) the (?:current )?year"),
-    ("month", r"what month is (?:it|this)|which month is (?:it|this)|what(?:'s| is) the (?:current )?month"),
+    (
+        "month",
+        r"(?:what|which) month is (?:it|this)|what(?:'s| is) the (?:current )?month|(?:what|which) month are we in",
+    ),
+    ("next_month", r"(?:what|which) month (?:comes |is )?next|what(?:'s| is) next month"),
+    (
+        "month_days",
+        rf"how many days (?:are there |does it have |are )?in (?:this|the current|(?P<month>{_MONTH}))(?: month)?|"
+        r"how many days (?:does|has) this month(?: have| got)?|how long is this month",
+    ),
+    ("leap", r"is (?:this|it|this year|(?P<leap_year>\d{4})) a leap year"),
+    (
+        "part_of_day",
+        r"is it (?:the )?(?P<part>morning|afternoon|evening|night)(?P<either>(?: or (?:the )?\w+)+)?(?: yet| already)?",
+    ),
+    ("past_mark", r"is it (?P<rel>past|after|before) (?P<mark>midday|noon|midnight)(?: yet| already)?"),
+    ("date", r"(?:what|which) day of the month is (?:it|today)"),
     ("date", rf"what(?:'s| is| was| will be) (?:the )?date(?: (?:it )?{_DAY})?"),
     ("date", rf"what(?:'s| is| was| will be)(?: the date)? {_DAY}(?:'s|s)? date"),
     ("date", rf"(?:what|which) date (?:is|was|will) it(?: be)?(?: {_DAY})?"),
@@ -236,6 +258,7 @@ def _offset(now: datetime) -> str:
 def _normalise(text: str, clauses: bool = False) -> str:
     """Lower case, straight quotes, no punctuation; ``clauses``: a comma or full stop kept as " , "."""
     text = text.lower().replace("’", "'").replace("‘", "'")
+    text = re.sub(r"\bwhats\b", "what's", text)
     if clauses:
         text = re.sub(r"[?!.,;:]+(?=\s|$)", " , ", text).rstrip(" ,")
     text = re.sub(r"[?!.;:\"]+" if clauses else r"[?!.,;:\"]+", " ", text)
@@ -260,6 +283,67 @@ def _loose(text: str) -> tuple[str, dict[str, str]] | None:
     return None
 
 
+def _spoken(said: str) -> str:
+    """ "next monday" as "Next Monday", "on friday" as "Friday", "today" as "Today"."""
+    words = [w.title() if w in _WEEKDAYS else w for w in said.split() if not (w == "on" and len(said.split()) == 2)]
+    text = " ".join(words)
+    return text[0].upper() + text[1:]
+
+
+_PARTS = ((5, "morning"), (12, "afternoon"), (18, "evening"), (22, "night"))
+
+
+def _part_of_day(now: datetime) -> str:
+    return next((name for start, name in reversed(_PARTS) if now.hour >= start), "night")
+
+
+def _calendar(what: str, details: dict[str, str], now: datetime, zone: str) -> str:
+    """The month after this, the days in a month, leap years, and the part of the day."""
+    today = now.date()
+    clock = f"{now:%H:%M} ({zone})"
+    if what == "next_month":
+        following = (today.replace(day=1) + timedelta(days=32)).replace(day=1)
+        return f"Next month is {following:%B %Y}."
+    if what == "month_days":
+        month = _MONTHS[details["month"]] if "month" in details else today.month
+        year = today.year if month >= today.month else today.year + 1  # a month named: the next one
+        days = calendar.monthrange(year, month)[1]
+        name = f"{calendar.month_name[month]} {year}"
+        also = f" (29 in a leap year; the next is {_next_leap(year)})"
+        return f"{name} has {days} days{also if days == 28 else ''}."
+    if what == "leap":
+        year = int(details.get("leap_year", today.year))
+        if calendar.isleap(year):
+            return f"Yes: {year} is a leap year (February has 29 days)."
+        return f"No: {year} is not a leap year; the next is {_next_leap(year)}."
+    part = _part_of_day(now)
+    if what == "part_of_day":
+        asked = details["part"]
+        if "either" in details:
+            return f"It's {part}: {clock}."
+        return f"{'Yes' if asked == part else 'No'}: it's {part}, {clock}."
+    after = now.hour * 60 + now.minute >= (12 * 60 if details["mark"] in ("midday", "noon") else 24 * 60)
+    yes = after if details["rel"] in ("past", "after") else not after
+    return f"{'Yes' if yes else 'No'}: it's {clock}."
+
+
+def _next_leap(year: int) -> int:
+    return next(y for y in range(year, year + 9) if calendar.isleap(y))
+
+
+def _day_of(said: str, today: date) -> date:
+    """The day "tomorrow", "next Monday", "last Friday" names, from today."""
+    if said in _OFFSETS:
+        return today + timedelta(days=_OFFSETS[said])
+    which, _, weekday = said.rpartition(" ")
+    ahead = (_WEEKDAYS[weekday] - today.weekday()) % 7
+    if which == "last":
+        return today - timedelta(days=(today.weekday() - _WEEKDAYS[weekday]) % 7 or 7)
+    if which == "next":
+        return today + timedelta(days=ahead or 7)
+    return today + timedelta(days=ahead)  # "this Monday", "on Monday": the coming one, today included
+
+
 def _long(day: date) -> str:
     return f"{day:%A} {day.day} {day:%B %Y}"
 
@@ -268,13 +352,14 @@ def _say(ask: Ask, now: datetime, zone: str) -> str | None:
     today = now.date()
     details = ask.details
     day_word = details.get("day", "today")
-    day = today + timedelta(days=_OFFSETS.get(day_word, 0))
+    day = _day_of(day_word, today)
     tense = "was" if day < today else "is"
-    subject = day_word[0].upper() + day_word[1:]
+    subject = _spoken(day_word)
     if ask.what == "time":
         return f"It's {now:%H:%M} ({zone})."
     if ask.what in ("date", "weekday"):
-        return f"{subject} {tense} {_long(day)}."
+        named = day_word.rpartition(" ")[2] in _WEEKDAYS  # "Next Monday is 30 November 2026", not "Monday 30"
+        return f"{subject} {tense} {f'{day.day} {day:%B %Y}' if named else _long(day)}."
     if ask.what == "zone":
         abbreviation = now.tzname() or ""
         also = f"{abbreviation}, " if abbreviation[:1].isalpha() and abbreviation != zone else ""
@@ -283,15 +368,17 @@ def _say(ask: Ask, now: datetime, zone: str) -> str | None:
         return f"It's {now.year}."
     if ask.what == "month":
         return f"It's {now:%B %Y}."
+    if ask.what in ("next_month", "month_days", "leap", "part_of_day", "past_mark"):
+        return _calendar(ask.what, details, now, zone)
     if ask.what == "week":
         year, week, _ = today.isocalendar()
         return f"It's week {week} of {year} (ISO weeks, which start on Monday)."
     if ask.what == "weekend":
-        return _weekend(details, subject, day)
+        return _weekend(details, subject[0].lower() + subject[1:], day, tense)
     if ask.what == "is_weekday":
         named = details["weekday"]
         yes = _WEEKDAYS[named] == day.weekday()
-        return f"{'Yes' if yes else 'No'}: {day_word} {tense} {day:%A}."
+        return f"{'Yes' if yes else 'No'}: {subject[0].lower() + subject[1:]} {tense} {day:%A}."
     target = _target(details, today)
     if target is None:
         return None
@@ -310,12 +397,10 @@ def _say(ask: Ask, now: datetime, zone: str) -> str | None:
     return f"{said} is in {days} days ({also})."
 
 
-def _weekend(details: dict[str, str], subject: str, day: date) -> str:
+def _weekend(details: dict[str, str], said: str, day: date, tense: str) -> str:
     weekend = day.weekday() >= 5
     asked_weekend = details.get("weekend", "weekend") == "weekend"
     yes = weekend == asked_weekend
-    said = subject.lower()
-    tense = "was" if _OFFSETS.get(said, 0) < 0 else "is"
     if weekend or not asked_weekend:
         return f"{'Yes' if yes else 'No'}: {said} {tense} {day:%A}."
     until = 5 - day.weekday()
