@@ -59,12 +59,15 @@ def answer(text: str, config: Config, reading: Health = READING) -> Answer | Non
         ("is the Pi overheating", "72.4 °C"),
         ("how hot is the cpu", "72.4 °C"),
         ("how warm is the pi getting", "72.4 °C"),
-        ("how much memory is free", "1.2 GB of 3.7 GB memory is free (33%): plenty."),
-        ("how much memory do you have free?", "1.2 GB of 3.7 GB memory is free"),
-        ("how much ram do you have left", "1.2 GB of 3.7 GB memory is free"),
-        ("free memory", "1.2 GB of 3.7 GB memory is free"),
-        ("how much memory do you have", "1.2 GB of 3.7 GB memory is free"),
-        ("how much memory is there", "1.2 GB of 3.7 GB memory is free"),
+        ("How hot is your processor?", "72.4 °C"),
+        ("what is the temperature of your chip", "72.4 °C"),
+        ("how much memory is free", "1.2 GB of my 3.7 GB memory is free (33%): plenty."),
+        ("how much memory do you have free?", "1.2 GB of my 3.7 GB memory is free"),
+        ("how much ram do you have left", "1.2 GB of my 3.7 GB memory is free"),
+        ("free memory", "1.2 GB of my 3.7 GB memory is free"),
+        ("how much memory do you have", "1.2 GB of my 3.7 GB memory is free"),
+        ("how much memory is there", "1.2 GB of my 3.7 GB memory is free"),
+        ("How much memory do you have in total?", "of my 3.7 GB memory"),
         (
             "how much disk space is left",
             "12.3 GB of 29.1 GB is free on the disk holding my data (42%): plenty of room",
@@ -78,6 +81,7 @@ def answer(text: str, config: Config, reading: Health = READING) -> Answer | Non
         ),
         ("what's your uptime", "the Pi has been up for 5 days 2 hours."),
         ("uptime", "the Pi has been up for 5 days 2 hours."),
+        ("How long has the Pi been switched on?", "the Pi has been up for 5 days 2 hours."),
         (
             "is the Pi throttled",
             "Not now, but since it booted it has been under-voltage (the power supply",
@@ -163,7 +167,7 @@ def test_throttling_now_and_low_figures_are_said_plainly(config: Config) -> None
     )
     assert clean is not None and clean.text == "No: no throttling and no under-voltage since the Pi booted."
     low = answer("how much memory is free", config, dataclasses.replace(READING, memory_available_mb=300))
-    assert low is not None and low.text == "300 MB of 3.7 GB memory is free (8%): low: a bigger model may not fit."
+    assert low is not None and low.text == "300 MB of my 3.7 GB memory is free (8%): low: a bigger model may not fit."
     full = answer("how much disk space is left", config, dataclasses.replace(READING, disk_free_gb=1.0))
     assert full is not None and "1.0 GB of 29.1 GB" in full.text and "nearly full" in full.text
     busy = answer("how busy are you", config, dataclasses.replace(READING, load=[5.1, 4.0, 3.2]))
@@ -183,7 +187,7 @@ def test_this_machine_is_read_for_real(config: Config) -> None:
     """The real reader on whatever machine runs the tests: figures, or "cannot tell", never a made-up one."""
     memory = asyncio.run(HEALTH.answer(Ask("health", "memory"), facts(config)))
     assert memory is not None and re.search(
-        r"^\d+(\.\d)? [GM]B of \d+(\.\d)? [GM]B memory is free \(\d+%\)", memory.text
+        r"^\d+(\.\d)? [GM]B of my \d+(\.\d)? [GM]B memory is free \(\d+%\)", memory.text
     )
     hot = asyncio.run(HEALTH.answer(Ask("health", "temperature"), facts(config)))
     assert hot is not None

@@ -30,7 +30,7 @@ from appliance.health import Health, read_health
 BASIS = "the Pi's sensors (/sys, /proc), read now"
 THROTTLE_C = 80  # the Pi 4 and 5 firmware slows the CPU from here (soft limit; hard at 85 °C)
 
-_PI = r"(?:you|your|the pi|the raspberry pi|this pi|the cpu|your cpu|the processor|the chip|the soc|the system)"
+_PI = r"(?:you|(?:your|the|the pi's|this pi's) (?:cpu|processor|chip|soc|system)|your|the pi|the raspberry pi|this pi)"
 _PREFIX = (
     r"(?:(?:hey|hi|ok|okay|so|and)(?: \w+)? )?(?:please )?"
     r"(?:(?:can|could) you (?:please )?(?:tell|check|show) me |(?:tell|show) me |check |do you know )?"
@@ -42,12 +42,14 @@ _PHRASES: tuple[tuple[str, str], ...] = (
         rf"(?:are|is) {_PI} (?:running |getting |too |very )*(?:hot|warm|overheating|too hot)|"
         rf"(?:what(?:'s| is)|how high is) {_PI}(?:'s)? (?:cpu |core |processor |chip |soc )?temp(?:erature)?|"
         rf"how (?:hot|warm) (?:are you|is {_PI}(?:'s (?:cpu|processor|chip))?)(?: getting| running)?|"
-        r"(?:cpu|core|processor|soc|pi) temp(?:erature)?|(?:the )?temp(?:erature)? of (?:the )?(?:cpu|pi|processor)",
+        r"(?:cpu|core|processor|soc|pi) temp(?:erature)?|"
+        r"(?:what(?:'s| is) )?(?:the )?temp(?:erature)? of (?:the |your )?(?:cpu|pi|processor|chip)",
     ),
     (
         "memory",
         r"how much (?:free |spare |available |unused )?(?:memory|ram)(?: is| do you have| have you got| is there|"
-        r" are you using| do you use| does the pi have)?(?: free| left| available| spare| in use| used)?|"
+        r" are you using| do you use| does the pi have)?(?: free| left| available| spare| in use| used)?"
+        r"(?: in total| altogether)?|"
         rf"(?:what(?:'s| is) )?{_PI}(?:'s)? (?:memory|ram)(?: usage| use)?|"
         r"(?:free|available) (?:memory|ram)|(?:memory|ram) (?:usage|use|free|left)",
     ),
@@ -62,7 +64,8 @@ _PHRASES: tuple[tuple[str, str], ...] = (
     ),
     (
         "uptime",
-        r"how long (?:have you|has the pi|has the system) been (?:running|up|on|awake|going)(?: for)?|"
+        r"how long (?:have you|has the pi|has the system) been (?:running|up|on|awake|going|switched on|turned on)"
+        r"(?: for)?|"
         rf"what(?:'s| is) {_PI}(?:'s)? uptime|(?:the )?uptime|when did you (?:last )?(?:start|boot|restart|reboot)|"
         r"since when (?:have you been|are you) (?:running|up|on)",
     ),
@@ -208,7 +211,7 @@ def _memory(health: Health) -> str:
         return "I cannot tell: this machine does not report its memory (/proc/meminfo could not be read)."
     share = free / total
     judgement = "plenty" if share >= 0.25 else "enough" if share >= 0.1 else "low: a bigger model may not fit"
-    return f"{_size(free)} of {_size(total)} memory is free ({share:.0%}): {judgement}."
+    return f"{_size(free)} of my {_size(total)} memory is free ({share:.0%}): {judgement}."
 
 
 def _disk(health: Health) -> str:
