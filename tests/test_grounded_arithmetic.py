@@ -59,6 +59,13 @@ def reply(topic: Topic, text: str, config: Config) -> Answer | None:
         ("split the bill of 100 dollars among 8", "12.50 dollars each."),
         ("split 100 between 3", "100/3, about 33.33333333 each."),
         ("split 60 euros by 4 people", "15 euros each."),
+        ("If 4 people split 84 euros, how much does each pay?", "21 euros each."),
+        ("What's 85 minus 20 percent?", "85 minus 20 percent is 68."),  # 85 less a fifth of it, not 65
+        ("what is 80 plus 15%", "80 plus 15% is 92."),
+        ("20% off 50", "20% off 50 is 40."),
+        ("what is a third of 90", "A third of 90 is 30."),
+        ("what's half of 250", "Half of 250 is 125."),
+        ("what is two thirds of 90", "Two thirds of 90 is 60."),
     ],
 )
 def test_arithmetic_is_worked_out_exactly(text: str, said: str, config: Config) -> None:
@@ -91,6 +98,8 @@ NEITHER = [
     "what is 3 plus the number of planets",
     "what is one direction",
     "one two three",
+    "what is 50 percent",
+    "what's a half",
 ]
 
 

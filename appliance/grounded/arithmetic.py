@@ -49,9 +49,16 @@ _ASKING = re.compile(
     r"evaluate|tell me)? ?(?P<body>.+?)(?: (?:equal|equals|make|come to|give|please|exactly|for me))*"
 )
 _DATE_LIKE = re.compile(r"\d+(?:[/.-]\d+)+")
+_MONEY = r"(?: ?(?P<currency>euros?|dollars?|pounds?|eur|usd|gbp|francs?|crowns?|€|\$|£))?"
+_SPLIT_AMONG = re.compile(  # "if 4 people split 84 euros, how much does each pay"
+    rf"(?:if )?(?P<people>\d+) (?:people|persons|friends|of us) (?:split|share|divide) (?:the bill of |a bill of |)?"
+    rf"(?P<before>[€$£])?(?P<amount>{_NUMBER}){_MONEY}"
+    r"(?: how much (?:does|do|should|will|would) (?:each|everyone|each person|each of us|we each|each one)"
+    r"(?: of (?:us|them))? (?:pay|get|owe|put in))?"
+)
 _SPLIT = re.compile(
     rf"(?:can you |please )*(?:split|divide|share) (?:the bill of |a bill of |the )?(?P<before>[€$£])?"
-    rf"(?P<amount>{_NUMBER})(?: ?(?P<currency>euros?|dollars?|pounds?|eur|usd|gbp|francs?|crowns?|€|\$|£))?"
+    rf"(?P<amount>{_NUMBER}){_MONEY}"
     rf"(?: (?:between|among|amongst) (?P<people>\d+)(?: (?:people|persons|friends|of us|ways))?"
     rf"| (?:by|across|over|for|into) (?P<ways>\d+) (?:people|persons|friends|of us|ways))"
 )
@@ -80,19 +87,18 @@ class _Arithmetic:
     def match(self, text: str) -> Ask | None:
         """An Ask when the whole message is a sum (after "what is" or "calculate"), or a bill to split."""
         said = _normalise(text)
-        split = _SPLIT.fullmatch(said)
+        split = _SPLIT.fullmatch(said) or _SPLIT_AMONG.fullmatch(digits_for_words(said))
         if split:
             return Ask(self.kind, "split", {k: v for k, v in split.groupdict().items() if v}, text=text)
         asked = _ASKING.fullmatch(said)
         if asked is None:
             return None
         body = asked["body"]
-        written = _verbs(digits_for_words(body))
+        written, shown = _verbs(digits_for_words(body))
         expression = expression_of(written)
         if expression is None:
             return None
-        if written != digits_for_words(body):
-            body = written  # "17 × 23 is 391", not "Multiply 17 by 23 is 391"
+        body = shown or body
         if not asked["asking"] and _DATE_LIKE.fullmatch(body):
             return None  # "24/12", "2026-11-27", "555-1234": a date or a number, unless asked for as a sum
         return Ask(self.kind, "sum", {"expression": expression, "said": body}, text=text)
@@ -106,8 +112,9 @@ class _Arithmetic:
         best: tuple[int, str, str] | None = None
         for start in range(len(words)):
             for end in range(len(words), start + 2, -1):
-                said = _verbs(" ".join(words[start:end]))
-                expression = expression_of(said)
+                written, shown = _verbs(" ".join(words[start:end]))
+                expression = expression_of(written)
+                said = shown or " ".join(words[start:end])
                 if expression is not None and (best is None or end - start > best[0]):
                     best = (end - start, expression, said)
                     break
@@ -262,12 +269,33 @@ _VERBS = (  # "multiply 17 by 23": the operation said before its numbers, and ho
 )
 
 
-def _verbs(words: str) -> str:
-    """ "multiply 17 by 23" as "17 × 23", which :func:`expression_of` reads; other words as they are."""
+_PERCENT = r"(?: ?(?:percent|per cent|%))"
+_CHANGES = (  # a percentage added or taken off: "85 minus 20 percent" is 85 less a fifth of it
+    (re.compile(rf"({_NUMBER}) (?:minus|less|-|take away) ({_NUMBER}){_PERCENT}"), r"\1 × (1 − \2/100)"),
+    (re.compile(rf"({_NUMBER}) (?:plus|\+|and|with) ({_NUMBER}){_PERCENT}"), r"\1 × (1 + \2/100)"),
+    (re.compile(rf"({_NUMBER}){_PERCENT} off (?:of )?({_NUMBER})"), r"\2 × (1 − \1/100)"),
+)
+_PARTS = {"half": 2, "halves": 2, "third": 3, "quarter": 4, "fourth": 4, "fifth": 5, "sixth": 6}
+_PARTS.update(seventh=7, eighth=8, ninth=9, tenth=10)
+_PART = re.compile(rf"\b(?:(a|an|one|\d+) )?({'|'.join(sorted(_PARTS, key=len, reverse=True))})s? of\b")
+
+
+def _verbs(words: str) -> tuple[str, str]:
+    """What :func:`expression_of` reads for ``words`` ("a third of 90": "1/3 × 90"), and how the answer says
+    the sum when not as it was asked ("multiply 17 by 23": "17 × 23"; else "")."""
     for pattern, written in _VERBS:
         if pattern.fullmatch(words):
-            return pattern.sub(written, words)
-    return words
+            said = pattern.sub(written, words)
+            return said, said
+    for pattern, written in _CHANGES:
+        if pattern.fullmatch(words):
+            return pattern.sub(written, words), ""
+    return _PART.sub(_part, words), ""
+
+
+def _part(found: re.Match[str]) -> str:
+    count = found[1] if found[1] and found[1][0].isdigit() else "1"
+    return f"{count}/{_PARTS[found[2]]} ×"
 
 
 def _exactly(value: Number, shown: str) -> str:
