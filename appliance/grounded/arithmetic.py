@@ -1,7 +1,8 @@
 """Plain arithmetic, exact, worked out on the Pi by the calculator's own evaluator (:mod:`appliance.arithmetic`).
 
 Asked in words or symbols: "what is 17 times 23", "17*23", "how much is 15 percent of 80", "what's 2 to
-the power of 10", "the square root of 144", "1/3 + 1/6", "split 120 euros between 7 people". The words
+the power of 10", "the square root of 144", "1/3 + 1/6", "multiply 17 by 23", "85 minus 20 percent" (85
+less a fifth of it), "a third of 90", "split 120 euros between 7 people". The words
 are read into an expression token by token (numbers in digits or words up to the billions, operators
 said or written, brackets, "square root of", "percent of"); a message is taken only when every word of
 it is part of the sum, after a "what is" or "calculate" before it, so "what is love", "what is 5G", "I
@@ -104,8 +105,8 @@ class _Arithmetic:
         return Ask(self.kind, "sum", {"expression": expression, "said": body}, text=text)
 
     def _within(self, text: str) -> Ask | None:
-        """By meaning: the longest run of words in the message that is a sum ("what do I get if I multiply 17
-        by 23" -> 17*23), at least one number on each side of an operator."""
+        """By meaning: the longest run of three words or more in the message that is a sum ("what do I get if I
+        multiply 17 by 23" -> 17*23); none in a message of more than _LONGEST words."""
         words = digits_for_words(_normalise(text)).split()
         if len(words) > _LONGEST:
             return None
