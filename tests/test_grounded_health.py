@@ -70,7 +70,7 @@ def answer(text: str, config: Config, reading: Health = READING) -> Answer | Non
         ("How much memory do you have in total?", "of my 3.7 GB memory"),
         (
             "how much disk space is left",
-            "12.3 GB of 29.1 GB is free on the disk holding my data (42%): plenty of room",
+            "12.3 GB of 29.1 GB is free on the disk holding my data: 58% full, plenty of room.",
         ),
         ("is the sd card full", "12.3 GB of 29.1 GB is free"),
         ("how much storage do you have left?", "12.3 GB of 29.1 GB is free"),

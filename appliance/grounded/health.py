@@ -220,7 +220,8 @@ def _disk(health: Health) -> str:
         return "I cannot tell: the disk holding my data reports no size."
     share = free / total
     judgement = "plenty of room" if share >= 0.15 else "getting full" if share >= 0.05 else "nearly full"
-    return f"{free:.1f} GB of {total:.1f} GB is free on the disk holding my data ({share:.0%}): {judgement}."
+    full = 1 - share
+    return f"{free:.1f} GB of {total:.1f} GB is free on the disk holding my data: {full:.0%} full, {judgement}."
 
 
 def _span(seconds: float) -> str:
