@@ -65,7 +65,7 @@ _SPLIT = re.compile(
 )
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Arithmetic:
     """The arithmetic topic (see the module docstring)."""
 

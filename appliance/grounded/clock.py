@@ -178,7 +178,7 @@ _NOT_NOW = re.compile(
 _OTHER_DAY = re.compile(r"\b(?:tomorrow|yesterday|next|last|ago|in (?:\d+|a|an|one|two|three) )")
 
 
-@dataclass(frozen=True)
+@dataclass
 class ClockTopic:
     """The clock topic (see the module docstring)."""
 

@@ -106,7 +106,7 @@ _OTHER_TOPIC = re.compile(
 )
 
 
-@dataclass(frozen=True)
+@dataclass
 class PiHealth:
     """The Pi's health topic (see the module docstring); ``read`` and ``cores`` are seams for tests."""
 

@@ -142,7 +142,7 @@ _PATTERNS = tuple(
 )
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Units:
     """The unit conversion topic (see the module docstring)."""
 
