@@ -17,10 +17,14 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from appliance.agent.record import ReplyRecord
 from appliance.grounded.about import ABILITIES, SELF
 from appliance.grounded.agenda import AGENDA
+from appliance.grounded.arithmetic import ARITHMETIC
 from appliance.grounded.base import Facts, Topic
+from appliance.grounded.clock import CLOCK
 from appliance.grounded.conversation import CONVERSATION
 from appliance.grounded.desk import GroundedDesk, Texts, record_of
+from appliance.grounded.health import HEALTH
 from appliance.grounded.remembered import LOOKUP, REMEMBERED
+from appliance.grounded.units import UNITS
 from appliance.grounded.unknowable import UNKNOWABLE
 from appliance.grounded.weather import SUN, WEATHER
 
@@ -39,7 +43,9 @@ _CHANNELS = ("telegram", "discord", "slack", "email", "whatsapp")
 
 def topics() -> list[Topic]:
     """Every topic, in the order their words rules are tried (the narrowest first)."""
-    found: list[Topic] = [CONVERSATION, AGENDA, SUN, WEATHER, SELF, ABILITIES, REMEMBERED, UNKNOWABLE, LOOKUP]
+    # the clock before memory ("do you know what time it is"); a memory quoted word for word (LOOKUP) last
+    found: list[Topic] = [CONVERSATION, AGENDA, SUN, WEATHER, CLOCK, SELF, ABILITIES, HEALTH, REMEMBERED, UNKNOWABLE]
+    found += [ARITHMETIC, UNITS, LOOKUP]
     return found
 
 
