@@ -23,6 +23,11 @@ from tests.fakes.cloud_api import FakeCloud
 Events = list[tuple[str, dict[str, Any]]]
 
 
+# A sum for the model's calculator tool: said as an instruction, not asked, so the grounded arithmetic
+# (which answers "what is 17 times 23?" itself, by words or by meaning) leaves it to the model.
+CALCULATE = "Use the calculator for 17 times 23."
+
+
 def make_agent(config: Config, model: LocalModel, tools: ToolRegistry | None = None) -> Agent:
     data = config.resolve_path(config.data_dir)
     workspace = Workspace(data / "workspace")

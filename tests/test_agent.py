@@ -18,7 +18,7 @@ from appliance.llm.local import LocalModel
 from appliance.memory.db import Database
 from appliance.tools import builtin
 from appliance.tools.registry import ToolRegistry, check_arguments
-from tests.agents import make_agent, run
+from tests.agents import CALCULATE, make_agent, run
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,7 +41,7 @@ def test_tool_call_round_trip_through_constrained_output(config: Config, local_m
     """SmolLM2-135M picks tools badly, so the call is forced; the mechanism is what is tested."""
     config.agent.temperature = 0.0
     agent = make_agent(config, local_model)
-    record, events = run(agent, "What is 17 times 23?", tool_choice="required")
+    record, events = run(agent, CALCULATE, tool_choice="required")
     assert record.actions, record
     action = record.actions[0]
     tool = agent.tools.get(action.tool)  # a real tool: the grammar allows no other name
@@ -81,7 +81,7 @@ def test_a_failing_tool_is_reported_to_the_model_not_fatal(config: Config, local
 def test_the_last_round_must_answer_in_text(config: Config, local_model: LocalModel) -> None:
     config.agent.max_rounds = 1
     agent = make_agent(config, local_model)
-    record, _ = run(agent, "What is 17 times 23?", tool_choice="required")
+    record, _ = run(agent, CALCULATE, tool_choice="required")
     assert record.actions == []
     assert record.timings.rounds == 1
 

@@ -100,6 +100,11 @@ NEITHER = [
     "one two three",
     "what is 50 percent",
     "what's a half",
+    "2026-11-24 18:00",  # a time stamp, a cron line, a register, a screen size: not sums
+    "30 7 * * 1-5",
+    "0x76",
+    "1280x900",
+    "+3",
 ]
 
 
@@ -169,11 +174,13 @@ def test_shown_rounds_only_what_is_not_exact() -> None:
 
 
 def test_the_words_become_the_expression_the_calculator_reads() -> None:
-    assert expression_of("17 times 23") == "17*23"
-    assert expression_of("15 percent of 80") == "15/100*80"
-    assert expression_of("the square root of 144 plus 1") == "sqrt(144)+1"
-    assert expression_of("2 to the power of 10") == "2**10"
+    assert expression_of("17 times 23") == "17 * 23"
+    assert expression_of("15 percent of 80") == "15 /100* 80"
+    assert expression_of("the square root of 144 plus 1") == "sqrt(144) + 1"
+    assert expression_of("2 to the power of 10") == "2 ** 10"
     assert expression_of("2 cats") is None
+    assert expression_of("555 1234 + 1") is None  # two numbers side by side are not one
+    assert expression_of("-7") is None  # a number with its sign is no sum
     assert digits_for_words("seventeen times twenty-three") == "17 times 23"
     assert digits_for_words("two thousand three hundred and forty five") == "2345"
     assert digits_for_words("one two") == "1 2"  # two numbers said, not twelve or three

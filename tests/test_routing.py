@@ -23,7 +23,7 @@ from appliance.llm.base import ChatMessage, GenerationRequest
 from appliance.llm.cloud import OpenAIProvider
 from appliance.llm.local import LocalModel
 from appliance.tools import builtin
-from tests.agents import Routed
+from tests.agents import CALCULATE, Routed
 from tests.fakes.cloud_api import FakeCloud, Flavour
 
 FLAVOURS: list[Flavour] = ["openai", "anthropic"]
@@ -108,7 +108,7 @@ def test_a_tool_the_local_model_cannot_drive_is_left_to_the_cloud(config: Config
 
     async def body(r: Routed) -> None:
         r.fake.enqueue("It is 391.")
-        record, _ = await r.ask("What is 17 times 23?", tool_choice="required")
+        record, _ = await r.ask(CALCULATE, tool_choice="required")
         assert record.route == "cloud" and record.why == "tool_needed" and "needs a stronger model" in record.reason
         assert record.actions == []  # the local model's call was not run: the cloud decides again
 

@@ -50,6 +50,7 @@ _ASKING = re.compile(
     r"evaluate|tell me)? ?(?P<body>.+?)(?: (?:equal|equals|make|come to|give|please|exactly|for me))*"
 )
 _DATE_LIKE = re.compile(r"\d+(?:[/.-]\d+)+")
+_GLUED_X = re.compile(r"\dx\d")  # a hex number or a size (0x76, 1280x900) when not asked for as a product
 _MONEY = r"(?: ?(?P<currency>euros?|dollars?|pounds?|eur|usd|gbp|francs?|crowns?|€|\$|£))?"
 _SPLIT_AMONG = re.compile(  # "if 4 people split 84 euros, how much does each pay"
     rf"(?:if )?(?P<people>\d+) (?:people|persons|friends|of us) (?:split|share|divide) (?:the bill of |a bill of |)?"
@@ -100,8 +101,8 @@ class _Arithmetic:
         if expression is None:
             return None
         body = shown or body
-        if not asked["asking"] and _DATE_LIKE.fullmatch(body):
-            return None  # "24/12", "2026-11-27", "555-1234": a date or a number, unless asked for as a sum
+        if not asked["asking"] and (_DATE_LIKE.fullmatch(body) or _GLUED_X.search(body)):
+            return None  # "24/12", "555-1234", "0x76", "1280x900": a date, a number, a size, unless asked as a sum
         return Ask(self.kind, "sum", {"expression": expression, "said": body}, text=text)
 
     def _within(self, text: str) -> Ask | None:
@@ -147,7 +148,7 @@ ARITHMETIC = _Arithmetic()
 def _normalise(text: str) -> str:
     text = text.lower().replace("’", "'").strip()
     text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)  # 1,000 is a thousand
-    text = re.sub(r"[?!,;:]+|\.+$|\.(?=\s)", " ", text)
+    text = re.sub(r"[?!,;]+|(?<!\d):|:(?!\d)|\.+$|\.(?=\s)", " ", text)  # 18:00 stays a time
     return " ".join(text.split())
 
 
@@ -252,13 +253,16 @@ def expression_of(words: str) -> str | None:
         else:
             out.append(meaning)
         operators += meaning not in ("(", ")")
-    expression = "".join(out)
+    # spaced, so that two numbers side by side ("2026-11-24 18 00", "555 1234") are no sum rather than one
+    expression = " ".join(out)
     if not operators or len(expression) > 200:
         return None
     try:
-        ast.parse(expression, mode="eval")
+        tree = ast.parse(expression, mode="eval")
     except SyntaxError:  # "what is 5 minus": words of a sum, but not one
         return None
+    if not any(isinstance(node, ast.BinOp | ast.Call) for node in ast.walk(tree)):
+        return None  # "-7", "+3": a number with its sign
     return expression
 
 
