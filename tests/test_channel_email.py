@@ -413,7 +413,7 @@ def test_a_restart_between_receiving_and_answering_answers_exactly_once(
     model = BlockedModel()
 
     async def scenario(h: Harness) -> None:
-        asked = await h.write("what time is it?", "Time")
+        asked = await h.write("what should I cook tonight?", "Time")  # a question for the model
         await eventually(lambda: model.asked == 1, what="the turn to start")
         await h.channel.stop()
         status = h.runtime.db.value("SELECT status FROM inbound WHERE remote_id = ?", (asked["Message-ID"],))

@@ -189,10 +189,11 @@ def test_a_turn_runs_the_hooks_with_the_reply_record(
     registry = ToolRegistry(hooks=module.hooks)
     registry.register(builtin.current_time)  # no arguments: whatever the small model writes, the call works
     agent = make_agent(config, local_model, registry)
-    record, _events = run(agent, "What time is it?", tool_choice="required", chat_id="plugins")
+    asked = "Use the current_time tool."  # asked "what time is it?", the clock answers with no model and no tool
+    record, _events = run(agent, asked, tool_choice="required", chat_id="plugins")
     kinds = [kind for kind, _ in module.seen]
     assert kinds[0] == "start" and kinds[-1] == "end" and "tool" in kinds
-    assert module.seen[0][1] == TurnStart("What time is it?", "terminal", "plugins")
+    assert module.seen[0][1] == TurnStart(asked, "terminal", "plugins")
     assert module.seen[-1][1] is record  # the final reply record, as returned
     action = record.actions[0]
     assert action.tool == "current_time" and action.ok

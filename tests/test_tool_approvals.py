@@ -182,7 +182,7 @@ def test_a_denied_or_expired_call_never_runs(config: Config) -> None:
 def test_a_tool_not_listed_runs_at_once_and_the_model_has_no_way_to_approve(gated: Runtime) -> None:
     assert isinstance(gated.model, ScriptedModel)
     gated.model.enqueue(TOOL_CALL_START, json.dumps({"name": "calculator", "arguments": {"expression": "2+3"}}), "5")
-    record = asyncio.run(gated.agent.turn("2+3?", channel="test", chat_id="t"))
+    record = asyncio.run(gated.agent.turn("Use the calculator for 2+3.", channel="test", chat_id="t"))
     assert record.actions[0].ok and record.actions[0].result == "5"
     assert not any("approv" in name or "decide" in name for name in gated.tools.tools)
 
