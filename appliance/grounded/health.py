@@ -146,16 +146,22 @@ class PiHealth:
             return None
         health = await asyncio.to_thread(self.read, _disk_of(facts))
         running = max(0.0, facts.now().timestamp() - facts.started_at)
-        cores = self.cores or os.cpu_count() or 1
-        text = {
-            "temperature": lambda: _temperature(health),
-            "memory": lambda: _memory(health),
-            "disk": lambda: _disk(health),
-            "uptime": lambda: _uptime(health, running),
-            "throttled": lambda: _throttled(health),
-            "load": lambda: _load(health, cores),
-            "all": lambda: _all(health, cores),
-        }[what]()
+        cores = self.cores or _cores()
+        match what:
+            case "temperature":
+                text = _temperature(health)
+            case "memory":
+                text = _memory(health)
+            case "disk":
+                text = _disk(health)
+            case "uptime":
+                text = _uptime(health, running)
+            case "throttled":
+                text = _throttled(health)
+            case "load":
+                text = _load(health, cores)
+            case _:
+                text = _all(health, cores)
         return Answer(text, basis=BASIS, kind=self.kind)
 
 
@@ -176,6 +182,14 @@ def _by_keywords(text: str) -> str:
         if pattern.fullmatch(said):
             return what
     return next((what for what, pattern in _KEYWORDS if pattern.search(said)), "")
+
+
+def _cores() -> int:
+    """The cores this process may run on (a container's share, not the host's count)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _disk_of(facts: Facts) -> Path:
