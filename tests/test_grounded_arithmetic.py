@@ -128,7 +128,7 @@ def test_what_is_not_a_sum_or_a_conversion_is_left_alone(text: str, config: Conf
         ("convert 98.6 f to c", "98.6 °F is 37 °C.", "conversion °F = °C × 9/5 + 32"),
         ("-40 c to f", "-40 °C is -40 °F.", "conversion °F = °C × 9/5 + 32"),
         ("300 K in celsius", "300 kelvin is about 26.8 °C.", "conversion K = °C + 273.15"),
-        ("-500 c in f", "-500 °C is below absolute zero.", "conversion °F = °C × 9/5 + 32"),
+        ("-500 c in f", "-500 °C is below absolute zero (-273.15 °C): no temperature is.", "°F = °C × 9/5 + 32"),
         ("how many tablespoons in a cup", "1 US cup is 16 US tablespoons.", "conversion factor 1 US cup = 16 US tbsp"),
         ("how many ml in a cup", "1 US cup is 236.5882365 millilitres.", "conversion factor 1 US cup = 236.5882365 ml"),
         ("how many teaspoons in 2 tablespoons", "2 US tablespoons is 6 US teaspoons.", "1 US tbsp = 3 US tsp"),

@@ -51,16 +51,17 @@ _ASKING = re.compile(
 )
 _DATE_LIKE = re.compile(r"\d+(?:[/.-]\d+)+")
 _GLUED_X = re.compile(r"\dx\d")  # a hex number or a size (0x76, 1280x900) when not asked for as a product
+_AMOUNT = r"\d{1,15}(?:\.\d{1,6})?"  # a bill to split: up to a quadrillion
 _MONEY = r"(?: ?(?P<currency>euros?|dollars?|pounds?|eur|usd|gbp|francs?|crowns?|€|\$|£))?"
 _SPLIT_AMONG = re.compile(  # "if 4 people split 84 euros, how much does each pay"
     rf"(?:if )?(?P<people>\d+) (?:people|persons|friends|of us) (?:split|share|divide) (?:the bill of |a bill of |)?"
-    rf"(?P<before>[€$£])?(?P<amount>{_NUMBER}){_MONEY}"
+    rf"(?P<before>[€$£])?(?P<amount>{_AMOUNT}){_MONEY}"
     r"(?: how much (?:does|do|should|will|would) (?:each|everyone|each person|each of us|we each|each one)"
     r"(?: of (?:us|them))? (?:pay|get|owe|put in))?"
 )
 _SPLIT = re.compile(
     rf"(?:can you |please )*(?:split|divide|share) (?:the bill of |a bill of |the )?(?P<before>[€$£])?"
-    rf"(?P<amount>{_NUMBER}){_MONEY}"
+    rf"(?P<amount>{_AMOUNT}){_MONEY}"
     rf"(?: (?:between|among|amongst) (?P<people>\d+)(?: (?:people|persons|friends|of us|ways))?"
     rf"| (?:by|across|over|for|into) (?P<ways>\d+) (?:people|persons|friends|of us|ways))"
 )

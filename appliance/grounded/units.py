@@ -125,7 +125,8 @@ _BY_NAME.update(
 )
 
 _UNIT = "|".join(re.escape(name) for name in sorted(_BY_NAME, key=len, reverse=True))
-_AMOUNT = r"(?P<n>-?\d+(?:\.\d+)?|-?\.\d+|an?|one|minus \d+(?:\.\d+)?)"
+_FIGURE = r"\d{1,15}(?:\.\d{1,12})?"  # past a quadrillion, a conversion is not what is asked
+_AMOUNT = rf"(?P<n>-?{_FIGURE}|-?\.\d{{1,12}}|an?|one|minus {_FIGURE})"
 _FROM = rf"(?P<src>{_UNIT})"
 _TO = rf"(?P<dst>{_UNIT})"
 _ASKING = (
@@ -194,8 +195,10 @@ class _Units:
             value = _from_kelvin(_to_kelvin(amount, source), target)
             basis = _temperature_basis(source, target)
             if value < _from_kelvin(Fraction(0), target):
-                return Answer(f"{_say(amount, source)} is below absolute zero.", basis=basis, kind=self.kind)
-            return Answer(f"{_say(amount, source)} is {_say(value, target, 1)}.", basis=basis, kind=self.kind)
+                zero = _say(_from_kelvin(Fraction(0), source), source, places=2)
+                below = f"{_say(amount, source)} is below absolute zero ({zero}): no temperature is."
+                return Answer(below, basis=basis, kind=self.kind)
+            return Answer(f"{_say(amount, source)} is {_say(value, target, places=1)}.", basis=basis, kind=self.kind)
         value = amount * source.size / target.size
         text = f"{_say(amount, source)} is {_say(value, target)}."
         return Answer(text, basis=_basis(source, target), kind=self.kind)
@@ -265,8 +268,9 @@ def _plain(number: Decimal) -> str:
     return "0" if text in ("-0", "") else text
 
 
-def _say(value: Fraction, unit: Unit, digits: int = 4) -> str:
-    figure, exact = shown(value) if digits == 4 else _rounded(value, digits)
+def _say(value: Fraction, unit: Unit, places: int | None = None) -> str:
+    """ "about 9.843 feet": four significant digits, or ``places`` decimals (temperatures: one)."""
+    figure, exact = shown(value) if places is None else _rounded(value, places)
     name = unit.one if value == 1 else unit.many
     if unit.kind == "temperature" and unit.symbol != "K":
         name = unit.symbol
