@@ -328,3 +328,12 @@ def test_a_question_a_memory_answers_word_for_word_is_quoted_and_others_go_to_th
     model.enqueue("Lima.")
     record = asyncio.run(runtime.agent.turn("What is the capital of Peru?", channel="api", chat_id="grounded"))
     assert record.route == "local" and len(model.history) == 1  # no memory holds "capital" and "peru"
+
+
+def test_what_is_in_a_room_is_its_devices_and_an_unknown_room_is_the_models(pi: tuple[Runtime, ScriptedModel]) -> None:
+    runtime, model = pi
+    (living,) = ask(runtime, "What is in the living room?")
+    assert living == "In the living room: fan (switch), heater (switch), living room (sensor)."
+    model.enqueue("A bed, probably.")
+    record = asyncio.run(runtime.agent.turn("what is in the attic?", channel="api", chat_id="grounded"))
+    assert record.route == "local"  # no room of that name: not the appliance's to say

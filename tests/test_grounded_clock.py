@@ -53,6 +53,8 @@ def answer(text: str, config: Config, now: datetime = FRIDAY, clock: ClockTopic 
         ("what day of the week is it?", "Today is Friday 27 November 2026."),
         ("I'd like to know which day of the week it is today", "Today is Friday 27 November 2026."),
         ("what day was yesterday", "Yesterday was Thursday 26 November 2026."),
+        ("What day was it yesterday?", "Yesterday was Thursday 26 November 2026."),
+        ("Is today a weekday or the weekend?", "A weekday: today is Friday."),
         ("what day is it tomorrow", "Tomorrow is Saturday 28 November 2026."),
         ("what day is the day after tomorrow", "The day after tomorrow is Sunday 29 November 2026."),
         ("how many days until Christmas?", "Christmas is in 28 days (Friday 25 December 2026)."),

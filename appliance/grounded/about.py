@@ -37,9 +37,7 @@ _CAN = re.compile(
     r"|^what(?:'s| is) connected\b|^(?:can|do) you (?:control|switch|turn on|see) (?:anything|devices|lights)\b"
     r"|^what (?:can|do) you (?:control|switch|operate)\b|^(?:can|could) you (?:turn|switch) (?:things|stuff|devices)\b",
 )
-_IN_ROOM = re.compile(
-    r"^what(?:'s| is| are)? (?:there )?in the ([a-z ]+?)(?: room)?$|^what devices are in the ([a-z ]+)$"
-)
+_IN_ROOM = re.compile(r"^what(?:'s| is| are)? (?:there )?in the ([a-z ]+)$|^what devices are in the ([a-z ]+)$")
 _CHATS = re.compile(r"^(?:which|what) (?:chat )?(?:apps|channels|ways|chats)\b.*\b(?:talk|reach|message|chat|use)\b")
 _CLOUD = re.compile(
     r"^(?:can|do|will|may) you (?:use|ask|call|go to|send (?:\w+ )?to) (?:the )?(?:cloud|internet|chatgpt|openai)\b"

@@ -123,7 +123,8 @@ _PHRASES: tuple[tuple[str, str], ...] = (
     ),
     (
         "weekend",
-        rf"is (?:it|{_DAY}) (?:the |a )?(?P<weekend>weekend|week ?day|work ?day|working day)(?: yet| already| today)?",
+        rf"is (?:it|{_DAY}) (?:the |a )?(?P<weekend>weekend|week ?day|work ?day|working day)"
+        r"(?P<either> or (?:the |a )?(?:weekend|week ?day|work ?day))?(?: yet| already| today)?",
     ),
     ("is_weekday", rf"is (?:it|{_DAY}) (?:a )?(?P<weekday>{_WEEKDAY})(?: today)?"),
     ("is_weekday", rf"is it (?:a )?(?P<weekday>{_WEEKDAY}) {_DAY}"),
@@ -158,7 +159,7 @@ _PHRASES: tuple[tuple[str, str], ...] = (
     ("date", rf"the date(?: {_DAY})?"),
     ("date", rf"what (?:the date|date it) is(?: {_DAY})?"),
     ("date", rf"{_DAY}(?:'s|s) date"),
-    ("weekday", rf"what day (?:of the week )?(?:is it|is|was|will it be|will be|it is)(?: {_DAY})?"),
+    ("weekday", rf"what day (?:of the week )?(?:is it|is|was it|was|will it be|will be|it is)(?: {_DAY})?"),
     ("weekday", rf"(?:what|which) (?:day|weekday) (?:of the week )?(?:is|was|will be) {_DAY}"),
     ("weekday", rf"(?:which day (?:of the week )?is it|what(?:'s| is) the day|what weekday is it)(?: {_DAY})?"),
     ("weekday", rf"what day {_DAY} is"),
@@ -401,6 +402,8 @@ def _weekend(details: dict[str, str], said: str, day: date, tense: str) -> str:
     weekend = day.weekday() >= 5
     asked_weekend = details.get("weekend", "weekend") == "weekend"
     yes = weekend == asked_weekend
+    if details.get("either"):  # "a weekday or the weekend?": no yes or no, the one it is
+        return f"{'The weekend' if weekend else 'A weekday'}: {said} {tense} {day:%A}."
     if weekend or not asked_weekend:
         return f"{'Yes' if yes else 'No'}: {said} {tense} {day:%A}."
     until = 5 - day.weekday()

@@ -65,7 +65,7 @@ _WILL_IT = re.compile(
     r"\b(?:will it|is it|does it|would it|might it|could it|it is going to|it will|is it going to|going to)\s+"
     r"(?:be\s+|get\s+)?(?:going to\s+)?(?:be\s+)?"
     r"(?P<w>rain|raining|rainy|snow|snowing|snowy|pour|pouring|drizzle|drizzling|sunny|sun"
-    r"|cloudy|wet|dry|freezing|cold|chilly|warm|hot|frosty)\b"
+    r"|cloudy|wet|dry|freezing|freeze|cold|chilly|warm|hot|frosty)\b"
 )
 _CHANCE = re.compile(r"\b(?:chance of|any) (?P<w>rain|snow|showers|sun|sunshine)\b|^(?P<v>rain|snow) " + _TIME)
 _UMBRELLA = re.compile(r"\b(?:need|take|bring|want|carry) (?:an |my |the |a )?(?:umbrella|raincoat|rain coat)\b")
@@ -75,7 +75,7 @@ _HOW_COLD = re.compile(
 )
 _TEMPERATURE = re.compile(
     r"\b(?:what is|what will be|what will|how is) the (?:temperature|temp|high|low)\b|\btemperature outside\b"
-    r"|\bthe (?:high|low) (?:today|tomorrow|tonight)\b"
+    r"|\bthe (?:high|low) (?:today|tomorrow|tonight)\b|\bwhat is (?:today|tomorrow|tonight) (?:high|low)\b"
 )
 _SUN = re.compile(
     r"\b(?:when|what time) (?:is|will be|does|will) (?:the )?(?P<a>sunset|sunrise|sun (?:set|rise|go down|come up))\b"
@@ -264,7 +264,7 @@ def _aspect(word: str) -> Aspect:
         return "snow"
     if word.startswith(("sun", "cloud")):
         return "sunny"
-    if word in ("cold", "chilly", "freezing") or word.startswith("frost"):
+    if word in ("cold", "chilly", "freezing", "freeze") or word.startswith("frost"):
         return "cold"
     return "temperature"
 
