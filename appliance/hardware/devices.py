@@ -199,6 +199,22 @@ class DeviceRegistry:
                 log.warning("closing %s failed", device.name, exc_info=True)
         self.backend.close()
 
+    def configure(self, name: str, config: DeviceConfig) -> None:
+        """New settings for a running device (a config reload): its approval, allow list and rate apply to the
+        next write; its wiring stays what the driver was built with."""
+        device = self.get(name)
+        device.limiter.limit = config.writes_per_minute  # the last minute's writes still count
+        device.config = config
+
+    def remove(self, name: str) -> None:
+        """Take a device out (gone from the config at a reload): released, and never driven again here."""
+        device = self.devices.pop(name)
+        with device.lock:
+            try:
+                device.driver.close()
+            except Exception:
+                log.warning("closing %s failed", name, exc_info=True)
+
     def get(self, name: str) -> Device:
         """A device by name, or UnknownDeviceError listing the known ones."""
         device = self.devices.get(name)

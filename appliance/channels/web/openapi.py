@@ -222,7 +222,10 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
-            "/api/status": _object_get("health, model, queue, recent replies, chart series"),
+            "/api/status": _object_get(
+                "health, model, queue, recent replies, chart series; config: the last reload and the keys waiting "
+                "for a restart (restart_needed)"
+            ),
             "/api/chat": {
                 "post": {
                     "summary": "answer one message; returns the reply record",
