@@ -181,6 +181,9 @@ class DeviceRegistry:
                 raise
             limiter = RateLimiter(device_config.writes_per_minute, 60.0)
             device = Device(name, device_config, driver, lock, limiter)
+            kept = backend.kept_state(name) if device.spec.on_the_pi and device.spec.sets else None
+            if kept is not None:  # a simulated switch as the last process left it (SimulatedBackend)
+                driver.set(kept)
             if hasattr(driver, "on_event"):
                 driver.on_event(lambda event, name=name: self._input_event(name, event))
             self.devices[name] = device
@@ -278,6 +281,8 @@ class DeviceRegistry:
         with device.lock:
             device.driver.set(value)
             state = list(device.driver.read())
+            if device.spec.on_the_pi:
+                self.backend.keep_state(device.name, value)
         log.info("%s set to %s", device.name, value)
         for listener in list(self.write_listeners):
             try:
