@@ -145,6 +145,7 @@ class Reloader:
                 why = exc.for_people() if isinstance(exc, PicoagentError) else str(exc)
                 log.error("SIGHUP: %s could not be applied: %s", section, why)
                 waiting += [k for k in changed_keys(self.started, new) if _section(k) == section]
+        self._understanding()
         return sorted(set(waiting))
 
     def _devices(self, old: Config, new: Config) -> None:
@@ -152,26 +153,22 @@ class Reloader:
         registry = self.daemon.runtime.devices
         if registry is None:
             return
-        changed = False
         for name, device in list(registry.devices.items()):
             wanted = new.devices.get(name)
             if wanted is None:
                 registry.remove(name)
                 old.devices.pop(name, None)
                 log.warning("SIGHUP: device %s is no longer in the config: released", name)
-                changed = True
                 continue
             settings = {key: getattr(wanted, key) for key in DEVICE_SETTINGS}
-            if settings == {key: getattr(device.config, key) for key in DEVICE_SETTINGS}:
-                continue
-            registry.configure(name, replace(device.config, **settings))
-            old.devices[name] = device.config
-            changed = True
-        if changed:
-            self._device_views()
+            if settings != {key: getattr(device.config, key) for key in DEVICE_SETTINGS}:
+                registry.configure(name, replace(device.config, **settings))
+                old.devices[name] = device.config
 
-    def _device_views(self) -> None:
-        """What the agent matches messages against (names, rooms, aliases, what is allowed), made again."""
+    def _understanding(self) -> None:
+        """What the agent reads a message with, made again from the running config: the devices (names, rooms,
+        aliases, what is allowed), agent.devices_by_meaning and local_tools, routing's difficulty settings.
+        Cheap: the embeddings are made when first needed (and kept in the database)."""
         from appliance.agent.intent import IntentMatcher
         from appliance.agent.understanding import Understanding
 
@@ -221,6 +218,7 @@ class Reloader:
             message.register(registry, daemon.notifier.notify, runtime.db, tools.message_per_hour)
         if runtime.approvals is not None:
             runtime.approvals.names = tuple(tools.require_approval)
+            runtime.approvals.timeout_s = old.agent.tool_timeout_s  # an approved call's own time limit
         old.tools = tools
         if tools.mcp != previous.mcp:
             daemon.chores.spawn(self._restart_mcp())

@@ -141,6 +141,9 @@ def test_tools_memory_tasks_jobs_and_a_removed_device_apply_in_the_running_daemo
         assert runtime.approvals.store.timeout_s == 60
         assert "doorbell" not in runtime.devices.devices  # type: ignore[union-attr]
         assert daemon.cron is not None and [j["id"] for j in daemon.cron.list_jobs()] == ["porch_check"]
+        understanding = runtime.agent.understanding  # rebuilt: it holds the routing and agent settings it reads
+        assert understanding is not None and understanding.routing is runtime.config.routing
+        assert runtime.agent.intents is not None and "doorbell" not in [d.name for d in runtime.agent.intents.devices]
         daemon.stopping.set()
         assert await served == 0
 
