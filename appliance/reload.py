@@ -94,6 +94,7 @@ class Reloader:
         running_devices = runtime.devices.devices if runtime.devices is not None else {}
         raw_started = self.started.hardware.raw_access.enabled
         heartbeat = self.daemon.heartbeat is not None
+        channels = set(self.daemon.channels.channels) if self.daemon.channels is not None else set()
         keys = []
         for key in changed_keys(self.started, new):
             section = _section(key)
@@ -112,6 +113,8 @@ class Reloader:
                     keys.append(key)  # rewired: the old wiring runs, with the new settings
             elif key == "hardware.approval_timeout_s":
                 continue
+            elif section in channels and key == f"{section}.allow_from":
+                continue  # who may talk: the running channel's doorkeeper reads it at every message
             elif key.startswith("hardware.raw_access"):
                 if not raw_started and new.hardware.raw_access.enabled:
                     keys.append(key)  # the raw bus tools are registered at start
@@ -131,6 +134,7 @@ class Reloader:
         old.secret_values = new.secret_values  # the secrets file read again: its values are redacted from now on
         self.daemon.runtime.tools.redact.update(new.secret_values)
         steps = (
+            ("channels", self._channels),
             ("devices", self._devices),
             ("hardware", self._hardware),
             ("tools", self._tools),
@@ -147,6 +151,15 @@ class Reloader:
                 waiting += [k for k in changed_keys(self.started, new) if _section(k) == section]
         self._understanding()
         return sorted(set(waiting))
+
+    def _channels(self, old: Config, new: Config) -> None:
+        """Each running chat channel's allow_from, set in its section (the object the channel holds)."""
+        from appliance.channels.registry import section
+
+        for name in self.daemon.channels.channels if self.daemon.channels is not None else {}:
+            running, wanted = section(old, name), section(new, name)
+            if hasattr(running, "allow_from"):
+                running.allow_from = list(wanted.allow_from)
 
     def _devices(self, old: Config, new: Config) -> None:
         """Each running device takes its new settings; a device no longer in the config is released."""

@@ -148,3 +148,41 @@ def test_tools_memory_tasks_jobs_and_a_removed_device_apply_in_the_running_daemo
         assert await served == 0
 
     asyncio.run(main())
+
+
+def test_who_may_talk_on_a_chat_channel_applies_at_the_reload(tmp_path: Path) -> None:
+    """A person taken off telegram.allow_from is a stranger from the reload on; the bot's other settings wait."""
+    import asyncio
+
+    from appliance.config import load_config
+    from appliance.daemon import Daemon
+    from tests.helpers import config_file, started
+
+    # A bot that never reaches Telegram (port 9): the channel runs, reporting its problem, and never raises.
+    telegram = {
+        "telegram:\n  # Run the bot inside the daemon.\n  enabled: false": "telegram:\n  enabled: true",
+        '  token: ""\n  # Telegram user ids': '  token: "123456:test-token"\n  # Telegram user ids',
+        "  allow_from: []\n  # Chat id": "  allow_from: [111, 222]\n  # Chat id",
+        "  api_base_url: https://api.telegram.org/bot": "  api_base_url: http://127.0.0.1:9/bot",
+    }
+    path = config_file(tmp_path, {"preload: true": "preload: false", **telegram})
+    data = tmp_path / "data"
+    config = load_config(path, data_dir=data)
+
+    async def main() -> None:
+        daemon = Daemon(config, host="127.0.0.1", port=0, data_dir_override=str(data))
+        served = asyncio.ensure_future(daemon.run())
+        await started(daemon, served)
+        assert daemon.channels is not None
+        channel = daemon.channels.channels["telegram"]
+        assert await channel.doorkeeper.is_allowed(222)  # type: ignore[attr-defined]
+        text = path.read_text().replace("  allow_from: [111, 222]\n", "  allow_from: [111]\n")
+        path.write_text(text.replace("  poll_timeout_s: 30\n", "  poll_timeout_s: 20\n"))
+        daemon.reload()
+        assert not await channel.doorkeeper.is_allowed(222)  # type: ignore[attr-defined]
+        assert await channel.doorkeeper.is_allowed(111)  # type: ignore[attr-defined]
+        assert daemon.reloaded.restart_needed == ["telegram.poll_timeout_s"]
+        daemon.stopping.set()
+        assert await served == 0
+
+    asyncio.run(main())
