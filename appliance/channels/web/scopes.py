@@ -27,7 +27,7 @@ GRANTS: dict[Scope, frozenset[Need]] = {
 DEFAULT_SCOPE: Scope = "chat"  # what `picoagent tokens add` gives: the least a program needs to chat
 
 SCOPE_HELP: dict[Scope, str] = {
-    "chat": "chat only: the web chat socket, /api/chat and the OpenAI-compatible /v1 API",
+    "chat": "chat only: the web chat socket, /api/chat (and its own /api/history) and the OpenAI-compatible /v1 API",
     "read": "read only: status, history, devices, approvals, events, jobs and tasks (no chat)",
     "devices": "chat, read, and switch devices and approve or deny their pending writes",
     "admin": "everything the owner can do",
