@@ -93,6 +93,19 @@ def test_what_waits_for_a_restart_is_named_in_the_log_status_and_api(serve: Serv
     assert api(serve, "/api/status")["config"]["restart_needed"] == []
 
 
+def test_a_refused_reload_is_shown_in_status_until_a_good_one(serve: Serve) -> None:
+    good = serve.config.read_text()
+    serve.config.write_text(good + "\nagent:\n  max_rounds: five\n")
+    serve.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: "the new config is refused" in serve.text(), what="the refusal in the log")
+    # (`picoagent status` itself reads the broken file and says what is wrong with it; the page and the API:)
+    refused = api(serve, "/api/status")["config"]["refused"]
+    assert refused.startswith('agent.max_rounds: expected an integer, got "five"'), refused
+    reload(serve, lambda text: good)
+    assert api(serve, "/api/status")["config"]["refused"] == ""
+    assert "config:" not in cli("status", data=serve.data, config=serve.config).stdout
+
+
 def test_info_lines_go_on_after_a_reload(serve: Serve) -> None:
     """The daemon logs its state changes at INFO (log_level: warning is raised to INFO for serve): a reload keeps it."""
     reload(serve, lambda text: text.replace("max_rounds: 4", "max_rounds: 3"))
