@@ -135,7 +135,7 @@ class Daemon:
         self.stopping = asyncio.Event()
         self.ready = asyncio.Event()  # set once every service has started and systemd was told READY=1
         self.started_config = copy.deepcopy(config)  # what the restart-only parts run (appliance/reload.py)
-        self.reloaded = Reload(time.time(), str(config.source), [])
+        self.reloaded = Reload(time.time(), str(config.source or ""), [])
         self.services = Services()
         self.chores = Chores()
         self.state: WebState | None = None
@@ -557,7 +557,7 @@ class Daemon:
             if previous_cloud is not None:
                 self.chores.spawn(previous_cloud.close())
         logging.getLogger().setLevel(daemon_level(old.log_level))
-        self.reloaded = Reload(time.time(), str(old.source), waiting)
+        self.reloaded = Reload(time.time(), str(old.source or ""), waiting)
         for key in waiting:
             log.warning("SIGHUP: %s: restart needed", key)
         log.warning("SIGHUP: config reloaded from %s", old.source)
