@@ -12,13 +12,15 @@ task runner, the cron scheduler and heartbeat, memory sweeps. Then ``READY=1`` t
 :attr:`Daemon.ready` set (tests wait on it). SIGTERM/SIGINT: stop taking requests, let turns in flight
 finish (briefly), cancel the rest, close the model and the database, exit 0; a service that fails to
 start stops those already started. SIGHUP: re-read the config; an invalid one is refused, with the
-reason logged, and the running config stays. SIGHUP also re-reads the workspace's skills and retries the
-MCP servers that are down.
+reason logged, and the running config stays; a valid one applies key by key, and each key that waits for a
+restart is named in the log and /api/status (appliance/reload.py). SIGHUP also re-reads the workspace's
+skills and retries the MCP servers that are down.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import os
 import signal
@@ -32,6 +34,7 @@ from appliance.config import Config, load_config
 from appliance.errors import ConfigError, PicoagentError
 from appliance.lifecycle import Chores, Loop, Service, Services
 from appliance.llm.footprint import keep_big_blocks_returnable
+from appliance.reload import Reload, Reloader, changed_keys
 from appliance.runtime import Runtime, downloads_models, local_model, remote_links
 
 if TYPE_CHECKING:
@@ -131,7 +134,8 @@ class Daemon:
         self.data_dir_override = data_dir_override
         self.stopping = asyncio.Event()
         self.ready = asyncio.Event()  # set once every service has started and systemd was told READY=1
-        self.config_loaded_at = time.time()
+        self.started_config = copy.deepcopy(config)  # what the restart-only parts run (appliance/reload.py)
+        self.reloaded = Reload(time.time(), str(config.source or ""), [])
         self.services = Services()
         self.chores = Chores()
         self.state: WebState | None = None
@@ -147,6 +151,11 @@ class Daemon:
         self.model_fetch: ModelFetch | None = None  # the wanted model's background pull (llm.model: auto)
         self.mqtt: MqttBridge | None = None  # with mqtt.enabled: the broker link and Home Assistant discovery
         self.links: dict[str, Any] = {}  # the services devices live in, by name (runtime.remote_links)
+
+    @property
+    def reloader(self) -> Reloader:
+        """What applies a new config to this daemon (SIGHUP)."""
+        return Reloader(self, self.started_config)
 
     @property
     def runtime(self) -> Runtime:
@@ -172,6 +181,7 @@ class Daemon:
         web_cfg = self.config.web
         auth = Auth(runtime.db, session_ttl_s=web_cfg.session_days * 86400, secure_cookies=web_cfg.secure_cookies)
         self.state = state = WebState(runtime, auth)
+        state.reloaded = lambda: self.reloaded.as_dict()
         state.homeassistant = self.links.get("homeassistant")
         self.web = WebServer(self.config, state, data_dir(self.config), self.host, self.port)
         self._watch_runner(runtime, loop)
@@ -504,7 +514,10 @@ class Daemon:
             await asyncio.sleep(TEMPERATURE_EVERY_S)
 
     def reload(self) -> None:
-        """SIGHUP: apply a new config, or keep the running one and say why; re-read skills; retry MCP."""
+        """SIGHUP: apply a new config (appliance/reload.py: what applies, what waits for a restart, named), or
+        keep the running one and say why; re-read skills; retry MCP."""
+        from appliance.logs import daemon_level
+
         runtime = self.runtime
         self._reload_skills(runtime)
         if getattr(runtime.model, "warm_prefix", None) is not None:
@@ -516,30 +529,21 @@ class Daemon:
         except PicoagentError as exc:
             log.error("SIGHUP: the new config is refused, keeping the running one: %s", exc.for_people())
             sd_notify(f"STATUS=config reload refused: {exc.message}")
+            self.reloaded.refused = exc.message
             return
         old = self.config
-        listening = ("host", "port", "tls", "allowed_hosts")
-        if any(getattr(new.web, k) != getattr(old.web, k) for k in listening) or new.data_dir != old.data_dir:
-            log.warning("SIGHUP: web.host, web.port, web.tls, web.allowed_hosts and data_dir apply at the next restart")
-        from appliance.channels.registry import CHANNELS, section
-
-        changed = [name for name in CHANNELS if section(new, name) != section(old, name)]
-        if changed:
-            log.warning("SIGHUP: the %s channel settings apply at the next restart", ", ".join(changed))
-        if new.mqtt != old.mqtt:
-            log.warning("SIGHUP: the mqtt settings apply at the next restart")
-        if new.llm.weight_repack != old.llm.weight_repack:  # the running model runner was started with it
-            log.warning("SIGHUP: llm.weight_repack applies at the next restart")
-            new.llm.weight_repack = old.llm.weight_repack
+        waiting = self.reloader.waiting(new)
+        new.llm.weight_repack = old.llm.weight_repack  # the running model runner was started with it
         try:
             replacement = local_model(new, fallback=True) if new.llm != old.llm else None
         except PicoagentError as exc:
-            log.error("SIGHUP: keeping the running model: %s", exc.for_people())
-            return
-        # Apply in place: the agent and handlers hold this same object.
+            log.error("SIGHUP: keeping the running model and its llm settings: %s", exc.for_people())
+            waiting += [key for key in changed_keys(old.llm, new.llm, "llm.")]
+            new.llm, replacement = old.llm, None
         routing_changed = (new.providers, new.routing) != (old.providers, old.routing)
-        for name in ("agent", "llm", "log_level", "secrets_file", "providers", "routing", "notify"):
-            setattr(old, name, getattr(new, name))
+        # Apply in place: the agent and handlers hold this same object.
+        waiting = self.reloader.apply(new, waiting)
+        old.llm = new.llm
         if replacement is not None:
             self.switch_model(replacement, "SIGHUP: the llm settings changed")
         if self.model_fetch is not None:
@@ -553,10 +557,12 @@ class Daemon:
             runtime.cloud = runtime.agent.cloud = CloudRoute(old, runtime.db)
             if previous_cloud is not None:
                 self.chores.spawn(previous_cloud.close())
-        logging.getLogger().setLevel(old.log_level.upper())
-        self.config_loaded_at = time.time()
+        logging.getLogger().setLevel(daemon_level(old.log_level))
+        self.reloaded = Reload(time.time(), str(old.source or ""), waiting)
+        for key in waiting:
+            log.warning("SIGHUP: %s: restart needed", key)
         log.warning("SIGHUP: config reloaded from %s", old.source)
-        sd_notify("STATUS=config reloaded")
+        sd_notify("STATUS=config reloaded" + (f"; restart needed for {', '.join(waiting)}" if waiting else ""))
 
     def _reload_skills(self, runtime: Runtime) -> None:
         """Re-read workspace/skills: the next turn's prompt lists the new set, load_skill reads it."""

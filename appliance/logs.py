@@ -37,6 +37,12 @@ class RedactBotTokens(logging.Filter):
         return True
 
 
+def daemon_level(log_level: str) -> str:
+    """The level `serve` logs at for a config ``log_level``: at least INFO, since a daemon's state changes
+    (a device switched, a task done) belong in its journal; a reload sets it again with this."""
+    return "INFO" if log_level == "warning" else log_level.upper()
+
+
 def configure(level: str, stream: TextIO) -> None:
     """Log at ``level`` (a config log_level) to ``stream``; URL-logging libraries quiet, tokens redacted."""
     logging.basicConfig(level=level.upper(), stream=stream, format=FORMAT)

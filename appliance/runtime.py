@@ -271,7 +271,7 @@ def device_registry(
     from appliance.hardware.events import record_write
     from appliance.hardware.policy import RawBusPolicy
 
-    backend = make_backend(config.hardware)
+    backend = make_backend(config.hardware, data_dir(config) / "simulated-devices.json")
     backend.links.update(remote_links(config) if links is None else links)
     devices = DeviceRegistry(config, backend, approvals or approval_store(config, db))
     # Every write lands in the events table, whichever process made it (the daemon, or `devices set`

@@ -77,7 +77,7 @@ fi
 
 install -d -m 0750 "$ROOT/etc/picoagent"
 if [ ! -f "$ROOT/etc/picoagent/picoagent.yaml" ]; then
-    say "writing /etc/picoagent/picoagent.yaml (no devices yet: declare yours, then systemctl reload picoagent)"
+    say "writing /etc/picoagent/picoagent.yaml (no devices yet: declare yours, then systemctl restart picoagent: a new device is built at start)"
     cat > "$ROOT/etc/picoagent/picoagent.yaml" <<'YAML'
 # picoagent on this Pi. Every key, with its comment: /opt/picoagent/current/config/picoagent.yaml
 data_dir: /var/lib/picoagent

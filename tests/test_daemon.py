@@ -409,6 +409,6 @@ def test_sighup_says_weight_repacking_applies_at_the_next_restart(serve: Serve) 
     serve.config.write_text(good.replace("  weight_repack: auto\n", "  weight_repack: off\n"))
     serve.proc.send_signal(signal.SIGHUP)
     wait_for(lambda: "config reloaded" in serve.text(), what="the reload")
-    assert "SIGHUP: llm.weight_repack applies at the next restart" in serve.text()
+    assert "SIGHUP: llm.weight_repack: restart needed" in serve.text()
     assert "llm settings changed" not in serve.text()  # no second model (nor runner) for it
     assert serve.stop() == 0

@@ -7,20 +7,18 @@ import json
 import logging
 import os
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 from appliance.agent import skills
 from appliance.agent.context import Workspace, system_prompt
 from appliance.agent.skills import SkillCatalog
-from appliance.config import Config
 from appliance.daemon import Daemon
 from appliance.doctor import _check_skills
 from appliance.errors import ToolError
 from appliance.tools import builtin
 from appliance.tools.registry import ToolRegistry
-from tests.helpers import config_file, picoagent
+from tests.helpers import config_file, picoagent, started
 
 
 def write_skill(root: Path, name: str, description: str, body: str, requires: list[str] | None = None) -> Path:
@@ -174,20 +172,31 @@ def test_the_catalog_stays_the_same_until_a_reload_picks_up_the_new_set(tmp_path
     assert "load_skill" not in registry.tools
 
 
-def test_sighup_reloads_the_skills_of_the_running_daemon(config: Config, tmp_path: Path) -> None:
-    workspace = Workspace(config.resolve_path(config.data_dir) / "workspace")
-    registry = ToolRegistry()
-    skills.sync_tool(registry, workspace)
-    daemon = Daemon(config)
-    daemon.state = SimpleNamespace(runtime=SimpleNamespace(workspace=workspace, tools=registry, mcp=None, model=None))
-    write_skill(workspace.root, "lights", "Evening lights.", "Porch light on at dusk.")
+def test_sighup_reloads_the_skills_of_the_running_daemon(tmp_path: Path) -> None:
+    """A real daemon in this process (its SIGHUP handler called as the signal would)."""
+    from appliance.config import load_config
+
+    data = tmp_path / "data"
+    config = load_config(config_file(tmp_path, {"preload: true": "preload: false"}), data_dir=data)
     root_level = logging.getLogger().level
-    try:
+
+    async def main() -> None:
+        daemon = Daemon(config, host="127.0.0.1", port=0, data_dir_override=str(data))
+        served = asyncio.ensure_future(daemon.run())
+        await started(daemon, served)
+        runtime = daemon.runtime
+        assert "load_skill" not in runtime.tools.tools
+        write_skill(runtime.workspace.root, "lights", "Evening lights.", "Porch light on at dusk.")
         daemon.reload()
+        assert "- lights: Evening lights." in system_prompt(runtime.workspace, runtime.tools)
+        assert "load_skill" in runtime.tools.tools
+        daemon.stopping.set()
+        assert await served == 0
+
+    try:
+        asyncio.run(main())
     finally:
         logging.getLogger().setLevel(root_level)
-    assert "- lights: Evening lights." in system_prompt(workspace, registry)
-    assert "load_skill" in registry.tools
 
 
 def test_doctor_and_skills_list_show_skills_and_problems(tmp_path: Path) -> None:

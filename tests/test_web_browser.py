@@ -340,6 +340,21 @@ def test_the_model_card_shows_the_background_pull_in_one_line(page: sync_api.Pag
     page.unroute("**/api/status")
 
 
+def test_the_system_card_names_what_a_reload_left_waiting_for_a_restart(page: sync_api.Page) -> None:
+    """The daemon's real /api/status, with what a SIGHUP would leave in it (tests/test_reload.py makes it for real)."""
+    page.goto("/")
+    expect(page.locator("#s-config")).to_contain_text("applied")
+    document = page.evaluate("async () => (await fetch('/api/status')).json()")
+    document["config"]["restart_needed"] = ["devices.fan.pin", "web.port"]
+    page.route("**/api/status", lambda route: route.fulfill(json=document))
+    page.reload()
+    expect(page.locator("#s-config")).to_contain_text("devices.fan.pin, web.port: restart needed")
+    document["config"]["refused"] = 'agent.max_rounds: expected an integer, got "five"'
+    page.reload()
+    expect(page.locator("#s-config")).to_contain_text("reload refused: agent.max_rounds")
+    page.unroute("**/api/status")
+
+
 @pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["1280", "390"])
 def test_the_model_card_shows_how_much_of_the_prompts_was_reused(page: sync_api.Page, size: dict[str, int]) -> None:
     page.set_viewport_size(size)

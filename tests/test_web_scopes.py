@@ -168,7 +168,7 @@ async def prepare(site: Site, route: Route) -> Call:
         session = f"s{next(site.serial)}"
 
         async def reset(body: Any) -> bool:
-            return bool(body == {"reset": session})
+            return bool(body == {"reset": session, "channel": "api"})  # a token's default: its API conversation
 
         return Call(path, {"session": session}, reset)
     if route == ("POST", "/v1/chat/completions"):

@@ -53,10 +53,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # log lines reach journald at once
     config = load(args, log_stream=sys.stdout)  # a daemon logs to stdout, where journald reads it
-    if config.log_level == "warning":
-        import logging
+    import logging
 
-        logging.getLogger().setLevel(logging.INFO)  # a daemon's state changes belong in its log
+    from appliance.logs import daemon_level
+
+    logging.getLogger().setLevel(daemon_level(config.log_level))  # a daemon's state changes belong in its log
     daemon = Daemon(config, host=args.host, port=args.port, data_dir_override=getattr(args, "data_dir", None))
     return asyncio.run(daemon.run())
 
@@ -70,6 +71,18 @@ def prompt_cache_line(cache: dict[str, Any]) -> str:
         else "no local turns in the last hour"
     )
     return f"prompt cache: {reuse} · prefix {cache['prefix']} · {cache['ram_mb']:.1f} MB in {cache['entries']} state(s)"
+
+
+def config_line(config: dict[str, Any] | None) -> str:
+    """What the last config reload left waiting for a restart, or why it was refused ("" when neither)."""
+    if not config:
+        return ""
+    lines = []
+    if config.get("restart_needed"):
+        lines.append(f"config: {', '.join(config['restart_needed'])}: restart needed (systemctl restart picoagent)")
+    if config.get("refused"):
+        lines.append(f"config: the last reload was refused, the running config stays: {config['refused']}")
+    return "\n".join(lines)
 
 
 def runner_line(runner: dict[str, Any]) -> str:
@@ -96,6 +109,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     health, model = status["health"], status["model"]
     temp = health.get("cpu_temperature_c")
     print(f"picoagent {status['version']} · up {status['uptime_s'] / 3600:.1f} h")
+    if line := config_line(status.get("config")):
+        print(line)
     print(
         f"model: {model['name']} ({'loaded' if model['loaded'] else 'not loaded'})"
         + (f", {model['recent_tps']:.1f} tok/s" if model.get("recent_tps") else "")

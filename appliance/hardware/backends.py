@@ -7,6 +7,7 @@ would on one, down to the bytes on the bus.
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,13 @@ class Backend:
     def prepare(self, devices: dict[str, DeviceConfig]) -> None:
         """Get ready for these devices (the simulation puts chips on its buses)."""
 
+    def kept_state(self, device: str) -> bool | float | None:
+        """The value a switch or dimmer was last set to by any process (the simulation's); None: not kept."""
+        return None
+
+    def keep_state(self, device: str, value: bool | float) -> None:
+        """Remember a switch or dimmer's new value for the next process (the simulation's); real pins hold it."""
+
     @property
     def pin_factory(self) -> Any:
         """gpiozero's pin factory, made on first use: gpiozero costs 1.5 MiB of an idle daemon's memory, and
@@ -93,13 +101,47 @@ class Backend:
 
 
 class SimulatedBackend(Backend):
-    """gpiozero's mock pins and simulated chips with real register maps."""
+    """gpiozero's mock pins and simulated chips with real register maps.
+
+    A mock pin lives as long as its process, yet `picoagent devices set fan on` and the `devices read fan`
+    after it are two processes when no daemon runs. With ``state_file`` (the data dir's, see
+    runtime.device_registry) the simulated switches and dimmers keep their values there: each write is
+    saved (a small JSON file, written whole), and the next process (a command, or `serve`) starts its
+    pins at them, as a relay on a Pi keeps its state while nothing touches it.
+    """
 
     name = "simulated"
 
-    def __init__(self) -> None:
+    def __init__(self, state_file: Path | None = None) -> None:
         super().__init__()
         self.chips: dict[str, Any] = {}  # device name -> its simulated chip (tests change the environment)
+        self.state_file = state_file
+
+    def _kept(self) -> dict[str, bool | float]:
+        if self.state_file is None:
+            return {}
+        try:
+            kept = json.loads(self.state_file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:  # a damaged file: the pins start off, as they would on a Pi
+            log.warning("simulated device states: cannot read %s (%s); starting them off", self.state_file, exc)
+            return {}
+        return {k: v for k, v in kept.items() if isinstance(v, (bool, int, float))} if isinstance(kept, dict) else {}
+
+    def kept_state(self, device: str) -> bool | float | None:
+        """The value this simulated switch or dimmer was last set to, by whichever process set it."""
+        return self._kept().get(device)
+
+    def keep_state(self, device: str, value: bool | float) -> None:
+        """Save its new value (read again first: another process may have set another device meanwhile)."""
+        if self.state_file is None:
+            return
+        from appliance.fileio import write_atomic
+
+        kept = self._kept()
+        kept[device] = value
+        write_atomic(self.state_file, json.dumps(kept, indent=1, sort_keys=True) + "\n")
 
     def _make_pin_factory(self) -> Any:
         from gpiozero.pins.mock import MockFactory, MockPWMPin
@@ -160,10 +202,11 @@ class RealBackend(Backend):
         return SpidevSPI(bus, device)
 
 
-def make_backend(config: HardwareConfig) -> Backend:
-    """The backend the config asks for (auto: real on a Pi, simulated elsewhere)."""
+def make_backend(config: HardwareConfig, state_file: Path | None = None) -> Backend:
+    """The backend the config asks for (auto: real on a Pi, simulated elsewhere); ``state_file``: where the
+    simulation keeps its switches' values between processes (see SimulatedBackend)."""
     choice = config.backend
     if choice == "auto":
         choice = "real" if on_a_pi() else "simulated"
     log.info("hardware backend: %s", choice)
-    return RealBackend() if choice == "real" else SimulatedBackend()
+    return RealBackend() if choice == "real" else SimulatedBackend(state_file)

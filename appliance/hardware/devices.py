@@ -181,6 +181,9 @@ class DeviceRegistry:
                 raise
             limiter = RateLimiter(device_config.writes_per_minute, 60.0)
             device = Device(name, device_config, driver, lock, limiter)
+            kept = backend.kept_state(name) if device.spec.on_the_pi and device.spec.sets else None
+            if kept is not None:  # a simulated switch as the last process left it (SimulatedBackend)
+                driver.set(kept)
             if hasattr(driver, "on_event"):
                 driver.on_event(lambda event, name=name: self._input_event(name, event))
             self.devices[name] = device
@@ -198,6 +201,22 @@ class DeviceRegistry:
             except Exception:  # closing must go on for the others
                 log.warning("closing %s failed", device.name, exc_info=True)
         self.backend.close()
+
+    def configure(self, name: str, config: DeviceConfig) -> None:
+        """New settings for a running device (a config reload): its approval, allow list and rate apply to the
+        next write; its wiring stays what the driver was built with."""
+        device = self.get(name)
+        device.limiter.limit = config.writes_per_minute  # the last minute's writes still count
+        device.config = config
+
+    def remove(self, name: str) -> None:
+        """Take a device out (gone from the config at a reload): released, and never driven again here."""
+        device = self.devices.pop(name)
+        with device.lock:
+            try:
+                device.driver.close()
+            except Exception:
+                log.warning("closing %s failed", name, exc_info=True)
 
     def get(self, name: str) -> Device:
         """A device by name, or UnknownDeviceError listing the known ones."""
@@ -262,6 +281,8 @@ class DeviceRegistry:
         with device.lock:
             device.driver.set(value)
             state = list(device.driver.read())
+            if device.spec.on_the_pi:
+                self.backend.keep_state(device.name, value)
         log.info("%s set to %s", device.name, value)
         for listener in list(self.write_listeners):
             try:

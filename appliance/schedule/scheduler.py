@@ -68,6 +68,21 @@ class _Entry:
     pending: RunReason | None = None  # run at the next tick whatever the clock says
 
 
+def _entries(jobs: list[CronJob], file_ids: Collection[str], parse: Callable[[str], Schedule]) -> dict[str, _Entry]:
+    """The config's and cron.yaml's jobs (those in ``file_ids``) by id, their schedules parsed (a sun schedule
+    bound to the place)."""
+    entries: dict[str, _Entry] = {}
+    for job in jobs:
+        if job.id in entries:
+            raise ConfigError(f"cron job id {job.id!r} is used twice", fix="give each job its own id")
+        try:
+            schedule = parse(job.schedule)
+        except UsageError as exc:
+            raise ConfigError(f"cron job {job.id}: {exc.message}", fix=exc.fix) from None
+        entries[job.id] = _Entry(job, schedule, "file" if job.id in file_ids else "config")
+    return entries
+
+
 class UnknownJobError(NotFound, UsageError):
     """No job has this id (HTTP 404; on the command line a usage error)."""
 
@@ -113,15 +128,7 @@ class Scheduler:
         self.job_timeout_s = job_timeout_s
         self.devices = devices
         self.store = JobStore(db, clock)
-        self._entries: dict[str, _Entry] = {}
-        for job in jobs:
-            if job.id in self._entries:
-                raise ConfigError(f"cron job id {job.id!r} is used twice", fix="give each job its own id")
-            try:
-                schedule = self._parse(job.schedule)
-            except UsageError as exc:
-                raise ConfigError(f"cron job {job.id}: {exc.message}", fix=exc.fix) from None
-            self._entries[job.id] = _Entry(job, schedule, "file" if job.id in file_ids else "config")
+        self._entries: dict[str, _Entry] = _entries(jobs, file_ids, self._parse)
         self._running: set[str] = set()
         self._started = False
         self._polled_at: float | None = None
@@ -132,6 +139,32 @@ class Scheduler:
         self._paused = self.store.paused()
         rows = db.rows("SELECT job_id, last_run_at, last_result, last_ok FROM schedule_runs")
         self._last = {r[0]: LastRun(r[1], r[2], None if r[3] is None else bool(r[3])) for r in rows}
+
+    def reload(self, jobs: list[CronJob], *, tz: str, file_ids: Collection[str] = ()) -> None:
+        """The config's and cron.yaml's jobs and the time zone again (SIGHUP): a new or changed job is planned
+        from now, one gone is dropped, an unchanged one keeps its plan; jobs made in chat stay."""
+        wanted, zone = _entries(jobs, file_ids, self._parse), resolve_zone(tz)  # both checked before anything changes
+        rezoned, self.zone = zone != self.zone, zone
+        for job_id, held in list(self._entries.items()):
+            if held.source != "chat" and job_id not in wanted:
+                del self._entries[job_id]
+                log.info("cron %s: no longer in the config", job_id)
+        for job_id, entry in wanted.items():
+            kept = self._entries.get(job_id)
+            if kept is not None and kept.source == entry.source and kept.job == entry.job and not rezoned:
+                continue
+            if kept is not None and kept.source == "chat":
+                log.error(
+                    "cron %s: a job made in chat has the id of a %s job, which runs instead", job_id, entry.source
+                )
+            if self._started and not isinstance(entry.schedule, Startup):
+                entry.next_at = self._next(entry.schedule, self.clock() - 0.001)
+            self._entries[job_id] = entry
+            log.info("cron %s: %s", job_id, "planned again" if kept is not None else "added from the config")
+        if rezoned and self._started:  # a wall-clock slot moved: the jobs made in chat are planned again too
+            for entry in self._entries.values():
+                if entry.source == "chat" and not isinstance(entry.schedule, Startup):
+                    entry.next_at = self._next(entry.schedule, self.clock() - 0.001)
 
     def _adopt(self, stored: StoredJob) -> _Entry | None:
         """Take a chat-made job in (not started yet: _start plans it); None when it cannot run here."""

@@ -309,6 +309,11 @@ class Redactor:
     """Replaces the secrets file's values in text with [redacted]."""
 
     def __init__(self, secrets: typing.Iterable[str] = ()) -> None:
+        self.update(secrets)
+
+    def update(self, secrets: typing.Iterable[str]) -> None:
+        """Redact these values from now on (a config reload read the secrets file again); in place, so every
+        holder of this redactor (the registry, MCP servers, the message tool) redacts the new ones."""
         values = sorted({v for v in secrets if len(v) >= MIN_SECRET_CHARS}, key=len, reverse=True)
         self._pattern = re.compile("|".join(re.escape(v) for v in values)) if values else None
 

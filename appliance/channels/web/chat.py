@@ -6,7 +6,8 @@ Websocket protocol (JSON text frames). The client sends ``{"type": "message", "t
 ``error`` (message). One message at a time per connection; closing the socket cancels its turn.
 
 A token that may only chat (scope ``chat``) has conversations of its own: its session names are kept
-apart from the owner's and other programs', so it cannot read their history through the model either.
+apart from the owner's and other programs', so it cannot read their history through the model either;
+GET /api/history and POST /api/reset reach its own conversations, and only those.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from aiohttp import WSMsgType, web
 
 from appliance.channels.web.auth import Principal, principal
-from appliance.channels.web.http import bad_request, read_json
+from appliance.channels.web.http import bad_request, read_json, read_optional_json
 from appliance.channels.web.scopes import allows
 from appliance.channels.web.state import STATE, WebState
 from appliance.errors import PicoagentError
@@ -30,6 +31,7 @@ from appliance.errors import PicoagentError
 log = logging.getLogger(__name__)
 
 MAX_MESSAGE_CHARS = 8000
+CHANNELS = ("web", "api", "terminal")  # the conversations /api/history reads and /api/reset resets
 _SESSION = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _connections = itertools.count(1)
 
@@ -82,20 +84,35 @@ async def api_chat(request: web.Request) -> web.Response:
     return web.json_response(record.as_dict())
 
 
+def conversation_named(found: Principal | None, channel: Any, session: Any) -> tuple[str, str]:
+    """The (channel, session) a history or reset request names, or a 400 saying what is wrong.
+
+    Absent, both default to the caller's own conversation: a browser's is the web chat's (``web``, ``web``),
+    a token's the one POST /api/chat keeps when it names no session (``api``, ``api``).
+    """
+    own = "web" if found is None or found.kind == "session" else "api"
+    channel = own if channel is None else channel
+    if channel not in CHANNELS:
+        raise bad_request(f'"channel" must be one of {", ".join(CHANNELS)} (absent: {own})')
+    session = channel if session is None else session
+    if not isinstance(session, str) or not _SESSION.fullmatch(session):
+        raise bad_request('"session" must be 1-64 letters, digits or _.:-')
+    return channel, session
+
+
 async def api_history(request: web.Request) -> web.Response:
-    """The open conversation of a session, oldest first (the web chat reloads it)."""
+    """The open conversation of a session, oldest first (the web chat reloads it; a program reads its own)."""
     state = request.app[STATE]
-    session = request.query.get("session", "web")
-    channel = request.query.get("channel", "web")
-    if not _SESSION.fullmatch(session) or channel not in ("web", "api", "terminal"):
-        raise bad_request("unknown channel or malformed session")
+    found = principal(request)
+    channel, session = conversation_named(found, request.query.get("channel"), request.query.get("session"))
     limit = min(int(request.query.get("limit", "100")) if request.query.get("limit", "").isdigit() else 100, 500)
     db = state.runtime.db
-    conversation = await db.call(db.conversation, channel, session)
+    conversation = await db.call(db.conversation, channel, conversation_key(found, session))
     messages = await db.call(db.recent_messages, conversation, limit)
     return web.json_response(
         {
             "session": session,
+            "channel": channel,
             "messages": [
                 {"role": m.role, "content": m.content, "at": m.created_at, "route": m.route, "meta": m.meta}
                 for m in messages
@@ -105,14 +122,14 @@ async def api_history(request: web.Request) -> web.Response:
 
 
 async def api_reset(request: web.Request) -> web.Response:
-    """Start a new conversation for a session (the old one stays in the database, closed)."""
+    """Start a new conversation for a session (the old one stays in the database, closed); no body: the
+    caller's own default conversation (see :func:`conversation_named`)."""
     state = request.app[STATE]
-    body = await read_json(request)
-    session = body.get("session", "web")
-    if not isinstance(session, str) or not _SESSION.fullmatch(session):
-        raise bad_request('"session" must be 1-64 letters, digits or _.:-')
-    await state.runtime.agent.reset("web", conversation_key(principal(request), session))
-    return web.json_response({"reset": session})
+    body = await read_optional_json(request)
+    found = principal(request)
+    channel, session = conversation_named(found, body.get("channel"), body.get("session"))
+    await state.runtime.agent.reset(channel, conversation_key(found, session))
+    return web.json_response({"reset": session, "channel": channel})
 
 
 class _Connection:

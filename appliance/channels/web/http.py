@@ -49,6 +49,13 @@ async def read_json(request: web.Request) -> dict[str, Any]:
     return body
 
 
+async def read_optional_json(request: web.Request) -> dict[str, Any]:
+    """Like :func:`read_json`, for a route whose body is optional: no body at all is ``{}``."""
+    if not request.body_exists or request.content_length == 0:
+        return {}
+    return await read_json(request)
+
+
 def errors_middleware(requests: Counter) -> Middleware:
     """The middleware translating errors to JSON, counting every answer in ``requests`` by status class."""
 

@@ -20,6 +20,10 @@ BAD_REQUEST = _json(ERROR, "the request is malformed; the error says how")
 OUT_OF_SCOPE = _json(ERROR, "the API token's scope does not cover this route; the error names the scope needed")
 
 
+CHANNEL_DEFAULT = "whose conversation: absent, web for a browser session, api for a token (POST /api/chat's)"
+SESSION_DEFAULT = "the session's name; absent, the channel's default session (web or api)"
+
+
 def _body(schema: dict[str, Any], *, required: bool = True) -> dict[str, Any]:
     """A JSON request body."""
     return {"required": required, "content": {"application/json": {"schema": schema}}}
@@ -33,6 +37,7 @@ def _object_get(summary: str) -> dict[str, Any]:
 def openapi_document() -> dict[str, Any]:
     """The API description."""
     session = {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,64}$"}
+    channel = {"type": "string", "enum": ["web", "api", "terminal"]}
     reply_record = {
         "type": "object",
         "required": ["text", "route", "reason", "actions", "timings"],
@@ -222,7 +227,10 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
-            "/api/status": _object_get("health, model, queue, recent replies, chart series"),
+            "/api/status": _object_get(
+                "health, model, queue, recent replies, chart series; config: the last reload and the keys waiting "
+                "for a restart (restart_needed)"
+            ),
             "/api/chat": {
                 "post": {
                     "summary": "answer one message; returns the reply record",
@@ -250,14 +258,10 @@ def openapi_document() -> dict[str, Any]:
             },
             "/api/history": {
                 "get": {
-                    "summary": "the open conversation of a session",
+                    "summary": "the open conversation of a session, oldest first (a chat-scope token: its own only)",
                     "parameters": [
-                        {"name": "session", "in": "query", "schema": session},
-                        {
-                            "name": "channel",
-                            "in": "query",
-                            "schema": {"type": "string", "enum": ["web", "api", "terminal"]},
-                        },
+                        {"name": "session", "in": "query", "schema": session, "description": SESSION_DEFAULT},
+                        {"name": "channel", "in": "query", "schema": channel, "description": CHANNEL_DEFAULT},
                         {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 500}},
                     ],
                     "responses": {"200": _json({"type": "object"}), "400": BAD_REQUEST, "401": UNAUTHORIZED},
@@ -265,8 +269,17 @@ def openapi_document() -> dict[str, Any]:
             },
             "/api/reset": {
                 "post": {
-                    "summary": "start a new conversation for a web session",
-                    "requestBody": _body({"type": "object", "properties": {"session": session}}, required=False),
+                    "summary": "start a new conversation for a session; no body: the caller's default one",
+                    "requestBody": _body(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "session": {**session, "description": SESSION_DEFAULT},
+                                "channel": {**channel, "description": CHANNEL_DEFAULT},
+                            },
+                        },
+                        required=False,
+                    ),
                     "responses": {"200": _json({"type": "object"}), "400": BAD_REQUEST, "401": UNAUTHORIZED},
                 }
             },

@@ -1,6 +1,7 @@
 """What an API token may do: its scope, and the one table of which scope each route needs.
 
-``chat`` talks to the assistant (the web chat's socket, POST /api/chat, the OpenAI-compatible /v1 API);
+``chat`` talks to the assistant (the web chat's socket, POST /api/chat, the OpenAI-compatible /v1 API) and
+reads its own conversations' history;
 ``read`` only reads status, history, devices, approvals, events, jobs and tasks, and cannot talk (a chat
 turn drives the assistant's tools, so a read-only token that could chat would not be read-only);
 ``devices`` talks, reads, switches devices and decides approvals; ``admin`` is the owner (a browser logged
@@ -26,7 +27,7 @@ GRANTS: dict[Scope, frozenset[Need]] = {
 DEFAULT_SCOPE: Scope = "chat"  # what `picoagent tokens add` gives: the least a program needs to chat
 
 SCOPE_HELP: dict[Scope, str] = {
-    "chat": "chat only: the web chat socket, /api/chat and the OpenAI-compatible /v1 API",
+    "chat": "chat only: the web chat socket, /api/chat (and its own /api/history) and the OpenAI-compatible /v1 API",
     "read": "read only: status, history, devices, approvals, events, jobs and tasks (no chat)",
     "devices": "chat, read, and switch devices and approve or deny their pending writes",
     "admin": "everything the owner can do",
@@ -52,7 +53,8 @@ ROUTE_SCOPES: dict[tuple[str, str], Need] = {
     ("POST", "/logout"): "any",
     ("GET", "/"): "read",
     ("GET", "/api/status"): "read",
-    ("GET", "/api/history"): "read",
+    # every token: a chat-only one reads its own conversations (stored apart: chat.conversation_key)
+    ("GET", "/api/history"): "any",
     ("GET", "/api/devices"): "read",
     ("GET", "/api/devices/{name}"): "read",
     ("GET", "/api/approvals"): "read",

@@ -16,6 +16,8 @@ from appliance.llm.footprint import process_memory, runner_memory
 from appliance.metrics import Counter, Gauge, Histogram, Registry
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from appliance.channels.registry import ChannelSet
     from appliance.channels.telegram.channel import TelegramChannel
     from appliance.channels.web.auth import Auth
@@ -114,6 +116,7 @@ class WebState:
     model_fetch: ModelFetch | None = None  # set by the daemon: the wanted model's background pull
     mqtt: Any = None  # set by the daemon with mqtt.enabled: the MqttBridge (its status() is /api/status mqtt)
     homeassistant: Any = None  # set by the daemon with homeassistant.enabled: its client (status())
+    reloaded: Callable[[], dict[str, Any]] | None = None  # set by the daemon: the last config reload (reload.py)
     metrics: ApplianceMetrics = field(init=False)
 
     def __post_init__(self) -> None:
@@ -237,6 +240,8 @@ class WebState:
             "mqtt": self.mqtt.status() if self.mqtt is not None else None,
             # {"connected", "url", "reconnects", "last_error"}; null: homeassistant off
             "homeassistant": self.homeassistant.status() if self.homeassistant is not None else None,
+            # {"source", "loaded_at", "restart_needed": [config keys], "refused"}: the last SIGHUP; null outside serve
+            "config": self.reloaded() if self.reloaded is not None else None,
         }
 
 

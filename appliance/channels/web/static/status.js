@@ -123,6 +123,21 @@
     uptime.append(el("span", "sub", `daemon ${duration(status.uptime_s)}`));
     setText("s-version", status.version || "–");
     renderUpdate(status.update);
+    renderConfig(status.config);
+  }
+
+  // The last config reload (SIGHUP): the keys that wait for a restart, or why the new file was refused.
+  function renderConfig(config) {
+    const cell = $("s-config");
+    if (!config) {
+      setText("s-config", "–", "muted");
+      return;
+    }
+    const waiting = config.restart_needed || [];
+    if (config.refused) setText("s-config", "reload refused: " + config.refused, "bad");
+    else if (waiting.length) setText("s-config", waiting.join(", ") + ": restart needed", "warn");
+    else setText("s-config", "applied");
+    cell.append(el("span", "sub", `loaded ${new Date(config.loaded_at * 1000).toLocaleString()}`));
   }
 
   // The OTA journal: the last result ("ok", "rolled back", ...), when, and the release to go back to.

@@ -1,0 +1,281 @@
+"""SIGHUP: a new config applied to the running daemon key by key; what cannot apply is named, never implied.
+
+The daemon's parts were built from the config it started with: some read it on every use (the agent, the
+routing), others copied what they needed (a device's approval, the shell tool's limits, the cron jobs). So
+a reload compares the config the daemon *started* with to the new file, key by key (``devices.fan.approval``,
+``web.port``), and each changed key either applies here or waits for a restart. What waits is logged
+("SIGHUP: web.port: restart needed") and kept in :attr:`Reload.restart_needed`, which /api/status,
+`picoagent status` and the status page show until a restart (or an edit back) clears it. Comparing with the
+started config, not the previous reload's, keeps the list true over any number of reloads.
+
+What applies: ``agent``, ``llm`` (a new model is switched to; ``llm.weight_repack`` waits: the runner was
+started with it), ``log_level``, ``secrets_file``, ``providers``, ``routing``, ``notify``, ``tasks``,
+``memory`` (not its ``embedding_model``: stored vectors were made by the running one), ``scheduler``
+(jobs, cron.yaml read again, ``timezone``; ``heartbeat_minutes`` when the heartbeat runs before and after),
+``tools`` (limits, shell, web fetch and search, the workspace quota, the message tool, approvals, MCP servers
+restarted; not ``plugins``: imported modules cannot be unloaded), ``hardware.approval_timeout_s``,
+``hardware.raw_access`` (narrowing always; turning it on needs the raw tools, registered at start), and each
+running device's ``approval``, ``allow``, ``writes_per_minute``, ``room`` and ``aliases``; a device taken out
+of the config is released and can no longer be driven. A safety setting therefore never waits: a rewired
+device (a new pin) keeps its old wiring until the restart, but its new approval and allow list apply now.
+Everything else (``web``, ``data_dir``, ``hardware.backend``, a new device, ``events``, the chat channels,
+``mqtt``, ``homeassistant``) waits for the restart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from appliance.errors import PicoagentError
+
+if TYPE_CHECKING:
+    from appliance.config import Config
+    from appliance.daemon import Daemon
+
+log = logging.getLogger(__name__)
+
+# A device's settings that a reload applies to the running device; the rest is its wiring.
+DEVICE_SETTINGS = ("approval", "allow", "writes_per_minute", "room", "aliases")
+# Whole top-level sections a reload applies as they are (the parts that read them hold this same Config).
+APPLIED = ("agent", "log_level", "secrets_file", "providers", "routing", "notify", "tasks")
+WAITING = {"llm.weight_repack", "memory.embedding_model", "tools.plugins", "hardware.backend"}
+
+
+def changed_keys(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """The dotted keys whose values differ between two config trees (a dict's entries by name; a list whole)."""
+    if dataclasses.is_dataclass(old) and dataclasses.is_dataclass(new) and type(old) is type(new):
+        keys: list[str] = []
+        for f in dataclasses.fields(old):
+            if not f.metadata.get("internal"):
+                keys += changed_keys(getattr(old, f.name), getattr(new, f.name), f"{prefix}{f.name}.")
+        return keys
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys = []
+        for name in sorted(set(old) | set(new)):
+            if name not in old or name not in new:
+                keys.append(f"{prefix}{name}")
+            else:
+                keys += changed_keys(old[name], new[name], f"{prefix}{name}.")
+        return keys
+    return [] if old == new else [prefix.rstrip(".")]
+
+
+def _section(key: str) -> str:
+    return key.split(".", 1)[0]
+
+
+@dataclass
+class Reload:
+    """What the last reload did: when, from where, and which keys wait for a restart (for /api/status)."""
+
+    loaded_at: float
+    source: str
+    restart_needed: list[str] = field(default_factory=list)
+    refused: str = ""  # the last SIGHUP's config error (the running config stayed), "" when it loaded
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``{"source", "loaded_at", "restart_needed": [keys], "refused"}``."""
+        return dataclasses.asdict(self)
+
+
+class Reloader:
+    """Applies a new config to a running daemon (see the module docstring for what applies)."""
+
+    def __init__(self, daemon: Daemon, started: Config) -> None:
+        self.daemon = daemon
+        self.started = started  # a copy of the config the daemon started with: what its restart-only parts run
+
+    def waiting(self, new: Config) -> list[str]:
+        """The keys of ``new`` that differ from what the daemon started with and cannot apply while it runs."""
+        runtime = self.daemon.runtime
+        running_devices = runtime.devices.devices if runtime.devices is not None else {}
+        raw_started = self.started.hardware.raw_access.enabled
+        heartbeat = self.daemon.heartbeat is not None
+        channels = set(self.daemon.channels.channels) if self.daemon.channels is not None else set()
+        keys = []
+        for key in changed_keys(self.started, new):
+            section = _section(key)
+            parts = key.split(".")
+            if key in WAITING:
+                keys.append(key)
+            elif section in (*APPLIED, "memory", "scheduler", "tools") or (section == "llm"):
+                if key == "scheduler.heartbeat_minutes" and (not heartbeat or not new.scheduler.heartbeat_minutes):
+                    keys.append(key)
+            elif section == "devices":
+                name = parts[1]
+                gone = name not in new.devices
+                if name not in running_devices and not gone:
+                    keys.append(key)  # a new device: its driver is built at start
+                elif not gone and len(parts) > 2 and parts[2] not in DEVICE_SETTINGS:
+                    keys.append(key)  # rewired: the old wiring runs, with the new settings
+            elif key == "hardware.approval_timeout_s":
+                continue
+            elif section in channels and key == f"{section}.allow_from":
+                continue  # who may talk: the running channel's doorkeeper reads it at every message
+            elif key.startswith("hardware.raw_access"):
+                if not raw_started and new.hardware.raw_access.enabled:
+                    keys.append(key)  # the raw bus tools are registered at start
+            else:
+                keys.append(key)
+        if runtime.devices is not None:  # taken out by an earlier reload, put back since: built at the restart
+            keys += [f"devices.{name}" for name in new.devices if name not in running_devices]
+        return sorted(set(keys))
+
+    def apply(self, new: Config, waiting: list[str]) -> list[str]:
+        """Apply what can be applied of ``new`` to the running config and parts (``llm`` is the daemon's: it
+        switches models); ``waiting`` (:meth:`waiting`) and the keys of a section that failed to apply."""
+        old = self.daemon.config
+        waiting = list(waiting)
+        for name in APPLIED:
+            setattr(old, name, getattr(new, name))
+        old.secret_values = new.secret_values  # the secrets file read again: its values are redacted from now on
+        self.daemon.runtime.tools.redact.update(new.secret_values)
+        steps = (
+            ("channels", self._channels),
+            ("devices", self._devices),
+            ("hardware", self._hardware),
+            ("tools", self._tools),
+            ("memory", self._memory),
+            ("scheduler", self._scheduler),
+            ("tasks", self._tasks),
+        )
+        for section, step in steps:
+            try:
+                step(old, new)
+            except (PicoagentError, ValueError) as exc:
+                why = exc.for_people() if isinstance(exc, PicoagentError) else str(exc)
+                log.error("SIGHUP: %s could not be applied: %s", section, why)
+                waiting += [k for k in changed_keys(self.started, new) if _section(k) == section]
+        self._understanding()
+        return sorted(set(waiting))
+
+    def _channels(self, old: Config, new: Config) -> None:
+        """Each running chat channel's allow_from, set in its section (the object the channel holds)."""
+        from appliance.channels.registry import section
+
+        for name in self.daemon.channels.channels if self.daemon.channels is not None else {}:
+            running, wanted = section(old, name), section(new, name)
+            if hasattr(running, "allow_from"):
+                running.allow_from = list(wanted.allow_from)
+
+    def _devices(self, old: Config, new: Config) -> None:
+        """Each running device takes its new settings; a device no longer in the config is released."""
+        registry = self.daemon.runtime.devices
+        if registry is None:
+            return
+        for name, device in list(registry.devices.items()):
+            wanted = new.devices.get(name)
+            if wanted is None:
+                registry.remove(name)
+                old.devices.pop(name, None)
+                log.warning("SIGHUP: device %s is no longer in the config: released", name)
+                continue
+            settings = {key: getattr(wanted, key) for key in DEVICE_SETTINGS}
+            if settings != {key: getattr(device.config, key) for key in DEVICE_SETTINGS}:
+                registry.configure(name, replace(device.config, **settings))
+                old.devices[name] = device.config
+
+    def _understanding(self) -> None:
+        """What the agent reads a message with, made again from the running config: the devices (names, rooms,
+        aliases, what is allowed), agent.devices_by_meaning and local_tools, routing's difficulty settings.
+        Cheap: the embeddings are made when first needed (and kept in the database)."""
+        from appliance.agent.intent import IntentMatcher
+        from appliance.agent.understanding import Understanding
+        from appliance.grounded.turn import local_zone
+
+        agent = self.daemon.runtime.agent
+        infos = agent.devices.infos() if agent.devices is not None else []
+        agent.intents = IntentMatcher(infos) if infos else None
+        if agent.understanding is not None:
+            embedder = agent.understanding.embedder
+            agent.understanding = Understanding(agent.config, embedder, agent.tools, infos, agent.db)  # embeds lazily
+        agent.desk.devices = tuple(infos)
+        agent.grounding.zone = local_zone(agent.config.scheduler.timezone)  # "what time is it?" in the new zone
+
+    def _hardware(self, old: Config, new: Config) -> None:
+        """The approval expiry; raw bus access (changed in place: the raw tools' policy reads this object)."""
+        old.hardware.approval_timeout_s = new.hardware.approval_timeout_s
+        runtime = self.daemon.runtime
+        if runtime.approvals is not None:
+            runtime.approvals.store.timeout_s = new.hardware.approval_timeout_s
+        raw, wanted = old.hardware.raw_access, new.hardware.raw_access
+        if raw.enabled or not wanted.enabled:
+            for f in dataclasses.fields(raw):
+                setattr(raw, f.name, getattr(wanted, f.name))
+
+    def _tools(self, old: Config, new: Config) -> None:
+        """The registry's limits, the tools built from settings registered again, approvals, MCP servers."""
+        from appliance.runtime import data_dir
+        from appliance.tools import shell, web_fetch, web_search
+        from appliance.tools import workspace as workspace_tools
+
+        daemon, runtime = self.daemon, self.daemon.runtime
+        previous, tools = old.tools, replace(new.tools, plugins=old.tools.plugins)
+        registry = runtime.tools
+        registry.per_turn, registry.max_output_chars, registry.cache_s = (
+            tools.per_turn,
+            tools.max_output_chars,
+            tools.cache_s,
+        )
+        for name in ("shell", "web_fetch", "web_search", "message", "read_file", "write_file", "edit_file", "list_dir"):
+            registry.remove(name)
+        root = data_dir(old) / "workspace"
+        workspace_tools.register(registry, root, tools.workspace_max_mb)
+        shell.register(registry, tools.shell, root, old.agent.tool_timeout_s, tools.workspace_max_mb)
+        web_fetch.register(registry, tools.web_fetch)
+        web_search.register(registry, tools.web_search)
+        if tools.message_per_hour and daemon.notifier is not None:
+            from appliance.tools import message
+
+            message.register(registry, daemon.notifier.notify, runtime.db, tools.message_per_hour)
+        if runtime.approvals is not None:
+            runtime.approvals.names = tuple(tools.require_approval)
+            runtime.approvals.timeout_s = old.agent.tool_timeout_s  # an approved call's own time limit
+        old.tools = tools
+        if tools.mcp != previous.mcp:
+            daemon.chores.spawn(self._restart_mcp())
+
+    async def _restart_mcp(self) -> None:
+        """Stop the running MCP servers, forget their tools, start the new config's."""
+        from appliance.runtime import mcp_clients
+
+        runtime = self.daemon.runtime
+        if runtime.mcp is not None:
+            await runtime.mcp.stop()
+            for server in list(runtime.mcp.servers):
+                for name in runtime.mcp.tool_names(server):
+                    runtime.tools.remove(name)
+        runtime.mcp = mcp_clients(runtime.config, runtime.tools, runtime.workspace.root)
+        await self.daemon._start_mcp()
+
+    def _memory(self, old: Config, new: Config) -> None:
+        """Recall and extraction settings (the embedding model stays: stored vectors were made with it)."""
+        old.memory = replace(new.memory, embedding_model=old.memory.embedding_model)
+        keeper = self.daemon.runtime.agent.memory
+        if keeper is not None:
+            keeper.config = old.memory
+
+    def _scheduler(self, old: Config, new: Config) -> None:
+        """The config's and cron.yaml's jobs (read again), the time zone, the heartbeat's interval."""
+        from appliance.config import load_jobs
+
+        daemon = self.daemon
+        sched = new.scheduler
+        heartbeat = daemon.heartbeat
+        minutes = sched.heartbeat_minutes if heartbeat is not None and sched.heartbeat_minutes else None
+        if daemon.cron is not None:
+            jobs = load_jobs(sched.jobs, daemon.runtime.workspace.root, old.devices)
+            daemon.cron.reload(jobs, tz=sched.timezone, file_ids={job.id for job in jobs[len(sched.jobs) :]})
+        if heartbeat is not None and minutes is not None:
+            from appliance.schedule.parse import resolve_zone
+
+            heartbeat.every_minutes, heartbeat.zone = minutes, resolve_zone(sched.timezone)
+        old.scheduler = replace(sched, heartbeat_minutes=minutes or old.scheduler.heartbeat_minutes)
+
+    def _tasks(self, old: Config, new: Config) -> None:
+        """New tasks' default budgets."""
+        if self.daemon.task_store is not None:
+            self.daemon.task_store.settings = old.tasks

@@ -1,0 +1,201 @@
+"""SIGHUP on a running `picoagent serve`: what a reload applies, what it names as waiting for a restart.
+
+Each test runs the real daemon as a process on a copy of the checkout's config, edits the file as a person
+would, sends SIGHUP and looks where a person looks: the log, `picoagent status` (text and --json),
+/api/status and what a device write does.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import free_port, wait_for, wait_healthy
+from tests.test_daemon import Serve, cli
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Serve]:
+    daemon = Serve(tmp_path, free_port())
+    wait_healthy(daemon.port)
+    yield daemon
+    daemon.stop()
+
+
+def reload(serve: Serve, edit: Any) -> None:
+    """Edit the config file (``edit``: old text -> new text), SIGHUP, and wait for the reload's log line."""
+    before = serve.text().count("SIGHUP: config reloaded")
+    serve.config.write_text(edit(serve.config.read_text()))
+    serve.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: serve.text().count("SIGHUP: config reloaded") > before, what="the reload")
+
+
+def api(serve: Serve, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    token = (serve.data / "cli.token").read_text().strip()
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{serve.port}{path}",
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        answer: dict[str, Any] = json.loads(response.read())
+        return answer
+
+
+def test_an_approval_added_to_a_device_applies_at_the_reload(serve: Serve) -> None:
+    """The issue's case: `approval: required` added to a relay, SIGHUP, and its next write waits for a person."""
+    reload(serve, lambda text: text.replace("    room: porch\n", "    room: porch\n    approval: required\n", 1))
+    answer = api(serve, "/api/devices/porch_light", {"value": "on"})
+    assert answer["done"] is False and answer["pending_approval"] is not None, answer
+    assert (
+        "porch_light: state: off" in cli("devices", "read", "porch_light", data=serve.data, config=serve.config).stdout
+    )
+    said = cli("devices", "set", "porch_light", "on", data=serve.data, config=serve.config).stdout
+    assert "porch_light needs approval: pending action" in said, said
+    # Tightened further: set is no longer allowed on the fan at all.
+    reload(
+        serve, lambda text: text.replace("    writes_per_minute: 6\n", "    writes_per_minute: 6\n    allow: [read]\n")
+    )
+    refused = cli("devices", "set", "fan", "on", data=serve.data, config=serve.config)
+    assert "fan cannot be set" in refused.stdout + refused.stderr, refused
+    assert "restart needed" not in serve.text()  # everything above applied
+
+
+def test_what_waits_for_a_restart_is_named_in_the_log_status_and_api(serve: Serve) -> None:
+    reload(
+        serve,
+        lambda text: text.replace("  port: 8080\n", "  port: 8181\n").replace(
+            "    pin: 27\n", "    pin: 5\n    approval: required\n"
+        ),
+    )
+    log = serve.text()
+    assert "SIGHUP: web.port: restart needed" in log
+    assert "SIGHUP: devices.fan.pin: restart needed" in log
+    status = api(serve, "/api/status")
+    assert status["config"]["restart_needed"] == ["devices.fan.pin", "web.port"]
+    # What could apply did, the rewired fan's approval included: it still drives its old pin until the restart.
+    answer = api(serve, "/api/devices/fan", {"value": "on"})
+    assert answer["pending_approval"] is not None, answer
+    shown = cli("status", data=serve.data, config=serve.config).stdout
+    assert "config: devices.fan.pin, web.port: restart needed" in shown, shown
+    as_json = json.loads(cli("status", "--json", data=serve.data, config=serve.config).stdout)
+    assert as_json["config"]["restart_needed"] == ["devices.fan.pin", "web.port"]
+    # Put back as it was: nothing waits any more.
+    reload(
+        serve, lambda text: text.replace("  port: 8181\n", "  port: 8080\n").replace("    pin: 5\n", "    pin: 27\n")
+    )
+    assert api(serve, "/api/status")["config"]["restart_needed"] == []
+
+
+def test_a_refused_reload_is_shown_in_status_until_a_good_one(serve: Serve) -> None:
+    good = serve.config.read_text()
+    serve.config.write_text(good + "\nagent:\n  max_rounds: five\n")
+    serve.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: "the new config is refused" in serve.text(), what="the refusal in the log")
+    # (`picoagent status` itself reads the broken file and says what is wrong with it; the page and the API:)
+    refused = api(serve, "/api/status")["config"]["refused"]
+    assert refused.startswith('agent.max_rounds: expected an integer, got "five"'), refused
+    reload(serve, lambda text: good)
+    assert api(serve, "/api/status")["config"]["refused"] == ""
+    assert "config:" not in cli("status", data=serve.data, config=serve.config).stdout
+
+
+def test_info_lines_go_on_after_a_reload(serve: Serve) -> None:
+    """The daemon logs its state changes at INFO (log_level: warning is raised to INFO for serve): a reload keeps it."""
+    reload(serve, lambda text: text.replace("max_rounds: 4", "max_rounds: 3"))
+    cli("devices", "set", "fan", "on", data=serve.data, config=serve.config)
+    after = serve.text().split("SIGHUP: config reloaded", 1)[1]
+    assert "INFO appliance.hardware.devices: fan set to True" in after, after
+
+
+def test_tools_memory_tasks_jobs_and_a_removed_device_apply_in_the_running_daemon(tmp_path: Path) -> None:
+    """The daemon in this process, so what each part now holds can be looked at after its SIGHUP handler ran."""
+    import asyncio
+
+    from appliance.config import load_config
+    from appliance.daemon import Daemon
+    from tests.helpers import config_file, started
+
+    path = config_file(tmp_path, {"preload: true": "preload: false"})
+    data = tmp_path / "data"
+    config = load_config(path, data_dir=data)
+    job = '\n    - {id: porch_check, schedule: "daily 03:00", device: porch_light, value: "on"}'
+    edits = {
+        "  jobs: []": "  jobs:" + job,
+        "  shell:\n    # Offer the shell tool at all.\n    enabled: true": "  shell:\n    enabled: false",
+        "  require_approval: []": "  require_approval: [web_fetch]",
+        "  recall_k: 5": "  recall_k: 2",
+        "  approval_timeout_s: 300": "  approval_timeout_s: 60",
+        "  doorbell:\n    driver: button\n    pin: 22\n    room: hallway\n": "",
+    }
+
+    async def main() -> None:
+        daemon = Daemon(config, host="127.0.0.1", port=0, data_dir_override=str(data))
+        served = asyncio.ensure_future(daemon.run())
+        await started(daemon, served)
+        runtime = daemon.runtime
+        assert "shell" in runtime.tools.tools and "doorbell" in runtime.devices.devices  # type: ignore[union-attr]
+        text = path.read_text()
+        for old, new in edits.items():
+            assert old in text, old
+            text = text.replace(old, new)
+        path.write_text(text)
+        daemon.reload()
+        assert daemon.reloaded.restart_needed == []
+        assert "shell" not in runtime.tools.tools and "read_file" in runtime.tools.tools
+        assert runtime.approvals is not None and runtime.approvals.needs("web_fetch")
+        assert runtime.agent.memory is not None and runtime.agent.memory.config.recall_k == 2
+        assert runtime.approvals.store.timeout_s == 60
+        assert "doorbell" not in runtime.devices.devices  # type: ignore[union-attr]
+        assert daemon.cron is not None and [j["id"] for j in daemon.cron.list_jobs()] == ["porch_check"]
+        understanding = runtime.agent.understanding  # rebuilt: it holds the routing and agent settings it reads
+        assert understanding is not None and understanding.routing is runtime.config.routing
+        assert runtime.agent.intents is not None and "doorbell" not in [d.name for d in runtime.agent.intents.devices]
+        daemon.stopping.set()
+        assert await served == 0
+
+    asyncio.run(main())
+
+
+def test_who_may_talk_on_a_chat_channel_applies_at_the_reload(tmp_path: Path) -> None:
+    """A person taken off telegram.allow_from is a stranger from the reload on; the bot's other settings wait."""
+    import asyncio
+
+    from appliance.config import load_config
+    from appliance.daemon import Daemon
+    from tests.helpers import config_file, started
+
+    # A bot that never reaches Telegram (port 9): the channel runs, reporting its problem, and never raises.
+    telegram = {
+        "telegram:\n  # Run the bot inside the daemon.\n  enabled: false": "telegram:\n  enabled: true",
+        '  token: ""\n  # Telegram user ids': '  token: "123456:test-token"\n  # Telegram user ids',
+        "  allow_from: []\n  # Chat id": "  allow_from: [111, 222]\n  # Chat id",
+        "  api_base_url: https://api.telegram.org/bot": "  api_base_url: http://127.0.0.1:9/bot",
+    }
+    path = config_file(tmp_path, {"preload: true": "preload: false", **telegram})
+    data = tmp_path / "data"
+    config = load_config(path, data_dir=data)
+
+    async def main() -> None:
+        daemon = Daemon(config, host="127.0.0.1", port=0, data_dir_override=str(data))
+        served = asyncio.ensure_future(daemon.run())
+        await started(daemon, served)
+        assert daemon.channels is not None
+        channel = daemon.channels.channels["telegram"]
+        assert await channel.doorkeeper.is_allowed(222)  # type: ignore[attr-defined]
+        text = path.read_text().replace("  allow_from: [111, 222]\n", "  allow_from: [111]\n")
+        path.write_text(text.replace("  poll_timeout_s: 30\n", "  poll_timeout_s: 20\n"))
+        daemon.reload()
+        assert not await channel.doorkeeper.is_allowed(222)  # type: ignore[attr-defined]
+        assert await channel.doorkeeper.is_allowed(111)  # type: ignore[attr-defined]
+        assert daemon.reloaded.restart_needed == ["telegram.poll_timeout_s"]
+        daemon.stopping.set()
+        assert await served == 0
+
+    asyncio.run(main())
