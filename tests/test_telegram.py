@@ -144,7 +144,7 @@ def test_an_ordinary_message_streams_the_models_reply(config: Config) -> None:
     model.enqueue(answer)
 
     async def scenario(h: Harness) -> None:
-        h.fake.push_message(OWNER, OWNER, "what are you?")
+        h.fake.push_message(OWNER, OWNER, "tell me about the Raspberry Pi")
         [reply] = await h.reply_to(OWNER)
         methods = [c.method for c in h.fake.calls if c.method in ("sendMessage", "editMessageText")]
         assert methods[0] == "sendMessage" and methods.count("sendMessage") == 1
