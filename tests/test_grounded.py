@@ -19,6 +19,7 @@ from appliance.config import Config, CronJob, DeviceConfig
 from appliance.grounded.about import ABILITIES, SELF
 from appliance.grounded.agenda import AGENDA
 from appliance.grounded.conversation import CONVERSATION
+from appliance.grounded.house import HOUSE
 from appliance.grounded.remembered import REMEMBERED
 from appliance.grounded.turn import topics
 from appliance.grounded.unknowable import UNKNOWABLE
@@ -74,7 +75,24 @@ TAKES: list[tuple[str, str, str]] = [  # (message, topic kind, its sub-question)
     ("Are you ChatGPT?", "self", "who"),
     ("Do you run on the internet or here at home?", "self", "where"),
     ("Which software version is installed?", "self", "version"),
-    ("What is in the living room?", "abilities", "room"),
+    ("What is in the living room?", "house", "room"),
+    ("Is there anything in the garden you can check?", "house", "room"),
+    ("Which rooms do you know about?", "house", "rooms"),
+    ("Are you connected to Telegram?", "abilities", "channel"),
+    ("Do my questions leave the house?", "abilities", "cloud"),
+    ("Do you have a calculator?", "abilities", "tool"),
+    ("What's the name of your language model?", "self", "model"),
+    ("Can you repeat what you just said?", "conversation", "yours"),
+    ("When is the bins reminder?", "schedules", "about"),
+    ("When do I water the plants?", "schedules", "about"),
+    ("When will the fan be switched off?", "schedules", "about"),
+    ("What did I ask you to remind me about?", "schedules", "jobs"),
+    ("How old am I?", "memory", "fact"),
+    ("How long since you started?", "health", "uptime"),
+    ("Will my train be late tomorrow?", "unknowable", "future"),
+    ("Which number between 1 and 100 am I thinking of?", "unknowable", "future"),
+    ("What did I dream about last night?", "unknowable", "future"),
+    ("What's the temperature in the garden?", "house", "reading"),
     ("Can you use the cloud?", "abilities", "cloud"),
     ("What tools do you have?", "abilities", "tools"),
     ("Which chat apps can I use to talk to you?", "abilities", "channels"),
@@ -99,7 +117,6 @@ NOBODY = [  # these go to a device, another topic of someone else's, or the mode
     "tell me a joke",
     "turn on the fan",
     "what time does the bakery close?",
-    "what's the temperature in the living room?",
     "is the fan on?",
     "remind me at 7 to take the bins out",
     "what did the doorbell do today?",
@@ -116,6 +133,7 @@ NOBODY = [  # these go to a device, another topic of someone else's, or the mode
     "what is love?",
     "Do you know what time it is?",
     "what will you do tomorrow?",
+    "do you have a dog?",
 ]
 
 
@@ -127,7 +145,15 @@ def test_a_topic_takes_what_it_can_answer(message: str, kind: str, what: str) ->
 
 @pytest.mark.parametrize("message", NOBODY)
 def test_no_topic_takes_what_is_not_its_own(message: str) -> None:
-    mine = (SELF, ABILITIES, CONVERSATION, AGENDA, REMEMBERED, UNKNOWABLE)  # LOOKUP takes any question: see below
+    mine = (
+        SELF,
+        ABILITIES,
+        HOUSE,
+        CONVERSATION,
+        AGENDA,
+        REMEMBERED,
+        UNKNOWABLE,
+    )  # LOOKUP takes any question: see below
     assert [topic.kind for topic in mine if topic.match(message) is not None] == []
 
 
@@ -337,3 +363,27 @@ def test_what_is_in_a_room_is_its_devices_and_an_unknown_room_is_the_models(pi: 
     model.enqueue("A bed, probably.")
     record = asyncio.run(runtime.agent.turn("what is in the attic?", channel="api", chat_id="grounded"))
     assert record.route == "local"  # no room of that name: not the appliance's to say
+
+
+def test_a_reading_no_device_in_that_room_can_give_is_declined_and_one_it_can_is_read(
+    pi: tuple[Runtime, ScriptedModel],
+) -> None:
+    runtime, model = pi
+    (garden, kitchen, rooms) = ask(
+        runtime,
+        "What's the temperature in the garden?",
+        "what's the humidity in the kitchen?",
+        "Which rooms do you know?",
+    )
+    assert (
+        garden == "I can't tell the temperature in the garden: nothing there measures it (there I have soil (sensor))."
+    )
+    assert kitchen.startswith("I can't tell the humidity in the kitchen: I have no devices there (I know: garden, ")
+    assert rooms == "I know 4 rooms: garden, hallway, living room, porch."
+
+    async def living() -> Any:
+        return await runtime.agent.turn("what's the temperature in the living room?", channel="api", chat_id="g")
+
+    record = asyncio.run(living())
+    assert record.route == "intent" and record.why != "grounded" and "living_room: temperature" in record.text
+    assert model.history == []

@@ -127,6 +127,7 @@ READS = [
     ("home", "is the fan still on", read("fan")),
     ("home", "is the fan on or off?", read("fan")),
     ("home", "is the doorbell pressed", read("doorbell")),
+    ("home", "is the doorbell being pressed", read("doorbell")),
     ("home", "are the fans on", read("fan")),
     ("home", "status of the fan", read("fan")),
     ("home", "fan status", read("fan")),

@@ -511,7 +511,7 @@ class IntentMatcher:
         for size in (3, 2, 1):
             if len(words) > size and words[-size:] in _STATES:
                 target = words[:-size]
-                target = target[:-1] if target[-1:] == ("still",) else target
+                target = target[:-1] if target[-1:] in (("still",), ("being",)) else target  # "is it being pressed"
                 return self._read_status(target, any_kind=False)
         return None
 

@@ -26,9 +26,13 @@ _WHO = re.compile(
     r"|^are you (?:chatgpt|siri|alexa|google|gpt|claude|gemini|copilot|cortana)\b"  # _OTHER_ASSISTANT
     r"|^(?:do|are) you (?:run|running|live|work|hosted)(?: on| in)? (?:the )?"
     r"(?:internet|cloud|online|here|locally|at home)\b"
-    r"|^where (?:do you (?:run|live)|are you (?:running|hosted))\b",
+    r"|^where (?:do you (?:run|live)|are you (?:running|hosted))\b"
+    r"|^what(?:'s| is) (?:the name of )?your (?:language )?model(?:'s name)?\b",
 )
 _OTHER_ASSISTANT = re.compile(r"are you (?:chatgpt|siri|alexa|google|gpt|claude|gemini|copilot|cortana)\b")
+_KNOWN_TOOL_WORDS = frozenset(
+    {"calculator", "shell", "web_search", "web_fetch", "search", "browser", "terminal", "memory"}
+)
 _CAN = re.compile(
     r"^what (?:can|could) (?:you|u) do\b|^what are you (?:able to|capable of)\b|^how can you help\b"
     r"|^what do you do\b|^help$|^what (?:else )?can i ask (?:you)?\b"
@@ -37,12 +41,24 @@ _CAN = re.compile(
     r"|^what(?:'s| is) connected\b|^(?:can|do) you (?:control|switch|turn on|see) (?:anything|devices|lights)\b"
     r"|^what (?:can|do) you (?:control|switch|operate)\b|^(?:can|could) you (?:turn|switch) (?:things|stuff|devices)\b",
 )
-_IN_ROOM = re.compile(r"^what(?:'s| is| are)? (?:there )?in the ([a-z ]+)$|^what devices are in the ([a-z ]+)$")
 _CHATS = re.compile(r"^(?:which|what) (?:chat )?(?:apps|channels|ways|chats)\b.*\b(?:talk|reach|message|chat|use)\b")
 _CLOUD = re.compile(
     r"^(?:can|do|will|may) you (?:use|ask|call|go to|send (?:\w+ )?to) (?:the )?(?:cloud|internet|chatgpt|openai)\b"
 )
-_TOOLS = re.compile(r"^(?:what|which) tools (?:do you have|can you use|have you got)\b")
+_TOOLS = re.compile(
+    r"^(?:what|which) tools (?:do you have|can you use|have you got)\b"
+    r"|^(?:do you have|have you got|can you use) (?:a |an |the )?(?P<tool>[a-z_ ]+?)(?: tool)?$"
+)
+_CONNECTED = re.compile(
+    r"^(?:are you|is it) (?:connected|linked|on|hooked up|set up) (?:to|with|for) "
+    r"(?P<channel>telegram|discord|slack|whatsapp|e-?mail)$"
+    r"|^can i (?:talk|write|message|reach) (?:to )?you (?:on|over|by|via|through) "
+    r"(?P<channel2>telegram|discord|slack|whatsapp|e-?mail)$"
+)
+_LEAVE = re.compile(
+    r"^(?:do|does|will|would) (?:my )?(?:questions|messages|data|chats?|words) (?:ever )?(?:leave|go out of)"
+    r" (?:the house|home|the pi|my home)$"
+)
 _ABOUT_DEVICES = re.compile(r"\b(?:devices?|lights?|switch(?:es)?|sensors?|connected|control)\b")
 _SOUL_NAME = re.compile(r"\bYou are ([A-Z][\w-]{0,30})\b")
 
@@ -139,9 +155,15 @@ class Abilities:
     def match(self, text: str) -> Ask | None:
         """An Ask for questions about what the assistant can do or control."""
         said = _clean(text)
-        if room := _IN_ROOM.match(said):
-            return Ask(self.kind, "room", {"room": room[1] or room[2]}, text=text)
-        for rule, what in ((_CHATS, "channels"), (_CLOUD, "cloud"), (_TOOLS, "tools")):
+        if found := _CONNECTED.match(said):
+            return Ask(
+                self.kind, "channel", {"channel": (found["channel"] or found["channel2"]).replace("-", "")}, text=text
+            )
+        found = _TOOLS.match(said)
+        tool = (found["tool"] or "").strip() if found else ""
+        if found and (not tool or tool.replace(" ", "_") in _KNOWN_TOOL_WORDS):  # "do you have a dog": no tool
+            return Ask(self.kind, "tool" if tool else "tools", {"tool": tool}, text=text)
+        for rule, what in ((_CHATS, "channels"), (_CLOUD, "cloud"), (_LEAVE, "cloud")):
             if rule.search(said):
                 return Ask(self.kind, what, text=text)
         if _CAN.search(said):
@@ -154,8 +176,6 @@ class Abilities:
         registry = "the device registry (the config's devices)"
         if ask.what == "devices":
             return Answer(devices, basis=registry, kind=self.kind)
-        if ask.what == "room":
-            return _in_room(str(ask.details["room"]), facts, registry, self.kind)
         channels = [_CHANNEL_NAMES.get(c, c.title()) for c in _CHANNELS if getattr(facts.config, c).enabled]
         reach = ", ".join(["the web page and the terminal", *channels])
         stays = "everything stays on the Pi: the cloud is not allowed (routing.mode: local_only)."
@@ -163,6 +183,19 @@ class Abilities:
         tools = (
             "Tools the model may use: " + ", ".join(sorted(facts.tools)) + "." if facts.tools else "I have no tools."
         )
+        if ask.what == "channel":
+            wanted = str(ask.details["channel"])
+            on = getattr(facts.config, wanted).enabled
+            name = _CHANNEL_NAMES.get(wanted, wanted.title())
+            said = f"Yes: {name} is on." if on else f"No: {name} is not set up here (see the README's {name} section)."
+            return Answer(said, basis=f"the running config ({wanted}.enabled)", kind=self.kind)
+        if ask.what == "tool":
+            wanted = str(ask.details["tool"]).replace(" ", "_")
+            have = [t for t in facts.tools if wanted in t]
+            said = f"Yes: {', '.join(have)}." if have else f"No: I have no {ask.details['tool']} tool here."
+            if wanted == "calculator":
+                said = "Yes: I do sums and unit conversions myself, exactly (and the model has a calculator tool)."
+            return Answer(said, basis="the running config (tools)", kind=self.kind)
         if ask.what in ("channels", "cloud", "tools"):
             said = {"channels": f"You can reach me through {reach}.", "cloud": cloud or f"No: {stays}", "tools": tools}[
                 ask.what
@@ -179,17 +212,6 @@ class Abilities:
             lines.append(f"I can tell you the weather forecast for {place}.")
         lines += [tools, cloud or stays[0].upper() + stays[1:]]
         return Answer(" ".join(lines), basis="the running config (devices, channels, tools, routing)", kind=self.kind)
-
-
-def _in_room(room: str, facts: Facts, basis: str, kind: str) -> Answer | None:
-    """The devices in one room; None when the appliance knows no room of that name (the model answers)."""
-    wanted = " ".join(room.replace("_", " ").split())
-    infos = facts.devices.infos() if facts.devices is not None else []
-    here = [i for i in infos if " ".join((i.room or "").replace("_", " ").split()).lower() == wanted]
-    if not here:
-        return None
-    names = ", ".join(f"{i.name.replace('_', ' ')} ({i.kind})" for i in sorted(here, key=lambda i: i.name))
-    return Answer(f"In the {wanted}: {names}.", basis=basis, kind=kind)
 
 
 def devices_by_room(facts: Facts) -> str:

@@ -26,7 +26,7 @@ _JOBS = re.compile(
     r"|^what(?:'s| is) (?:on )?my (?:schedule|agenda)(?: (?:for )?(today|tomorrow|this week))?$"
     r"|^(?:when|what)(?:'s| is) (?:my |the )?next (?:reminder|alarm|job|schedule)$"
     r"|^what (?:have you|did you|did i) (?:get )?(?:scheduled|set up|planned)\b"
-    r"|^what reminders do i have\b"
+    r"|^what reminders do i have\b|^what (?:did|have) i (?:ask|asked) you to remind me (?:about|of)$"
 )
 # "what's scheduled for the fan", "have I got a reminder to water the plants", "is anything planned for the porch light"
 _ABOUT = re.compile(
@@ -34,6 +34,9 @@ _ABOUT = re.compile(
     r" (?:for|with) (?:the |my )?(.+)$"
     r"|^(?:have i got|do i have|is there|did i set) (?:a|any) (?:reminders?|alarms?|schedules?|jobs?)"
     r" (?:to|for|about) (?:the |my )?(.+)$"
+    r"|^when (?:is|will) (?:the |my )?(.+?) (?:reminder|alarm|job)(?: be| go off| run)?$"
+    r"|^when (?:do|will|should) i (.+)$"
+    r"|^when will (?:the |my )?(.+?) (?:be )?(?:switched|turned) (?:on|off)$"
 )
 _TASKS = re.compile(
     r"^what are you (?:working on|doing(?: now| right now)?|busy with)$"
@@ -78,13 +81,13 @@ class Agenda:
         said = _clean(text)
         if _TASKS.match(said):
             return Ask(self.kind, "tasks", text=text)
-        if (about := _ABOUT.match(said)) and not re.match(
-            r"(?:today|tomorrow|tonight|this week)$", about[1] or about[2]
-        ):
-            return Ask(self.kind, "about", {"words": about[1] or about[2]}, text=text)
         if _JOBS.match(said):
             week = "this week" in said
             return Ask(self.kind, "next" if "next" in said else "jobs", {"week": week, "said": said}, text=text)
+        about = _ABOUT.match(said)
+        subject = next((g for g in about.groups() if g), "") if about else ""
+        if about and not re.match(r"(?:today|tomorrow|tonight|this week)$", subject):
+            return Ask(self.kind, "about", {"words": subject, "strict": said.startswith("when do")}, text=text)
         return None
 
     async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
@@ -109,9 +112,10 @@ class Agenda:
             words = [w for w in re.findall(r"[a-z0-9]+", str(ask.details["words"])) if len(w) > 2]
             upcoming = [(at, j) for at, j in upcoming if all(w[:5] in str(j.get("does", "")).lower() for w in words)]
             if not upcoming:
-                return Answer(
-                    f"Nothing is scheduled for {ask.details['words']}.", "the scheduler's jobs, now", self.kind
-                )
+                if ask.details.get("strict"):
+                    return None  # "when do I see the dentist": nothing scheduled says nothing of the rest of life
+                said = f"No: nothing is scheduled for {ask.details['words']}."
+                return Answer(said, "the scheduler's jobs, now", self.kind)
         basis = "the scheduler's jobs, now"
         when = {now.date(): "today", now.date() + timedelta(days=1): "tomorrow"}.get(day, "") if day else ""
         if not upcoming:

@@ -29,7 +29,8 @@ _YOURS = re.compile(
     r"^what (?:did|was it) you (?:just |last )?(?:say|answer|reply|write|tell me|said)"
     r"(?: (?:earlier|before|just now|a moment ago|last))*$"
     r"|^what was your (?:last|previous) (?:answer|reply|message)\b"
-    r"|^(?:can you |could you |please )?(?:repeat|say) (?:that|it|your (?:last )?answer)(?: again)?(?: please)?$"
+    r"|^(?:can you |could you |please )?(?:repeat|say) (?:that|it|your (?:last )?answer|what you (?:just )?said)"
+    r"(?: again)?(?: please)?$"
     r"|^come again$"
 )
 _COUNT = re.compile(

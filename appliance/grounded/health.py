@@ -67,7 +67,8 @@ _PHRASES: tuple[tuple[str, str], ...] = (
         r"how long (?:have you|has the pi|has the system) been (?:running|up|on|awake|going|switched on|turned on)"
         r"(?: for)?|"
         rf"what(?:'s| is) {_PI}(?:'s)? uptime|(?:the )?uptime|when did you (?:last )?(?:start|boot|restart|reboot)|"
-        r"since when (?:have you been|are you) (?:running|up|on)",
+        r"since when (?:have you been|are you) (?:running|up|on)|"
+        r"how long (?:is it |has it been )?since you (?:started|booted|were started|came on|restarted)",
     ),
     (
         "throttled",

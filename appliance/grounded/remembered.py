@@ -32,6 +32,7 @@ _REMEMBER = re.compile(
     r"|^(?:do you|can you) (?:still )?(?:remember|recall|know) (?:what|where|when|who) (?:my|our) (.+?)"
     r" (?:is|are|was|were)$"
 )
+_AGE = re.compile(r"^(?:how old am i|what(?:'s| is) my age|when was i born|when is my birthday)$")
 _WHO_AM_I = re.compile(r"^(?:who am i|do you know (?:who i am|my name)|what(?:'s| is) my name|what am i called)$")
 # "my ..." that other topics answer (the agenda, the Pi, devices) or that no memory holds
 _NOT_MINE = re.compile(
@@ -96,6 +97,8 @@ class Remembered:
         said = _clean(text)
         if _WHO_AM_I.match(said):
             return Ask(self.kind, "name", {"words": ["name"]}, text=text)
+        if _AGE.match(said):
+            return Ask(self.kind, "fact", {"words": ["born"], "subject": "age or birthday"}, text=text)
         for rule in (_WHERE, _MY, _REMEMBER):
             found = rule.match(said)
             if found is None:

@@ -23,6 +23,7 @@ from appliance.grounded.clock import CLOCK
 from appliance.grounded.conversation import CONVERSATION
 from appliance.grounded.desk import GroundedDesk, Texts, record_of
 from appliance.grounded.health import HEALTH
+from appliance.grounded.house import HOUSE
 from appliance.grounded.remembered import LOOKUP, REMEMBERED
 from appliance.grounded.units import UNITS
 from appliance.grounded.unknowable import UNKNOWABLE
@@ -44,8 +45,8 @@ _CHANNELS = ("telegram", "discord", "slack", "email", "whatsapp")
 def topics() -> list[Topic]:
     """Every topic, in the order their words rules are tried (the narrowest first)."""
     # the clock before memory ("do you know what time it is"); a memory quoted word for word (LOOKUP) last
-    found: list[Topic] = [CONVERSATION, AGENDA, SUN, WEATHER, CLOCK, SELF, ABILITIES, HEALTH, REMEMBERED, UNKNOWABLE]
-    found += [ARITHMETIC, UNITS, LOOKUP]
+    found: list[Topic] = [CONVERSATION, AGENDA, SUN, WEATHER, CLOCK, SELF, ABILITIES, HOUSE, HEALTH, REMEMBERED]
+    found += [UNKNOWABLE, ARITHMETIC, UNITS, LOOKUP]
     return found
 
 

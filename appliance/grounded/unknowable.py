@@ -16,6 +16,9 @@ _FUTURE = re.compile(
     r"|^what (?:will|is going to) happen (?:tomorrow|next (?:week|year)|in the future)\b"
     r"|^(?:when|how) will i die\b|^what am i thinking\b|^(?:read|can you read) my mind\b"
     r"|^will i (?:get|win|pass|find|meet|be|ever|have|lose|marry)\b|^am i going to (?:get|win|pass|find|meet|be)\b"
+    r"|^will (?:my|the) (?:train|bus|flight|plane|package|parcel|delivery) be (?:late|delayed|on time)\b"
+    r"|\b(?:number|word|card|colour|color) (?:between \d+ and \d+ )?am i thinking (?:of|about)\b"
+    r"|^what did i dream\b"
     r"|^(?:what|who) will (?:i|we|my \w+|knock|call|come|visit)\b.*\b(?:tomorrow|tonight|next \w+|later|one day)$"
 )
 _NEWS = re.compile(r"^(?:what(?:'s| is| are) (?:the )?(?:latest |today's )?(?:news|headlines)|any news)(?: today)?$")

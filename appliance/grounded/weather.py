@@ -69,6 +69,8 @@ _WILL_IT = re.compile(
 )
 _CHANCE = re.compile(r"\b(?:chance of|any) (?P<w>rain|snow|showers|sun|sunshine)\b|^(?P<v>rain|snow) " + _TIME)
 _UMBRELLA = re.compile(r"\b(?:need|take|bring|want|carry) (?:an |my |the |a )?(?:umbrella|raincoat|rain coat)\b")
+_COAT = re.compile(r"\b(?:need|take|bring|wear|want) (?:an |my |the |a )?(?:coat|jacket|jumper|sweater|scarf|gloves)\b")
+FORECAST_REACH_DAYS = 15  # Open-Meteo's forecast reaches 16 days; a day past it is no forecast's
 _HOW_COLD = re.compile(
     r"\bhow (?P<w>cold|warm|hot|chilly) (?:will it be|will it get|is it going to be|is it going to get|does it get"
     r"|it will be|it is going to be|is it)\b"
@@ -106,8 +108,13 @@ def _when(text: str, default: str) -> str:
     """The period a question names (see appliance.weather.words.period), else ``default``."""
     if "day after tomorrow" in text:
         return "+2"
+    if re.search(
+        r"\b(?:next (?:month|year)|in (?:a|one|\d+) (?:months?|years?)|this day next|in a few weeks|at christmas)\b",
+        text,
+    ):
+        return "far"
     if match := re.search(r"\bin (\d+) days\b", text):
-        return f"+{match.group(1)}"
+        return f"+{match.group(1)}" if int(match.group(1)) <= FORECAST_REACH_DAYS else "far"
     if "tonight" in text or "this evening" in text:
         return "tonight"
     if "tomorrow" in text:
@@ -187,6 +194,8 @@ class WeatherTopic:
         present = False
         if _UMBRELLA.search(said):
             aspect = "umbrella"
+        elif _COAT.search(said):
+            aspect = "cold"
         elif (found := _WILL_IT.search(said)) is not None:
             aspect = _aspect(found.group("w"))
             present = found.group(0).startswith("is it") and "going to" not in found.group(0)
@@ -232,6 +241,11 @@ class WeatherTopic:
             return Answer(text, f"{source.place}: no forecast", self.kind)
         now = facts.now()
         aspect, when = _reread(ask)
+        if when == "far" or _when(_normal(ask.text), "") == "far":
+            text = (
+                f"I can't know the weather that far ahead: the forecast for {source.place} covers the next days only."
+            )
+            return Answer(text, source.basis(outlook.forecast), self.kind)
         text = say(outlook.forecast, aspect, period(when, now), source.place)
         basis = source.basis(outlook.forecast)
         if outlook.stale:

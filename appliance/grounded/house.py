@@ -1,0 +1,110 @@
+"""The house as the appliance knows it: its rooms, what is in each, and what it cannot measure where.
+
+"What is in the living room?" lists the devices there; "which rooms do you know?" the rooms; "what's the
+temperature in the garden?" when nothing in the garden measures temperature says so, where a device
+path would otherwise read the nearest sensor of another room (the reading is right, the room is not).
+A reading a device in that room can give is left to the device path (route intent, a real reading).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from appliance.grounded.base import Answer, Ask, Facts
+from appliance.hardware.device_info import DeviceInfo
+
+# the quantities people ask for by name, as the drivers report them
+QUANTITIES = {
+    "temperature": "temperature",
+    "humidity": "humidity",
+    "pressure": "pressure",
+    "air pressure": "pressure",
+    "moisture": "moisture",
+    "soil moisture": "moisture",
+    "light level": "light",
+}
+_Q = "|".join(sorted(QUANTITIES, key=len, reverse=True))
+_READING = re.compile(
+    rf"^(?:what(?:'s| is)|how is|how's|tell me) (?:the )?(?P<q>{_Q}) (?:in|on|at|of) (?:the |my )?(?P<room>[a-z ]+?)"
+    r"(?: (?:now|right now|at the moment))?$"
+)
+_IN_ROOM = re.compile(
+    r"^what(?:'s| is| are)? (?:there )?in the (?P<a>[a-z ]+)$|^what devices are (?:there )?in the (?P<b>[a-z ]+)$"
+    r"|^is there anything (?:in|on) the (?P<c>[a-z ]+?) (?:you can|that you can) (?:check|read|see|control|measure)$"
+)
+_ROOMS = re.compile(r"^(?:which|what) rooms (?:do you (?:know(?: about)?|have|cover|see)|are there|can you see)$")
+
+
+def _clean(text: str) -> str:
+    return " ".join(text.lower().replace("’", "'").replace("?", " ").replace("!", " ").split()).strip(" .")
+
+
+def _room(info: DeviceInfo) -> str:
+    return " ".join((info.room or "").replace("_", " ").split()).lower()
+
+
+def _label(info: DeviceInfo) -> str:
+    return f"{info.name.replace('_', ' ')} ({info.kind})"
+
+
+class House:
+    """Questions about the rooms and what the devices in them can tell."""
+
+    kind: str = "house"
+    examples: tuple[str, ...] = (
+        "what is in the living room",
+        "which rooms do you know about",
+        "what devices are in the kitchen",
+        "is there anything in the garden you can check",
+    )
+
+    def match(self, text: str) -> Ask | None:
+        """An Ask for questions about rooms and what is in them."""
+        said = _clean(text)
+        if _ROOMS.match(said):
+            return Ask(self.kind, "rooms", text=text)
+        if found := _IN_ROOM.match(said):
+            return Ask(self.kind, "room", {"room": found["a"] or found["b"] or found["c"]}, text=text)
+        if found := _READING.match(said):
+            return Ask(self.kind, "reading", {"room": found["room"], "quantity": QUANTITIES[found["q"]]}, text=text)
+        return None
+
+    async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
+        """The rooms, a room's devices, or that no device there measures what was asked (else None)."""
+        basis = "the device registry (the config's devices)"
+        infos = facts.devices.infos() if facts.devices is not None else []
+        rooms: dict[str, list[DeviceInfo]] = defaultdict(list)
+        for info in infos:
+            rooms[_room(info)].append(info)
+        named = sorted(r for r in rooms if r)
+        if ask.what == "rooms":
+            if not named:
+                return Answer("I know no rooms: no device has a room in the config.", basis, self.kind)
+            return Answer(f"I know {len(named)} rooms: " + ", ".join(named) + ".", basis, self.kind)
+        room = " ".join(str(ask.details.get("room", "")).split())
+        if ask.what == "room":
+            if room not in rooms:
+                return None  # not a room of the appliance's: "what is in the news" is no room
+            names = ", ".join(_label(i) for i in sorted(rooms[room], key=lambda i: i.name))
+            return Answer(f"In the {room}: {names}.", basis, self.kind)
+        quantity = str(ask.details.get("quantity"))
+        if room not in rooms:
+            if not named:
+                return None
+            return Answer(
+                f"I can't tell the {quantity} in the {room}: I have no devices there (I know: {', '.join(named)}).",
+                basis,
+                self.kind,
+            )
+        if any(quantity in i.quantities for i in rooms[room]):
+            return None  # a device there reads it: the device path answers with the reading
+        here = ", ".join(_label(i) for i in sorted(rooms[room], key=lambda i: i.name))
+        return Answer(
+            f"I can't tell the {quantity} in the {room}: nothing there measures it (there I have {here}).",
+            basis,
+            self.kind,
+        )
+
+
+HOUSE = House()
