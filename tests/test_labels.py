@@ -9,7 +9,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +27,9 @@ from appliance.channels.web.state import WebState
 from appliance.config import Config
 from appliance.llm.scripted import ScriptedModel
 from appliance.runtime import Runtime
-from tests.helpers import attach_automation, config_file, picoagent
+from tests.helpers import attach_automation, config_file, free_port, picoagent, wait_for, wait_healthy
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -112,6 +118,26 @@ def test_serving_on_is_an_info_line_that_the_daemon_log_shows(caplog: pytest.Log
         server._announce(None, Path("/nonexistent"))
     (line,) = [r for r in caplog.records if "serving on" in r.getMessage()]
     assert line.levelname == "INFO" and line.getMessage().startswith("serving on http://127.0.0.1:8080")
+
+
+def test_make_run_s_daemon_shows_where_it_serves(tmp_path: Path) -> None:
+    """`serve` as `make run` starts it (the shipped config: log_level warning): the line is there, as INFO."""
+    config = config_file(tmp_path / "etc", {"  preload: true": "  preload: false"})
+    port, log = free_port(), tmp_path / "serve.log"
+    env = {k: v for k, v in os.environ.items() if k not in ("PICOAGENT_CONFIG", "NOTIFY_SOCKET", "WATCHDOG_USEC")}
+    command = [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(tmp_path / "data")]
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [*command, "serve", "--host", "127.0.0.1", "--port", str(port)], cwd=ROOT, env=env, stdout=out, stderr=out
+        )
+    try:
+        wait_healthy(port)
+        wait_for(lambda: "serving on" in log.read_text(), what="the serving line")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    (line,) = [line for line in log.read_text().splitlines() if "serving on" in line]
+    assert line.startswith(f"INFO appliance.channels.web.server: serving on http://127.0.0.1:{port} "), line
 
 
 # --- tasks, devices -------------------------------------------------------------------------------------------
