@@ -69,7 +69,9 @@ def test_the_readme_s_mcp_server_runs_on_a_fresh_checkout(tmp_path: Path) -> Non
     (block,) = [b for b in fenced("yaml") if "mcp:" in b]
     folder = tmp_path / "config"
     (tmp_path / "examples").symlink_to(ROOT / "examples")  # the checkout's layout: config/ beside examples/
-    config = config_file(folder, extra="\n" + block)
+    # As the README says: the block's mcp: in place of the shipped `mcp: {}` under tools:
+    mcp = block[block.index("  mcp:") :].rstrip("\n")
+    config = config_file(folder, {"\n  mcp: {}\n": f"\n{mcp}\n"})
     servers = yaml.safe_load(block)["tools"]["mcp"]
     (name,) = servers
     listed = picoagent("--config", config, "--data-dir", tmp_path / "data", "tools", "list", cwd=tmp_path)

@@ -64,3 +64,12 @@ def test_a_cloud_request_inside_the_message_quotes_the_command(runtime: Runtime)
     record = chat(runtime, {"message": "/cloud Explain quantum tunnelling."})
     assert record["route"] == "local_fallback"
     assert record["reason"].startswith("you asked for the cloud (/cloud), but routing.mode is local_only")
+
+
+def test_each_way_of_asking_is_quoted_as_it_was_asked() -> None:
+    from appliance.agent.loop import asked_with
+
+    assert asked_with("cloud", "api", in_text=False) == '"route": "cloud"'
+    assert asked_with("cloud", "api", in_text=True) == "/cloud"  # the message itself said /cloud
+    assert asked_with("local", "telegram", in_text=False) == "/local"  # the chat's /local command
+    assert asked_with("cloud", "task", in_text=False) == "the task's --route cloud"
