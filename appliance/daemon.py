@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from appliance.channels.web.server import DaemonInfo as DaemonInfo  # where `picoagent status` finds us
-from appliance.config import Config, load_config
+from appliance.config import Config, exposed_secrets, load_config
 from appliance.errors import ConfigError, PicoagentError
 from appliance.lifecycle import Chores, Loop, Service, Services
 from appliance.llm.footprint import keep_big_blocks_returnable
@@ -171,6 +171,8 @@ class Daemon:
         from appliance.runtime import data_dir
 
         loop = asyncio.get_running_loop()
+        if (exposed := exposed_secrets(self.config.secrets_path)) is not None:
+            log.warning("%s: chmod 600 %s", exposed, self.config.secrets_path)
         keep_big_blocks_returnable()  # before any model is loaded
         # The services devices live in (Home Assistant, the MQTT link), made before the devices that use them;
         # started below.

@@ -42,6 +42,7 @@ def run_checks(config_file: str | None = None, data_dir: str | None = None) -> I
         yield Check("config", "fail", exc.message, exc.fix or "fix the key named above")
         return
     yield Check("config", "ok", f"{config.source} is valid")
+    yield from _check_secrets(config)
 
     from appliance import runtime
 
@@ -73,6 +74,21 @@ def run_checks(config_file: str | None = None, data_dir: str | None = None) -> I
     yield from _check_channels(config)
     yield from _check_mqtt(config)
     yield from _check_homeassistant(config)
+
+
+def _check_secrets(config: Config) -> Iterator[Check]:
+    """The secrets file: where it is, and that not every user of the machine can read it."""
+    from appliance.config import exposed_secrets
+
+    path = config.secrets_path
+    if path is None or not path.exists():
+        yield Check("secrets", "ok", f"no secrets file ({path}): ${{NAME}} references read the environment")
+        return
+    problem = exposed_secrets(path)
+    if problem is not None:
+        yield Check("secrets", "warn", problem, f"chmod 600 {path}")
+        return
+    yield Check("secrets", "ok", f"{path} (mode {path.stat().st_mode & 0o777:04o})")
 
 
 def _check_homeassistant(config: Config) -> Iterator[Check]:
@@ -271,7 +287,41 @@ def _check_routing(config: Config) -> Iterator[Check]:
             "check the network (ip route); `picoagent providers --check` tries the provider",
         )
     else:
-        yield Check("routing", "ok", f"{routing.mode} to {routing.cloud_provider} ({provider.model} at {host})")
+        # Asked, briefly: a key that is set and a route that exists do not make a provider that answers.
+        import asyncio
+
+        name = routing.cloud_provider
+        try:
+            seconds = asyncio.run(_ask_provider(name, provider))
+        except PicoagentError as exc:
+            yield Check(
+                "routing",
+                "warn",
+                f"{routing.mode} to {name}, but {name} did not answer ({exc.message}): answers stay on the Pi",
+                f"check providers.{name}.api_base and its key; `picoagent providers --check` asks it again",
+            )
+            return
+        yield Check(
+            "routing", "ok", f"{routing.mode} to {name} ({provider.model} at {host}): it answered in {seconds:.2f} s"
+        )
+
+
+PROVIDER_PROBE_S = 10.0  # doctor's one-token question to the cloud provider: no retries, at most this long
+
+
+async def _ask_provider(name: str, provider: object) -> float:
+    """Ask the provider for one token (what `providers --check` does); the seconds it took, or a PicoagentError."""
+    from appliance.config import ProviderConfig
+    from appliance.llm.base import ChatMessage, GenerationRequest
+    from appliance.llm.cloud import make_provider
+
+    assert isinstance(provider, ProviderConfig)
+    client = make_provider(name, provider, timeout_s=min(provider.timeout_s, PROVIDER_PROBE_S), max_retries=0)
+    try:
+        reply = await client.generate(GenerationRequest([ChatMessage("user", "Say OK.")], max_tokens=1))
+    finally:
+        await client.close()
+    return reply.total_s
 
 
 def _check_sqlite(root: Path) -> Iterator[Check]:

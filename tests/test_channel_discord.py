@@ -135,7 +135,7 @@ def test_an_owners_direct_message_is_answered_with_the_footer(config: Config, ca
         h.fake.push_message(OWNER, "turn on the porch light")
         [reply] = await h.replies(h.dm())
         assert h.pin(17) is True
-        assert "porch_light" in reply["content"] and "intent" in reply["content"]  # the footer names the route
+        assert "the porch light is on" in reply["content"] and "intent" in reply["content"]  # footer: the route
         [sent] = h.fake.calls_of(MESSAGES)
         assert not h.fake.calls_of(EDITS) and sent.body["allowed_mentions"]["parse"] == []  # it pings no one
         assert h.model.history == []  # the fast path: no model call
@@ -280,7 +280,7 @@ def test_a_question_by_meaning_gets_buttons_and_a_press_answers_it(config: Confi
 
         press = h.fake.push_button(OWNER, h.dm(), question["id"], "say:yes")
         done = (await h.replies(h.dm(), 2))[1]
-        assert h.pin(17) is True and done["content"].startswith("Done: porch_light is now")
+        assert h.pin(17) is True and done["content"].startswith("Done: the porch light is on")
         assert h.fake.callbacks[press["id"]][0]["type"] == 7
         assert question["content"].endswith("→ yes") and not question["components"]  # the buttons are gone
 

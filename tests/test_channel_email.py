@@ -202,8 +202,8 @@ def test_a_mail_submitted_by_the_owner_is_answered_in_its_thread_with_text_and_h
         assert reply.get_content_type() == "multipart/alternative"
         assert [p.get_content_type() for p in reply.iter_parts()] == ["text/plain", "text/html"]
         text = text_of(reply)
-        assert "porch_light" in text and "\n\nintent · " in text  # the footer
-        assert "porch_light" in str(reply.get_body(preferencelist=("html",)).get_content())  # type: ignore[union-attr]
+        assert "the porch light is on" in text and "\n\nintent · " in text  # the footer
+        assert "the porch light is on" in str(reply.get_body(preferencelist=("html",)).get_content())  # type: ignore[union-attr]
         [stored] = await h.stored(lambda found: len(found) == 1 and ANSWERED in found[0].flags, "the \\Answered flag")
         assert stored.seen
         await asyncio.to_thread(wait_for, lambda: len(h.owner.messages()) == 1, 10, "the answer in the owner's INBOX")

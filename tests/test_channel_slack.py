@@ -167,7 +167,7 @@ def test_an_owners_dm_is_answered_with_the_footer(config: Config, caplog: pytest
         await h.fake.acked(await h.fake.redeliver(envelope_of(h, asked)))  # Slack sent it again
         await h.settle()
         assert len(h.fake.bot_messages(h.dm)) == 1  # answered once
-        assert "porch_light" in reply["text"] and "intent" in reply["text"]  # the footer names the route
+        assert "the porch light is on" in reply["text"] and "intent" in reply["text"]  # the footer names the route
         assert reply["blocks"][0] == {"type": "section", "text": {"type": "mrkdwn", "text": reply["text"]}}
 
         h.fake.push_dm(OWNER, "hello <@U0OTHER> & <https://example.com|the site>")

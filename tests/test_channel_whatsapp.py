@@ -460,7 +460,7 @@ def test_the_daemon_builds_the_channel_from_the_config_and_serves_its_webhook(co
                 assert (await meta.verify(VERIFY_TOKEN, "42")).text == "42"
                 assert (await meta.post(fake.text_message(OWNER, "turn on the porch light"))).status == 200
                 await eventually(lambda: bool(fake.sent_texts(OWNER)), what="the answer")
-                assert fake.sent_texts(OWNER)[0].startswith("Done: porch_light")
+                assert fake.sent_texts(OWNER)[0].startswith("Done: the porch light is")
                 [state] = [s for s in daemon.channels.states() if s["name"] == "whatsapp"]
                 assert state == {
                     "name": "whatsapp",

@@ -151,6 +151,7 @@ def test_a_message_job_from_chat_reaches_the_owner_at_its_time_and_survives_a_re
         "source": "chat",
         "once": True,
         "created_by": "telegram:42",
+        "made": "made in chat (telegram:42)",
     }
     until(scheduler, clock, local("2026-11-24 18:55"))
     # The process ends before it is due; a new one reads it from the database and runs it on time.
@@ -354,7 +355,7 @@ def test_cron_add_list_pause_logs_and_cancel_on_the_command_line(tmp_path: Path)
     assert refused.returncode != 0 and "no device named 'heater'" in refused.stderr
     assert cli("cron", "pause", "fan_0730_weekdays").stdout == "fan_0730_weekdays paused\n"
     listed = cli("cron", "list").stdout
-    assert "fan_0730_weekdays 30 7 * * 1-5       PAUSED\n    set fan on (made in chat, by cli)\n" in listed
+    assert "fan_0730_weekdays 30 7 * * 1-5       PAUSED\n    set fan on (made with `picoagent cron add`)\n" in listed
     resumed = cli("cron", "resume", "fan_0730_weekdays").stdout
     assert resumed.startswith("fan_0730_weekdays resumed, next ")
     assert cli("cron", "logs", "fan_0730_weekdays").stdout == "fan_0730_weekdays: no runs yet\n"

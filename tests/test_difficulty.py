@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,18 @@ def test_the_shipped_weights_load_and_tell_a_greeting_from_code(minilm: LocalEmb
     vector = minilm.embed_query(HARD)
     z = sum(w * x for w, x in zip(model.weights, vector, strict=True)) + model.bias
     assert model.p_cloud(vector) == pytest.approx(1 / (1 + 2.718281828459045 ** (-z)))
+
+
+def test_the_readme_s_examples_of_the_score_are_what_minilm_gives(minilm: LocalEmbedder) -> None:
+    """README "Calibration" quotes messages with their scores and which side of the bar they fall on."""
+    model = difficulty.for_embedder(minilm)
+    assert model is not None
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    quoted = re.findall(r'"([^"]+\?)" scores (0\.\d\d), (over|under) the bar', " ".join(readme.split()))
+    assert len(quoted) >= 2, "the README's Calibration paragraph no longer quotes scores"
+    for text, shown, side in quoted:
+        score = model.p_cloud(minilm.embed_query(text))
+        assert (f"{score:.2f}", side) == (shown, "over" if score >= model.hard_above else "under"), text
 
 
 def test_weights_for_another_width_are_refused_with_a_log_line(
@@ -247,7 +260,7 @@ def test_private_chats_local_only_and_slash_local_never_reach_the_cloud(
         assert private.route == "local_fallback" and private.why == "looks_hard"
         assert private.blocked == "conversation_private" and "local-only" in private.reason
         home, _ = await r.ask(f"/local {HARD}")
-        assert home.route == "local" and home.why != "looks_hard"
+        assert home.route == "local" and home.why == "user_local" and "(/local)" in home.reason
         r.agent.config.routing.mode = "local_only"
         r.cloud.routing.mode = "local_only"
         owner_off, _ = await r.ask(HARD, chat_id="owner")

@@ -249,7 +249,7 @@ def test_a_scheduled_job_dims_a_homeassistant_light(config: Config, fake: FakeHo
         run = make_job_runner(None, runtime.devices, None)
         said = asyncio.run(run(CronJob(id="evening", schedule="daily 19:00", device="kitchen_light", value="30%")))
         assert fake.calls == [ServiceCall("light", "turn_on", {"entity_id": "light.kitchen", "brightness_pct": 30})]
-        assert said == "kitchen_light is now state: on, brightness: 30 %"  # stored as 76 of 255
+        assert said == "The kitchen light is on, brightness 30 %"  # stored as 76 of 255
     finally:
         runtime.close()
 

@@ -30,6 +30,9 @@ def test_telegram_memory_searches_the_memories(config: Config) -> None:
         found = (await command("/memory birthday")).splitlines()
         assert found[:2] == ["Memories matching 'birthday':", f"{ids[FACTS[1]]}: {FACTS[1]}"]
         assert "This conversation holds" in await command("/memory")
+        # The same bar as `memory search`: the nearest memories are not shown when none is near.
+        unrelated = await command("/memory a good pizza recipe")
+        assert unrelated == "Nothing remembered matches 'a good pizza recipe' (3 left out: similarity below 0.20)."
 
     telegram.run(config, scenario)
 

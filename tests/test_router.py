@@ -6,7 +6,15 @@ import math
 
 import pytest
 
-from appliance.agent.router import LocalOutcome, RoutingContext, after_local, before_local, collapsed, local_route
+from appliance.agent.router import (
+    Difficulty,
+    LocalOutcome,
+    RoutingContext,
+    after_local,
+    before_local,
+    collapsed,
+    local_route,
+)
 
 EDGE = RoutingContext(mode="edge_first", provider="openai")
 
@@ -52,7 +60,8 @@ def test_a_confident_local_answer_stands() -> None:
 def test_never_escalates_when_not_allowed_and_says_why(context: RoutingContext, why: str) -> None:
     decision = after_local(context, LocalOutcome(mean_prob=0.1), 0.55)
     assert decision.route == "local" and decision.wanted_cloud
-    assert decision.why == "low_confidence" and decision.blocked  # a code for `routing stats`
+    # a code for `routing stats`; the person's own /local is what decided
+    assert decision.why == ("user_local" if context.forced == "local" else "low_confidence") and decision.blocked
     assert why in decision.reason
     # A fallback when the cloud is an option but not now; plain local when it is off altogether.
     off = decision.blocked in ("local_only", "no_provider", "user_local")
@@ -78,3 +87,55 @@ def test_early_abort_needs_a_sustained_collapse() -> None:
     assert not collapsed([unsure] * 5, 0.55)  # too early to judge
     assert not collapsed([sure] * 20 + [unsure], 0.55)  # one unsure word
     assert collapsed([sure] * 4 + [unsure] * 12, 0.55)
+
+
+# --- what the README's "Cloud escalation" says, decision by decision (issue 33) ----------------------
+
+
+@pytest.mark.parametrize("blocked_by", ["local_only", "no_provider"])
+def test_a_request_for_the_cloud_that_cannot_be_met_is_a_fallback_that_says_why(blocked_by: str) -> None:
+    """A person asked for the cloud and did not get it: `local_fallback`, as the reply record's table says."""
+    context = (
+        RoutingContext(mode="local_only", provider="openai", forced="cloud", asked_with="/cloud")
+        if blocked_by == "local_only"
+        else RoutingContext(mode="edge_first", provider=None, forced="cloud", asked_with="/cloud")
+    )
+    decision = before_local(context)
+    assert decision.route == "local" and decision.why == "user_cloud" and decision.blocked == blocked_by
+    assert local_route(decision) == "local_fallback"
+    assert decision.reason.startswith("you asked for the cloud (/cloud), but ")
+    assert ("routing.mode is local_only" if blocked_by == "local_only" else "no cloud provider") in decision.reason
+
+
+def test_an_unsure_answer_in_local_only_stays_plain_local() -> None:
+    """Not asked for: the owner's local_only is the answer, and a low confidence is no fallback."""
+    decision = after_local(RoutingContext(mode="local_only", provider="openai"), LocalOutcome(mean_prob=0.1), 0.55)
+    assert local_route(decision) == "local" and decision.blocked == "local_only"
+
+
+def test_the_reason_names_how_the_route_was_asked_for() -> None:
+    """The API's `"route": "cloud"` is not `/cloud`: the reason quotes what was used."""
+    asked = RoutingContext(mode="edge_first", provider="openai", forced="cloud", asked_with='"route": "cloud"')
+    api = before_local(asked)
+    assert api.route == "cloud" and api.reason == 'you asked for the cloud ("route": "cloud")'
+    assert "/cloud" not in api.reason
+    local = RoutingContext(mode="edge_first", provider="openai", forced="local", asked_with='"route": "local"')
+    assert local.cloud_blocked() == ("user_local", 'you asked for the local model ("route": "local")')
+
+
+@pytest.mark.parametrize("mean_prob", [0.9, 0.1])
+def test_a_forced_local_answer_reports_the_person_not_the_confidence(mean_prob: float) -> None:
+    """`route: local` on any message: the decision is the person's (`user_local`), confident or not."""
+    context = RoutingContext(
+        mode="edge_first",
+        provider="openai",
+        forced="local",
+        asked_with='"route": "local"',
+        difficulty=Difficulty(0.9, 0.65),
+    )
+    decision = after_local(context, LocalOutcome(mean_prob=mean_prob), 0.55)
+    assert decision.route == "local" and decision.why == "user_local" and local_route(decision) == "local"
+    assert decision.reason.startswith('you asked for the local model ("route": "local")')
+    assert "confident" not in decision.why and "looked easy" not in decision.reason
+    # The statistics still count that the cloud would have been wanted for an unsure answer.
+    assert decision.blocked == ("user_local" if mean_prob < 0.55 else "")

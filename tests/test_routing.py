@@ -299,7 +299,7 @@ def test_local_only_chats_channels_and_mode_never_reach_the_cloud(config: Config
         r.agent.config.routing.mode = "local_only"
         r.cloud.routing.mode = "local_only"
         owner_off, _ = await r.ask("/cloud What is 2+2?")
-        assert owner_off.route == "local" and owner_off.blocked == "local_only"
+        assert owner_off.route == "local_fallback" and owner_off.blocked == "local_only"  # asked for, not given
         assert r.fake.requests == []  # nothing reached the cloud
         stats = {(row["why"], row["blocked"]) for row in r.db.routes(1)}
         assert ("low_confidence", "conversation_private") in stats and ("user_cloud", "local_only") in stats

@@ -440,6 +440,7 @@ def test_run_now_and_list_jobs(db: Database) -> None:
         "source": "config",
         "once": False,
         "created_by": "",
+        "made": "from the config",
     }
     assert asyncio.run(scheduler.run_now("water")) == "did water"
     assert sent == [("water: did water", "cron")]
@@ -621,7 +622,7 @@ def test_the_default_runner_sends_each_kind_of_job_where_it_belongs() -> None:
     )
     assert agent.turns == [("Weather?", "cron", "morning")]
     assert asyncio.run(run(CronJob(id="lights", schedule="daily 19:00", device="lamp", value="on"))) == (
-        "lamp is now state: on"
+        "The lamp is on"
     )
     assert devices.writes == [("lamp", "on", "cron:lights")]
     assert asyncio.run(run(CronJob(id="tidy", schedule="daily 03:00", task="tidy the notes"))) == "task 7 started"

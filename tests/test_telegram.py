@@ -131,7 +131,7 @@ def test_an_allowed_user_switches_a_device_on_the_fast_path(config: Config) -> N
         h.fake.push_message(OWNER, OWNER, "turn on the porch light")
         [reply] = await h.reply_to(OWNER)
         assert h.pin(17) is True
-        assert "porch_light" in reply["text"] and "intent" in reply["text"]  # the footer names the route
+        assert "the porch light is on" in reply["text"] and "intent" in reply["text"]  # the footer names the route
         assert len(h.fake.calls_of("sendMessage")) == 1 and not h.fake.calls_of("editMessageText")
         assert h.model.history == []  # no model call
 
@@ -302,7 +302,7 @@ def test_a_question_by_meaning_gets_buttons_and_a_tap_answers_it(config: Config)
         assert h.pin(17) is True
         question, done = h.fake.bot_messages(OWNER)[:2]
         assert question["text"].endswith("→ yes") and "reply_markup" not in question  # the buttons are gone
-        assert done["text"].startswith("Done: porch_light is now")
+        assert done["text"].startswith("Done: the porch light is on")
 
     run(config, scenario)
 
@@ -571,7 +571,7 @@ def test_webhook_mode_sets_the_webhook_and_answers_what_telegram_posts(config: C
             assert await post_update(client, update) == 200
             [reply] = await h.reply_to(OWNER)
             assert h.pin(17) is True
-            assert "porch_light" in reply["text"] and "intent" in reply["text"]
+            assert "the porch light is on" in reply["text"] and "intent" in reply["text"]
             assert h.model.history == []
 
             await h.channel.stop()  # the webhook stays set: Telegram keeps what arrives while the Pi restarts

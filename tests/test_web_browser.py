@@ -471,7 +471,7 @@ def test_scheduled_and_tasks_cards_show_jobs_and_tasks_with_working_buttons(
     page.reload()  # rather than waiting for the next poll
 
     row = page.locator(f'#jobs li[data-job="{job["id"]}"]')
-    expect(row.locator(".item-badges")).to_contain_text("made in chat")
+    expect(row.locator(".item-badges")).to_contain_text("made over the API, from the owner's browser")
     at_seven = re.compile(r"next (\S+ )*(19:00|0?7:00\s?PM)")  # in the browser's own locale
     expect(row.locator(".item-lines")).to_contain_text(at_seven)
     config_row = page.locator('#jobs li[data-job="porch_check"]')
@@ -558,12 +558,12 @@ def test_a_question_by_meaning_offers_buttons_and_a_tap_answers_it(page: sync_ap
     page.screenshot(path=ARTIFACTS / f"chat-question-{'phone' if size == PHONE else 'desktop'}.png")
     yes.click()
     expect(page.locator(".msg-user .msg-text").last).to_have_text("yes")
-    expect(page.locator(".msg-assistant").last.locator(".msg-text")).to_contain_text("Done: porch_light is now")
+    expect(page.locator(".msg-assistant").last.locator(".msg-text")).to_contain_text("Done: the porch light is on")
     expect(yes).to_be_disabled()
     expect(no).to_be_disabled()
     page.get_by_label("Message").fill("switch the porch light off")  # the rule parser: back as it was
     page.get_by_label("Message").press("Enter")
-    expect(page.locator(".msg-assistant").last.locator(".msg-text")).to_contain_text("Done: porch_light")
+    expect(page.locator(".msg-assistant").last.locator(".msg-text")).to_contain_text("Done: the porch light is off")
 
 
 def test_over_https_plain_http_is_redirected_and_the_session_cookie_is_secure(

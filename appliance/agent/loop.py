@@ -76,6 +76,15 @@ def split_forced(text: str) -> tuple[Forced, str]:
     return ("cloud" if match.group(1).lower() == "cloud" else "local"), stripped[match.end() :]
 
 
+def asked_with(route: str, channel: str, *, in_text: bool) -> str:
+    """How a person asked for a route, as reasons quote it: the API's field is not a chat's /cloud."""
+    if channel == "api" and not in_text:
+        return f'"route": "{route}"'
+    if channel == "task" and not in_text:
+        return f"the task's --route {route}"
+    return f"/{route}"
+
+
 def _outside(sources: Sequence[str]) -> dict[str, Any] | None:
     """A stored message's mark that outside text shaped it (what was read), or None."""
     return {"outside": list(sources)} if sources else None
@@ -199,6 +208,8 @@ class Agent:
             read = [*tools.trust.sources, *(a.outside for a in record.actions if a.outside)]
             return await self._finish(record, conversation, session, emit, CloudUse(), person=person, outside=read)
         context_ = await self._routing_context(channel, chat_id, force)
+        if force is not None:
+            context_ = replace(context_, asked_with=asked_with(force, channel, in_text=asked is not None))
         if self.understanding is not None and context_.mode == "edge_first" and force is None:
             context_ = replace(context_, difficulty=await self.understanding.difficulty(text))
         summary: str | None = None

@@ -42,6 +42,7 @@ class RoutingContext:
     mode: Literal["local_only", "edge_first", "cloud_first"]
     provider: str | None  # the configured cloud provider, None when there is none
     forced: Literal["local", "cloud"] | None = None  # /local or /cloud for this message
+    asked_with: str = ""  # how ``forced`` was asked, quoted in reasons: "/cloud", '"route": "cloud"' ...
     channel_local_only: bool = False
     conversation_local_only: bool = False
     network_up: bool = True
@@ -52,7 +53,7 @@ class RoutingContext:
     def cloud_blocked(self) -> tuple[str, str] | None:
         """Why the cloud may not be used for this message, as (code, words); None when it may."""
         if self.forced == "local":
-            return "user_local", "you asked for the local model (/local)"
+            return "user_local", f"you asked for the local model ({self.asked_with or '/local'})"
         if self.mode == "local_only":
             return "local_only", "routing.mode is local_only"
         if self.provider is None:
@@ -86,8 +87,9 @@ class Decision:
     """Where a message goes, and why: in words for people, as codes for the statistics.
 
     ``why`` is what decided (``confident``, ``low_confidence``, ``collapsed``, ``too_long``, ``local_failed``,
-    ``tool_needed``, ``user_cloud``, ``cloud_first``, ``looks_hard``, ``edge_first``); ``blocked`` is why the cloud
-    was not used although it was wanted (a :meth:`RoutingContext.cloud_blocked` code, or ``cloud_failed``), else "".
+    ``tool_needed``, ``user_cloud``, ``user_local``, ``cloud_first``, ``looks_hard``, ``edge_first``);
+    ``blocked`` is why the cloud was not used although it was wanted (a :meth:`RoutingContext.cloud_blocked`
+    code, or ``cloud_failed``), else "".
     """
 
     route: Route
@@ -98,22 +100,32 @@ class Decision:
 
 
 # The cloud is not an option at all for these (the owner's mode, no provider, the user's own /local): a
-# local answer is then just "local", though the statistics still count that it would have escalated.
+# local answer the routing signals would have escalated is then just "local", though the statistics
+# still count that it would have. A person who asked for the cloud is another matter (local_route).
 CLOUD_OFF = frozenset({"local_only", "no_provider", "user_local"})
 
 
 def local_route(decision: Decision) -> Literal["local", "local_fallback"]:
-    """The route a local answer gets: ``local_fallback`` when the cloud was wanted and is an option, but not now."""
-    return "local_fallback" if decision.wanted_cloud and decision.blocked not in CLOUD_OFF else "local"
+    """The route a local answer gets: ``local_fallback`` when the cloud was wanted and is an option, but not now.
+
+    A person's own request for the cloud (/cloud, ``"route": "cloud"``) that cannot be met is always a
+    fallback, whatever blocks it: they asked for something and got something else, and the reply says why.
+    """
+    if not decision.wanted_cloud:
+        return "local"
+    if decision.why == "user_cloud":
+        return "local_fallback"
+    return "local" if decision.blocked in CLOUD_OFF else "local_fallback"
 
 
 def before_local(ctx: RoutingContext) -> Decision:
     """Whether to skip the local model and go straight to the cloud."""
     blocked = ctx.cloud_blocked()
     if ctx.forced == "cloud":
+        asked = f"you asked for the cloud ({ctx.asked_with or '/cloud'})"
         if blocked is None:
-            return Decision("cloud", "you asked for the cloud (/cloud)", "user_cloud", True)
-        return Decision("local", f"you asked for the cloud, but {blocked[1]}", "user_cloud", True, blocked[0])
+            return Decision("cloud", asked, "user_cloud", True)
+        return Decision("local", f"{asked}, but {blocked[1]}", "user_cloud", True, blocked[0])
     if ctx.mode == "cloud_first" and blocked is None:
         return Decision("cloud", "routing.mode is cloud_first", "cloud_first", True)
     hard = ctx.difficulty
@@ -133,6 +145,13 @@ def before_local(ctx: RoutingContext) -> Decision:
 def after_local(ctx: RoutingContext, outcome: LocalOutcome, min_confidence: float) -> Decision:
     """Whether the local answer stands or the cloud should answer instead."""
     need = _need(outcome, min_confidence)
+    if ctx.forced == "local":  # the person's choice decided, however sure the answer is
+        asked = ctx.cloud_blocked()
+        assert asked is not None
+        if need is None:
+            confidence = f"{outcome.mean_prob:.2f}" if outcome.mean_prob is not None else "n/a"
+            return Decision("local", f"{asked[1]}; it answered with confidence {confidence}", "user_local")
+        return Decision("local", f"{asked[1]}, though {need[1]}", "user_local", True, asked[0])
     if need is None:
         confidence = f"{outcome.mean_prob:.2f}" if outcome.mean_prob is not None else "n/a"
         words = f"the local model answered with confidence {confidence}"

@@ -29,6 +29,7 @@ from appliance.channels.core import Route
 from appliance.errors import PicoagentError
 from appliance.health import read_health
 from appliance.memory.db import Database
+from appliance.memory.records import MIN_SIMILARITY
 from appliance.outbox import Outbox
 from appliance.runtime import Runtime
 
@@ -289,10 +290,12 @@ class ChatCommands:
             hits = await asyncio.to_thread(store.search, query, MEMORY_HITS)  # embedding the query blocks
         except PicoagentError as exc:
             return f"Searching the memories failed: {exc.message}"
-        if not hits:
-            return f"Nothing remembered matches {query!r}."
+        shown = hits.relevant()  # the bar `memory search` uses: the nearest are not always near
+        if not shown:
+            cut = f" ({len(hits)} left out: similarity below {MIN_SIMILARITY:.2f})" if hits else ""
+            return f"Nothing remembered matches {query!r}{cut}."
         lines = [f"Memories matching {query!r}:"]
-        lines += [f"{hit.memory.id}: {hit.memory.text}" for hit in hits]
+        lines += [f"{hit.memory.id}: {hit.memory.text}" for hit in shown]
         if hits.note:
             lines.append(f"({hits.note})")
         return "\n".join(lines)

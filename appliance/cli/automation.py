@@ -104,15 +104,14 @@ def cmd_cron_list(args: argparse.Namespace) -> int:
 
 
 def _job_lines(job: dict[str, Any]) -> str:
+    from appliance.schedule.jobs import made
+
     last = "never run"
     if job["last_run"] is not None:
         lines = (job["last_result"] or "").splitlines()
         outcome = "ok" if job["last_ok"] else "FAILED"
         last = f"last {job['last_run']} {outcome}" + (f": {lines[0][:70]}" if lines else "")
-    source = job.get("source", "config")
-    if source == "chat":
-        source += f", by {job['created_by']}" if job.get("created_by") else ""
-    source = {"config": "from the config", "file": "from workspace/cron.yaml"}.get(source, f"made in {source}")
+    source = job.get("made") or made(job.get("source", "config"), job.get("created_by") or "")
     next_run = "PAUSED" if job.get("paused") else f"next {job['next_run'] or 'at start'}"
     return f"{job['id']:16} {job['schedule']:18} {next_run}\n    {job['does']} ({source})\n    {last}"
 

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 from typing import TYPE_CHECKING, Any
 
 from appliance.cli.common import load, open_db
@@ -170,8 +171,12 @@ def cmd_approvals_list(args: argparse.Namespace) -> int:
             db.close()
     if not answer["pending"]:
         print("nothing is waiting for approval")
+    now = time.time()
     for item in answer["pending"]:
-        print(PendingAction(**item).describe())
+        action = PendingAction(**item)
+        minutes = max(0, round((action.expires_at - now) / 60))
+        at = time.strftime("%H:%M", time.localtime(action.expires_at))
+        print(f"{action.describe()}, expires in {minutes} min (at {at})")
     return 0
 
 

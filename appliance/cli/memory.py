@@ -20,6 +20,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
     msearch.add_argument("query", nargs="+")
     msearch.add_argument("-k", type=int, default=5, help="how many (default 5)")
     msearch.add_argument("--json", action="store_true", help="print the hits as JSON")
+    msearch.add_argument("--all", action="store_true", help="also the hits below the similarity bar (0.20)")
     msearch.set_defaults(handler=cmd_memory_search)
     madd = msub2.add_parser("add", parents=[common], help="remember a fact")
     madd.add_argument("text", nargs="+")
@@ -70,24 +71,38 @@ class _Memory:
 
 
 def cmd_memory_search(args: argparse.Namespace) -> int:
-    """Memories by meaning and keyword."""
+    """Memories by meaning and keyword, each with its similarity; those too far from the question left out."""
+    from appliance.memory.records import MIN_SIMILARITY
+
     with _Memory(load(args)) as store:
-        hits = store.search(" ".join(args.query), args.k)
+        found = store.search(" ".join(args.query), args.k)
+    hits = list(found) if args.all else found.relevant()
     if args.json:
         print_json(
             [
-                {"id": h.memory.id, "text": h.memory.text, "score": h.score, "matched_by": sorted(h.matched_by)}
+                {
+                    "id": h.memory.id,
+                    "text": h.memory.text,
+                    "similarity": None if h.distance is None else round(1 - h.distance, 3),
+                    "score": h.score,
+                    "matched_by": sorted(h.matched_by),
+                }
                 for h in hits
             ]
         )
         return 0
+    left_out = len(found) - len(hits)
     if not hits:
-        print("nothing remembered matches")
+        cut = f" ({left_out} left out: similarity below {MIN_SIMILARITY:.2f}; --all shows them)" if left_out else ""
+        print(f"nothing remembered matches{cut}")
     for hit in hits:
-        how = "+".join(sorted(hit.matched_by))
-        print(f"{hit.memory.id:>5}  {hit.memory.text}  ({how})")
-    if getattr(hits, "note", ""):
-        print(f"note: {hits.note}", file=sys.stderr)
+        how = [f"similarity {1 - hit.distance:.2f}"] if hit.distance is not None else []
+        how += ["keyword"] if "keyword" in hit.matched_by else []
+        print(f"{hit.memory.id:>5}  {hit.memory.text}  ({', '.join(how)})")
+    if hits and left_out:
+        print(f"({left_out} more below similarity {MIN_SIMILARITY:.2f}; --all shows them)")
+    if getattr(found, "note", ""):
+        print(f"note: {found.note}", file=sys.stderr)
     return 0
 
 

@@ -100,8 +100,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     """Health of the running daemon, or say it is not running."""
     config = load(args)
     status = daemon_get(config, "/api/status")
-    if status is None:
-        print("picoagent is not running (start it with `picoagent serve` or `systemctl start picoagent`)")
+    if status is None:  # exit 3, as systemctl status says "not running"; a script reads the same in JSON
+        fix = "start it with `picoagent serve` or `systemctl start picoagent`"
+        if args.json:
+            print_json({"running": False, "error": "picoagent is not running", "fix": fix})
+        else:
+            print(f"picoagent is not running ({fix})")
         return 3
     if args.json:
         print_json(status)

@@ -88,7 +88,7 @@ def cmd_tasks_add(args: argparse.Namespace) -> int:
         )
     budget = f"{task.budget_tokens:,} tokens" if task.budget_tokens else "no token budget"
     print(f"task {task.id} queued: {task.goal}")
-    print(f"  at most {task.max_steps} steps, {budget}, route {task.route}")
+    print(f"  at most {task.max_steps} step{'s' * (task.max_steps != 1)}, {budget}, route {task.route}")
     print("(the daemon starts it; without a daemon, `picoagent tasks run` works it here)", file=sys.stderr)
     return 0
 

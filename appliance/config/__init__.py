@@ -23,7 +23,15 @@ from appliance.config.checks import WHEN
 from appliance.config.devices import DeviceConfig, EventRule, HardwareConfig, I2CAllow, RawAccessConfig, SPIAllow
 from appliance.config.fields import doc
 from appliance.config.homeassistant import HomeAssistantConfig
-from appliance.config.load import CHECKOUT_CONFIG, SYSTEM_CONFIG, config_path, load_config, load_jobs, read_secrets
+from appliance.config.load import (
+    CHECKOUT_CONFIG,
+    SYSTEM_CONFIG,
+    config_path,
+    exposed_secrets,
+    load_config,
+    load_jobs,
+    read_secrets,
+)
 from appliance.config.mqtt import MqttConfig
 from appliance.config.schema import (
     SYSTEM_DATA_DIR,
@@ -86,6 +94,7 @@ __all__ = [
     "config_path",
     "describe_keys",
     "doc",
+    "exposed_secrets",
     "load_config",
     "load_jobs",
     "read_secrets",

@@ -108,12 +108,13 @@ def load_config(
     if not secrets_path.is_absolute():
         secrets_path = source.parent / secrets_path
     secrets = read_secrets(secrets_path)
-    lookup = {**secrets, **env}
+    lookup = _Lookup({**secrets, **env}, secrets_path)
 
     referenced: set[str] = set()
     config = _build(Config, raw, "", lookup, referenced)
     config.source = source.resolve()
     config.secret_values = frozenset(secrets.values())
+    config.secrets_path = secrets_path
     if data_dir is not None:
         config.data_dir = str(Path(data_dir).resolve())
     _check(config, referenced)
@@ -159,15 +160,45 @@ def load_jobs(config_jobs: Sequence[CronJob], workspace: Path, devices: Collecti
 # --- building the tree ----------------------------------------------------------------------
 
 
+class _Lookup(dict[str, str]):
+    """What ``${NAME}`` references read (the secrets file, then the environment over it), and that file's path."""
+
+    def __init__(self, values: dict[str, str], secrets_path: Path) -> None:
+        super().__init__(values)
+        self.secrets_path = secrets_path
+
+
+def exposed_secrets(path: Path | None) -> str | None:
+    """Why the secrets file is too open (every user of the machine can read it), or None.
+
+    The README asks for 0600; the Pi image installs it 0640 root:picoagent (only the daemon's group reads
+    it), so only a mode that lets *others* read it is refused. The fix is ``chmod 600 PATH``.
+    """
+    try:
+        mode = path.stat().st_mode & 0o777 if path is not None else 0
+    except OSError:
+        return None
+    if not mode & 0o004:
+        return None
+    return f"{path} can be read by every user of this machine (mode {mode:04o}); it holds your keys"
+
+
 def _resolve_refs(value: str, path: str, lookup: typing.Mapping[str, str] | None) -> str:
     names = _REF.findall(value)
     if not names or lookup is None:  # None: references stay as written (workspace/cron.yaml)
         return value
     for name in names:
         if name not in lookup:
+            secrets = getattr(lookup, "secrets_path", None)
+            where = "the secrets file" if secrets is None else str(secrets)
+            missing = (
+                " (it does not exist yet: copy config/secrets.env.example there, mode 0600)"
+                if secrets is not None and not secrets.exists()
+                else ""
+            )
             raise ConfigError(
                 f"{path}: ${{{name}}} is not set",
-                fix=f"set {name} in the environment or in the secrets file",
+                fix=f"put {name}=... in {where}{missing}, or set {name} in the environment",
             )
     return _Secret(_REF.sub(lambda m: lookup[m.group(1)], value))
 

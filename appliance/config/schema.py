@@ -489,6 +489,8 @@ class Config:
     source: Path | None = field(default=None, metadata={"internal": True})
     # The secrets file's values, redacted from every tool output.
     secret_values: frozenset[str] = field(default=frozenset(), metadata={"internal": True})
+    # The secrets file the references were read from (its mode is checked: see config.load.exposed_secrets).
+    secrets_path: Path | None = field(default=None, metadata={"internal": True})
 
     @property
     def base_dir(self) -> Path:

@@ -105,7 +105,20 @@ class SetResult:
                 f"{self.device} needs a person's approval: pending action {self.pending.id} "
                 f"(approve with `picoagent approvals approve {self.pending.id}`)"
             )
-        return f"{self.device} is now " + ", ".join(str(r) for r in self.state)
+        return state_words(self.device, self.state)
+
+
+def state_words(device: str, state: list[Reading]) -> str:
+    """A device's state as a sentence says it: "the fan is on", "the lamp is on, brightness 40 %"."""
+    words: list[str] = []
+    for reading in state:
+        if reading.quantity == "state" and isinstance(reading.value, bool):
+            words.insert(0, "on" if reading.value else "off")
+        elif isinstance(reading.value, bool):
+            words.append(f"{reading.quantity} {'on' if reading.value else 'off'}")
+        else:
+            words.append(f"{reading.quantity} {reading.value:g}{(' ' + reading.unit) if reading.unit else ''}")
+    return f"the {device.replace('_', ' ')} is " + (", ".join(words) or "set")
 
 
 def parse_value(device: Device, value: Any) -> bool | float:

@@ -529,10 +529,14 @@ class AnthropicProvider(CloudProvider):
         reply.completion_tokens = int(usage.get("output_tokens") or 0)
 
 
-def make_provider(name: str, config: ProviderConfig) -> CloudProvider:
-    """The provider ``providers.<name>`` describes (no connection is made until the first request)."""
+def make_provider(name: str, config: ProviderConfig, **options: Any) -> CloudProvider:
+    """The provider ``providers.<name>`` describes (no connection is made until the first request).
+
+    ``options`` override the client's settings (``timeout_s``, ``max_retries``: doctor asks once, briefly).
+    """
     kind = OpenAIProvider if config.type == "openai" else AnthropicProvider
-    return kind(name, api_base=config.api_base, api_key=config.api_key, model=config.model, timeout_s=config.timeout_s)
+    settings: dict[str, Any] = {"timeout_s": config.timeout_s, **options}
+    return kind(name, api_base=config.api_base, api_key=config.api_key, model=config.model, **settings)
 
 
 def cost_usd(config: ProviderConfig, prompt_tokens: int, completion_tokens: int) -> float:

@@ -82,9 +82,36 @@ def make_job_runner(
             if devices is None:
                 raise UsageError(f"cron job {job.id}: no devices are configured")
             result = await devices.set(job.device, job.value, requested_by=f"cron:{job.id}")
-            return result.describe()
+            said = result.describe()
+            return said[:1].upper() + said[1:]  # the job's result is a notification of its own
         if tasks_start is None:
             raise UsageError(f"cron job {job.id}: tasks run only inside the daemon")
         return await tasks_start(job.task)
 
     return run_job
+
+
+CLI_TOKEN = "local-cli"  # the token `picoagent` commands use with a running daemon (web/server.py's CLI_TOKEN_NAME)
+
+
+def made(source: str, created_by: str) -> str:
+    """Where a job comes from, in words (``cron list`` and the status page): who made one in the database.
+
+    ``created_by`` is what the scheduler was told: "cli" for ``picoagent cron add`` with no daemon, "web
+    (token local-cli)" for the same through the daemon, "web (token NAME)" for a program, "model" for the
+    model's ``schedule_create``, and ``channel:user`` for the words of a chat.
+    """
+    if source == "config":
+        return "from the config"
+    if source == "file":
+        return "from workspace/cron.yaml"
+    token = created_by.removeprefix("web (token ").removesuffix(")") if created_by.startswith("web (token ") else None
+    if created_by == "cli" or token == CLI_TOKEN:
+        return "made with `picoagent cron add`"
+    if token is not None:
+        return f"made over the API, token {token}"
+    if created_by.startswith("web"):
+        return "made over the API, from the owner's browser"
+    if created_by == "model":
+        return "made in chat, by the model"
+    return f"made in chat ({created_by})" if created_by else "made in chat"

@@ -42,7 +42,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from appliance.errors import ConfigError, Conflict, NotFound, PicoagentError, UsageError
-from appliance.schedule.jobs import JOB_TIMEOUT_S, RESULT_CHARS, JobRun, LastRun, RunReason, does
+from appliance.schedule.jobs import JOB_TIMEOUT_S, RESULT_CHARS, JobRun, LastRun, RunReason, does, made
 from appliance.schedule.parse import Once, Schedule, Startup, SunSchedule, parse_schedule, resolve_zone
 from appliance.schedule.store import JobIdTaken, JobStore, StoredJob
 
@@ -472,6 +472,7 @@ class Scheduler:
             "source": entry.source,
             "once": isinstance(entry.schedule, Once),
             "created_by": entry.created_by,
+            "made": made(entry.source, entry.created_by),
         }
 
     def list_jobs(self) -> list[dict[str, Any]]:

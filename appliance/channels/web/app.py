@@ -49,6 +49,7 @@ async def api_status(request: web.Request) -> web.Response:
     """The appliance's health, model, queue and recent replies."""
     state = request.app[STATE]
     health = (await asyncio.to_thread(read_health, state.runtime.db.path.parent)).as_dict()
+    await state.load_recent()
     status = state.status(health)
     status["devices"] = await device_states(state.runtime.devices, state.readings)
     status["routing"] = await state.runtime.db.call(state.routing_status)

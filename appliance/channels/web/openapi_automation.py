@@ -37,6 +37,7 @@ JOB = {
         "source": {"type": "string", "enum": ["config", "file", "chat"]},
         "once": {"type": "boolean"},
         "created_by": {"type": "string"},
+        "made": {"type": "string", "description": "where it comes from, in words (cron list and the page show it)"},
     },
 }
 NEW_JOB = {

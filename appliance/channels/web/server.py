@@ -129,7 +129,11 @@ class WebServer:
         self._announce(first_password, auth.initial_password_path)
 
     def _announce(self, first_password: str | None, kept: Path) -> None:
-        log.warning("serving on %s://%s:%d (picoagent %s)", self.scheme, self.host, self.port, __version__)
+        # INFO, not a warning: nothing is wrong. `serve` logs at INFO under the default log_level (warning),
+        # so the line is in the terminal and the journal; with a quieter log_level a terminal still gets it.
+        log.info("serving on %s://%s:%d (picoagent %s)", self.scheme, self.host, self.port, __version__)
+        if not log.isEnabledFor(logging.INFO) and sys.stdout.isatty():
+            print(f"serving on {self.scheme}://{self.host}:{self.port}", flush=True)
         certificate = self.certificate
         if certificate is not None:
             log.warning(

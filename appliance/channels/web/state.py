@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -89,6 +90,35 @@ class ApplianceMetrics:
         self.latency.observe(t.total_s, "total")
 
 
+def stored_replies(db: Any, before: float, limit: int) -> list[dict[str, Any]]:
+    """The last replies in the database from before ``before``, newest first, as the status page lists them."""
+    if limit <= 0:
+        return []
+    rows = db.rows(
+        "SELECT m.created_at, m.route, m.meta, c.channel, c.chat_id FROM messages m"
+        " JOIN conversations c ON c.id = m.conversation_id"
+        " WHERE m.role = 'assistant' AND m.route IS NOT NULL AND m.created_at < ? ORDER BY m.id DESC LIMIT ?",
+        (before, limit),
+    )
+    replies = []
+    for at, route, meta_text, channel, chat_id in rows:
+        meta = json.loads(meta_text) if meta_text else {}
+        timings = meta.get("timings") or {}
+        replies.append(
+            {
+                "at": at,
+                "route": route,
+                "reason": meta.get("reason", ""),
+                "session": f"{channel}:{chat_id}",
+                "ttft_s": timings.get("ttft_s"),
+                "total_s": timings.get("total_s"),
+                "decode_tps": timings.get("decode_tps"),
+                "actions": len(meta.get("actions") or []),
+            }
+        )
+    return replies
+
+
 @dataclass
 class WebState:
     """Everything the daemon's handlers share, owned by the daemon."""
@@ -118,6 +148,7 @@ class WebState:
     homeassistant: Any = None  # set by the daemon with homeassistant.enabled: its client (status())
     reloaded: Callable[[], dict[str, Any]] | None = None  # set by the daemon: the last config reload (reload.py)
     metrics: ApplianceMetrics = field(init=False)
+    _recent_loaded: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         self.metrics = ApplianceMetrics(self)
@@ -153,6 +184,15 @@ class WebState:
         if record.route == "local" and record.timings.prompt_tokens:
             self.local_tokens.append((now, record.timings.prompt_tokens, record.timings.cached_tokens))
         self.prune(now)
+
+    async def load_recent(self) -> None:
+        """Once: the replies stored before this daemon started, behind those it saw (a restart empties no card)."""
+        if self._recent_loaded:
+            return
+        self._recent_loaded = True
+        db = self.runtime.db
+        older = await db.call(stored_replies, db, self.started_at, RECENT_REPLIES - len(self.recent))
+        self.recent.extend(older)
 
     def routing_status(self) -> dict[str, Any]:
         """Routing for the status page: the mode, the provider, today's decisions and spending (database thread)."""

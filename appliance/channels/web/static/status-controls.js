@@ -240,7 +240,7 @@ window.StatusControls = (function () {
       row.title.textContent = j.id;
       const badges = [];
       if (j.paused) badges.push(badge("paused", "warn"));
-      if (j.source) badges.push(badge(j.source === "chat" ? "made in chat" : j.source));
+      if (j.made || j.source) badges.push(badge(j.made || j.source));
       if (j.last_ok === true) badges.push(badge("ok", "ok"));
       if (j.last_ok === false) badges.push(badge("failed", "bad"));
       row.badges.replaceChildren(...badges);
