@@ -151,7 +151,7 @@ def test_a_reply_streams_into_one_edited_message(config: Config) -> None:
     model.enqueue(answer)
 
     async def scenario(h: Harness) -> None:
-        h.fake.push_message(OWNER, "what are you?")
+        h.fake.push_message(OWNER, "tell me about the Raspberry Pi")
         [reply] = await h.replies(h.dm())
         [sent] = h.fake.calls_of(MESSAGES)
         assert answer.startswith(sent.body["content"]) and sent.body["content"] != answer  # shown while growing

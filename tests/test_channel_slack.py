@@ -364,7 +364,7 @@ def test_a_streamed_reply_is_one_message_edited_with_chat_update(config: Config)
     model.enqueue(answer)
 
     async def scenario(h: Harness) -> None:
-        h.fake.push_dm(OWNER, "what are you?")
+        h.fake.push_dm(OWNER, "tell me about the Raspberry Pi")
         [reply] = await h.replies(h.dm)
         [posted] = h.fake.calls_of("chat.postMessage", ok_only=True)
         assert answer.startswith(posted.params["text"]) and posted.params["text"] != answer  # shown while growing
