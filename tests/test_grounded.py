@@ -387,3 +387,16 @@ def test_a_reading_no_device_in_that_room_can_give_is_declined_and_one_it_can_is
     record = asyncio.run(living())
     assert record.route == "intent" and record.why != "grounded" and "living_room: temperature" in record.text
     assert model.history == []
+
+
+def test_a_switch_or_a_button_read_by_the_device_path_is_said_as_a_person_would(
+    pi: tuple[Runtime, ScriptedModel],
+) -> None:
+    runtime, model = pi
+
+    async def main() -> list[str]:
+        asked = ("is the fan on?", "is the doorbell being pressed?")
+        return [(await runtime.agent.turn(q, channel="api", chat_id="d")).text for q in asked]
+
+    assert asyncio.run(main()) == ["The fan is off.", "The doorbell is not pressed."]
+    assert model.history == []

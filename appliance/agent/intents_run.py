@@ -73,7 +73,7 @@ async def run_intent(
             actions.append(_action("device_read", arguments, False, None, exc.message, t0, outside))
         else:
             shown = [r for r in readings if intent.quantity in (None, r.quantity)] or readings
-            text = f"{intent.device}: " + ", ".join(str(r) for r in shown) + "."
+            text = _reading_words(intent.device, shown, devices)
             found = [r.as_dict() for r in readings]
             actions.append(_action("device_read", arguments, True, found, None, t0, outside))
     total = time.perf_counter() - started
@@ -88,6 +88,16 @@ async def run_intent(
         model="",
         finish_reason="stop",
     )
+
+
+def _reading_words(device: str, shown: list[Any], devices: DeviceRegistry) -> str:
+    """A read said as a person would: "The fan is on.", "The doorbell is not pressed.", else each reading."""
+    if len(shown) == 1 and shown[0].quantity == "state" and isinstance(shown[0].value, bool):
+        kind = next((i.kind for i in devices.infos() if i.name == device), "")
+        on = shown[0].value
+        said = ("pressed" if on else "not pressed") if kind == "input" else ("on" if on else "off")
+        return f"The {device.replace('_', ' ')} is {said}."
+    return f"{device}: " + ", ".join(str(r) for r in shown) + "."
 
 
 def _history_words(device: str, events: list[Event], zone: tzinfo | None = None) -> str:
