@@ -1,10 +1,7 @@
 """One agent turn: prompt, local model, tool rounds, reply record, history written.
 
-The model may answer in text or call a tool. It starts unconstrained so plain answers stream at full
-speed; the moment its reply opens with ``<tool_call>`` the free generation is stopped and the call is
-generated again under a grammar built from the tools' JSON schemas, so it always parses and always
-names a real tool with well-typed arguments. A tool's failure is a result the model reads; the turn
-goes on for at most ``agent.max_rounds`` model calls.
+The local model's rounds (free text, tool calls under a grammar, the tools run) are
+:mod:`appliance.agent.local_turn`; this module owns the turn around them.
 
 Routing (:mod:`appliance.agent.router` decides, :mod:`appliance.agent.escalation` gathers and runs the
 cloud): the local model answers first unless the user asked for the cloud (``/cloud ...``), the mode
@@ -19,27 +16,25 @@ the cloud fails, the local answer stands (route ``local_fallback``), and the rec
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from appliance.agent import context
-from appliance.agent.context import TOOL_CALL_END, TOOL_CALL_START, Workspace
+from appliance.agent.context import Workspace
 from appliance.agent.escalation import CloudRoute, CloudUse, Forced
 from appliance.agent.intent import Intent, IntentMatcher
 from appliance.agent.intents_run import run_intent
+from appliance.agent.local_turn import LocalAttempt, ToolChoice
 from appliance.agent.record import ReplyRecord, Timings
 from appliance.agent.router import (
     Decision,
-    LocalOutcome,
     RoutingContext,
     after_local,
     before_local,
-    collapsed,
     local_route,
 )
 from appliance.agent.schedule_desk import ScheduleDesk
@@ -47,10 +42,10 @@ from appliance.agent.semantic import answer_confirmation
 from appliance.agent.turn_stats import EventSink, TurnStats
 from appliance.agent.understanding import TextVectors, Understanding
 from appliance.config import Config
-from appliance.errors import ContextOverflow, ModelError, UsageError
+from appliance.errors import UsageError
 from appliance.grounded.turn import Grounding
 from appliance.hardware.devices import DeviceRegistry
-from appliance.llm.base import ChatMessage, ChatModel, CloudGeneration, Generation, GenerationRequest
+from appliance.llm.base import ChatMessage, ChatModel, CloudGeneration, Generation
 from appliance.llm.cloud_errors import CloudError
 from appliance.memory.db import Database
 from appliance.memory.keeper import MemoryKeeper
@@ -63,7 +58,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ToolChoice = Literal["auto", "required", "none"]
 _FORCED = re.compile(r"/(cloud|local)(?:@\w+)?(?:\s+|$)", re.IGNORECASE)
 
 
@@ -94,14 +88,6 @@ def _with_suffix(decision: Decision, suffix: str) -> Decision:
     return replace(decision, reason=decision.reason + suffix)
 
 
-class _ToolNeedsCloud(Exception):
-    """The local model called a tool it cannot drive reliably (routing.cloud_tools)."""
-
-    def __init__(self, tool: str) -> None:
-        super().__init__(tool)
-        self.tool = tool
-
-
 class Agent:
     """Runs turns against one model, one database and one tool registry."""
 
@@ -120,7 +106,7 @@ class Agent:
         """``understanding``: a small embedding model (see :mod:`appliance.agent.understanding`); None: rules only."""
         self.config = config
         self.cloud = cloud
-        self.model = model
+        self.local = LocalAttempt(config, model, tools)
         self.db = db
         self.tools = tools
         self.workspace = workspace
@@ -146,6 +132,15 @@ class Agent:
             workspace=workspace.root,
             model_name=model.name,
         )
+
+    @property
+    def model(self) -> ChatModel:
+        """The local chat model (replaceable: a calibration run records through its own)."""
+        return self.local.model
+
+    @model.setter
+    def model(self, model: ChatModel) -> None:
+        self.local.model = model
 
     async def turn(
         self,
@@ -346,7 +341,7 @@ class Agent:
             final = await self._local_or_raise(await messages(), tool_choice, actions, stats)
             return final, _with_suffix(decision, ": answered locally"), local_route(decision)
         allowed = ctx.cloud_blocked() is None and ctx.mode == "edge_first"
-        final, outcome = await self._local(await messages(), tool_choice, actions, stats, watch=allowed)
+        final, outcome = await self.local.answer(await messages(), tool_choice, actions, stats, watch=allowed)
         decision = after_local(ctx, outcome, self.config.routing.min_confidence)
         if decision.route == "local":
             if final is None and stats.error is not None:
@@ -367,7 +362,7 @@ class Agent:
         self, messages: list[ChatMessage], tool_choice: ToolChoice, actions: list[ToolResult], stats: TurnStats
     ) -> Generation | None:
         """The local answer, unwatched (no early abort, no escalation); its failure is the turn's."""
-        final, _ = await self._local(messages, tool_choice, actions, stats, watch=False)
+        final, _ = await self.local.answer(messages, tool_choice, actions, stats, watch=False)
         if final is None and stats.error is not None:
             raise stats.error
         return final
@@ -403,38 +398,6 @@ class Agent:
             )
             return None, failed
         return cloud, decision
-
-    async def _local(
-        self,
-        messages: list[ChatMessage],
-        tool_choice: ToolChoice,
-        actions: list[ToolResult],
-        stats: TurnStats,
-        *,
-        watch: bool,
-    ) -> tuple[Generation | None, LocalOutcome]:
-        """The local model's answer and how it went (its failures become the outcome, not errors)."""
-        stats.watch = watch
-        stats.partial = ""
-        stats.error = None
-        try:
-            final = await self._rounds(list(messages), tool_choice, actions, stats, stats.emit_)
-        except _ToolNeedsCloud as need:
-            return None, LocalOutcome(tool_needed=need.tool)
-        except ContextOverflow as exc:
-            stats.error = exc
-            return None, LocalOutcome(prompt_fits=False)
-        except ModelError as exc:
-            stats.error = exc
-            return None, LocalOutcome(failed=exc.message)
-        if final is None:
-            return None, LocalOutcome()  # every round was a tool call: no answer to judge, but nothing failed
-        stats.confidence = final.confidence()
-        if final.finish_reason == "timeout":
-            return final, LocalOutcome(mean_prob=stats.confidence["mean_prob"], failed="timed out")
-        return final, LocalOutcome(
-            mean_prob=stats.confidence["mean_prob"], aborted_early=final.finish_reason == "aborted"
-        )
 
     async def _finish(
         self,
@@ -513,117 +476,6 @@ class Agent:
         if intent is not None and intent.action == "ask":
             self._asked[session] = (intent, time.monotonic())
         return intent
-
-    async def _rounds(
-        self,
-        messages: list[ChatMessage],
-        tool_choice: ToolChoice,
-        actions: list[ToolResult],
-        stats: TurnStats,
-        emit: EventSink,
-    ) -> Generation | None:
-        """Model calls until one answers in text (None when every round was a tool call)."""
-        rounds = self.config.agent.max_rounds
-        for round_number in range(rounds):
-            may_call = tool_choice != "none" and round_number < rounds - 1  # the last round must answer
-            if not (may_call and tool_choice == "required" and round_number == 0):
-                generation, wants_tool = await self._free_round(messages, may_call, stats, emit)
-                if not wants_tool:
-                    return generation
-            call = await self._tool_call(messages, stats, emit)
-            emit("tool_call", {"tool": call["name"], "arguments": call["arguments"]})
-            result = await self.tools.execute(
-                call["name"], call["arguments"], timeout_s=self.config.agent.tool_timeout_s, turn=stats.tools
-            )
-            actions.append(result)
-            emit("tool_result", result.as_dict())
-            messages += [
-                context.tool_call_message(call["name"], call["arguments"]),
-                context.tool_result_message(result),
-            ]
-        return None
-
-    async def _run(self, request: GenerationRequest, stats: TurnStats) -> Generation:
-        request.client = stats.client
-        emit = stats.emit
-        if emit is not None:
-            request.on_queue = lambda position: emit("queued", {"position": position})
-        generation = await self.model.generate(request)
-        stats.rounds += 1
-        stats.prompt_tokens += generation.prompt_tokens
-        stats.last_prompt_tokens = generation.prompt_tokens
-        stats.completion_tokens += generation.completion_tokens
-        stats.cached_tokens += generation.cached_tokens
-        stats.model_s += generation.total_s
-        return generation
-
-    async def _free_round(
-        self,
-        messages: list[ChatMessage],
-        may_call: bool,
-        stats: TurnStats,
-        emit: EventSink,
-    ) -> tuple[Generation, bool]:
-        """Generate freely; returns (generation, True) when the reply turned out to be a tool call."""
-        request = self._request(messages)
-        pending = ""  # text held back while it could still be the start of a tool call
-        decided = not may_call
-        is_call = False
-
-        def on_token(piece: str) -> None:
-            nonlocal pending, decided, is_call
-            if not decided:
-                pending += piece
-                head = pending.lstrip()
-                if head.startswith(TOOL_CALL_START):
-                    is_call = decided = True
-                    request.cancel.set()  # the call is generated again under its grammar
-                    return
-                if TOOL_CALL_START.startswith(head):
-                    return
-                decided, piece = True, pending
-            emit("text", {"delta": piece})
-
-        request.on_token = on_token
-        if stats.watch:
-            threshold = self.config.routing.min_confidence
-            request.should_stop = lambda logprobs: collapsed(logprobs, threshold)
-        generation = await self._run(request, stats)
-        if is_call:
-            return generation, True
-        if not decided and pending:
-            emit("text", {"delta": pending})  # a short reply that only looked like the start of a call
-        return generation, False
-
-    async def _tool_call(self, messages: list[ChatMessage], stats: TurnStats, emit: EventSink) -> dict[str, Any]:
-        """Generate a tool call under the tools' grammar; it always parses."""
-        emit("thinking", {"stage": "tool_call"})
-        request = self._request(messages)
-        request.prefix = TOOL_CALL_START
-        request.json_schema = context.tool_call_schema(stats.offered or list(self.tools))
-        request.stop = [TOOL_CALL_END]
-        request.temperature = 0.0  # a call is not the place for variety
-        generation = await self._run(request, stats)
-        try:
-            call = json.loads(generation.text)
-        except json.JSONDecodeError:
-            # Only a cut generation (length, timeout) can leave the grammar's JSON unfinished.
-            call = {"name": "(unfinished)", "arguments": {}}
-            log.warning("tool call did not finish (%s): %r", generation.finish_reason, generation.text[:200])
-        name = call.get("name", "")
-        if stats.watch and name in self.config.routing.cloud_tools:
-            raise _ToolNeedsCloud(name)
-        return {"name": name, "arguments": call.get("arguments", {})}
-
-    def _request(self, messages: list[ChatMessage]) -> GenerationRequest:
-        cfg = self.config.agent
-        return GenerationRequest(
-            messages=list(messages),
-            max_tokens=cfg.max_reply_tokens,
-            temperature=cfg.temperature,
-            repeat_penalty=cfg.repeat_penalty,
-            seed=self.config.llm.seed,
-        )
 
     def prefix_messages(self) -> list[ChatMessage]:
         """What every local chat turn's prompt starts with, for the model to keep warm (``LocalModel.warm_prefix``):
