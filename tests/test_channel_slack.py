@@ -360,7 +360,8 @@ def test_an_approval_is_decided_once_even_when_slack_redelivers_the_tap(config: 
 
 def test_a_streamed_reply_is_one_message_edited_with_chat_update(config: Config) -> None:
     model = SlowModel()
-    answer = "The Pi is a small computer that runs me, your assistant, entirely at home."
+    # Two sentences: the reply guard shows a sentence once it is whole (appliance/agent/reply_guard.py)
+    answer = "The Pi is a small computer. It runs me, your assistant, entirely at home."
     model.enqueue(answer)
 
     async def scenario(h: Harness) -> None:
@@ -378,14 +379,15 @@ def test_a_streamed_reply_is_one_message_edited_with_chat_update(config: Config)
 
 def test_a_rate_limited_edit_waits_and_the_final_text_still_lands_in_the_same_message(config: Config) -> None:
     model = SlowModel()
-    model.enqueue("one two three four five six seven eight nine ten eleven twelve")
+    counted = "One. Two. Three. Four. Five. Six. Seven. Eight. Nine. Ten. Eleven. Twelve."
+    model.enqueue(counted)  # sentences: shown as they are written
 
     async def scenario(h: Harness) -> None:
         h.fake.fail_next("chat.update", 2, "429", retry_after=1)
         h.fake.push_dm(OWNER, "count")
         await h.replies(h.dm)
         [reply] = h.fake.bot_messages(h.dm)
-        assert reply["text"].startswith("one two three four five six seven eight nine ten eleven twelve\n\n")
+        assert reply["text"].startswith(counted + "\n\n")
         assert [c.outcome for c in h.fake.calls_of("chat.update")][:2] == ["429", "429"]
         assert len(h.fake.calls_of("chat.postMessage")) == 1 and rows(h) == []  # nothing left for the outbox
 

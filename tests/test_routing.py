@@ -81,7 +81,7 @@ def test_a_sure_enough_local_answer_stays_on_the_pi(config: Config, local_model:
     config.routing.min_confidence = 0.0
 
     async def body(r: Routed) -> None:
-        record, events = await r.ask("Say hello.")
+        record, events = await r.ask("What colour is the sky?")  # the packaged model answers it plainly
         assert record.route == "local" and record.why == "confident" and record.text
         assert r.fake.requests == [] and "reroute" not in [k for k, _ in events]
         assert [row["provider"] for row in r.db.usage(1)] == ["local"]

@@ -152,6 +152,15 @@ def system_prompt(workspace: Workspace, tools: ToolRegistry | Sequence[Tool] | N
     return "\n\n".join(p for p in parts if p)
 
 
+def instructions(workspace: Workspace, tools: Sequence[Tool] | None) -> list[str]:
+    """The parts of the system prompt a reply must never recite (the reply guard's): SOUL.md, the skills, the
+    tool protocol. USER.md is left out: it is what the owner wrote about themselves, and a reply may quote it."""
+    parts = [workspace.read("SOUL.md"), workspace.skills.prompt()]
+    if tools:
+        parts.append(tools_prompt(list(tools)))
+    return [p for p in parts if p]
+
+
 def stable_system_prompt(workspace: Workspace, with_tools: bool) -> str:
     """The start of :func:`system_prompt` that no turn changes: all of it up to the ranked tool lines."""
     parts = [workspace.read(name) for name in WORKSPACE_FILES]

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from typing import Any, Literal
 
 from appliance.agent import context
 from appliance.agent.context import TOOL_CALL_END, TOOL_CALL_START
+from appliance.agent.reply_guard import DECLINE, ReplyGuard
 from appliance.agent.router import LocalOutcome, collapsed
 from appliance.agent.turn_stats import EventSink, TurnStats
 from appliance.config import Config
 from appliance.errors import ContextOverflow, ModelError
-from appliance.llm.base import ChatMessage, ChatModel, Generation, GenerationRequest
+from appliance.llm.base import ChatMessage, ChatModel, CloudGeneration, Generation, GenerationRequest
 from appliance.tools.registry import ToolRegistry
 from appliance.tools.result import ToolResult
 
@@ -35,6 +37,17 @@ class ToolNeedsCloud(Exception):
     def __init__(self, tool: str) -> None:
         super().__init__(tool)
         self.tool = tool
+
+
+def honest(final: Generation | None, stats: TurnStats) -> Generation | None:
+    """A local answer the guard left nothing of: the honest sentence instead (shown now), never the remains."""
+    verdict = stats.guarded
+    if final is None or isinstance(final, CloudGeneration) or verdict is None or not verdict.trips:
+        return final
+    if not verdict.nothing_left:
+        return final
+    stats.emit_("text", {"delta": DECLINE})
+    return replace(final, text=DECLINE)
 
 
 class LocalAttempt:
@@ -58,6 +71,7 @@ class LocalAttempt:
         stats.watch = watch
         stats.partial = ""
         stats.error = None
+        stats.guarded = None
         try:
             final = await self.rounds(list(messages), tool_choice, actions, stats, stats.emit_)
         except ToolNeedsCloud as need:
@@ -74,7 +88,9 @@ class LocalAttempt:
         if final.finish_reason == "timeout":
             return final, LocalOutcome(mean_prob=stats.confidence["mean_prob"], failed="timed out")
         return final, LocalOutcome(
-            mean_prob=stats.confidence["mean_prob"], aborted_early=final.finish_reason == "aborted"
+            mean_prob=stats.confidence["mean_prob"],
+            aborted_early=final.finish_reason == "aborted",
+            guarded=stats.guarded.unsure if stats.guarded is not None else None,
         )
 
     async def rounds(
@@ -133,6 +149,15 @@ class LocalAttempt:
         decided = not may_call
         is_call = False
 
+        guarded = (stats.guard or ReplyGuard()).stream()  # what shows has passed the guard (reply_guard.py)
+
+        def show(piece: str) -> None:
+            shown = guarded.feed(piece)
+            if guarded.tripped:
+                request.cancel.set()  # looping, reciting, signing off: the rest would be dropped anyway
+            if shown:
+                emit("text", {"delta": shown})
+
         def on_token(piece: str) -> None:
             nonlocal pending, decided, is_call
             if not decided:
@@ -145,7 +170,7 @@ class LocalAttempt:
                 if TOOL_CALL_START.startswith(head):
                     return
                 decided, piece = True, pending
-            emit("text", {"delta": piece})
+            show(piece)
 
         request.on_token = on_token
         if stats.watch:
@@ -155,8 +180,17 @@ class LocalAttempt:
         if is_call:
             return generation, True
         if not decided and pending:
-            emit("text", {"delta": pending})  # a short reply that only looked like the start of a call
-        return generation, False
+            show(pending)  # a short reply that only looked like the start of a call
+        rest, verdict, replace_shown = guarded.finish(generation.text, generation.finish_reason)
+        if replace_shown:  # a cut before what was shown (rare): the channels replace it, as on a reroute
+            emit("reroute", {"route": "local", "reason": f"the local answer {verdict.trips[0].words}"})
+        if rest:
+            emit("text", {"delta": rest})
+        if verdict.trips:
+            trip = verdict.trips[0]
+            log.info("reply guard: the local answer %s; cut at %r", trip.words, trip.segment[:80])
+        stats.guarded = verdict
+        return replace(generation, text=verdict.text), False
 
     async def _tool_call(self, messages: list[ChatMessage], stats: TurnStats, emit: EventSink) -> dict[str, Any]:
         """Generate a tool call under the tools' grammar; it always parses."""

@@ -1,13 +1,16 @@
 """One agent turn: prompt, local model, tool rounds, reply record, history written.
 
 The local model's rounds (free text, tool calls under a grammar, the tools run) are
-:mod:`appliance.agent.local_turn`; this module owns the turn around them.
+:mod:`appliance.agent.local_turn`; this module owns the turn around them. Every local reply passes the
+reply guard (:mod:`appliance.agent.reply_guard`): a loop, a recited prompt, tool calls as text or a
+sign-off is stopped, cut and never shown; a reply the guard leaves nothing of is one honest sentence.
 
 Routing (:mod:`appliance.agent.router` decides, :mod:`appliance.agent.escalation` gathers and runs the
 cloud): the local model answers first unless the user asked for the cloud (``/cloud ...``), the mode
 is cloud_first, or the message looks hard by its meaning (:mod:`appliance.agent.difficulty`). While
 the local answer streams, its token probabilities are watched and the attempt is stopped as soon as
-its confidence collapses; a finished local answer that is unsure, a local failure, a prompt too long
+its confidence collapses; a finished local answer that is unsure (or that the guard cut because the
+model lost its way), a local failure, a prompt too long
 for the local context, or a call of a tool listed in ``routing.cloud_tools`` escalates when the cloud
 is allowed. A ``reroute`` event tells channels to replace the text streamed so far. When
 the cloud fails, the local answer stands (route ``local_fallback``), and the record says why.
@@ -28,8 +31,9 @@ from appliance.agent.context import Workspace
 from appliance.agent.escalation import CloudRoute, CloudUse, Forced
 from appliance.agent.intent import Intent, IntentMatcher
 from appliance.agent.intents_run import run_intent
-from appliance.agent.local_turn import LocalAttempt, ToolChoice
+from appliance.agent.local_turn import LocalAttempt, ToolChoice, honest
 from appliance.agent.record import ReplyRecord, Timings
+from appliance.agent.reply_guard import ReplyGuard
 from appliance.agent.router import (
     Decision,
     RoutingContext,
@@ -239,6 +243,7 @@ class Agent:
                     stats.offered = await self.understanding.offered_tools(text, stored)
                 local_system = context.system_prompt(self.workspace, stats.offered if use_tools else None)
                 local_prompt.append([ChatMessage("system", local_system), *conversation_messages])
+                stats.guard = ReplyGuard(context.instructions(self.workspace, stats.offered if use_tools else None))
             return local_prompt[0]
 
         actions: list[ToolResult] = []
@@ -330,7 +335,22 @@ class Agent:
         use: CloudUse,
         stats: TurnStats,
     ) -> tuple[Generation | None, Decision, str]:
-        """The answer, the decision that stands and the route: local first or the cloud, and the fallbacks."""
+        """The answer, the decision that stands and the route; a local answer the guard left nothing of is
+        the honest sentence (:func:`appliance.agent.local_turn.honest`)."""
+        final, decision, route = await self._routes(messages, conversation, ctx, tool_choice, actions, use, stats)
+        return (final if route == "cloud" else honest(final, stats)), decision, route
+
+    async def _routes(
+        self,
+        messages: Callable[[], Awaitable[list[ChatMessage]]],
+        conversation: list[ChatMessage],
+        ctx: RoutingContext,
+        tool_choice: ToolChoice,
+        actions: list[ToolResult],
+        use: CloudUse,
+        stats: TurnStats,
+    ) -> tuple[Generation | None, Decision, str]:
+        """Local first or the cloud, and the fallbacks."""
         decision = before_local(ctx)
         if decision.route == "cloud":
             cloud, decision = await self._try_cloud(conversation, tool_choice, decision, use, stats)

@@ -80,16 +80,17 @@ class LocalOutcome:
     prompt_fits: bool = True
     tool_needed: str | None = None  # a tool the local model cannot drive reliably
     aborted_early: bool = False  # confidence collapsed mid-stream and the local attempt was stopped
+    guarded: str | None = None  # the reply guard cut the answer because the model lost its way ("repeated itself")
 
 
 @dataclass(frozen=True)
 class Decision:
     """Where a message goes, and why: in words for people, as codes for the statistics.
 
-    ``why`` is what decided (``confident``, ``low_confidence``, ``collapsed``, ``too_long``, ``local_failed``,
-    ``tool_needed``, ``user_cloud``, ``user_local``, ``cloud_first``, ``looks_hard``, ``edge_first``);
-    ``blocked`` is why the cloud was not used although it was wanted (a :meth:`RoutingContext.cloud_blocked`
-    code, or ``cloud_failed``), else "".
+    ``why`` is what decided (``confident``, ``low_confidence``, ``collapsed``, ``guarded``, ``too_long``,
+    ``local_failed``, ``tool_needed``, ``user_cloud``, ``user_local``, ``cloud_first``, ``looks_hard``,
+    ``edge_first``); ``blocked`` is why the cloud was not used although it was wanted (a
+    :meth:`RoutingContext.cloud_blocked` code, or ``cloud_failed``), else "".
     """
 
     route: Route
@@ -176,6 +177,8 @@ def _need(outcome: LocalOutcome, min_confidence: float) -> tuple[str, str] | Non
         return "tool_needed", f"{outcome.tool_needed} needs a stronger model"
     if outcome.aborted_early:
         return "collapsed", "the local answer's confidence collapsed mid-way"
+    if outcome.guarded is not None:  # a loop, a recited prompt, tool calls as text: as unsure as it gets
+        return "guarded", f"the local answer {outcome.guarded}"
     if outcome.mean_prob is not None and outcome.mean_prob < min_confidence:
         return "low_confidence", f"the local answer's confidence {outcome.mean_prob:.2f} is below {min_confidence:.2f}"
     return None

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from appliance.agent.reply_guard import Guarded, ReplyGuard
 from appliance.errors import ModelError
 from appliance.tools.registry import Tool, ToolTurn
 
@@ -35,6 +36,8 @@ class TurnStats:
     confidence: dict[str, float] = field(default_factory=dict)  # the local answer's
     tools: ToolTurn | None = None  # the turn's tool budget, shared by the local and the cloud rounds
     offered: list[Tool] = field(default_factory=list)  # the tools the local model is shown (ranked)
+    guard: ReplyGuard | None = None  # the reply guard, with this turn's prompt instructions
+    guarded: Guarded | None = None  # its verdict on the last local answer
 
     def emit_(self, kind: str, data: dict[str, Any]) -> None:
         """Pass an event on, keeping the streamed text (for a stopped turn) and the time of the first."""

@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 
-from appliance.llm.base import ChatMessage, Generation, GenerationRequest
+from appliance.llm.base import ChatMessage, FinishReason, Generation, GenerationRequest
 
 
 class ScriptedModel:
@@ -45,12 +45,16 @@ class ScriptedModel:
         self.history.append(request)
         text = self.replies.popleft() if self.replies else f"echo: {request.messages[-1].content}"
         words = text.split(" ")
+        finish: FinishReason = "stop"
         if request.on_token is not None:
             for i, word in enumerate(words):
+                if request.cancel.is_set():  # stopped like the real one: at the next token, with what it had
+                    text, words, finish = " ".join(words[:i]), words[:i], "cancelled"
+                    break
                 request.on_token(word if i == 0 else " " + word)
         return Generation(
             text=text,
-            finish_reason="stop",
+            finish_reason=finish,
             prompt_tokens=self.count_tokens(request.messages),
             completion_tokens=len(words),
             token_logprobs=[0.0] * len(words),
