@@ -41,24 +41,62 @@ ALL_CODE_ATTEMPTS_PER_HOUR = 30  # across all unknown users, so many accounts do
 # --- the footer -------------------------------------------------------------------------------------
 
 
+NO_MODEL_ROUTES = ("intent", "grounded")  # answered from rules and what the appliance knows: no model ran
+SLOW_FIRST_TOKEN_S = 3.0  # a local first token later than this is explained
+COLD_SHARE = 0.5  # less than this share of the prompt found in the KV cache: the prompt was read cold
+
+
+def without_model(record: ReplyRecord) -> bool:
+    """Whether no model wrote this reply (the fast paths, a grounded answer, a decline before any model)."""
+    return record.route in NO_MODEL_ROUTES or (record.route in ("local", "local_fallback") and not record.model)
+
+
+def basis(record: ReplyRecord) -> str:
+    """What a reply without the model is based on, from its reason ("the Pi's clock", "intent fast path: ...")."""
+    reason = record.reason.removesuffix(" (no model)").strip()
+    for prefix in ("grounded answer: ", "grounded: "):
+        reason = reason.removeprefix(prefix)
+    return reason
+
+
+def slow_start(record: ReplyRecord) -> str:
+    """Why a local reply's first token came late ("first token 9.8 s: the prompt was read cold ..."), else ""."""
+    t = record.timings
+    if record.route not in ("local", "local_fallback") or not t.rounds or t.ttft_s <= SLOW_FIRST_TOKEN_S:
+        return ""
+    words = f"first token {t.ttft_s:.1f} s"
+    if t.prompt_tokens and t.cached_tokens < COLD_SHARE * t.prompt_tokens:
+        return f"{words}: the prompt was read cold ({t.cached_tokens} of {t.prompt_tokens} tokens were cached)"
+    cached = f"{t.cached_tokens} of {t.prompt_tokens} prompt tokens were cached"
+    return f"{words}, though {cached}: the model was busy or loading"
+
+
 def footer(record: ReplyRecord, *, detailed: bool = False) -> str:
     """The line under a reply: which path answered, which model, how long it took (and why, when it matters).
 
     Chat channels show ``route · model · seconds`` (empty parts left out) and the reason in
     parentheses; ``detailed`` (the terminal) adds the decode speed and the first token's time, in
-    brackets.
+    brackets. A reply no model wrote says so, and what it is based on; a local reply whose first token
+    took seconds says why.
     """
     t = record.timings
-    # Say why it left the Pi, or why it did not although the person asked for the cloud.
-    explain = record.route in ("cloud", "local_fallback") or record.why == "user_cloud"
+    # Say why it left the Pi, or why it did not although the person asked for the cloud or the guard cut it.
+    explain = record.route in ("cloud", "local_fallback") or record.why in ("user_cloud", "guarded")
+    if without_model(record):
+        if detailed:
+            return f"[answered without the model · {basis(record)} · {t.total_s:.2f} s]"
+        return f"{record.route} · answered without the model · {t.total_s:.1f} s"
+    late = slow_start(record)
     if detailed:
         return (
             f"[{record.route} · {record.model} · {t.decode_tps:.1f} tok/s · "
-            f"first token {t.ttft_s:.2f} s · {t.total_s:.2f} s]" + (f"\n[{record.reason}]" if explain else "")
+            f"first token {t.ttft_s:.2f} s · {t.total_s:.2f} s]"
+            + (f"\n[{record.reason}]" if explain else "")
+            + (f"\n[{late}]" if late else "")
         )
     parts = [record.route, record.model, f"{t.total_s:.1f} s"]
     line = " · ".join(p for p in parts if p)
-    return line + (f"\n({record.reason})" if explain else "")
+    return line + (f"\n({record.reason})" if explain else "") + (f"\n({late})" if late else "")
 
 
 # --- who may talk -----------------------------------------------------------------------------------
