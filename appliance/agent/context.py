@@ -15,6 +15,7 @@ import re
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -168,6 +169,17 @@ def stable_system_prompt(workspace: Workspace, with_tools: bool) -> str:
     if with_tools:
         parts.append("\n".join(TOOLS_HEADER) + "\n")
     return "\n\n".join(p for p in parts if p)
+
+
+def facts_note(now: datetime) -> ChatMessage:
+    """What the model cannot know by itself, said after the system prompt: the date, the time and the zone.
+
+    A message of its own rather than part of the system prompt: a prompt whose first tokens change every
+    minute would be read cold every turn (injecting the date into the system prompt is a known way to break
+    prefix caches); here the system prompt before it stays the KV cache's prefix (tests/bench/facts.py).
+    """
+    zone = getattr(now.tzinfo, "key", None) or now.tzname() or "local"
+    return ChatMessage("system", f"Now: {now:%A} {now.day} {now:%B %Y}, {now:%H:%M} ({zone} time).")
 
 
 def history_messages(stored: list[StoredMessage]) -> list[ChatMessage]:

@@ -24,6 +24,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from appliance.agent import context
@@ -136,6 +137,9 @@ class Agent:
             workspace=workspace.root,
             model_name=model.name,
         )
+        # The time the model is told, after the system prompt (None: not told; a benchmark's baseline): the
+        # grounded answers' zone, so the two never disagree.
+        self.clock: Callable[[], datetime] | None = lambda: datetime.now(self.grounding.zone)
 
     @property
     def model(self) -> ChatModel:
@@ -223,10 +227,11 @@ class Agent:
         await self.db.call(self.db.add_message, conversation, "user", text, meta=_outside(tools.trust.sources))
 
         use_tools = tool_choice != "none" and len(self.tools) > 0
-        # The system prompt stays first and unchanged (a warm KV-cache prefix); memory follows it.
+        # The system prompt stays first and unchanged (a warm KV-cache prefix); the time, then memory, follow it.
         extra = [ChatMessage("system", f"Summary of the earlier conversation: {summary}")] if summary else []
         remembered = self.memory.recall_message(recalled) if self.memory is not None else None
         conversation_messages = [
+            *([context.facts_note(self.clock())] if self.clock is not None else []),
             *extra,
             *([remembered] if remembered else []),
             *context.history_messages(stored),
