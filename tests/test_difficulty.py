@@ -259,12 +259,15 @@ def test_private_chats_local_only_and_slash_local_never_reach_the_cloud(
         private, _ = await r.ask(HARD, chat_id="secret")
         assert private.route == "local_fallback" and private.why == "looks_hard"
         assert private.blocked == "conversation_private" and "local-only" in private.reason
+        assert private.timings.rounds == 0 and "stronger model" in private.text  # declined: no model guessed
         home, _ = await r.ask(f"/local {HARD}")
         assert home.route == "local" and home.why == "user_local" and "(/local)" in home.reason
+        assert home.timings.rounds >= 1  # /local: it tries
         r.agent.config.routing.mode = "local_only"
         r.cloud.routing.mode = "local_only"
         owner_off, _ = await r.ask(HARD, chat_id="owner")
-        assert owner_off.route == "local" and owner_off.why != "looks_hard"
+        assert owner_off.route == "local" and owner_off.why == "looks_hard" and owner_off.blocked == "local_only"
+        assert owner_off.timings.rounds == 0  # declined too (tests/test_decline.py)
         assert r.fake.requests == []
 
     scenario(config, local_model, minilm, body)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from appliance.agent import context
 from appliance.agent.context import Workspace
+from appliance.agent.decline import DeclineDesk
 from appliance.agent.escalation import CloudRoute, CloudUse, Forced
 from appliance.agent.intent import Intent, IntentMatcher
 from appliance.agent.intents_run import run_intent
@@ -40,6 +41,7 @@ from appliance.agent.router import (
     RoutingContext,
     after_local,
     before_local,
+    declines,
     local_route,
 )
 from appliance.agent.schedule_desk import ScheduleDesk
@@ -137,6 +139,7 @@ class Agent:
             workspace=workspace.root,
             model_name=model.name,
         )
+        self.declines = DeclineDesk(lambda: self.model.name)
         # The time the model is told, after the system prompt (None: not told; a benchmark's baseline): the
         # grounded answers' zone, so the two never disagree.
         self.clock: Callable[[], datetime] | None = lambda: datetime.now(self.grounding.zone)
@@ -182,8 +185,13 @@ class Agent:
         emit = on_event or (lambda kind, data: None)
         stats.emit = emit
         conversation = await self.db.call(self.db.conversation, channel, chat_id)
-        # Schedules first ("remind me at 7 ..."), then device commands: the intent route, no model.
-        record = await self.desk.answer(text, session, stats.client, stats.started, force)
+        # A tap on a decline's button, schedules ("remind me at 7 ..."), then device commands: no model.
+        picked = self.declines.picked(text, session, stats.started)
+        lifted = isinstance(picked, str)
+        if lifted:
+            text, force = str(picked), "cloud"
+        record = picked if isinstance(picked, ReplyRecord) else None
+        record = record or await self.desk.answer(text, session, stats.client, stats.started, force)
         # What the appliance knows (the time, itself, its schedules, ...) by words, then devices, then by meaning.
         facts = self.grounding.facts(session, conversation, person=person, cloud_allowed=self._cloud_allowed())
         if record is None and force != "cloud" and session not in self._asked:
@@ -213,8 +221,14 @@ class Agent:
         context_ = await self._routing_context(channel, chat_id, force)
         if force is not None:
             context_ = replace(context_, asked_with=asked_with(force, channel, in_text=asked is not None))
-        if self.understanding is not None and context_.mode == "edge_first" and force is None:
+        if lifted:  # the person tapped "ask the cloud" on a private chat's decline: this question, once
+            context_ = replace(context_, conversation_local_only=False)
+        if self.understanding is not None and context_.mode != "cloud_first" and force is None:
             context_ = replace(context_, difficulty=await self.understanding.difficulty(text))
+        if declines(context_):  # the Pi's model would guess and the cloud may not answer: say so, run no model
+            await self.db.call(self.db.add_message, conversation, "user", text, meta=_outside(tools.trust.sources))
+            record = self.declines.decline(text, session, context_, stats.started)
+            return await self._finish(record, conversation, session, emit, CloudUse(), person=person)
         summary: str | None = None
         recalled: list[str] = []
         if self.memory is not None:

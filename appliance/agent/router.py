@@ -143,6 +143,22 @@ def before_local(ctx: RoutingContext) -> Decision:
     return Decision("local", f"local: {blocked[1]}", "edge_first", blocked=blocked[0])
 
 
+def declines(ctx: RoutingContext) -> bool:
+    """Whether to say no without any model: the message looks hard and the cloud may not answer it.
+
+    Not for /local (the person asked the Pi to try), nor cloud_first (the owner wants the cloud, and the Pi
+    when it cannot be had). A cloud that fails later is not this: the local answer stands then, as before.
+    """
+    hard = ctx.difficulty
+    return (
+        hard is not None
+        and hard.looks_hard()
+        and ctx.forced is None
+        and ctx.mode != "cloud_first"
+        and ctx.cloud_blocked() is not None
+    )
+
+
 def after_local(ctx: RoutingContext, outcome: LocalOutcome, min_confidence: float) -> Decision:
     """Whether the local answer stands or the cloud should answer instead."""
     need = _need(outcome, min_confidence)

@@ -1,0 +1,142 @@
+"""The honest decline: a question the Pi's model will not manage, when the cloud may not answer it either.
+
+When the difficulty score (:mod:`appliance.agent.difficulty`) puts a message over its bar and routing may
+not send it to the cloud (:func:`appliance.agent.router.declines`), no model runs: the reply says so in one
+sentence and offers what would help, as answers to tap (the buttons the schedule desk's "which one?" uses):
+
+- ``ask the cloud``: only where a tap can lift what stops it, a conversation the person made private
+  (``/private on``) with a cloud provider configured. The owner's ``routing.mode: local_only``, a local-only
+  channel, no network or an empty budget are not the person's to lift from a chat, and are said instead.
+  Tapped within :data:`ASK_TTL_S`, the declined question goes to the cloud, this once.
+- ``use MODEL (SIZE)``: the catalog model ``llm.model: auto`` picks for this board, when it is not the one
+  running; tapped, the reply says how to install and run it (a download of gigabytes is not started by a tap).
+
+The answers are the ``intent`` route's: no model.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from appliance.agent.record import ReplyRecord, Timings
+from appliance.agent.router import Decision, RoutingContext, local_route
+
+ASK_TTL_S = 600.0  # how long the buttons of a decline stay good
+ASK_CLOUD = "ask the cloud"
+
+
+@dataclass(frozen=True)
+class Bigger:
+    """A catalog model that fits this board better than the one running: name, download size, RAM, board."""
+
+    name: str
+    size: str  # "1.1 GB"
+    ram_mb: int
+    board: str  # "Raspberry Pi 5 Model B Rev 1.0, 7.9 GiB RAM, 4 cores"
+
+    @property
+    def button(self) -> str:
+        """The answer to tap: "use qwen2.5-1.5b (1.1 GB)"."""
+        return f"use {self.name} ({self.size})"
+
+
+def board_model(running: str) -> Bigger | None:
+    """The model ``llm.model: auto`` picks for this board, when it is not ``running`` (None: it is, or unknown)."""
+    from appliance.llm import board, models
+    from appliance.llm.download import format_size
+
+    here = board.read_board()
+    name = board.choose_for(here)
+    entry = models.load_catalog().get(name)
+    if entry is None or name == running or not here.mem_bytes:
+        return None
+    return Bigger(name, format_size(entry.size_bytes), entry.ram_mb, here.describe())
+
+
+@dataclass
+class _Declined:
+    question: str
+    at: float
+    buttons: tuple[str, ...]
+    bigger: Bigger | None
+
+
+class DeclineDesk:
+    """Makes the decline and takes its buttons' answers, per chat."""
+
+    def __init__(self, model_name: Callable[[], str], *, bigger: Callable[[str], Bigger | None] = board_model) -> None:
+        self.model_name = model_name  # the chat model running now
+        self.bigger = bigger
+        self._open: dict[str, _Declined] = {}
+
+    def decline(self, question: str, session: str, ctx: RoutingContext, started: float) -> ReplyRecord:
+        """The reply to a question the Pi will not manage and the cloud may not answer, with what would help."""
+        blocked = ctx.cloud_blocked() or ("", "the cloud may not be used")
+        why = _PLAINLY.get(blocked[0], "the cloud may not answer it now")
+        score = ctx.difficulty.p_cloud if ctx.difficulty is not None else 1.0
+        words = f"this looks like a question for a stronger model ({score:.2f}), but {blocked[1]}"
+        decision = Decision("local", f"{words}: declined without a model", "looks_hard", True, blocked[0])
+        buttons: list[str] = []
+        if blocked[0] == "conversation_private" and ctx.provider is not None:
+            buttons.append(ASK_CLOUD)
+        bigger = self.bigger(self.model_name())
+        if bigger is not None:
+            buttons.append(bigger.button)
+        text = (
+            f"That needs a stronger model than the small one on this Pi, and {why}: I would rather say so than guess."
+        )
+        self._open[session] = _Declined(question, time.monotonic(), tuple(buttons), bigger)
+        total = round(time.perf_counter() - started, 4)
+        return ReplyRecord(
+            text=text,
+            route=local_route(decision),  # the Pi answered, without a model (the record's model is empty)
+            reason=decision.reason,
+            timings=Timings(ttft_s=total, total_s=total),
+            finish_reason="stop",
+            why=decision.why,
+            blocked=decision.blocked,
+            choices=buttons,
+        )
+
+    def picked(self, text: str, session: str, started: float) -> str | ReplyRecord | None:
+        """A tap on a decline's button: the question to ask the cloud (a str), the answer on the bigger model
+        (a record), or None (this message is not such an answer)."""
+        open_ = self._open.get(session)
+        said = text.strip().lower()
+        if open_ is None or said not in {button.lower() for button in open_.buttons}:
+            return None
+        del self._open[session]
+        if time.monotonic() - open_.at > ASK_TTL_S:
+            return None
+        if said == ASK_CLOUD:
+            return open_.question
+        bigger = open_.bigger
+        assert bigger is not None
+        text = (
+            f"{bigger.name} needs about {bigger.ram_mb} MB of memory and fits this board ({bigger.board}). "
+            f"To run it, on the Pi: picoagent models pull {bigger.name} ({bigger.size} to download), then "
+            f"picoagent models use {bigger.name} and restart picoagent (or set llm.model: auto, and it is "
+            "downloaded in the background). Then ask me again."
+        )
+        total = round(time.perf_counter() - started, 4)
+        return ReplyRecord(
+            text=text,
+            route="intent",
+            reason="decline desk: how to run the model that fits this board (no model)",
+            timings=Timings(ttft_s=total, total_s=total),
+            finish_reason="stop",
+        )
+
+
+# Why the cloud may not answer, as the decline says it (RoutingContext.cloud_blocked's codes).
+_PLAINLY = {
+    "local_only": "the cloud is switched off here (routing.mode: local_only)",
+    "no_provider": "no cloud model is set up",
+    "channel_private": "this channel stays on the Pi",
+    "conversation_private": "this chat is private (/private on)",
+    "offline": "the network is down",
+    "circuit_open": "the cloud model kept failing and is paused",
+    "budget": "the cloud budget is used up",
+}

@@ -1,0 +1,112 @@
+"""The honest decline: a question the Pi's model will not manage, and the cloud may not answer it.
+
+Real MiniLM scores the message (the shipped difficulty weights), a scripted model stands in for the local
+one (it must never be asked), and a fake OpenAI server for the cloud. What is checked is what a person
+sees: the sentence, the buttons, the footer, and what tapping each button does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from appliance.agent.decline import ASK_CLOUD, Bigger, DeclineDesk
+from appliance.agent.router import Difficulty, RoutingContext, declines
+from appliance.channels.core import footer
+from appliance.config import Config
+from appliance.llm import models
+from appliance.llm.embeddings import EMBEDDING_CONTEXT, LocalEmbedder
+from appliance.llm.scripted import ScriptedModel
+from tests.agents import Routed
+from tests.fakes.cloud_api import FakeCloud
+
+HARD = "Write a Go function that merges two sorted slices into one sorted slice."
+EASY = "Good evening, how was your day?"
+QWEN = Bigger("qwen2.5-1.5b", "1.1 GB", 1230, "Raspberry Pi 5 Model B Rev 1.0, 7.9 GiB RAM, 4 cores")
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Iterator[LocalEmbedder]:
+    path = models.installed_path(models.get_entry("minilm"), Path("/nonexistent"))
+    if path is None:
+        pytest.fail("the default embedding model is not installed: run `make install` (it converts minilm)")
+    embedder = LocalEmbedder(path, name="minilm", context_tokens=EMBEDDING_CONTEXT, threads=1, batch_threads=1)
+    yield embedder
+    embedder.close()
+
+
+def hard(**fields: object) -> RoutingContext:
+    context: dict[str, object] = {"mode": "edge_first", "provider": "openai", **fields}
+    return RoutingContext(difficulty=Difficulty(0.9, 0.65), **context)  # type: ignore[arg-type]
+
+
+def test_a_hard_message_is_declined_only_where_the_cloud_may_not_answer() -> None:
+    assert not declines(hard())  # the cloud may: it answers (before_local sends it there)
+    assert declines(hard(conversation_local_only=True)) and declines(hard(network_up=False))
+    assert declines(hard(mode="local_only", provider=None))  # the packaged config: no cloud at all
+    assert not declines(hard(mode="local_only", forced="local"))  # /local: the person asked the Pi to try
+    assert not declines(hard(mode="cloud_first", conversation_local_only=True))  # the owner's choice: the Pi
+    easy = RoutingContext(mode="local_only", provider=None, difficulty=Difficulty(0.2, 0.65))
+    assert not declines(easy) and not declines(RoutingContext(mode="local_only", provider=None))
+
+
+def test_local_only_declines_and_offers_the_model_that_fits_this_board(config: Config, minilm: LocalEmbedder) -> None:
+    async def main() -> None:
+        async with FakeCloud("openai") as fake:
+            model = ScriptedModel()
+            routed = Routed(config, model, fake, understanding=minilm)  # type: ignore[arg-type]
+            config.routing.mode = "local_only"
+            routed.cloud.routing.mode = "local_only"
+            routed.agent.declines = DeclineDesk(lambda: "smollm2-135m", bigger=lambda running: QWEN)
+            try:
+                record, events = await routed.ask(HARD)
+                assert record.text == (
+                    "That needs a stronger model than the small one on this Pi, and the cloud is switched off "
+                    "here (routing.mode: local_only): I would rather say so than guess."
+                )
+                assert record.choices == ["use qwen2.5-1.5b (1.1 GB)"]  # no cloud button: the owner turned it off
+                assert record.why == "looks_hard" and record.blocked == "local_only" and record.route == "local"
+                assert model.history == [] and record.timings.rounds == 0  # no model was asked
+                assert "".join(d["delta"] for k, d in events if k == "text") == ""  # nothing streamed to take back
+                assert footer(record, detailed=True).startswith(
+                    "[answered without the model · this looks like a question for a stronger model (0."
+                )
+                how, _ = await routed.ask("use qwen2.5-1.5b (1.1 GB)")  # the button, tapped
+                assert how.route == "intent" and "picoagent models pull qwen2.5-1.5b" in how.text
+                assert "picoagent models use qwen2.5-1.5b" in how.text and "1230 MB" in how.text
+                model.enqueue("Good evening! It was quiet here.")
+                easy, _ = await routed.ask(EASY)  # an easy one is answered as ever
+                assert easy.text == "Good evening! It was quiet here." and easy.route == "local"
+                assert fake.requests == []
+            finally:
+                await routed.close()
+
+    asyncio.run(main())
+
+
+def test_a_private_chat_offers_the_cloud_for_this_question_once(config: Config, minilm: LocalEmbedder) -> None:
+    async def main() -> None:
+        async with FakeCloud("openai") as fake:
+            model = ScriptedModel()
+            routed = Routed(config, model, fake, understanding=minilm)  # type: ignore[arg-type]
+            routed.agent.declines = DeclineDesk(lambda: "qwen2.5-1.5b", bigger=lambda running: None)
+            await routed.db.call(routed.db.set_private, "terminal", "default", True)
+            try:
+                record, _ = await routed.ask(HARD)
+                assert "this chat is private (/private on)" in record.text
+                assert record.choices == [ASK_CLOUD] and record.route == "local_fallback"
+                assert fake.requests == [] and model.history == []
+                fake.enqueue("func merge(a, b []int) []int { ... }")
+                answered, _ = await routed.ask(ASK_CLOUD)  # the button, tapped
+                assert answered.route == "cloud" and answered.text == "func merge(a, b []int) []int { ... }"
+                assert fake.requests[0].body["messages"][-1]["content"] == HARD  # the declined question
+                again, _ = await routed.ask(ASK_CLOUD)  # the tap counts once; the chat stays private
+                assert len(fake.requests) == 1 and again.route != "cloud"
+                assert await routed.db.call(routed.db.is_private, "terminal", "default")
+            finally:
+                await routed.close()
+
+    asyncio.run(main())
