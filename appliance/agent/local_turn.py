@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import replace
 from typing import Any, Literal
 
 from appliance.agent import context
-from appliance.agent.context import TOOL_CALL_END, TOOL_CALL_START
+from appliance.agent.context import TOOL_CALL_START
 from appliance.agent.reply_guard import DECLINE, ReplyGuard
 from appliance.agent.router import LocalOutcome, collapsed
 from appliance.agent.turn_stats import EventSink, TurnStats
@@ -29,6 +30,7 @@ from appliance.tools.result import ToolResult
 log = logging.getLogger(__name__)
 
 ToolChoice = Literal["auto", "required", "none"]
+_NAMED = re.compile(r'\s*\{\s*"name"\s*:\s*"([^"]+)"')
 
 
 class ToolNeedsCloud(Exception):
@@ -198,18 +200,22 @@ class LocalAttempt:
         request = self._request(messages)
         request.prefix = TOOL_CALL_START
         request.json_schema = context.tool_call_schema(stats.offered or list(self.tools))
-        request.stop = [TOOL_CALL_END]
+        # No stop sequence: the grammar ends the call, and a "</tool_call>" the model writes inside a string
+        # argument must not cut the JSON short (SmolLM2 did, once the time note was in its prompt).
         request.temperature = 0.0  # a call is not the place for variety
         generation = await self._run(request, stats)
+        named = ""  # the tool it chose: the grammar writes the name first, so even a cut call has it
         try:
             call = json.loads(generation.text)
         except json.JSONDecodeError:
             # Only a cut generation (length, timeout) can leave the grammar's JSON unfinished.
             call = {"name": "(unfinished)", "arguments": {}}
+            found = _NAMED.match(generation.text)
+            named = found.group(1) if found else ""
             log.warning("tool call did not finish (%s): %r", generation.finish_reason, generation.text[:200])
         name = call.get("name", "")
-        if stats.watch and name in self.config.routing.cloud_tools:
-            raise ToolNeedsCloud(name)
+        if stats.watch and (named or name) in self.config.routing.cloud_tools:
+            raise ToolNeedsCloud(named or name)
         return {"name": name, "arguments": call.get("arguments", {})}
 
     def _request(self, messages: list[ChatMessage]) -> GenerationRequest:
