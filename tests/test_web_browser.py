@@ -550,6 +550,7 @@ def test_a_question_by_meaning_offers_buttons_and_a_tap_answers_it(page: sync_ap
     reply = page.locator(".msg-assistant").nth(before)
     expect(reply.locator(".msg-text")).to_have_text("Turn the porch light on? (yes or no)")
     expect(reply.locator(".msg-meta")).to_contain_text("intent")
+    expect(reply.locator(".msg-meta")).to_contain_text("answered without the model · intent fast path")
     yes, no = reply.get_by_role("button", name="yes"), reply.get_by_role("button", name="no")
     _uncovered(page, yes)
     _uncovered(page, no)

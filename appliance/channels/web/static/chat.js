@@ -135,6 +135,12 @@
 
   function recordParts(record) {
     const t = record.timings || {};
+    // A reply no model wrote says so, and what it is based on (as appliance/channels/core.py's footer does).
+    const local = record.route === "local" || record.route === "local_fallback";
+    if (record.route === "intent" || record.route === "grounded" || (local && record.model === "")) {
+      const basis = String(record.reason || "").replace(/ \(no model\)$/, "").replace(/^grounded( answer)?: /, "");
+      return ["answered without the model", basis, t.total_s !== undefined ? `${Number(t.total_s).toFixed(2)} s` : null];
+    }
     return [
       record.model,
       t.decode_tps ? `${Number(t.decode_tps).toFixed(1)} tok/s` : null,
