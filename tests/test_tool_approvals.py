@@ -57,7 +57,8 @@ async def ask_for_shell(rt: Runtime, chat: str = "t") -> str:
     """The model calls the shell in a turn; returns the approval id it was told."""
     assert isinstance(rt.model, ScriptedModel)
     rt.model.enqueue(TOOL_CALL_START, shell_call(), "It waits for your approval.")
-    record = await rt.agent.turn("append a line to ran.txt", channel="test", chat_id=chat)
+    # /local: the person asks the Pi itself (this looks hard, and would be declined for the cloud's want)
+    record = await rt.agent.turn("append a line to ran.txt", channel="test", chat_id=chat, force="local")
     assert [(a.tool, a.ok) for a in record.actions] == [("shell", True)]
     told = record.actions[0].result or ""
     assert "waiting for a person's approval" in told

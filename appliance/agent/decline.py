@@ -11,7 +11,8 @@ sentence and offers what would help, as answers to tap (the buttons the schedule
 - ``use MODEL (SIZE)``: the catalog model ``llm.model: auto`` picks for this board, when it is not the one
   running; tapped, the reply says how to install and run it (a download of gigabytes is not started by a tap).
 
-The answers are the ``intent`` route's: no model.
+The answers are the ``intent`` route's: no model. A task's step or a scheduled prompt (:data:`UNATTENDED`) is
+not declined: no one is there to tap, and the task judges its own steps.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from appliance.agent.record import ReplyRecord, Timings
 from appliance.agent.router import Decision, RoutingContext, local_route
 
 ASK_TTL_S = 600.0  # how long the buttons of a decline stay good
+# Turns no person waits on (a task's step, a scheduled prompt): they try, and their own checks judge the result.
+UNATTENDED = frozenset({"task", "cron"})
 ASK_CLOUD = "ask the cloud"
 
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from appliance.agent import context
 from appliance.agent.context import Workspace
-from appliance.agent.decline import DeclineDesk
+from appliance.agent.decline import UNATTENDED, DeclineDesk
 from appliance.agent.escalation import CloudRoute, CloudUse, Forced
 from appliance.agent.intent import Intent, IntentMatcher
 from appliance.agent.intents_run import run_intent
@@ -225,7 +225,7 @@ class Agent:
             context_ = replace(context_, conversation_local_only=False)
         if self.understanding is not None and context_.mode != "cloud_first" and force is None:
             context_ = replace(context_, difficulty=await self.understanding.difficulty(text))
-        if declines(context_):  # the Pi's model would guess and the cloud may not answer: say so, run no model
+        if declines(context_) and channel not in UNATTENDED:  # the Pi's model would guess, the cloud may not answer
             await self.db.call(self.db.add_message, conversation, "user", text, meta=_outside(tools.trust.sources))
             record = self.declines.decline(text, session, context_, stats.started)
             return await self._finish(record, conversation, session, emit, CloudUse(), person=person)
