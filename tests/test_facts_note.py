@@ -25,6 +25,8 @@ SATURDAY_EVENING = datetime(2026, 11, 28, 19, 5, tzinfo=LISBON)
 def test_the_note_says_the_day_date_time_and_zone() -> None:
     note = facts_note(FRIDAY_NOON)
     assert note.role == "system" and note.content == "Now: Friday 27 November 2026, 12:41 (Europe/Lisbon time)."
+    utc = facts_note(datetime(2026, 11, 27, 12, 41, tzinfo=ZoneInfo("Etc/UTC")))
+    assert utc.content == "Now: Friday 27 November 2026, 12:41 (UTC time)."
 
 
 def test_the_system_prompt_is_byte_identical_at_different_times(config: Config, local_model: LocalModel) -> None:

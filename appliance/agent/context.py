@@ -178,7 +178,7 @@ def facts_note(now: datetime) -> ChatMessage:
     minute would be read cold every turn (injecting the date into the system prompt is a known way to break
     prefix caches); here the system prompt before it stays the KV cache's prefix (tests/bench/facts.py).
     """
-    zone = getattr(now.tzinfo, "key", None) or now.tzname() or "local"
+    zone = (getattr(now.tzinfo, "key", None) or now.tzname() or "local").removeprefix("Etc/")  # Etc/UTC: UTC
     return ChatMessage("system", f"Now: {now:%A} {now.day} {now:%B %Y}, {now:%H:%M} ({zone} time).")
 
 
