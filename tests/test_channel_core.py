@@ -35,7 +35,9 @@ def test_a_reply_without_the_model_says_so_and_what_it_is_based_on() -> None:
     )
     assert footer(clock, detailed=True) == "[answered without the model · the Pi's clock (Europe/Lisbon) · 0.01 s]"
     assert footer(clock) == "grounded · answered without the model · 0.0 s"
-    # the same basis when a grounded answer comes on the intent route
+    # the grounded desk's answers come on the intent route, their basis named in the reason
+    desk = ReplyRecord(text="It is 12:41.", route="intent", reason="grounded: the Pi's clock, no model", timings=quick)
+    assert footer(desk, detailed=True) == "[answered without the model · the Pi's clock · 0.01 s]"
     fast = ReplyRecord(text="It is 12:41.", route="intent", reason="the Pi's clock (no model)", timings=quick)
     assert footer(fast, detailed=True) == "[answered without the model · the Pi's clock · 0.01 s]"
     device = ReplyRecord(

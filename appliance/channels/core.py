@@ -53,7 +53,7 @@ def without_model(record: ReplyRecord) -> bool:
 
 def basis(record: ReplyRecord) -> str:
     """What a reply without the model is based on, from its reason ("the Pi's clock", "intent fast path: ...")."""
-    reason = record.reason.removesuffix(" (no model)").strip()
+    reason = record.reason.removesuffix(" (no model)").removesuffix(", no model").strip()
     for prefix in ("grounded answer: ", "grounded: "):
         reason = reason.removeprefix(prefix)
     return reason

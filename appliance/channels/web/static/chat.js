@@ -138,7 +138,7 @@
     // A reply no model wrote says so, and what it is based on (as appliance/channels/core.py's footer does).
     const local = record.route === "local" || record.route === "local_fallback";
     if (record.route === "intent" || record.route === "grounded" || (local && record.model === "")) {
-      const basis = String(record.reason || "").replace(/ \(no model\)$/, "").replace(/^grounded( answer)?: /, "");
+      const basis = String(record.reason || "").replace(/( \(no model\)|, no model)$/, "").replace(/^grounded( answer)?: /, "");
       return ["answered without the model", basis, t.total_s !== undefined ? `${Number(t.total_s).toFixed(2)} s` : null];
     }
     return [
