@@ -51,6 +51,9 @@ def test_a_hard_message_is_declined_only_where_the_cloud_may_not_answer() -> Non
     assert not declines(hard(mode="cloud_first", conversation_local_only=True))  # the owner's choice: the Pi
     easy = RoutingContext(mode="local_only", provider=None, difficulty=Difficulty(0.2, 0.65))
     assert not declines(easy) and not declines(RoutingContext(mode="local_only", provider=None))
+    # over the routing bar but under the decline's: the cloud would have been asked; without it, the Pi tries
+    fair = RoutingContext(mode="local_only", provider=None, difficulty=Difficulty(0.75, 0.65))
+    assert not declines(fair)
 
 
 def test_local_only_declines_and_offers_the_model_that_fits_this_board(config: Config, minilm: LocalEmbedder) -> None:

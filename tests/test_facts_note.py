@@ -55,8 +55,8 @@ def test_the_second_turn_finds_the_system_prompt_in_the_kv_cache(config: Config,
     system = agent.prefix_messages()
     system_tokens = local_model.count_tokens(system) - local_model.count_tokens([])  # less the reply's opening
     agent.clock = lambda: FRIDAY_NOON
-    asyncio.run(agent.turn("Hello! Who are you?"))
+    asyncio.run(agent.turn("Tell me about the moon."))
     agent.clock = lambda: SATURDAY_EVENING  # a day and six hours later: a different note
-    second = asyncio.run(agent.turn("What can you do?"))
+    second = asyncio.run(agent.turn("And about the sea?"))
     assert second.timings.cached_tokens >= system_tokens, (second.timings.cached_tokens, system_tokens)
     assert second.timings.cached_tokens < second.timings.prompt_tokens  # the note and what follows were read

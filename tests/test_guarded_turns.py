@@ -43,7 +43,7 @@ def test_a_looping_answer_is_stopped_and_only_its_first_sentence_is_shown(config
     model = ScriptedModel()
     model.enqueue(LOOP)
     agent = make_agent(config, model)  # type: ignore[arg-type]
-    record, events = run(agent, "How is the weather?")
+    record, events = run(agent, "Describe a summer day.")
     assert record.text == "The weather is lovely today and the sun is out."
     assert shown(events) == record.text  # streamed: the sentence once, never again
     assert record.why == "guarded" and "repeated itself" in record.reason and record.route == "local"
@@ -58,7 +58,7 @@ def test_an_answer_reciting_its_prompt_keeps_only_what_came_before_or_becomes_th
     model = ScriptedModel()
     model.enqueue(LEAK, BOTH)
     agent = make_agent(config, model)  # type: ignore[arg-type]
-    for question, reply in (("Say hello.", "Hello, I'm Pico."), ("What time is it?", DECLINE)):
+    for question, reply in (("Say hello.", "Hello, I'm Pico."), ("Tell me about owls.", DECLINE)):
         record, events = run(agent, question)
         assert record.text == reply and shown(events) == reply
         seen = record.text + " ".join(d["delta"] for k, d in events if k == "text")
@@ -85,13 +85,13 @@ def test_with_the_cloud_allowed_a_guard_trip_escalates(config: Config) -> None:
             model.enqueue(BOTH)
             routed = Routed(config, model, fake)  # type: ignore[arg-type]
             try:
-                fake.enqueue("I cannot tell the time from here, but your Pi's clock can.")
-                record, events = await routed.ask("What time is it?")
+                fake.enqueue("Owls hunt at night and can turn their heads a long way.")
+                record, events = await routed.ask("Tell me about owls.")
             finally:
                 await routed.close()
             assert record.route == "cloud" and record.why == "guarded"
             assert record.reason == "the local answer recited its own instructions"
-            assert shown(events) == record.text == "I cannot tell the time from here, but your Pi's clock can."
+            assert shown(events) == record.text == "Owls hunt at night and can turn their heads a long way."
             before = "".join(d["delta"] for k, d in events[: [k for k, _ in events].index("reroute")] if k == "text")
             assert before == ""  # nothing of the bad local answer showed before the reroute either
             assert len(fake.requests) == 1

@@ -41,9 +41,9 @@ def _two_turns(model: LocalModel, noted: bool, rep: int) -> tuple[int, int, floa
         if model.loaded:
             model._llm.reset()  # turn 1 starts cold, as after a restart
         agent.clock = (lambda: NOON) if noted else None
-        one = asyncio.run(agent.turn("Hello! Who are you?", chat_id=f"r{rep}"))
+        one = asyncio.run(agent.turn("Tell me about the moon.", chat_id=f"r{rep}"))
         agent.clock = (lambda: NOON + timedelta(hours=1)) if noted else None
-        two = asyncio.run(agent.turn("What can you do for me?", chat_id=f"r{rep}"))
+        two = asyncio.run(agent.turn("And about the sea?", chat_id=f"r{rep}"))
         db.close()
     return two.timings.cached_tokens, two.timings.prompt_tokens, one.timings.ttft_s, two.timings.ttft_s
 
