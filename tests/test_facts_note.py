@@ -22,9 +22,11 @@ FRIDAY_NOON = datetime(2026, 11, 27, 12, 41, tzinfo=LISBON)
 SATURDAY_EVENING = datetime(2026, 11, 28, 19, 5, tzinfo=LISBON)
 
 
-def test_the_note_says_the_day_date_time_and_zone() -> None:
+def test_the_note_says_the_day_date_time_zone_and_place() -> None:
     note = facts_note(FRIDAY_NOON)
     assert note.role == "system" and note.content == "Now: Friday 27 November 2026, 12:41 (Europe/Lisbon time)."
+    named = facts_note(FRIDAY_NOON, "Lisbon")
+    assert named.content == "Now: Friday 27 November 2026, 12:41 (Europe/Lisbon time). Here: Lisbon."
     utc = facts_note(datetime(2026, 11, 27, 12, 41, tzinfo=ZoneInfo("Etc/UTC")))
     assert utc.content == "Now: Friday 27 November 2026, 12:41 (UTC time)."
 
@@ -32,13 +34,14 @@ def test_the_note_says_the_day_date_time_and_zone() -> None:
 def test_the_system_prompt_is_byte_identical_at_different_times(config: Config, local_model: LocalModel) -> None:
     model = ScriptedModel()
     model.enqueue("It is lunchtime.", "It is evening.")
+    config.weather.place = "Lisbon"
     agent = make_agent(config, model)  # type: ignore[arg-type]
     for now, question in ((FRIDAY_NOON, "Is it lunchtime?"), (SATURDAY_EVENING, "And now?")):
         agent.clock = lambda now=now: now
         asyncio.run(agent.turn(question))
     first, second = (request.messages for request in model.history)
     assert first[0] == second[0] and first[0].role == "system"  # the system prompt, unchanged
-    assert first[1] == facts_note(FRIDAY_NOON) and second[1] == facts_note(SATURDAY_EVENING)  # then the time
+    assert first[1] == facts_note(FRIDAY_NOON, "Lisbon") and second[1] == facts_note(SATURDAY_EVENING, "Lisbon")
     # As the packaged model reads them (its chat template): the same bytes up to the end of the system prompt.
     local_model.count_tokens(first)  # loads it: the template comes with the model file
     one, two = local_model.render(first), local_model.render(second)

@@ -171,15 +171,17 @@ def stable_system_prompt(workspace: Workspace, with_tools: bool) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def facts_note(now: datetime) -> ChatMessage:
-    """What the model cannot know by itself, said after the system prompt: the date, the time and the zone.
+def facts_note(now: datetime, place: str = "") -> ChatMessage:
+    """What the model cannot know by itself, said after the system prompt: the date, the time, the zone and
+    the place (``weather.place``, when it is named).
 
     A message of its own rather than part of the system prompt: a prompt whose first tokens change every
     minute would be read cold every turn (injecting the date into the system prompt is a known way to break
     prefix caches); here the system prompt before it stays the KV cache's prefix (tests/bench/facts.py).
     """
     zone = (getattr(now.tzinfo, "key", None) or now.tzname() or "local").removeprefix("Etc/")  # Etc/UTC: UTC
-    return ChatMessage("system", f"Now: {now:%A} {now.day} {now:%B %Y}, {now:%H:%M} ({zone} time).")
+    where = f" Here: {place}." if place else ""
+    return ChatMessage("system", f"Now: {now:%A} {now.day} {now:%B %Y}, {now:%H:%M} ({zone} time).{where}")
 
 
 def history_messages(stored: list[StoredMessage]) -> list[ChatMessage]:

@@ -245,7 +245,7 @@ class Agent:
         extra = [ChatMessage("system", f"Summary of the earlier conversation: {summary}")] if summary else []
         remembered = self.memory.recall_message(recalled) if self.memory is not None else None
         conversation_messages = [
-            *([context.facts_note(self.clock())] if self.clock is not None else []),
+            *([context.facts_note(self.clock(), self.config.weather.place)] if self.clock is not None else []),
             *extra,
             *([remembered] if remembered else []),
             *context.history_messages(stored),
