@@ -138,7 +138,7 @@ def test_typed_commands_show_buttons_as_replies_and_an_approval_runs_once(config
         await ch.handle(dm(OWNER, f"/approve {pending.id}"))
         await ch.handle(dm(OWNER, f"/approve {pending.id}"))  # typed twice
         first, second = said_to(ch, f"dm-{OWNER}")[-2:]
-        assert first.startswith("Approved by U-Owner: heater is now") and "already approved" in second
+        assert first.startswith("Approved by U-Owner: the heater is on") and "already approved" in second
         decided = devices.approvals.get(pending.id)
         assert decided.status == "approved" and decided.decided_by == f"memory:{OWNER}"
         assert devices.backend.pin_factory.pin(5).state  # type: ignore[attr-defined]
