@@ -195,7 +195,10 @@ def test_a_replay_with_the_signature_spelled_differently_is_refused_and_acts_onc
     async def scenario(h: Harness) -> None:
         pin = h.runtime.devices.backend.pin_factory.pin(6) if h.runtime.devices else None
         assert pin is not None and not pin.state
-        for payload in ({"text": "turn on the fan"}, {"text": "tell me a joke about owls"}):  # a device write, a question
+        for payload in (
+            {"text": "turn on the fan"},
+            {"text": "tell me a joke about owls"},
+        ):  # a device write, a question
             body, headers = signed_request(SECRET, payload, timestamp=h.clock())
             assert (await h.post("ha", body, headers))[0] == 200
             for variant in respelled(headers["X-Picoagent-Signature"]):

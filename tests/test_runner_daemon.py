@@ -123,7 +123,7 @@ def test_kill_segv_of_the_runner_mid_reply_leaves_a_working_appliance(
     config = tmp_path / "picoagent.yaml"
     out = picoagent("status", "--config", config, "--data-dir", tmp_path / "data", cwd=tmp_path)
     assert "model runner: pid" in out.stdout and "local model crashed 1× (last" in out.stdout, out.stdout
-    history = api(port, "/api/history?session=story", token)[1]["messages"]
+    history = api(port, "/api/history?channel=web&session=story", token)[1]["messages"]
     assert [m["role"] for m in history].count("user") == 1  # the message is kept, once
 
 

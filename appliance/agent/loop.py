@@ -201,7 +201,7 @@ class Agent:
             intent = await self.understanding.device_intent(text)
             if intent is not None and intent.action in ("confirm", "ask"):
                 self._asked[session] = (intent, time.monotonic())
-            if intent is None:
+            if intent is None and cfg.grounded_by_meaning:
                 record = await self.grounding.reply(text, facts, stats.started, meaning=True)
         if intent is not None and self.devices is not None:
             record = await run_intent(
@@ -330,7 +330,8 @@ class Agent:
         """Ready the understanding layer now rather than on the first message."""
         if self.understanding is not None:
             await self.understanding.prepare()
-            await self.grounding.desk.prepare()
+            if self.config.agent.grounded_by_meaning:
+                await self.grounding.desk.prepare()
 
     def _cloud_allowed(self) -> bool:
         return self.cloud is not None and self.config.routing.mode != "local_only"

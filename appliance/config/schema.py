@@ -106,6 +106,10 @@ class AgentConfig:
     devices_by_meaning: bool = doc(
         "understand device requests the rule parser misses, by meaning (needs an embedding model)", True
     )
+    grounded_by_meaning: bool = doc(
+        "match questions to what the appliance knows (the time, itself, ...) by meaning too, not only by words",
+        True,
+    )
     local_tools: int = doc(
         "tools the local model is shown per message, the closest by meaning; 0: all",
         4,

@@ -212,7 +212,7 @@ async def _in_process_server(history: int, tls: bool = False) -> _InProcess:
     runtime = Runtime.open(config, model=ScriptedModel())
     auth = Auth(runtime.db)
     auth.set_password("benchmark password")
-    token = auth.add_token("bench", scope="read")  # read: its chats continue the conversation made below
+    token = auth.add_token("bench", scope="devices")  # chat and read: its chats continue the conversation made below
     db = runtime.db
     conversation = db.conversation("api", "bench")
     for i in range(history // 2):

@@ -49,7 +49,7 @@ MESSAGES = [
     "Can you explain how a heat pump works in simple terms?",
     "Write a short birthday message for my sister Anna, she turns 30.",
     "What is the difference between a virus and a bacterium?",
-    "How many tablespoons are in a cup?",
+    "How many cups of flour do I need for a small loaf of bread?",
     "Why is the fan making a clicking noise when it starts, and how do I fix it?",
     "Suggest three names for a grey kitten.",
     "What should I pack for a weekend hiking trip in autumn?",
@@ -75,7 +75,7 @@ MESSAGES = [
     "Help me plan a three-day trip to Lisbon.",
     "How much water should a tomato plant get in summer?",
     "What does 'idempotent' mean in programming?",
-    "Convert 350 degrees Fahrenheit to Celsius.",
+    "What oven setting is best for roasting vegetables?",
     "Why do onions make you cry?",
     "What are the symptoms of a vitamin D deficiency?",
     "Draft a short note to my neighbour about their dog barking at night.",
@@ -144,12 +144,12 @@ def write_config(tmp: Path, api_base: str, *, preload: bool = False, understandi
     """The checkout's config with cloud_first routing to an OpenAI-compatible provider at ``api_base``.
 
     ``understanding=False`` turns off the embedding model's other uses (device requests by meaning, tool
-    ranking), so memory recall is the only thing left that could load a model.
+    ranking, grounded answers by meaning), so memory recall is the only thing left that could load a model.
     """
     raw = yaml.safe_load(CHECKOUT_CONFIG.read_text())
     raw["llm"]["preload"] = preload
     if not understanding:
-        raw["agent"].update(devices_by_meaning=False, local_tools=0)
+        raw["agent"].update(devices_by_meaning=False, grounded_by_meaning=False, local_tools=0)
     raw["secrets_file"] = str(tmp / "secrets.env")  # absent: the key comes from the environment
     raw["providers"] = {
         "fake": {

@@ -36,12 +36,12 @@ OLD_LLM = {"kv_type": "f16", "ubatch_size": 256, "flash": False}  # the settings
 
 MESSAGES = [
     "hi",
-    "what time is it?",
+    "tell me about owls",
     "say ok",
     "thanks",
     "how are you?",
     "tell me a short joke",
-    "what is two plus two?",
+    "name a colour",
     "good night",
 ]
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from appliance.agent import loop as agent_loop
+from appliance.agent import local_turn as agent_loop  # where the early abort reads collapsed()
 from appliance.agent.context import Workspace
 from appliance.agent.escalation import CloudRoute
 from appliance.agent.loop import Agent

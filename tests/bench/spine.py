@@ -232,6 +232,18 @@ def _appliance_system_prompt(data: Path, message: str) -> str:
         runtime.close()
 
 
+def _appliance_facts_note(data: Path) -> ChatMessage:
+    """The note of the time and place the agent puts after its system prompt (its own function and zone)."""
+    from datetime import datetime
+
+    from appliance.agent.context import facts_note
+    from appliance.config import CHECKOUT_CONFIG, load_config
+    from appliance.grounded.turn import local_zone
+
+    config = load_config(CHECKOUT_CONFIG, data_dir=data, environ={})
+    return facts_note(datetime.now(local_zone(config.scheduler.timezone)), config.weather.place)
+
+
 def bench_one_shot(path: Path, reps: int) -> None:
     """Wall time of `picoagent chat -m` minus a bare script that loads the model and makes the same tokens."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -243,8 +255,9 @@ def bench_one_shot(path: Path, reps: int) -> None:
         system = _appliance_system_prompt(data, "Say hello in five words.")
         model = LocalModel(path)
         model.generate_sync(GenerationRequest([ChatMessage("user", "x")], max_tokens=1))
+        note = _appliance_facts_note(data)  # the time and place after the system prompt, as the agent adds them
         prompt = model._tokenize(
-            model.render([ChatMessage("system", system), ChatMessage("user", "Say hello in five words.")])
+            model.render([ChatMessage("system", system), note, ChatMessage("user", "Say hello in five words.")])
         )
         model.close()
         if len(prompt) != first["timings"]["prompt_tokens"]:

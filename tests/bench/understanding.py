@@ -33,12 +33,12 @@ from appliance.runtime import Runtime
 from tests.bench.common import ROOT, report
 
 TABLE = yaml.safe_load((ROOT / "tests" / "eval" / "device_phrasings.yaml").read_text(encoding="utf-8"))
-MESSAGES = (  # what people say to the appliance, not device commands (those never reach the model)
-    "What time is it?",
-    "How much is 17 times 23?",
+MESSAGES = (  # what reaches the model: no device command, nothing the grounded desk answers (the time, sums)
+    "What is a good film for tonight?",
+    "Use the calculator for 17 times 23.",
     "Remember that my locker code is 4512.",
-    "What did I tell you about the car?",
-    "Is the Pi running hot?",
+    "Recall what you know about the car.",
+    "Check the system health for me.",
     "Save a shopping list with milk, eggs and bread.",
     "What does https://example.org say?",
     "Tell me a joke.",
