@@ -34,6 +34,11 @@ WEATHER_TAKES = [
     ("What’s the weather like today?", "general", "today"),
     ("will it be sunny this weekend", "sunny", "weekend"),
     ("do I need an umbrella", "umbrella", "today"),
+    ("What's the temperature outside?", "temperature", "now"),
+    ("what is the temperature outside tomorrow", "temperature", "tomorrow"),
+    ("Do I need a coat today?", "cold", "today"),
+    ("Will it freeze tonight?", "cold", "tonight"),
+    ("What's tomorrow's low?", "temperature", "tomorrow"),
     ("should I take an umbrella tomorrow", "umbrella", "tomorrow"),
     ("what's the temperature outside tomorrow", "temperature", "tomorrow"),
     ("what's the forecast for tomorrow", "general", "tomorrow"),
@@ -403,3 +408,13 @@ def test_whether_the_sun_is_up_and_how_long_the_day_is_are_computed(clock: str, 
     length = f"{minutes // 60} h {minutes % 60:02d} min"
     expected = answer.format(rise=f"{sun.sunrise:%H:%M}", set=f"{sun.sunset:%H:%M}", length=length)
     assert got.text == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["what will the weather be on this day next year", "will it rain next month", "will it snow in 40 days"],
+)
+def test_a_day_past_the_forecast_is_far_and_never_answered_with_todays_forecast(text: str) -> None:
+    from appliance.grounded.weather import _when
+
+    assert _when(text, "today") == "far"

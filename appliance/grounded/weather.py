@@ -212,6 +212,7 @@ class WeatherTopic:
             if not re.search(r"\boutside|out there\b|" + _TIME, said):
                 return None  # "what is the temperature": a sensor's, more likely
             aspect = "temperature"
+            present = bool(re.match(r"what is the (?:temperature|temp) (?:outside|out there)$", said))  # now
         elif _WEATHER_WORDS.search(said) and _WEATHER_LEAD.search(said) and not _HOW_IT_WORKS.search(said):
             aspect = "general"
         if aspect is None:
