@@ -278,6 +278,8 @@ class Agent:
                 use,
                 stats,
             )
+            # a local answer the guard left nothing of is the honest sentence (local_turn.honest)
+            final = final if route == "cloud" else honest(final, stats)
         except asyncio.CancelledError:
             # Stopped by its caller (Ctrl-C, a closed connection): keep what was said, marked as stopped.
             partial = stats.partial.strip() + " [stopped]"
@@ -355,22 +357,7 @@ class Agent:
         use: CloudUse,
         stats: TurnStats,
     ) -> tuple[Generation | None, Decision, str]:
-        """The answer, the decision that stands and the route; a local answer the guard left nothing of is
-        the honest sentence (:func:`appliance.agent.local_turn.honest`)."""
-        final, decision, route = await self._routes(messages, conversation, ctx, tool_choice, actions, use, stats)
-        return (final if route == "cloud" else honest(final, stats)), decision, route
-
-    async def _routes(
-        self,
-        messages: Callable[[], Awaitable[list[ChatMessage]]],
-        conversation: list[ChatMessage],
-        ctx: RoutingContext,
-        tool_choice: ToolChoice,
-        actions: list[ToolResult],
-        use: CloudUse,
-        stats: TurnStats,
-    ) -> tuple[Generation | None, Decision, str]:
-        """Local first or the cloud, and the fallbacks."""
+        """The answer, the decision that stands and the route: local first or the cloud, and the fallbacks."""
         decision = before_local(ctx)
         if decision.route == "cloud":
             cloud, decision = await self._try_cloud(conversation, tool_choice, decision, use, stats)

@@ -12,6 +12,7 @@ from collections import defaultdict
 
 from appliance import __version__
 from appliance.grounded.base import Answer, Ask, Facts
+from appliance.grounded.base import said as _said
 
 _CHANNELS = ("telegram", "discord", "slack", "email", "whatsapp")
 _CHANNEL_NAMES = {"email": "e-mail", "whatsapp": "WhatsApp", "telegram": "Telegram", "discord": "Discord"}
@@ -23,7 +24,7 @@ _WHO = re.compile(
     r"|^(?:introduce yourself|tell me about yourself)\b|^are you (?:a|an) (?:robot|bot|ai|human|person)\b"
     r"|^what (?:language )?model (?:are you|do you (?:use|run))\b|^which (?:language )?model (?:are you|do you)\b"
     r"|^what version (?:are you|is this)\b|^which version\b|^(?:what|which) (?:software )?version (?:is|are)\b"
-    r"|^are you (?:chatgpt|siri|alexa|google|gpt|claude|gemini|copilot|cortana)\b"  # _OTHER_ASSISTANT
+    r"|^are you (?:chatgpt|siri|alexa|google|gpt|claude|gemini|copilot|cortana)\b"
     r"|^(?:do|are) you (?:run|running|live|work|hosted)(?: on| in)? (?:the )?"
     r"(?:internet|cloud|online|here|locally|at home)\b"
     r"|^where (?:do you (?:run|live)|are you (?:running|hosted))\b"
@@ -63,10 +64,6 @@ _ABOUT_DEVICES = re.compile(r"\b(?:devices?|lights?|switch(?:es)?|sensors?|conne
 _SOUL_NAME = re.compile(r"\bYou are ([A-Z][\w-]{0,30})\b")
 
 
-def _clean(text: str) -> str:
-    return " ".join(text.lower().replace("?", " ").replace("!", " ").replace("’", "'").split()).strip(" .")
-
-
 def assistant_name(facts: Facts) -> str:
     """The assistant's name: SOUL.md's "You are NAME", else the config's agent.name."""
     found = None
@@ -99,7 +96,7 @@ class Self:
 
     def match(self, text: str) -> Ask | None:
         """An Ask for questions about the assistant itself."""
-        said = _clean(text)
+        said = _said(text)
         if _WHO.search(said):
             what = "model" if "model" in said else "version" if "version" in said else "who"
             if re.search(r"\b(?:internet|cloud|online|locally|at home|where do you|where are you)\b", said):
@@ -119,15 +116,9 @@ class Self:
         elif ask.what == "where":
             text = f"I run here at home, on this Raspberry Pi ({model}), {cloud}."
         else:
+            other = "No: " if _OTHER_ASSISTANT.match(_said(ask.text)) else ""  # "are you ChatGPT?"
             text = (
-                (
-                    "No: "
-                    if re.match(
-                        r"are you (?:chatgpt|siri|alexa|google|gpt|claude|gemini|copilot|cortana)", _clean(ask.text)
-                    )
-                    else ""
-                )
-                + f"I'm {name}, a private assistant running on this Raspberry Pi (picoagent {__version__}). "
+                f"{other}I'm {name}, a private assistant running on this Raspberry Pi (picoagent {__version__}). "
                 f'I think with {model} on the Pi {cloud}. Ask "what can you do?" to see what I can do here.'
             )
         return Answer(text, basis="the appliance's config and version", kind=self.kind)
@@ -154,7 +145,7 @@ class Abilities:
 
     def match(self, text: str) -> Ask | None:
         """An Ask for questions about what the assistant can do or control."""
-        said = _clean(text)
+        said = _said(text)
         if found := _CONNECTED.match(said):
             return Ask(
                 self.kind, "channel", {"channel": (found["channel"] or found["channel2"]).replace("-", "")}, text=text

@@ -13,6 +13,7 @@ from typing import Any
 
 from appliance.agent.schedule_desk import day_words, every_words
 from appliance.grounded.base import Answer, Ask, Facts
+from appliance.grounded.base import said as _said
 
 LISTED = 8  # jobs or tasks named in one answer; the rest are counted
 RUNS_A_DAY = 48  # runs of one job listed for a day at most (an every-30-minutes job)
@@ -45,10 +46,6 @@ _TASKS = re.compile(
 )
 
 
-def _clean(text: str) -> str:
-    return " ".join(text.lower().replace("’", "'").replace("?", " ").replace("!", " ").split()).strip(" .")
-
-
 def _day(said: str, today: date) -> date | None:
     if "tomorrow" in said:
         return today + timedelta(days=1)
@@ -78,7 +75,7 @@ class Agenda:
 
     def match(self, text: str) -> Ask | None:
         """An Ask for questions about schedules or tasks."""
-        said = _clean(text)
+        said = _said(text)
         if _TASKS.match(said):
             return Ask(self.kind, "tasks", text=text)
         if _JOBS.match(said):
@@ -99,7 +96,7 @@ class Agenda:
         if facts.cron is None:
             return Answer("I can't see the schedules from here (the scheduler is not running).", "none", self.kind)
         now = facts.now()
-        said = str(ask.details.get("said", _clean(ask.text)))
+        said = str(ask.details.get("said", _said(ask.text)))
         day = _day(said, now.date())
         jobs = [j for j in facts.cron.list_jobs() if j.get("next_run") and not j.get("paused")]
         if day is not None:

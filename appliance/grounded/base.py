@@ -34,6 +34,11 @@ if TYPE_CHECKING:
     from appliance.tools.scheduling import CronDesk
 
 
+def said(text: str) -> str:
+    """A message as the words rules read it: lower case, one space, curly quotes straight, no ? ! or end stop."""
+    return " ".join(text.lower().replace("’", "'").replace("?", " ").replace("!", " ").split()).strip(" .")
+
+
 @dataclass(frozen=True)
 class Ask:
     """A message a topic's words rule took: the topic's kind, what it asks for, and its details."""

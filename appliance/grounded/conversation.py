@@ -10,6 +10,7 @@ import re
 from datetime import datetime
 
 from appliance.grounded.base import Answer, Ask, Facts
+from appliance.grounded.base import said as _said
 from appliance.memory.db import StoredMessage
 
 LOOK_BACK = 40  # messages of this chat searched for "what did you say about X"
@@ -43,10 +44,6 @@ _ABOUT = re.compile(
 _ABOUT_MINE = re.compile(r"^what (?:did|have) i (?:say|said|tell you|told you|ask|asked) (?:you )?about (.+)$")
 
 
-def _clean(text: str) -> str:
-    return " ".join(text.lower().replace("’", "'").replace("?", " ").replace("!", " ").split()).strip(" .")
-
-
 def _quote(text: str) -> str:
     text = " ".join(text.split())
     return f"“{text[:QUOTE]}…”" if len(text) > QUOTE else f"“{text}”"
@@ -78,7 +75,7 @@ class Conversation:
 
     def match(self, text: str) -> Ask | None:
         """An Ask for questions about this conversation's earlier messages."""
-        said = _clean(text)
+        said = _said(text)
         if found := _ABOUT.match(said):
             return Ask(self.kind, "yours_about", {"words": found.group(1)}, text=text)
         if found := _ABOUT_MINE.match(said):

@@ -12,6 +12,7 @@ import re
 from collections import defaultdict
 
 from appliance.grounded.base import Answer, Ask, Facts
+from appliance.grounded.base import said as _said
 from appliance.hardware.device_info import DeviceInfo
 
 # the quantities people ask for by name, as the drivers report them
@@ -36,10 +37,6 @@ _IN_ROOM = re.compile(
 _ROOMS = re.compile(r"^(?:which|what) rooms (?:do you (?:know(?: about)?|have|cover|see)|are there|can you see)$")
 
 
-def _clean(text: str) -> str:
-    return " ".join(text.lower().replace("’", "'").replace("?", " ").replace("!", " ").split()).strip(" .")
-
-
 def _room(info: DeviceInfo) -> str:
     return " ".join((info.room or "").replace("_", " ").split()).lower()
 
@@ -61,7 +58,7 @@ class House:
 
     def match(self, text: str) -> Ask | None:
         """An Ask for questions about rooms and what is in them."""
-        said = _clean(text)
+        said = _said(text)
         if _ROOMS.match(said):
             return Ask(self.kind, "rooms", text=text)
         if found := _IN_ROOM.match(said):

@@ -13,6 +13,7 @@ import re
 from datetime import datetime
 
 from appliance.grounded.base import Answer, Ask, Facts
+from appliance.grounded.base import said as _said
 from appliance.memory.db import StoredMessage
 
 _WHERE = re.compile(
@@ -49,10 +50,6 @@ _STOP = frozenset({
 QUOTE = 240
 LOOK_BACK = 40  # messages of this chat looked through for what was said but is not a memory yet
 _NAME_SAID = re.compile(r"\b(?:my name is|my name's|i am called|i'm called|call me|name is)\b")
-
-
-def _clean(text: str) -> str:
-    return " ".join(text.lower().replace("’", "'").replace("?", " ").replace("!", " ").split()).strip(" .")
 
 
 def _words(subject: str) -> list[str]:
@@ -94,7 +91,7 @@ class Remembered:
 
     def match(self, text: str) -> Ask | None:
         """An Ask for questions about a stored fact of the owner's."""
-        said = _clean(text)
+        said = _said(text)
         if _WHO_AM_I.match(said):
             return Ask(self.kind, "name", {"words": ["name"]}, text=text)
         if _AGE.match(said):
@@ -177,7 +174,7 @@ class Lookup:
 
     def match(self, text: str) -> Ask | None:
         """An Ask for a question with two content words or more."""
-        said = _clean(text)
+        said = _said(text)
         if not _WH.match(said):
             return None
         words = [w for w in _words(said) if w not in _QUESTION_WORDS]

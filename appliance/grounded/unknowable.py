@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from appliance.grounded.base import Answer, Ask, Facts
+from appliance.grounded.base import said as _said
 
 _FUTURE = re.compile(
     r"^(?:who|which (?:team|party|side|horse|player)) (?:will|is going to|gonna) win\b"
@@ -24,10 +25,6 @@ _FUTURE = re.compile(
 _NEWS = re.compile(r"^(?:what(?:'s| is| are) (?:the )?(?:latest |today's )?(?:news|headlines)|any news)(?: today)?$")
 
 
-def _clean(text: str) -> str:
-    return " ".join(text.lower().replace("’", "'").replace("?", " ").replace("!", " ").split()).strip(" .")
-
-
 class Unknowable:
     """Questions whose answer no one here can know."""
 
@@ -43,7 +40,7 @@ class Unknowable:
 
     def match(self, text: str) -> Ask | None:
         """An Ask for questions about the future or a mind, or the news."""
-        said = _clean(text)
+        said = _said(text)
         if _FUTURE.search(said):
             return Ask(self.kind, "future", text=text)
         if _NEWS.match(said):
