@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -110,6 +111,26 @@ def wait_healthy(port: int, timeout: float = 15.0, *, tls_data: Path | None = No
 # sandbox whose own command line fails (sandbox.check) fails its tests, it does not skip them.
 _MACHINE = sandbox.machine_problem()
 needs_bwrap = pytest.mark.skipif(_MACHINE is not None, reason=f"bubblewrap cannot run on this machine: {_MACHINE}")
+
+
+def serve_log_line(config: Path, folder: Path, text: str) -> str:
+    """Start `serve` with ``config`` (data in ``folder``/data), wait for a log line holding ``text``, stop it
+    (SIGTERM, exit 0) and return that one line."""
+    port, log = free_port(), folder / "serve.log"
+    env = {k: v for k, v in os.environ.items() if k not in ("PICOAGENT_CONFIG", "NOTIFY_SOCKET", "WATCHDOG_USEC")}
+    command = [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(folder / "data")]
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [*command, "serve", "--host", "127.0.0.1", "--port", str(port)], cwd=ROOT, env=env, stdout=out, stderr=out
+        )
+    try:
+        wait_healthy(port)
+        wait_for(lambda: text in log.read_text(), what=f"a log line with {text!r}")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    (line,) = [line for line in log.read_text().splitlines() if text in line]
+    return line
 
 
 def write(folder: Path, text: str, *, secrets: str | None = None, name: str = "picoagent.yaml") -> Path:

@@ -9,11 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import re
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +23,7 @@ from appliance.channels.web.state import WebState
 from appliance.config import Config
 from appliance.llm.scripted import ScriptedModel
 from appliance.runtime import Runtime
-from tests.helpers import attach_automation, config_file, free_port, picoagent, wait_for, wait_healthy
+from tests.helpers import attach_automation, config_file, picoagent, serve_log_line
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -123,21 +119,8 @@ def test_serving_on_is_an_info_line_that_the_daemon_log_shows(caplog: pytest.Log
 def test_make_run_s_daemon_shows_where_it_serves(tmp_path: Path) -> None:
     """`serve` as `make run` starts it (the shipped config: log_level warning): the line is there, as INFO."""
     config = config_file(tmp_path / "etc", {"  preload: true": "  preload: false"})
-    port, log = free_port(), tmp_path / "serve.log"
-    env = {k: v for k, v in os.environ.items() if k not in ("PICOAGENT_CONFIG", "NOTIFY_SOCKET", "WATCHDOG_USEC")}
-    command = [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(tmp_path / "data")]
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [*command, "serve", "--host", "127.0.0.1", "--port", str(port)], cwd=ROOT, env=env, stdout=out, stderr=out
-        )
-    try:
-        wait_healthy(port)
-        wait_for(lambda: "serving on" in log.read_text(), what="the serving line")
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 0
-    (line,) = [line for line in log.read_text().splitlines() if "serving on" in line]
-    assert line.startswith(f"INFO appliance.channels.web.server: serving on http://127.0.0.1:{port} "), line
+    line = serve_log_line(config, tmp_path, "serving on")
+    assert re.match(r"INFO appliance.channels.web.server: serving on http://127.0.0.1:\d+ ", line), line
 
 
 # --- tasks, devices -------------------------------------------------------------------------------------------

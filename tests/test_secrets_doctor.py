@@ -9,17 +9,13 @@ on 127.0.0.1, and a port nothing listens on).
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from appliance.doctor import Check, run_checks
 from tests.fakes.cloud_api import FakeCloud
-from tests.helpers import config_file, free_port, picoagent, wait_for, wait_healthy
+from tests.helpers import config_file, free_port, picoagent, serve_log_line
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,20 +50,7 @@ def test_the_daemon_logs_the_same_warning_at_start(tmp_path: Path) -> None:
     secrets = config.parent / "secrets.env"
     secrets.write_text("OTHER_KEY=sk-test\n")
     secrets.chmod(0o644)
-    port, log = free_port(), tmp_path / "serve.log"
-    env = {k: v for k, v in os.environ.items() if k not in ("PICOAGENT_CONFIG", "NOTIFY_SOCKET", "WATCHDOG_USEC")}
-    command = [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(tmp_path / "data")]
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [*command, "serve", "--host", "127.0.0.1", "--port", str(port)], cwd=ROOT, env=env, stdout=out, stderr=out
-        )
-    try:
-        wait_healthy(port)
-        wait_for(lambda: "chmod 600" in log.read_text(), what="the warning in the log")
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 0
-    (line,) = [line for line in log.read_text().splitlines() if "chmod 600" in line]
+    line = serve_log_line(config, tmp_path, "chmod 600")
     assert line.startswith("WARNING ") and str(secrets) in line and "mode 0644" in line
 
 
