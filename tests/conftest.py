@@ -15,6 +15,7 @@ from appliance.llm.local import LocalModel
 from appliance.memory.db import Database
 
 if TYPE_CHECKING:
+    from appliance.llm.embeddings import LocalEmbedder
     from tests.mqtt_broker import Broker, Watcher
 
 
@@ -83,3 +84,18 @@ def watcher(broker: Broker) -> Iterator[Watcher]:
     w = Watcher(broker, "#")
     yield w
     w.close()
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Iterator[LocalEmbedder]:
+    """The installed MiniLM, configured as the runtime configures it (embeddings.embedder_for)."""
+    from appliance.llm import models
+    from appliance.llm.embeddings import EMBEDDING_CONTEXT
+    from appliance.llm.embeddings import LocalEmbedder as Embedder
+
+    path = models.installed_path(models.get_entry("minilm"), Path("/nonexistent"))
+    if path is None:
+        pytest.fail("the default embedding model is not installed: run `make install` (it converts minilm)")
+    embedder = Embedder(path, name="minilm", context_tokens=EMBEDDING_CONTEXT, threads=1, batch_threads=1)
+    yield embedder
+    embedder.close()

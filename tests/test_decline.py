@@ -8,17 +8,12 @@ sees: the sentence, the buttons, the footer, and what tapping each button does.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from appliance.agent.decline import ASK_CLOUD, Bigger, DeclineDesk
 from appliance.agent.router import Difficulty, RoutingContext, declines
 from appliance.channels.core import footer
 from appliance.config import Config
-from appliance.llm import models
-from appliance.llm.embeddings import EMBEDDING_CONTEXT, LocalEmbedder
+from appliance.llm.embeddings import LocalEmbedder
 from appliance.llm.scripted import ScriptedModel
 from tests.agents import Routed
 from tests.fakes.cloud_api import FakeCloud
@@ -26,16 +21,6 @@ from tests.fakes.cloud_api import FakeCloud
 HARD = "Write a Go function that merges two sorted slices into one sorted slice."
 EASY = "Good evening, how was your day?"
 QWEN = Bigger("qwen2.5-1.5b", "1.1 GB", 1230, "Raspberry Pi 5 Model B Rev 1.0, 7.9 GiB RAM, 4 cores")
-
-
-@pytest.fixture(scope="module")
-def minilm() -> Iterator[LocalEmbedder]:
-    path = models.installed_path(models.get_entry("minilm"), Path("/nonexistent"))
-    if path is None:
-        pytest.fail("the default embedding model is not installed: run `make install` (it converts minilm)")
-    embedder = LocalEmbedder(path, name="minilm", context_tokens=EMBEDDING_CONTEXT, threads=1, batch_threads=1)
-    yield embedder
-    embedder.close()
 
 
 def hard(**fields: object) -> RoutingContext:

@@ -12,7 +12,7 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,7 @@ from appliance.agent.router import (
     local_route,
 )
 from appliance.config import Config
-from appliance.llm import models
-from appliance.llm.embeddings import EMBEDDING_CONTEXT, LocalEmbedder
+from appliance.llm.embeddings import LocalEmbedder
 from appliance.llm.local import LocalModel
 from tests.agents import Routed
 from tests.fakes.cloud_api import FakeCloud
@@ -37,17 +36,6 @@ from tests.fakes.cloud_api import FakeCloud
 HARD = "Write a Go function that merges two sorted slices into one sorted slice."
 EASY = "Good evening, how was your day?"
 EDGE = RoutingContext(mode="edge_first", provider="openai")
-
-
-@pytest.fixture(scope="module")
-def minilm() -> Iterator[LocalEmbedder]:
-    """The installed MiniLM, configured as the runtime configures it (embeddings.embedder_for)."""
-    path = models.installed_path(models.get_entry("minilm"), Path("/nonexistent"))
-    if path is None:
-        pytest.fail("the default embedding model is not installed: run `make install` (it converts minilm)")
-    embedder = LocalEmbedder(path, name="minilm", context_tokens=EMBEDDING_CONTEXT, threads=1, batch_threads=1)
-    yield embedder
-    embedder.close()
 
 
 def _weights(tmp_path: Path, **changes: Any) -> Path:
