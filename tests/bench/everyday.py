@@ -66,8 +66,12 @@ def pick(questions: Sequence[Question], per_class: int | None) -> list[Question]
     return chosen
 
 
-def _wrong(verdicts: Sequence[Verdict], limit: int = 40) -> list[dict[str, str]]:
-    return [{"id": v.id, "reply": v.reply[:120], "why": v.why[:160]} for v in verdicts if v.outcome == "wrong"][:limit]
+def _wrong(verdicts: Sequence[Verdict], limit: int = 40, whole: bool = False) -> list[dict[str, str]]:
+    """The wrong replies (id, reply, why); ``whole``: every one, verbatim, with its question."""
+    wrong = [v for v in verdicts if v.outcome == "wrong"]
+    if whole:
+        return [{"id": v.id, "q": v.q, "reply": v.reply, "why": v.why} for v in wrong]
+    return [{"id": v.id, "reply": v.reply[:120], "why": v.why[:160]} for v in wrong][:limit]
 
 
 def _skipped(verdicts: Sequence[Verdict]) -> dict[str, int]:
@@ -112,7 +116,7 @@ def rows(
             wrong_where_never=len(strict_wrong),
             classes=tally(verdicts),
             baseline_classes=tally(baseline),
-            wrong_replies=_wrong(verdicts),
+            wrong_replies=_wrong(verdicts, whole=prefix != "everyday"),  # the fresh set's: all, verbatim
             skipped=_skipped(verdicts),
             **common,
         ),
