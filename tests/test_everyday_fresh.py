@@ -115,6 +115,10 @@ def test_every_fresh_question_is_checkable(question: Question) -> None:
     assert question.placeholders() <= set(PLACEHOLDERS)
     assert question.placeholders() <= set(VALUES), question.placeholders() - set(VALUES)
     assert skip_reason(question, VALUES) == ""
+    for near in question.near:  # a quantity's placeholder has numbers, or is unknown here (declined is right)
+        name = str(near.value).strip("{}")
+        got = VALUES.get(name, Fill()) if str(near.value).startswith("{") else Fill(numbers=(1.0,))
+        assert got.numbers or not got.known, f"{near.value} is a pattern, not a number: use any_of"
     for pattern in (*question.any_of, *question.all_of, *question.must_not):
         filled = fill(pattern, VALUES)
         if filled is not None:  # None: a value the fixture cannot know here (declined is right)
@@ -130,6 +134,9 @@ def test_every_fresh_question_is_checkable(question: Question) -> None:
         ("ft-01", "It's 12:45.", "wrong"),
         ("fd-03", "Tomorrow is Saturday.", "right"),
         ("fd-03", "Tomorrow is Sunday.", "wrong"),
+        ("fd-08", "Christmas is in 28 days (Friday 25 December 2026).", "right"),
+        ("fd-08", "Christmas is in 30 days.", "wrong"),
+        ("fdev-06", "doorbell: nothing recorded in the last 7 days.", "right"),
         ("fs-01", "You can call me Pico.", "right"),
         ("fs-01", "My name is Max.", "wrong"),
         ("fdev-02", "No, the porch light is off.", "right"),
