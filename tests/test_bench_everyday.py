@@ -18,7 +18,7 @@ import pytest
 
 from appliance.llm.base import Generation, GenerationRequest
 from appliance.llm.scripted import ScriptedModel
-from tests.bench.everyday import bench_everyday, rows
+from tests.bench.everyday import bench_everyday, bench_fresh, rows
 from tests.eval.everyday import load_set
 from tests.eval.everyday_home import ask_set, open_home
 
@@ -84,6 +84,18 @@ def test_the_bench_runs_on_given_questions(capsys: pytest.CaptureFixture[str]) -
     assert [r["bench"] for r in out] == ["everyday_right_or_declined", "everyday_general", "everyday_grounded_p50_ms"]
     assert out[0]["split"] == "given" and out[0]["graded"] == 1 and out[0]["value"] == 1.0
     assert out[1]["classes"]["general"]["declined"] == 1
+
+
+def test_the_fresh_set_runs_at_its_smallest_size(capsys: pytest.CaptureFixture[str]) -> None:
+    """run.py's everyday_fresh row at smoke size (one question a class) on the scripted model."""
+    out = bench_fresh("smoke", model=AnsweringModel())
+    names = ["everyday_fresh_right_or_declined", "everyday_fresh_general", "everyday_fresh_grounded_p50_ms"]
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert [r["bench"] for r in out] == [r["bench"] for r in printed] == names
+    share, general, _ = out
+    assert all(r.keys() >= FIELDS and isinstance(r["ok"], bool) and r["split"] == "held" for r in out)
+    assert share["questions"] == 15 and general["questions"] == 1  # one a class, general apart
+    assert share["graded"] + sum(c["skipped"] for c in share["classes"].values()) == 14
 
 
 def test_the_fixture_fills_placeholders_from_the_running_appliance(tmp_path: Path) -> None:

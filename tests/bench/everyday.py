@@ -15,6 +15,10 @@ Rows:
 - ``everyday_general``: general knowledge, right share, reported apart (not in the goal).
 - ``everyday_grounded_p50_ms``: the latency of the replies no model was called for (grounded answers and
   the device fast path), p50; goal <= 20 ms; baseline: the p50 of the replies a model wrote.
+- ``everyday_fresh_right_or_declined`` (with ``everyday_fresh_general`` and
+  ``everyday_fresh_grounded_p50_ms``): the same three rows on tests/eval/everyday_fresh.yaml, a fresh, blind
+  held-out set written without reading the grounded answers' rules (everyday.yaml's held half was read
+  while they were written); same harness, same goal.
 
 ``make bench`` also runs the set with each bigger catalog chat model installed in the checkout's data
 dir (`picoagent models pull ...`), as rows with the model's name.
@@ -38,6 +42,7 @@ from tests.eval.everyday import (
     EverydaySet,
     Question,
     Verdict,
+    load_fresh,
     load_set,
     share_right_or_declined,
     tally,
@@ -61,8 +66,12 @@ def pick(questions: Sequence[Question], per_class: int | None) -> list[Question]
     return chosen
 
 
-def _wrong(verdicts: Sequence[Verdict], limit: int = 40) -> list[dict[str, str]]:
-    return [{"id": v.id, "reply": v.reply[:120], "why": v.why[:160]} for v in verdicts if v.outcome == "wrong"][:limit]
+def _wrong(verdicts: Sequence[Verdict], limit: int = 40, whole: bool = False) -> list[dict[str, str]]:
+    """The wrong replies (id, reply, why); ``whole``: every one, verbatim, with its question."""
+    wrong = [v for v in verdicts if v.outcome == "wrong"]
+    if whole:
+        return [{"id": v.id, "q": v.q, "reply": v.reply, "why": v.why} for v in wrong]
+    return [{"id": v.id, "reply": v.reply[:120], "why": v.why[:160]} for v in wrong][:limit]
 
 
 def _skipped(verdicts: Sequence[Verdict]) -> dict[str, int]:
@@ -73,8 +82,11 @@ def _skipped(verdicts: Sequence[Verdict]) -> dict[str, int]:
     return reasons
 
 
-def rows(verdicts: Sequence[Verdict], baseline: Sequence[Verdict], split: str, model: str) -> list[dict[str, Any]]:
-    """The three report rows (printed) from the appliance's verdicts and the model-alone ones."""
+def rows(
+    verdicts: Sequence[Verdict], baseline: Sequence[Verdict], split: str, model: str, prefix: str = "everyday"
+) -> list[dict[str, Any]]:
+    """The three report rows (printed) from the appliance's verdicts and the model-alone ones; ``prefix``
+    names the set (everyday, everyday_fresh)."""
     goal_classes = {v.cls for v in verdicts} - REPORTED_APART
     share = share_right_or_declined(verdicts, goal_classes)
     base_share = share_right_or_declined(baseline, goal_classes)
@@ -90,7 +102,7 @@ def rows(verdicts: Sequence[Verdict], baseline: Sequence[Verdict], split: str, m
     p50 = statistics.median(quick) if quick else math.nan
     return [
         report(
-            "everyday_right_or_declined",
+            f"{prefix}_right_or_declined",
             share,
             base_share,
             f"value >= {GOAL_SHARE} and wrong == 0 for {', '.join(sorted(NEVER_WRONG))} "
@@ -104,12 +116,12 @@ def rows(verdicts: Sequence[Verdict], baseline: Sequence[Verdict], split: str, m
             wrong_where_never=len(strict_wrong),
             classes=tally(verdicts),
             baseline_classes=tally(baseline),
-            wrong_replies=_wrong(verdicts),
+            wrong_replies=_wrong(verdicts, whole=prefix != "everyday"),  # the fresh set's: all, verbatim
             skipped=_skipped(verdicts),
             **common,
         ),
         report(
-            "everyday_general",
+            f"{prefix}_general",
             _right_share(general),
             _right_share(general_base),
             "reported apart, not in the goal (right share; baseline: the same model alone)",
@@ -119,7 +131,7 @@ def rows(verdicts: Sequence[Verdict], baseline: Sequence[Verdict], split: str, m
             **common,
         ),
         report(
-            "everyday_grounded_p50_ms",
+            f"{prefix}_grounded_p50_ms",
             p50,
             statistics.median(slow) if slow else math.nan,
             f"value <= {GOAL_GROUNDED_MS:g} ms with no model call (baseline: the p50 of the replies a model wrote)",
@@ -143,6 +155,7 @@ def bench_everyday(
     model_file: Path | None = None,
     everyday: EverydaySet | None = None,
     questions: Sequence[Question] | None = None,
+    prefix: str = "everyday",
 ) -> list[dict[str, Any]]:
     """The rows for one half (or ``questions``), at most ``per_class`` questions a class; ``model``: share
     this model (a scripted one in make test); None: the config's packaged model in the runner, or
@@ -157,7 +170,7 @@ def bench_everyday(
         from appliance.llm import models
 
         name = model_file.name if model_file is not None else models.default_model_name()
-    return rows(verdicts, baseline, split if questions is None else "given", name)
+    return rows(verdicts, baseline, split if questions is None else "given", name, prefix)
 
 
 def bigger_models() -> list[Path]:
@@ -186,6 +199,13 @@ def bench_all(size: str = "full") -> list[dict[str, Any]]:
         for path in bigger_models():
             out += bench_everyday(per_class=per_class, model_file=path)
     return out
+
+
+def bench_fresh(size: str = "full", model: ServedModel | None = None) -> list[dict[str, Any]]:
+    """The fresh, blind held-out set (tests/eval/everyday_fresh.yaml, every question held) through the same
+    harness, as the ``everyday_fresh_*`` rows; the packaged model (``model``: a scripted one in make test)."""
+    per_class = 1 if size == "smoke" else 3 if size == "quick" else None
+    return bench_everyday("held", per_class, model, everyday=load_fresh(), prefix="everyday_fresh")
 
 
 if __name__ == "__main__":

@@ -56,6 +56,7 @@ SMOKED_ELSEWHERE = frozenset(
         "workspace_quota",
         "e2e",
         "everyday",
+        "everyday_fresh",
     }
 )
 
@@ -107,6 +108,7 @@ def benches(path: Path, size: str = "full") -> dict[str, Callable[[], object]]:
         "runner_cost": lambda: runner.bench_runner_cost(1 if smoke else 5, 2 if smoke else 8),
         "ttft_after_side_job": lambda: prompt_state.bench_ttft_after_side_job(path, reps, 4 if smoke else 0),
         "everyday": lambda: everyday.bench_all(size),
+        "everyday_fresh": lambda: everyday.bench_fresh(size),
     }
 
 

@@ -32,6 +32,9 @@ import yaml
 from tests.eval.everyday_quantities import normalise, numbers_in, quantities
 
 SET_PATH = Path(__file__).resolve().parent / "everyday.yaml"
+# The fresh, blind held-out set (written without reading the grounded answers' rules): every question held.
+FRESH_PATH = Path(__file__).resolve().parent / "everyday_fresh.yaml"
+FRESH_MIN_QUESTIONS = 100
 
 CLASSES = (
     "time",
@@ -298,23 +301,36 @@ def check_splits(questions: Sequence[Question]) -> list[str]:
     return problems
 
 
-def load_set(path: Path = SET_PATH) -> EverydaySet:
-    """everyday.yaml, checked: a ValueError listing every problem (unknown keys, classes, placeholders, splits)."""
+def check_all_held(questions: Sequence[Question]) -> list[str]:
+    """A held-out set's rule: every question is held (none is for tuning)."""
+    return [f"{q.id}: split should be held (a held-out set)" for q in questions if q.split != "held"]
+
+
+def load_set(path: Path = SET_PATH, *, all_held: bool = False, min_questions: int = MIN_QUESTIONS) -> EverydaySet:
+    """everyday.yaml, checked: a ValueError listing every problem (unknown keys, classes, placeholders, splits).
+
+    ``all_held``: every question must be held (a held-out set such as everyday_fresh.yaml) instead of the
+    main set's tune/held alternation; ``min_questions``: how many the set needs at least."""
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     problems: list[str] = []
     questions = [q for raw in data.get("questions") or [] if (q := _question(raw, problems)) is not None]
     declines = _strings(data.get("declines"), "declines", problems)
     ids = Counter(q.id for q in questions)
     problems += [f"{i}: id used {n} times" for i, n in ids.items() if n > 1]
-    problems += check_splits(questions)
-    if len(questions) < MIN_QUESTIONS:
-        problems.append(f"{len(questions)} questions; the set needs at least {MIN_QUESTIONS}")
+    problems += check_all_held(questions) if all_held else check_splits(questions)
+    if len(questions) < min_questions:
+        problems.append(f"{len(questions)} questions; the set needs at least {min_questions}")
     missing = set(CLASSES) - {q.cls for q in questions}
     if missing:
         problems.append(f"no question of class {', '.join(sorted(missing))}")
     if problems:
         raise ValueError(f"{path}: " + "; ".join(problems))
     return EverydaySet(tuple(questions), declines)
+
+
+def load_fresh(path: Path = FRESH_PATH) -> EverydaySet:
+    """everyday_fresh.yaml, checked as :func:`load_set` does, every question held."""
+    return load_set(path, all_held=True, min_questions=FRESH_MIN_QUESTIONS)
 
 
 # --- grading ------------------------------------------------------------------------------------------
