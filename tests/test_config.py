@@ -303,6 +303,24 @@ def test_invalid_yaml_is_reported_with_its_line(tmp_path: Path) -> None:
     assert "mapping values are not allowed here" in str(err)
 
 
+@pytest.mark.parametrize(
+    ("text", "line", "key", "first"),
+    [
+        ("tools:\n  shell: {enabled: false}\nagent: {}\ntools:\n  web_fetch: {enabled: false}\n", 4, "tools", 1),
+        ("agent:\n  name: Pico\n  max_rounds: 3\n  name: Juniper\n", 4, "name", 2),
+    ],
+)
+def test_a_key_given_twice_is_refused_with_both_lines(
+    tmp_path: Path, text: str, line: int, key: str, first: int
+) -> None:
+    """A second `tools:` pasted below the first silently dropped the first's settings; now it is named."""
+    path = write(tmp_path, text)
+    err = refused(path)
+    assert str(err).startswith(f"{path} (line {line}, column ")
+    assert f"the key {key!r} is given twice (first on line {first})" in str(err)
+    assert err.fix == "keep the key once and put all its settings under it"
+
+
 @pytest.mark.parametrize("text", ["- a\n- b\n", "just words\n", "42\n"])
 def test_the_top_level_must_be_a_mapping(tmp_path: Path, text: str) -> None:
     path = write(tmp_path, text)

@@ -85,7 +85,7 @@ def cli(*args: str, data: Path, config: Path) -> subprocess.CompletedProcess[str
 
 def test_sighup_with_a_broken_config_keeps_serving(serve: Serve) -> None:
     good = serve.config.read_text()
-    serve.config.write_text(good + "\nagent:\n  max_rounds: five\n")
+    serve.config.write_text(good.replace("max_rounds: 4", "max_rounds: five"))
     serve.proc.send_signal(signal.SIGHUP)
     refused = 'refused, keeping the running one: agent.max_rounds: expected an integer, got "five"'
     wait_for(lambda: refused in serve.text(), what="the broken config's refusal in the log")

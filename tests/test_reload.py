@@ -95,7 +95,7 @@ def test_what_waits_for_a_restart_is_named_in_the_log_status_and_api(serve: Serv
 
 def test_a_refused_reload_is_shown_in_status_until_a_good_one(serve: Serve) -> None:
     good = serve.config.read_text()
-    serve.config.write_text(good + "\nagent:\n  max_rounds: five\n")
+    serve.config.write_text(good.replace("max_rounds: 4", "max_rounds: five"))
     serve.proc.send_signal(signal.SIGHUP)
     wait_for(lambda: "the new config is refused" in serve.text(), what="the refusal in the log")
     # (`picoagent status` itself reads the broken file and says what is wrong with it; the page and the API:)

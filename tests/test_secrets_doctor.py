@@ -57,8 +57,10 @@ def test_the_daemon_logs_the_same_warning_at_start(tmp_path: Path) -> None:
 def test_a_reference_that_is_not_set_names_the_secrets_file(tmp_path: Path) -> None:
     config = config_file(
         tmp_path / "etc",
-        extra="\nproviders:\n  openai: {type: openai, api_base: https://api.openai.com/v1, model: m,"
-        ' api_key: "${PICO_TEST_KEY}"}\n',
+        {
+            "providers: {}\n": "providers:\n  openai: {type: openai, api_base: https://api.openai.com/v1, model: m,"
+            ' api_key: "${PICO_TEST_KEY}"}\n'
+        },
     )
     out = picoagent("--config", config, "doctor", cwd=tmp_path)
     shown = out.stdout + out.stderr
@@ -76,9 +78,12 @@ def _edge_first(tmp_path: Path, api_base: str, key: str) -> Path:
     secrets = tmp_path / "etc" / "secrets.env"
     config = config_file(
         tmp_path / "etc",
-        {"  mode: local_only": "  mode: edge_first", '  cloud_provider: ""': "  cloud_provider: fake"},
-        extra=f'\nproviders:\n  fake: {{type: openai, api_base: "{api_base}", model: fake-model,'
-        ' api_key: "${FAKE_KEY}"}\n',
+        {
+            "  mode: local_only": "  mode: edge_first",
+            '  cloud_provider: ""': "  cloud_provider: fake",
+            "providers: {}\n": f'providers:\n  fake: {{type: openai, api_base: "{api_base}", model: fake-model,'
+            ' api_key: "${FAKE_KEY}"}\n',
+        },
     )
     secrets.write_text(f"FAKE_KEY={key}\n")
     secrets.chmod(0o600)

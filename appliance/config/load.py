@@ -91,12 +91,13 @@ def load_config(
     except OSError as exc:
         raise ConfigError(f"cannot read config file {source}: {exc.strerror}") from None
     try:
-        raw = yaml.safe_load(text)
+        raw = strict_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ConfigError(f"{source}{where}: {problem}", fix="check the indentation and quoting") from None
+        fix = "keep the key once and put all its settings under it" if "given twice" in problem else ""
+        raise ConfigError(f"{source}{where}: {problem}", fix=fix or "check the indentation and quoting") from None
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -121,6 +122,30 @@ def load_config(
     return config
 
 
+def strict_yaml(text: str) -> Any:
+    """YAML as yaml.safe_load reads it, but a key given twice in one mapping is an error (its lines named), not
+    the last one silently winning: a second `tools:` pasted below the first would drop every setting of the first."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if isinstance(key, str | int | float | bool) and key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None,
+                        None,
+                        f"the key {key!r} is given twice (first on line {seen[key]}): the second would replace it",
+                        key_node.start_mark,
+                    )
+                if isinstance(key, str | int | float | bool):
+                    seen[key] = key_node.start_mark.line + 1
+            return super().construct_mapping(node, deep=deep)
+
+    return yaml.load(text, Loader=Loader)  # a SafeLoader subclass: safe_load's rules and this one
+
+
 def load_jobs(config_jobs: Sequence[CronJob], workspace: Path, devices: Collection[str] | None = None) -> list[CronJob]:
     """The config's jobs and those of ``workspace/cron.yaml`` (a YAML list of the same fields), checked alike."""
     import yaml  # lazy, like load_config
@@ -130,7 +155,7 @@ def load_jobs(config_jobs: Sequence[CronJob], workspace: Path, devices: Collecti
     check_config_jobs(jobs, devices, ids)
     path = workspace / "cron.yaml"
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = strict_yaml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return jobs
     except (OSError, UnicodeDecodeError) as exc:
