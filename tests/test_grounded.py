@@ -400,3 +400,19 @@ def test_a_switch_or_a_button_read_by_the_device_path_is_said_as_a_person_would(
 
     assert asyncio.run(main()) == ["The fan is off.", "The doorbell is not pressed."]
     assert model.history == []
+
+
+def test_what_it_can_do_names_the_chat_channels_that_are_on(config: Config) -> None:
+    from appliance.grounded.base import Facts
+
+    ask_all = ABILITIES.match("what can you do?")
+    assert ask_all is not None
+    facts = Facts(config=config, now=lambda: NOW, channels=("telegram", "email"))
+    answer = asyncio.run(ABILITIES.answer(ask_all, facts))
+    assert (
+        answer is not None
+        and "You can reach me through the web page and the terminal, Telegram, e-mail." in answer.text
+    )
+    facts.channels = ()
+    answer = asyncio.run(ABILITIES.answer(ask_all, facts))
+    assert answer is not None and "You can reach me through the web page and the terminal." in answer.text

@@ -14,7 +14,6 @@ from appliance import __version__
 from appliance.grounded.base import Answer, Ask, Facts
 from appliance.grounded.base import said as _said
 
-_CHANNELS = ("telegram", "discord", "slack", "email", "whatsapp")
 _CHANNEL_NAMES = {"email": "e-mail", "whatsapp": "WhatsApp", "telegram": "Telegram", "discord": "Discord"}
 
 _WHO = re.compile(
@@ -167,7 +166,7 @@ class Abilities:
         registry = "the device registry (the config's devices)"
         if ask.what == "devices":
             return Answer(devices, basis=registry, kind=self.kind)
-        channels = [_CHANNEL_NAMES.get(c, c.title()) for c in _CHANNELS if getattr(facts.config, c).enabled]
+        channels = [_CHANNEL_NAMES.get(c, c.title()) for c in facts.channels]  # those that are on
         reach = ", ".join(["the web page and the terminal", *channels])
         stays = "everything stays on the Pi: the cloud is not allowed (routing.mode: local_only)."
         cloud = "I may ask a cloud model when the small model on the Pi is not enough." if facts.cloud_allowed else ""

@@ -77,7 +77,7 @@ class Facts:
     model_name: str = ""  # the local model's name as shown to people
     cloud_allowed: bool = False
     tools: tuple[str, ...] = ()  # the tools the model may call here
-    channels: tuple[str, ...] = ()  # the chat channels that are on
+    channels: tuple[str, ...] = ()  # the chat channels that are on ("telegram", "email", ...), in this order
     started_at: float = field(default_factory=time.time)  # when the appliance started (epoch seconds)
     weather: Any = None  # appliance.weather's forecast source, when configured
     workspace: Path | None = None  # the assistant's folder (SOUL.md, USER.md)
