@@ -418,3 +418,29 @@ def test_a_day_past_the_forecast_is_far_and_never_answered_with_todays_forecast(
     from appliance.grounded.weather import _when
 
     assert _when(text, "today") == "far"
+
+
+def test_a_named_date_past_the_forecast_is_far_and_late_in_a_wet_day_the_whole_day_is_said(tmp_path: Path) -> None:
+    late = datetime(2026, 11, 27, 22, 30, tzinfo=BRUSSELS)  # the fake's wet hours end at 22:00
+    days = [DayScript() for _ in range(16)]
+    days[0] = DayScript(code=61, low=3.0, high=9.0, rain_chance=80, rain_mm=6.0)
+
+    async def main() -> list[str]:
+        async with serve_open_meteo(FakeOpenMeteo(today=late.date(), days=days, now_hour=22)) as fake:
+            source = WeatherSource(ghent(fake.url), tmp_path / CACHE_FILE, zone=BRUSSELS, clock=ManualClock(late))
+            facts = Facts(config=Config(weather=ghent(fake.url)), now=lambda: late, weather=source)
+            replies = []
+            for question in ("what will the weather be on Christmas Day?", "do I need an umbrella today?"):
+                ask = WEATHER.match(question)
+                assert ask is not None, question
+                answer = await WEATHER.answer(ask, facts)
+                assert answer is not None
+                replies.append(answer.text)
+            return replies
+
+    christmas, umbrella = asyncio.run(main())
+    assert christmas.startswith("I can't know the weather that far ahead"), christmas
+    assert umbrella == (
+        "Maybe: rain is possible today in Ghent: up to 40 % chance "
+        "(that is the rest of the day; the whole day: up to 80 % chance, about 6.1 mm)."  # 16 wet hours' sum
+    ), umbrella

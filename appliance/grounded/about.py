@@ -18,10 +18,12 @@ _CHANNEL_NAMES = {"email": "e-mail", "whatsapp": "WhatsApp", "telegram": "Telegr
 
 _WHO = re.compile(
     r"^(?:(?:hi|hello|hey)[, ]+)?(?:who|what) (?:are|r) (?:you|u)\b(?! (?:doing|up to|thinking|reading|watching|"
-    r"talking|going|looking|saying|working|planning))"
+    r"talking|going|looking|saying|working|planning|able|capable|good))"
     r"|^what(?:'s| is) your name\b|^(?:do you|have you got) (?:have )?a name\b|^what should i call you\b"
-    r"|^(?:introduce yourself|tell me about yourself)\b|^are you (?:a|an) (?:robot|bot|ai|human|person)\b"
+    r"|^(?:introduce yourself|tell me about yourself)\b"
+    r"|^are you (?:a |an )?(?:real )?(?:robot|bot|ai|human|person|machine|computer|program)\b"
     r"|^what (?:language )?model (?:are you|do you (?:use|run))\b|^which (?:language )?model (?:are you|do you)\b"
+    r"|^what(?:'s| is) the name of (?:the |your )?(?:language |ai )?model\b"
     r"|^what version (?:are you|is this)\b|^which version\b|^(?:what|which) (?:software )?version (?:is|are)\b"
     r"|^are you (?:chatgpt|siri|alexa|google|gpt|claude|gemini|copilot|cortana)\b"
     r"|^(?:do|are) you (?:run|running|live|work|hosted)(?: on| in)? (?:the )?"
@@ -48,6 +50,19 @@ _CLOUD = re.compile(
 _TOOLS = re.compile(
     r"^(?:what|which) tools (?:do you have|can you use|have you got)\b"
     r"|^(?:do you have|have you got|can you use) (?:a |an |the )?(?P<tool>[a-z_ ]+?)(?: tool)?$"
+)
+# "are you able to remind me about things?", "could you switch the porch light on if I asked?"
+_ABLE = re.compile(
+    r"^(?P<hypo>are you able to|would you be able to|do you know how to|is it possible (?:for you )?to"
+    r"|can you|could you)"
+    r" (?P<x>.+?)(?P<if> (?:for me )?if i (?:asked|wanted|told you)(?: (?:you )?to)?| for me)?$"
+)
+_REMINDING = re.compile(r"^(?:remind me|set (?:up )?(?:a |an )?(?:reminders?|alarms?|timers?|schedules?)|schedule)\b")
+_WEATHERING = re.compile(r"^(?:check|tell me|get|look up|give me) (?:the )?(?:weather|forecast)\b")
+_REMEMBERING = re.compile(r"^(?:remember|keep|store|note) (?:things|stuff|notes|facts|what i (?:tell|say))\b")
+_SWITCHING = re.compile(
+    r"^(?:switch|turn|put|set|dim|control|operate)(?: (?:on|off|up|down))? (?:the |my |our )?(?P<thing>[a-z ]+?)"
+    r"(?: (?:on|off|up|down))?$"
 )
 _CONNECTED = re.compile(
     r"^(?:are you|is it) (?:connected|linked|on|hooked up|set up) (?:to|with|for) "
@@ -78,6 +93,8 @@ class Self:
     """Who the assistant is: its name, what it is, which model and version."""
 
     kind: str = "self"
+    overview: str = "who"
+    unsure: str = ""
     examples: tuple[str, ...] = (
         "who are you",
         "what is your name",
@@ -127,6 +144,8 @@ class Abilities:
     """What the assistant can do here, from the running config."""
 
     kind: str = "abilities"
+    overview: str = "all"
+    unsure: str = ""
     examples: tuple[str, ...] = (
         "what can you do",
         "what can you do for me",
@@ -158,6 +177,12 @@ class Abilities:
                 return Ask(self.kind, what, text=text)
         if _CAN.search(said):
             return Ask(self.kind, "devices" if _ABOUT_DEVICES.search(said) else "all", text=text)
+        found = _ABLE.match(said)
+        if found and any(r.match(found["x"]) for r in (_REMINDING, _WEATHERING, _REMEMBERING, _SWITCHING)):
+            if re.search(r"\d|\b(?:at|in|tomorrow|tonight|every)\b", found["x"]):
+                return None  # "can you remind me at 7 ...": a request, the schedule desk's
+            hypothetical = found["hypo"] not in ("can you", "could you") or bool(found["if"])
+            return Ask(self.kind, "able", {"x": found["x"], "hypothetical": hypothetical}, text=text)
         return None
 
     async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
@@ -166,6 +191,8 @@ class Abilities:
         registry = "the device registry (the config's devices)"
         if ask.what == "devices":
             return Answer(devices, basis=registry, kind=self.kind)
+        if ask.what == "able":
+            return _able(str(ask.details["x"]), bool(ask.details["hypothetical"]), facts, devices)
         channels = [_CHANNEL_NAMES.get(c, c.title()) for c in facts.channels]  # those that are on
         reach = ", ".join(["the web page and the terminal", *channels])
         stays = "everything stays on the Pi: the cloud is not allowed (routing.mode: local_only)."
@@ -202,6 +229,36 @@ class Abilities:
             lines.append(f"I can tell you the weather forecast for {place}.")
         lines += [tools, cloud or stays[0].upper() + stays[1:]]
         return Answer(" ".join(lines), basis="the running config (devices, channels, tools, routing)", kind=self.kind)
+
+
+def _able(x: str, hypothetical: bool, facts: Facts, devices: str) -> Answer | None:
+    """Yes or no to "can you ...": reminders, the weather, remembering, a device; None for anything else (and for
+    a device command that is no question: the device path does it)."""
+    basis = "the running config (devices, scheduler, weather)"
+    if _REMINDING.match(x):
+        said = 'Yes: I can set reminders and schedules. Say "remind me at 7 to take the bins out".'
+    elif _WEATHERING.match(x):
+        place = getattr(facts.weather, "place", "") if facts.weather is not None else ""
+        said = f"Yes: I have the forecast for {place}." if place else "No: no weather source is set up here."
+    elif _REMEMBERING.match(x):
+        said = 'Yes: tell me something to remember ("remember that ...") and ask me later.'
+    elif found := _SWITCHING.match(x):
+        infos = facts.devices.infos() if facts.devices is not None else []
+        thing = found["thing"].strip()
+        names = " ".join(
+            " ".join([i.name.replace("_", " "), *(a.lower() for a in i.aliases), i.room or ""]) for i in infos
+        )
+        mine = [w for w in thing.split() if len(w) > 2 and w[:4] in names]
+        if mine and not hypothetical:
+            return None  # "can you turn the porch light on": a command, the device path's
+        if mine:
+            said = f'Yes: the {thing} is one I can switch. Say "turn the {thing} on".'
+        else:
+            said = f"No: I have no {thing} here. {devices}"
+        basis = "the device registry (the config's devices)"
+    else:
+        return None
+    return Answer(said, basis, "abilities")
 
 
 def devices_by_room(facts: Facts) -> str:

@@ -36,13 +36,17 @@ _ABOUT = re.compile(
     r"|^(?:have i got|do i have|is there|did i set) (?:a|any) (?:reminders?|alarms?|schedules?|jobs?)"
     r" (?:to|for|about) (?:the |my )?(.+)$"
     r"|^when (?:is|will) (?:the |my )?(.+?) (?:reminder|alarm|job)(?: be| go off| run)?$"
-    r"|^when (?:do|will|should) i (.+)$"
+    r"|^when (?:do|will|should|am|must) i (?:supposed to |meant to |have to |need to |got to )?(.+)$"
+    r"|^(?:does|do|will) (?:the |my )?(.+?) (?:switch|turn|go) (?:itself |themselves )?(?:on|off)\b.*$"
     r"|^when will (?:the |my )?(.+?) (?:be )?(?:switched|turned) (?:on|off)$"
 )
 _TASKS = re.compile(
     r"^what are you (?:working on|doing(?: now| right now)?|busy with)$"
     r"|^(?:what|which|any|list|show(?: me)?)(?: are)? (?:my |the |your )?(?:running |open |pending )?tasks\b"
     r"|^(?:how are|how is) (?:my |the |your )?tasks? (?:going|doing)\b"
+    r"|^(?:is there |are there )?(?:anything|any(?:thing)? (?:tasks|items)|what(?:'s| is))"
+    r" on (?:my|the) to-?do(?: list)?$"
+    r"|^what(?:'s| is) (?:on )?my to-?do list$|^(?:show|list)(?: me)? my to-?dos?(?: list)?$"
 )
 
 
@@ -58,6 +62,8 @@ class Agenda:
     """Questions about the scheduled jobs and the tasks."""
 
     kind: str = "schedules"
+    overview: str = "jobs"  # every job (on the day the words name, if any)
+    unsure: str = ""
     examples: tuple[str, ...] = (
         "what reminders do I have",
         "what's on tomorrow",
@@ -84,7 +90,7 @@ class Agenda:
         about = _ABOUT.match(said)
         subject = next((g for g in about.groups() if g), "") if about else ""
         if about and not re.match(r"(?:today|tomorrow|tonight|this week)$", subject):
-            return Ask(self.kind, "about", {"words": subject, "strict": said.startswith("when do")}, text=text)
+            return Ask(self.kind, "about", {"words": subject, "strict": said.startswith("when ")}, text=text)
         return None
 
     async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
@@ -119,6 +125,8 @@ class Agenda:
             nothing = f"Nothing is scheduled {when}." if when else "You have no reminders or schedules."
             return Answer(nothing, basis, self.kind)
         if ask.what == "next":
+            if re.search(r"\breminders?\b", said):  # a reminder is a message; a device switched is a schedule
+                upcoming = [(a, j) for a, j in upcoming if str(j.get("does", "")).startswith("message:")] or upcoming
             at, job = upcoming[0]
             return Answer(f"The next is {_line(at, job, now)}.", basis, self.kind)
         lines = [_line(at, job, now) for at, job in upcoming[:LISTED]]

@@ -60,10 +60,13 @@ _SPLIT_AMONG = re.compile(  # "if 4 people split 84 euros, how much does each pa
     r"(?: of (?:us|them))? (?:pay|get|owe|put in))?"
 )
 _SPLIT = re.compile(
-    rf"(?:can you |please )*(?:split|divide|share) (?:the bill of |a bill of |the )?(?P<before>[€$£])?"
-    rf"(?P<amount>{_AMOUNT}){_MONEY}"
+    rf"(?:can you |please |if (?:we|you|i) |when (?:we|you) |we )*(?:split|divide|share)"
+    rf" (?:the bill of |a bill of |the |a |an )?(?P<before>[€$£])?"
+    rf"(?P<amount>{_AMOUNT}){_MONEY}(?: (?:bill|check|cheque|total|tab))?"
     rf"(?: (?:between|among|amongst) (?P<people>\d+)(?: (?:people|persons|friends|of us|ways))?"
     rf"| (?:by|across|over|for|into) (?P<ways>\d+) (?:people|persons|friends|of us|ways))"
+    r"(?: how much (?:(?:does|do|should|will|would) )?(?:each|everyone|each person|each of us|we each|each one)"
+    r"(?: of (?:us|them))?(?: (?:pay|get|owe|put in))?)?"
 )
 
 
@@ -72,6 +75,8 @@ class _Arithmetic:
     """The arithmetic topic (see the module docstring)."""
 
     kind: str = "arithmetic"
+    overview: str = ""
+    unsure: str = "I could not read a sum in that, and I won't guess: write it with numbers and signs, like 1250 - 478."
     examples: tuple[str, ...] = (
         "what is 17 times 23",
         "17*23",
@@ -195,7 +200,11 @@ def digits_for_words(text: str) -> str:
         else:
             out.append(str(value))
             at = end
-    return " ".join(out)
+    # "3 and a half hours", "2 and a quarter": the fraction joined to its number
+    joined = " ".join(out)
+    for said, part in ((r"and a half", ".5"), (r"and a quarter", ".25"), (r"and three quarters", ".75")):
+        joined = re.sub(rf"\b(\d+) {said}\b", rf"\g<1>{part}", joined)
+    return joined
 
 
 def _number_at(words: list[str], at: int) -> tuple[int, int]:

@@ -10,7 +10,11 @@ weather. Each topic is a module with an object that has:
   (no model, no embedding: a few regular expressions; "what time is it" yes, "what time does the bakery
   close" no);
 - ``answer(ask, facts)``: the :class:`Answer`, from the facts only, or None when, on a closer look, it is
-  not for this topic after all (the message then goes on to the model).
+  not for this topic after all (the message then goes on to the model);
+- ``overview`` and ``unsure``: what it says to a question by meaning that is about it but that it cannot
+  answer exactly, when the model may not be trusted with it (:mod:`appliance.grounded.desk`): its general
+  answer (the ``what`` of an :class:`Ask`: the clock's "now" is the time and the date), or, with no
+  overview, one honest sentence ("I could not read a sum in that: ...").
 
 The honesty rule: an answer says only what the facts hold, names what it is based on (``basis``), and
 when the facts do not hold it (no weather source, nothing remembered) says so plainly: never a guess.
@@ -18,6 +22,7 @@ when the facts do not hold it (no weather source, nothing remembered) says so pl
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,6 +44,26 @@ def said(text: str) -> str:
     return " ".join(text.lower().replace("’", "'").replace("?", " ").replace("!", " ").split()).strip(" .")
 
 
+_COURTESIES = (
+    "hey", "hi", "hello", "oh", "ok", "okay", "so", "um", "well", "right", "and", "sorry", "excuse me", "pardon me",
+    "sorry to bother you", "sorry to bother", "quick one", "quick question", "one more thing", "i was wondering",
+    "just wondering", "please",
+)  # fmt: skip
+_COURTESY = re.compile(
+    r"^(?:(?:" + "|".join(sorted(_COURTESIES, key=len, reverse=True)) + r")(?: there)?\b[ ,:;.!-]*)+"
+)
+_GREETING = re.compile(r"^(?:hey|hi|hello|ok|okay|oi|yo|dear)\s+\w+\s*,\s*", re.IGNORECASE)  # "hey Pico, ..."
+_THANKS = re.compile(r"(?:[ ,]+(?:please|thanks|thank you|cheers|if you know|do you know|again|mate))+[ ?.!]*$")
+
+
+def plain(text: str) -> str:
+    """A message without the courtesy around its question: "sorry to bother you, have you got the time?" is
+    "have you got the time?" ("" when it is courtesy only)."""
+    core = _GREETING.sub("", text.strip().replace("’", "'"))
+    found = _COURTESY.match(core.lower())
+    return _THANKS.sub("", core[found.end() :] if found else core).strip()
+
+
 @dataclass(frozen=True)
 class Ask:
     """A message a topic's words rule took: the topic's kind, what it asks for, and its details."""
@@ -48,6 +73,7 @@ class Ask:
     details: dict[str, Any] = field(default_factory=dict)
     text: str = ""  # the message as said
     by_meaning: bool = False  # matched by meaning (the embedding), not by the words rule
+    near: bool = False  # by meaning, near the topic but no paraphrase of its examples (desk.NEAR..MEANING)
 
 
 @dataclass(frozen=True)
@@ -88,6 +114,8 @@ class Topic(Protocol):
 
     kind: str
     examples: tuple[str, ...]
+    overview: str  # the ``what`` of its general answer ("It's 21:04 on Friday ..."), "" when it has none
+    unsure: str  # its honest sentence for a question near it that it cannot answer exactly
 
     def match(self, text: str) -> Ask | None:
         """An Ask when the words say the message is surely for this topic, else None."""

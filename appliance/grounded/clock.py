@@ -134,7 +134,7 @@ _PHRASES: tuple[tuple[str, str], ...] = (
         r"(?:what|which) week of the year is (?:it|this)|week number|"
         r"what(?:'s| is) (?:the|this) (?:current )?week of the year",
     ),
-    ("year", r"what year is (?:it|this)|which year is (?:it|this)|what(?:'s| is) the (?:current )?year"),
+    ("year", r"(?:what|which) year (?:is (?:it|this)|it is|we are in|are we in)|what(?:'s| is) the (?:current )?year"),
     (
         "month",
         r"(?:what|which) month is (?:it|this)|what(?:'s| is) the (?:current )?month|(?:what|which) month are we in",
@@ -148,7 +148,10 @@ _PHRASES: tuple[tuple[str, str], ...] = (
     ("leap", r"is (?:this|it|this year|(?P<leap_year>\d{4})) a leap year"),
     (
         "part_of_day",
-        r"is it (?:the )?(?P<part>morning|afternoon|evening|night)(?P<either>(?: or (?:the )?\w+)+)?(?: yet| already)?",
+        r"(?:is it|(?:would|do) you say (?:it(?:'s| is))|it(?:'s| is)) (?:the )?"
+        r"(?P<part>morning|afternoon|evening|night)"
+        r"(?P<either>(?: or (?:the )?\w+| (?:the )?(?:morning|afternoon|evening|night))+)?"
+        r"(?: yet| already| now| right now)?",
     ),
     ("past_mark", r"is it (?P<rel>past|after|before) (?P<mark>midday|noon|midnight)(?: yet| already)?"),
     ("date", r"(?:what|which) day of the month is (?:it|today)"),
@@ -163,6 +166,7 @@ _PHRASES: tuple[tuple[str, str], ...] = (
     ("weekday", rf"(?:what|which) (?:day|weekday) (?:of the week )?(?:is|was|will be) {_DAY}"),
     ("weekday", rf"(?:which day (?:of the week )?is it|what(?:'s| is) the day|what weekday is it)(?: {_DAY})?"),
     ("weekday", rf"what day {_DAY} is"),
+    ("weekday", rf"{_DAY} is (?:which|what) day(?: of the week)?"),
     ("weekday", rf"(?:what|which) day (?:are we|is it)(?: on)?(?: {_DAY})?"),
     ("weekday", rf"(?:what|which) day(?: of the week)? it is(?: {_DAY})?"),
 )
@@ -184,6 +188,8 @@ class ClockTopic:
     """The clock topic (see the module docstring)."""
 
     kind: str = "time"
+    overview: str = "now"  # the time, the date and the zone
+    unsure: str = ""
     synced: Callable[[], bool | None] = clock_synced  # a seam for tests
     examples: tuple[str, ...] = (
         "what time is it",
@@ -358,6 +364,8 @@ def _say(ask: Ask, now: datetime, zone: str) -> str | None:
     subject = _spoken(day_word)
     if ask.what == "time":
         return f"It's {now:%H:%M} ({zone})."
+    if ask.what == "now":
+        return f"It's {now:%H:%M} on {_long(today)} ({zone})."
     if ask.what in ("date", "weekday"):
         named = day_word.rpartition(" ")[2] in _WEEKDAYS  # "Next Monday is 30 November 2026", not "Monday 30"
         return f"{subject} {tense} {f'{day.day} {day:%B %Y}' if named else _long(day)}."
@@ -408,7 +416,18 @@ def _weekend(details: dict[str, str], said: str, day: date, tense: str) -> str:
         return f"{'Yes' if yes else 'No'}: {said} {tense} {day:%A}."
     until = 5 - day.weekday()
     starts = "tomorrow" if until == 1 else f"in {until} days"
-    return f"No: {said} {tense} {day:%A}; the weekend starts {starts}."
+    return f"No: {said} {tense} {day:%A}, a weekday; the weekend starts {starts}."
+
+
+_NAMED = re.compile(rf"\b(?:on |for |at )?(?P<target>{_HOLIDAY}|{_DATE})\b")
+
+
+def named_date(text: str, today: date) -> date | None:
+    """The date a message names by a holiday or a day and month ("on Christmas Day", "the 3rd of January"),
+    the next one from today; None when it names none (weekdays and "tomorrow" are not read here)."""
+    found = _NAMED.search(_normalise(text))
+    target = _target(_details(found), today) if found else None
+    return target[1] if target else None
 
 
 def _target(details: dict[str, str], today: date) -> tuple[str, date] | None:

@@ -18,7 +18,8 @@ QUOTE = 300  # characters of a message quoted
 
 _MINE = re.compile(
     r"^what (?:did|was it) i (?:just |last |first )?(?:ask|say|tell you|asked|said)\b"
-    r"(?: (?:you|to you))?(?: (?:earlier|before|just now|a moment ago|last|first|today|at first|previously))*$"
+    r"(?: (?:you|to you))?(?: (?:earlier|before|just now|a (?:moment|minute|second|few minutes|while) ago|last|first"
+    r"|today|at first|previously))*$"
     r"|^what (?:was|were) my (?:last|previous|first|earlier) (?:question|message|questions|messages)\b"
     r"|^what have i (?:asked|said|told you)(?: (?:so far|today|you))*$"
     r"|^remind me what i (?:just )?(?:asked|said)(?: (?:you|earlier|before|just now|a moment ago))*$"
@@ -30,6 +31,7 @@ _YOURS = re.compile(
     r"^what (?:did|was it) you (?:just |last )?(?:say|answer|reply|write|tell me|said)"
     r"(?: (?:earlier|before|just now|a moment ago|last))*$"
     r"|^what was your (?:last|previous) (?:answer|reply|message)\b"
+    r"|^what did you say (?:the answer|it|that) was\b|^what was (?:the|your) answer(?: again)?$"
     r"|^(?:can you |could you |please )?(?:repeat|say) (?:that|it|your (?:last )?answer|what you (?:just )?said)"
     r"(?: again)?(?: please)?$"
     r"|^come again$"
@@ -58,6 +60,8 @@ class Conversation:
     """Questions about this chat's own messages."""
 
     kind: str = "conversation"
+    overview: str = "exchange"  # the last question and the answer to it
+    unsure: str = ""
     examples: tuple[str, ...] = (
         "what did I just ask you",
         "what was my last question",
@@ -99,7 +103,7 @@ class Conversation:
         now = facts.now()
         mine = [m for m in stored if m.role == "user"]
         yours = [m for m in stored if m.role == "assistant"]
-        what = ask.what or "mine"
+        what = ask.what or "exchange"  # by meaning: the last question and its answer
         if what in ("mine", "all_mine", "first", "count") and not mine:
             return Answer("You haven't asked me anything before this in this chat.", basis, self.kind)
         if what == "count":
@@ -115,6 +119,13 @@ class Conversation:
             listed = "; ".join(_quote(m.content) for m in mine[-5:])
             more = f" (the last 5 of {len(mine)})" if len(mine) > 5 else ""
             return Answer(f"In this chat you asked{more}: {listed}", basis, self.kind)
+        if what == "exchange":
+            if not mine:
+                return Answer("You haven't asked me anything before this in this chat.", basis, self.kind)
+            asked = [m for m in mine if _asks(m.content)] or mine
+            answer = next((m for m in yours if m.id > asked[-1].id), None)
+            said = f"You asked {_when(asked[-1].created_at, now)}: {_quote(asked[-1].content)}"
+            return Answer(said + (f"; I answered: {_quote(answer.content)}" if answer else ""), basis, self.kind)
         if what == "yours":
             if not yours:
                 return Answer("I haven't said anything before this in this chat.", basis, self.kind)

@@ -1,6 +1,6 @@
 """The grounded desk: answers a message from what the appliance knows, before any model runs.
 
-Two passes, both without the chat model:
+Three passes, none with the chat model:
 
 1. **Words.** Each topic's rule (:meth:`Topic.match`) in a fixed order; the first that takes the message
    and can answer it does. Rules are tight: "what time is it" is the clock's, "what time does the bakery
@@ -11,6 +11,13 @@ Two passes, both without the chat model:
    alike, beats every other topic by :data:`MARGIN` and beats the model's phrasings too; then the topic
    itself looks again and may still pass it on. Only questions and requests to tell are matched so
    (a statement, "I wrote the wifi password on the fridge", is close to a question and is none).
+3. **Near.** Only where the model may not be trusted with the message (the cloud may not answer it: the
+   small model would guess), a question at least :data:`NEAR` alike to a topic (and beating the model's
+   phrasings by :data:`MARGIN`), or a paraphrase the topic could not answer exactly, gets the topic's
+   overview, saying it is not sure it understood ("here is what I know: It's 21:04 on Friday ..."), or its
+   one honest sentence (:attr:`Topic.unsure`); a topic with neither leaves it to the model.
+
+The words rules are also tried on the question without the courtesy around it (:func:`base.plain`).
 
 The turn records such a reply as route ``intent`` (no model), ``why`` ``grounded`` and a reason naming
 what the answer is based on ("grounded: the Pi's clock (Europe/Brussels), no model").
@@ -26,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from appliance.agent.record import ReplyRecord, Timings
 from appliance.errors import PicoagentError
-from appliance.grounded.base import Answer, Ask, Facts, Topic
+from appliance.grounded.base import Answer, Ask, Facts, Topic, plain
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,6 +44,7 @@ log = logging.getLogger(__name__)
 
 MEANING = 0.72  # cosine of MiniLM unit vectors: a paraphrase of an example, not a neighbour in subject
 MARGIN = 0.05  # the best topic must beat the next topic (and the model's phrasings) by this much
+NEAR = 0.55  # about a topic, not a paraphrase of it: answered so only where the model may not be trusted
 
 # Phrasings close in words to the topics' examples whose answer is not the appliance's to give.
 FOR_THE_MODEL = (
@@ -76,39 +84,69 @@ class GroundedDesk:
         self._owner: list[int] = []  # per example row: the topic's index, or -1 for the model's phrasings
 
     def by_words(self, text: str) -> list[Ask]:
-        """The topics' words rules that take ``text``, in order."""
+        """The topics' words rules that take ``text`` (or, failing that, its question without the courtesy
+        around it: "sorry to bother you, have you got the time?"), in order."""
         found = []
+        core = plain(text)
         for topic in self.topics:
             ask = topic.match(text)
+            if ask is None and core and core != text.strip():
+                ask = topic.match(core)
             if ask is not None:
                 found.append(ask)
         return found
 
-    async def answer(self, text: str, facts: Facts, *, meaning: bool = True) -> Answer | None:
-        """The grounded answer to ``text`` (words first, then meaning when ``meaning``), or None."""
+    async def answer(self, text: str, facts: Facts, *, meaning: bool = True, near: bool = False) -> Answer | None:
+        """The grounded answer to ``text`` (words first, then meaning when ``meaning``; ``near``: also a
+        question only near a topic, see :meth:`by_meaning`), or None."""
         for ask in self.by_words(text):
             answered = await self.answer_ask(ask, facts)
             if answered is not None:
                 return answered
         if not meaning or self.embedder is None:
             return None
-        near = await self.by_meaning(text)
-        return await self.answer_ask(near, facts) if near is not None else None
+        found = await self.by_meaning(text, near=near)
+        return await self.answer_ask(found, facts, near=near) if found is not None else None
 
-    async def answer_ask(self, ask: Ask, facts: Facts) -> Answer | None:
-        """The answer of the topic that took ``ask`` (a fact it cannot read now is said, never guessed around)."""
+    async def answer_ask(self, ask: Ask, facts: Facts, *, near: bool = False) -> Answer | None:
+        """The answer of the topic that took ``ask`` (a fact it cannot read now is said, never guessed around).
+
+        ``near``: the model is not to be trusted with this message (the cloud may not answer it), so a
+        question by meaning that the topic cannot answer exactly gets its overview or its honest sentence."""
         topic = next(t for t in self.topics if t.kind == ask.kind)
         try:
-            return await topic.answer(ask, facts)
+            # only near the topic: its exact answer would be a guess at what was asked ("the difference between
+            # weather and climate" is no forecast's), so its overview, saying so
+            answered = None if ask.near else await topic.answer(ask, facts)
+            if answered is None and near and ask.by_meaning:
+                answered = await self._overview(topic, ask, facts)
+            return answered
         except PicoagentError as exc:
             return Answer(f"I could not check that just now: {exc.message}", basis=exc.message, kind=ask.kind)
 
-    async def by_meaning(self, text: str) -> Ask | None:
-        """The topic whose examples ``text`` is a paraphrase of (see the module docstring), else None."""
+    @staticmethod
+    async def _overview(topic: Topic, ask: Ask, facts: Facts) -> Answer | None:
+        """What ``topic`` can say of a question about it that it could not answer exactly (see base.Topic)."""
+        general = await topic.answer(Ask(topic.kind, topic.overview, text=ask.text), facts) if topic.overview else None
+        if general is None:
+            if not topic.unsure:
+                return None  # a topic with nothing to say near it (the Pi's health, the unknowable): the model's
+            return Answer(topic.unsure, f"a question near {topic.kind} not answered exactly", topic.kind)
+        return Answer(
+            f"I'm not sure I understood the question, so here is what I know: {general.text}",
+            f"{general.basis} (the general answer to a question near it)",
+            topic.kind,
+            general.buttons,
+        )
+
+    async def by_meaning(self, text: str, *, near: bool = False) -> Ask | None:
+        """The topic whose examples ``text`` is a paraphrase of (see the module docstring), else None;
+        ``near``: also a topic it is only near (:data:`NEAR`), beating the model's phrasings by :data:`MARGIN`,
+        as an Ask with ``near`` set."""
         import numpy as np
 
         assert self.embedder is not None
-        if not _QUESTION.search(text.strip().lower()):
+        if not _QUESTION.search(plain(text).lower() or text.strip().lower()):
             return None  # "I wrote the wifi password on the fridge" is close to a question of memory, and is none
         try:
             matrix = await self._examples()
@@ -124,9 +162,13 @@ class GroundedDesk:
         ranked = sorted(best.items(), key=lambda item: -item[1])
         owner, score = ranked[0]
         runner_up = ranked[1][1] if len(ranked) > 1 else -1.0
-        if owner < 0 or score < MEANING or score - runner_up < MARGIN:
+        if owner < 0:
             return None
-        return Ask(self.topics[owner].kind, text=text, by_meaning=True)
+        if score >= MEANING and score - runner_up >= MARGIN:
+            return Ask(self.topics[owner].kind, text=text, by_meaning=True)
+        if near and score >= NEAR and score - best.get(-1, -1.0) >= MARGIN:
+            return Ask(self.topics[owner].kind, text=text, by_meaning=True, near=True)
+        return None
 
     async def _examples(self) -> np.ndarray:
         import numpy as np

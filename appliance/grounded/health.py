@@ -112,6 +112,8 @@ class PiHealth:
     """The Pi's health topic (see the module docstring); ``read`` and ``cores`` are seams for tests."""
 
     kind: str = "health"
+    overview: str = ""  # near it is "how long is a marathon", "tell me about the Raspberry Pi": not the Pi's figures
+    unsure: str = ""
     examples: tuple[str, ...] = (
         "are you running hot",
         "what's your CPU temperature",

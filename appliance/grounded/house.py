@@ -49,6 +49,8 @@ class House:
     """Questions about the rooms and what the devices in them can tell."""
 
     kind: str = "house"
+    overview: str = "rooms"
+    unsure: str = ""
     examples: tuple[str, ...] = (
         "what is in the living room",
         "which rooms do you know about",

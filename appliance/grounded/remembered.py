@@ -17,8 +17,9 @@ from appliance.grounded.base import said as _said
 from appliance.memory.db import StoredMessage
 
 _WHERE = re.compile(
-    r"^where (?:did|do|have) i (?:write|written|put|leave|left|store|stored|keep|kept|save|saved|note|noted|hide|hid)"
-    r" (?:down )?(?:the |my |our )?(.+?)(?: down)?$"
+    r"^where (?:did|do|have) (?:i|we) (?:write|written|put|leave|left|store|stored|keep|kept|save|saved|note|noted"
+    r"|hide|hid) (?:down )?(?:the |my |our )?(.+?)(?: down| again)?$"
+    r"|^what did i (?:have|eat|drink|cook|make) (?:for )?(.+?)(?: (?:this morning|today|last night|yesterday))?$"
 )
 _MY = re.compile(r"^(?:what|when|where|who)(?:'s| is| are| was| were) (?:my|our) (.+)$")
 _REMEMBER = re.compile(
@@ -74,6 +75,11 @@ class Remembered:
     """Questions about what the owner told the assistant to remember."""
 
     kind: str = "memory"
+    overview: str = ""
+    unsure: str = (
+        "I'm not sure what you want me to recall, and I won't guess: nothing I have stored answers it exactly "
+        "(/memory WORDS searches what I remember)."
+    )
     examples: tuple[str, ...] = (
         "where did I write the wifi password",
         "what is my wifi password",
@@ -170,6 +176,8 @@ class Lookup:
     """
 
     kind: str = "recall"
+    overview: str = ""
+    unsure: str = ""
     examples: tuple[str, ...] = ()
 
     def match(self, text: str) -> Ask | None:

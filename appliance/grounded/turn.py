@@ -128,8 +128,11 @@ class Grounding:
     async def reply(self, text: str, facts: Facts, started: float, *, meaning: bool) -> ReplyRecord | None:
         """The grounded reply to ``text`` (words; also meaning when ``meaning``), or None for the model."""
         if meaning:
-            near = await self.desk.by_meaning(text) if self.desk.embedder is not None else None
-            answer = await self.desk.answer_ask(near, facts) if near is not None else None
+            # the model may not be trusted with what the cloud may not answer: a question about a topic that
+            # the topic cannot answer exactly gets its general answer or its honest sentence, not a guess
+            near = not facts.cloud_allowed
+            found = await self.desk.by_meaning(text, near=near) if self.desk.embedder is not None else None
+            answer = await self.desk.answer_ask(found, facts, near=near) if found is not None else None
         else:
             answer = await self.desk.answer(text, facts, meaning=False)
         return record_of(answer, started) if answer is not None else None

@@ -148,6 +148,8 @@ class _Units:
     """The unit conversion topic (see the module docstring)."""
 
     kind: str = "units"
+    overview: str = ""
+    unsure: str = "I could not read a conversion in that, and I won't guess: say it like “68 fahrenheit in celsius”."
     examples: tuple[str, ...] = (
         "how many feet in 3 meters",
         "convert 70 F to celsius",

@@ -23,6 +23,7 @@ import re
 from datetime import date, datetime, timedelta
 
 from appliance.grounded.base import Answer, Ask, Facts
+from appliance.grounded.clock import named_date
 from appliance.weather.source import unconfigured
 from appliance.weather.sun import Event, SunDay, sun_day
 from appliance.weather.words import ASPECTS, WEEKDAYS, Aspect, period, say
@@ -44,6 +45,7 @@ _SPELLED = {
 _NOT_WEATHER = re.compile(
     r"\bunder the weather\b|\bweather (?:station|permitting|the storm|proof)|\bwhether\b"
     r"|\b(?:song|lyrics|film|movie|poem|story|sing|play|book)\b"
+    r"|\b(?:on|of|in) (?:mars|venus|jupiter|saturn|mercury|neptune|uranus|pluto|the moon|space)\b"
 )
 _TIME = (
     r"(?:today|tonight|tomorrow(?: night| morning| afternoon| evening)?|this (?:morning|afternoon|evening|weekend|week)"
@@ -92,6 +94,7 @@ _SUN_UP = re.compile(
 )
 _DAY_LENGTH = re.compile(
     r"^how (?:long|many hours) (?:is|of) (?:the )?(?:day|daylight|light)(?: is there)?(?: " + _TIME + r")?$"
+    r"|^how (?:much|many hours of) (?:day)?light (?:do|will|is there|are there|does it)\b.*$"
 )
 _ELSEWHERE = re.compile(r"\b(?P<prep>in|for|at|near|around) (?P<p>[a-z][a-z'.-]*(?: [a-z][a-z'.-]*){0,2})")
 _HERE = {"here", "home", "town", "the city", "our town", "my town", "the area", "the garden", "the village", "general"}
@@ -115,7 +118,7 @@ def _when(text: str, default: str) -> str:
         return "far"
     if match := re.search(r"\bin (\d+) days\b", text):
         return f"+{match.group(1)}" if int(match.group(1)) <= FORECAST_REACH_DAYS else "far"
-    if "tonight" in text or "this evening" in text:
+    if re.search(r"\b(?:tonight|this evening|overnight|at night|during the night)\b", text):
         return "tonight"
     if "tomorrow" in text:
         return "tomorrow"
@@ -170,6 +173,8 @@ class WeatherTopic:
     """The forecast for the configured place (module docstring)."""
 
     kind: str = "weather"
+    overview: str = "general"  # the forecast for the day the words name (today)
+    unsure: str = ""
     examples: tuple[str, ...] = (
         "is it going to rain tomorrow",
         "how cold will it be tonight",
@@ -242,6 +247,9 @@ class WeatherTopic:
             return Answer(text, f"{source.place}: no forecast", self.kind)
         now = facts.now()
         aspect, when = _reread(ask)
+        named = named_date(ask.text, now.date())
+        if named is not None and (named - now.date()).days > FORECAST_REACH_DAYS:
+            when = "far"  # "on Christmas Day", a month away
         if when == "far" or _when(_normal(ask.text), "") == "far":
             text = (
                 f"I can't know the weather that far ahead: the forecast for {source.place} covers the next days only."
@@ -288,6 +296,8 @@ class SunTopic:
     """Sunrise and sunset for the configured place, computed on the Pi (module docstring)."""
 
     kind: str = "sun"
+    overview: str = "length"  # sunrise, sunset and the day's length
+    unsure: str = ""
     examples: tuple[str, ...] = (
         "when is sunset",
         "what time is sunrise tomorrow",

@@ -103,12 +103,20 @@ def rain_sentence(forecast: Forecast, span: Period, place: str, *, umbrella: boo
     kind = f" ({sky(code)})" if wet(code) or snowy(code) else ""
     if (chance or 0) >= LIKELY or (mm or 0) >= 1.0:
         lead = "Yes, take an umbrella: rain" if umbrella else "Rain"
-        return f"{lead} is likely {where}: {shown}{_amount(mm)}{kind}."
+        return f"{lead} is likely {where}: {shown}{_amount(mm)}{kind}{_whole_day(forecast, span, chance)}."
     if (chance or 0) >= POSSIBLE:
         lead = "Maybe: rain" if umbrella else "Rain"
-        return f"{lead} is possible {where}: {shown}{_amount(mm)}{kind}."
+        return f"{lead} is possible {where}: {shown}{_amount(mm)}{kind}{_whole_day(forecast, span, chance)}."
     lead = "You should not need one: no" if umbrella else "No"
-    return f"{lead} rain expected {where} ({shown}{_amount(mm)})."
+    return f"{lead} rain expected {where} ({shown}{_amount(mm)}){_whole_day(forecast, span, chance)}."
+
+
+def _whole_day(forecast: Forecast, span: Period, chance: float | None) -> str:
+    """Late in the day the rest of it may be dry after a wet morning: the whole day's figures, when they differ."""
+    day = forecast.day(span.days[0]) if span.label == "today" and len(span.days) == 1 else None
+    if day is None or day.rain_chance is None or day.rain_chance == chance:
+        return ""
+    return f" (that is the rest of the day; the whole day: up to {day.rain_chance:.0f} % chance{_amount(day.rain_mm)})"
 
 
 def _range(forecast: Forecast, span: Period) -> tuple[float | None, float | None]:
