@@ -19,6 +19,8 @@ Rows:
   ``everyday_fresh_grounded_p50_ms``): the same three rows on tests/eval/everyday_fresh.yaml, a fresh, blind
   held-out set written without reading the grounded answers' rules (everyday.yaml's held half was read
   while they were written); same harness, same goal.
+- ``everyday_third_right_or_declined`` (with ``everyday_third_general`` and ``everyday_third_grounded_p50_ms``):
+  the same three rows on tests/eval/everyday_third.yaml, a third blind held-out set written as blind, later.
 
 ``make bench`` also runs the set with each bigger catalog chat model installed in the checkout's data
 dir (`picoagent models pull ...`), as rows with the model's name.
@@ -44,6 +46,7 @@ from tests.eval.everyday import (
     Verdict,
     load_fresh,
     load_set,
+    load_third,
     share_right_or_declined,
     tally,
 )
@@ -86,7 +89,7 @@ def rows(
     verdicts: Sequence[Verdict], baseline: Sequence[Verdict], split: str, model: str, prefix: str = "everyday"
 ) -> list[dict[str, Any]]:
     """The three report rows (printed) from the appliance's verdicts and the model-alone ones; ``prefix``
-    names the set (everyday, everyday_fresh)."""
+    names the set (everyday, everyday_fresh, everyday_third)."""
     goal_classes = {v.cls for v in verdicts} - REPORTED_APART
     share = share_right_or_declined(verdicts, goal_classes)
     base_share = share_right_or_declined(baseline, goal_classes)
@@ -116,7 +119,7 @@ def rows(
             wrong_where_never=len(strict_wrong),
             classes=tally(verdicts),
             baseline_classes=tally(baseline),
-            wrong_replies=_wrong(verdicts, whole=prefix != "everyday"),  # the fresh set's: all, verbatim
+            wrong_replies=_wrong(verdicts, whole=prefix != "everyday"),  # the blind sets': all, verbatim
             skipped=_skipped(verdicts),
             **common,
         ),
@@ -206,6 +209,13 @@ def bench_fresh(size: str = "full", model: ServedModel | None = None) -> list[di
     harness, as the ``everyday_fresh_*`` rows; the packaged model (``model``: a scripted one in make test)."""
     per_class = 1 if size == "smoke" else 3 if size == "quick" else None
     return bench_everyday("held", per_class, model, everyday=load_fresh(), prefix="everyday_fresh")
+
+
+def bench_third(size: str = "full", model: ServedModel | None = None) -> list[dict[str, Any]]:
+    """The third blind held-out set (tests/eval/everyday_third.yaml, every question held) through the same
+    harness, as the ``everyday_third_*`` rows; the packaged model (``model``: a scripted one in make test)."""
+    per_class = 1 if size == "smoke" else 3 if size == "quick" else None
+    return bench_everyday("held", per_class, model, everyday=load_third(), prefix="everyday_third")
 
 
 if __name__ == "__main__":

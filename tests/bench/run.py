@@ -57,6 +57,7 @@ SMOKED_ELSEWHERE = frozenset(
         "e2e",
         "everyday",
         "everyday_fresh",
+        "everyday_third",
     }
 )
 
@@ -109,6 +110,7 @@ def benches(path: Path, size: str = "full") -> dict[str, Callable[[], object]]:
         "ttft_after_side_job": lambda: prompt_state.bench_ttft_after_side_job(path, reps, 4 if smoke else 0),
         "everyday": lambda: everyday.bench_all(size),
         "everyday_fresh": lambda: everyday.bench_fresh(size),
+        "everyday_third": lambda: everyday.bench_third(size),
     }
 
 

@@ -35,6 +35,9 @@ SET_PATH = Path(__file__).resolve().parent / "everyday.yaml"
 # The fresh, blind held-out set (written without reading the grounded answers' rules): every question held.
 FRESH_PATH = Path(__file__).resolve().parent / "everyday_fresh.yaml"
 FRESH_MIN_QUESTIONS = 100
+# A third blind held-out set, written later and as blind (no rules, no other set's questions read).
+THIRD_PATH = Path(__file__).resolve().parent / "everyday_third.yaml"
+THIRD_MIN_QUESTIONS = 110
 
 CLASSES = (
     "time",
@@ -331,6 +334,11 @@ def load_set(path: Path = SET_PATH, *, all_held: bool = False, min_questions: in
 def load_fresh(path: Path = FRESH_PATH) -> EverydaySet:
     """everyday_fresh.yaml, checked as :func:`load_set` does, every question held."""
     return load_set(path, all_held=True, min_questions=FRESH_MIN_QUESTIONS)
+
+
+def load_third(path: Path = THIRD_PATH) -> EverydaySet:
+    """everyday_third.yaml, checked as :func:`load_set` does, every question held."""
+    return load_set(path, all_held=True, min_questions=THIRD_MIN_QUESTIONS)
 
 
 # --- grading ------------------------------------------------------------------------------------------
