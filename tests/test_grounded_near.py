@@ -72,6 +72,25 @@ def test_the_courtesy_around_a_question_is_not_the_question(said: str, question:
         ("where do we keep the ladder again?", "memory", "fact"),
         ("how much daylight will we get tomorrow?", "sun", "length"),
         ("we split a 90 euro bill between 3 of us, how much each?", "arithmetic", "split"),
+        # chat spellings, emoji, a second clause, a trailing "according to you"
+        ("wat year r we in", "time", "year"),
+        ("time pls", "time", "time"),
+        ("r u siri", "self", "who"),
+        ("what are the lotto numbers this week? 🤞", "unknowable", "future"),
+        ("who's gonna win the election?", "unknowable", "future"),
+        ("running late. what's the date today?", "time", "date"),
+        ("when is the bin reminder, in your opinion?", "schedules", "about"),
+        ("who am I chatting with?", "self", "who"),
+        ("how long has the pi been up since its last reboot?", "health", "uptime"),
+        ("do my messages get sent to a server on the internet?", "abilities", "cloud"),
+        ("can you order me a taxi", "abilities", "able"),
+        ("if I tell you something, will you remember it?", "abilities", "able"),
+        ("is the garage door open?", "house", "state"),
+        ("what does the plants reminder actually say?", "schedules", "about"),
+        ("add up 4.50, 3.25 and 10", "arithmetic", "sum"),
+        ("12 times 1.5 = ?", "arithmetic", "sum"),
+        ("do I need to bring a brolly tomorrow?", "weather", "umbrella"),
+        ("is the sun up right now?", "sun", "up"),
     ],
 )
 def test_a_topic_now_takes_these_phrasings(message: str, kind: str, what: str) -> None:
@@ -131,7 +150,7 @@ def test_a_hypothetical_or_a_missing_device_is_answered_and_a_real_command_is_do
     runtime, model = pi
     yes, _ = turn(runtime, "could you switch the porch light on for me if I asked?")
     no, _ = turn(runtime, "can you turn up the thermostat?")
-    assert yes.startswith("Yes: the porch light is one I can switch.")
+    assert yes.startswith("Yes: I can switch the porch light here.")
     assert no.startswith("No: I have no thermostat here.") and "porch light (switch)" in no
     assert model.history == []
     assert runtime.devices is not None
@@ -168,9 +187,30 @@ def test_where_the_cloud_may_answer_a_near_question_is_left_to_routing(pi: tuple
 
     async def reply(cloud: bool) -> str | None:
         facts = grounding.facts("api:near", None, person=True, cloud_allowed=cloud)
-        record = await grounding.reply(question, facts, time.perf_counter(), meaning=True)
+        record = await grounding.reply(question, facts, time.perf_counter(), meaning=True, near=True)
         return record.text if record is not None else None
 
     assert asyncio.run(reply(cloud=True)) is None
     local_only = asyncio.run(reply(cloud=False))
     assert local_only is not None and "porch light" in local_only
+
+
+def test_a_thing_that_is_none_of_the_devices_is_said_so_and_a_device_is_left_to_the_device_path(
+    pi: tuple[Runtime, ScriptedModel],
+) -> None:
+    runtime, model = pi
+    garage, _ = turn(runtime, "could you open the garage door")
+    bedroom, _ = turn(runtime, "is the bedroom light on")
+    assert garage.startswith("No: I have no garage door here.")
+    assert bedroom.startswith("I have no bedroom light here, so I can't tell.") and "porch light (switch)" in bedroom
+    fan, route = turn(runtime, "is the fan on?")
+    assert route == "intent" and fan in ("The fan is off.", "The fan is on."), fan  # read by the device path
+    assert model.history == []
+
+
+def test_the_forecast_for_a_city_typed_in_lower_case_is_not_answered_for_here() -> None:
+    from appliance.grounded.weather import _elsewhere
+
+    assert _elsewhere("whats the forecast for new york tomorrow", "Brussels") == "new york"
+    assert _elsewhere("what's the forecast for the next few days", "Brussels") == ""
+    assert _elsewhere("what's the weather for my run tomorrow", "Brussels") == ""

@@ -198,11 +198,15 @@ class Agent:
             record = await self.grounding.reply(text, facts, stats.started, meaning=False)
         intent = self._intent(text, session) if force != "cloud" and record is None else None
         if intent is None and record is None and self.understanding is not None and force != "cloud":
-            intent = await self.understanding.device_intent(text)
-            if intent is not None and intent.action in ("confirm", "ask"):
-                self._asked[session] = (intent, time.monotonic())
-            if intent is None and cfg.grounded_by_meaning:
+            by_meaning = cfg.grounded_by_meaning
+            if by_meaning and session not in self._asked:  # a paraphrase of a question it knows: before devices
                 record = await self.grounding.reply(text, facts, stats.started, meaning=True)
+            if record is None:
+                intent = await self.understanding.device_intent(text)
+                if intent is not None and intent.action in ("confirm", "ask"):
+                    self._asked[session] = (intent, time.monotonic())
+            if intent is None and record is None and by_meaning:  # near one, where the model may not be trusted
+                record = await self.grounding.reply(text, facts, stats.started, meaning=True, near=True)
         if intent is not None and self.devices is not None:
             record = await run_intent(
                 intent,

@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 
 from appliance import __version__
 from appliance.grounded.base import Answer, Ask, Facts
 from appliance.grounded.base import said as _said
+from appliance.hardware.device_info import DeviceInfo
 
 _CHANNEL_NAMES = {"email": "e-mail", "whatsapp": "WhatsApp", "telegram": "Telegram", "discord": "Discord"}
 
 _WHO = re.compile(
     r"^(?:(?:hi|hello|hey)[, ]+)?(?:who|what) (?:are|r) (?:you|u)\b(?! (?:doing|up to|thinking|reading|watching|"
     r"talking|going|looking|saying|working|planning|able|capable|good))"
-    r"|^what(?:'s| is) your name\b|^(?:do you|have you got) (?:have )?a name\b|^what should i call you\b"
+    r"|^who am i (?:talking|speaking|chatting) (?:to|with)\b|^what(?:'s| is) your name\b"
+    r"|^(?:do you|have you got) (?:have )?a name\b|^what should i call you\b"
     r"|^(?:introduce yourself|tell me about yourself)\b"
     r"|^are you (?:a |an )?(?:real )?(?:robot|bot|ai|human|person|machine|computer|program)\b"
     r"|^what (?:language )?model (?:are you|do you (?:use|run))\b|^which (?:language )?model (?:are you|do you)\b"
@@ -41,6 +44,7 @@ _CAN = re.compile(
     r"|^(?:which|what) (?:devices|things|lights|switches|sensors) (?:do|can) you (?:control|switch|see|read|have)\b"
     r"|^(?:which|what) devices (?:are there|have you got|are connected)\b|^list (?:the |all |your )?devices\b"
     r"|^what(?:'s| is) connected\b|^(?:can|do) you (?:control|switch|turn on|see) (?:anything|devices|lights)\b"
+    r"|^what (?:smart )?(?:devices|gadgets|things) (?:have i got|do i have|are there|have you got)\b"
     r"|^what (?:can|do) you (?:control|switch|operate)\b|^(?:can|could) you (?:turn|switch) (?:things|stuff|devices)\b",
 )
 _CHATS = re.compile(r"^(?:which|what) (?:chat )?(?:apps|channels|ways|chats)\b.*\b(?:talk|reach|message|chat|use)\b")
@@ -61,8 +65,19 @@ _REMINDING = re.compile(r"^(?:remind me|set (?:up )?(?:a |an )?(?:reminders?|ala
 _WEATHERING = re.compile(r"^(?:check|tell me|get|look up|give me) (?:the )?(?:weather|forecast)\b")
 _REMEMBERING = re.compile(r"^(?:remember|keep|store|note) (?:things|stuff|notes|facts|what i (?:tell|say))\b")
 _SWITCHING = re.compile(
-    r"^(?:switch|turn|put|set|dim|control|operate)(?: (?:on|off|up|down))? (?:the |my |our )?(?P<thing>[a-z ]+?)"
-    r"(?: (?:on|off|up|down))?$"
+    r"^(?:switch|turn|put|set|dim|control|operate|open|close|shut|lock|unlock|start|stop)(?: (?:on|off|up|down))?"
+    r" (?:the |my |our )?(?P<thing>[a-z ]+?)(?: (?:on|off|up|down)(?: (?:and|or) (?:on|off|up|down))?)?$"
+)
+# what it cannot do from here: no shop, no phone, no payments
+_CANNOT = re.compile(r"^(?:order|buy|book|pay for|shop for|purchase|reserve)\b")
+_WILL_REMEMBER = re.compile(
+    r"^(?:if i tell you (?:something|things|stuff),? )?(?:will|would|can|do) you (?:remember|keep|store) (?:it|things"
+    r"|stuff|what i (?:tell|say)(?: you)?)(?: later(?: on)?| for later| next time)?$"
+)
+# "does what I type here get sent to some server in the cloud?": where what is said goes
+_LEAVES_PI = re.compile(
+    r"^(?:does|do|will|is|are) (?:what i (?:type|say|write)|my (?:messages|data|chats?|questions))(?: here)?"
+    r" (?:get |go |get sent |sent |leave |uploaded |shared )?.*\b(?:cloud|server|internet|online|openai|google)\b"
 )
 _CONNECTED = re.compile(
     r"^(?:are you|is it) (?:connected|linked|on|hooked up|set up) (?:to|with|for) "
@@ -95,6 +110,7 @@ class Self:
     kind: str = "self"
     overview: str = "who"
     unsure: str = ""
+    near_exact: bool = False
     examples: tuple[str, ...] = (
         "who are you",
         "what is your name",
@@ -146,6 +162,7 @@ class Abilities:
     kind: str = "abilities"
     overview: str = "all"
     unsure: str = ""
+    near_exact: bool = False
     examples: tuple[str, ...] = (
         "what can you do",
         "what can you do for me",
@@ -172,13 +189,16 @@ class Abilities:
         tool = (found["tool"] or "").strip() if found else ""
         if found and (not tool or tool.replace(" ", "_") in _KNOWN_TOOL_WORDS):  # "do you have a dog": no tool
             return Ask(self.kind, "tool" if tool else "tools", {"tool": tool}, text=text)
-        for rule, what in ((_CHATS, "channels"), (_CLOUD, "cloud"), (_LEAVE, "cloud")):
+        if _WILL_REMEMBER.match(said):
+            return Ask(self.kind, "able", {"x": "remember things", "hypothetical": True}, text=text)
+        for rule, what in ((_CHATS, "channels"), (_CLOUD, "cloud"), (_LEAVE, "cloud"), (_LEAVES_PI, "cloud")):
             if rule.search(said):
                 return Ask(self.kind, what, text=text)
         if _CAN.search(said):
             return Ask(self.kind, "devices" if _ABOUT_DEVICES.search(said) else "all", text=text)
         found = _ABLE.match(said)
-        if found and any(r.match(found["x"]) for r in (_REMINDING, _WEATHERING, _REMEMBERING, _SWITCHING)):
+        rules = (_REMINDING, _WEATHERING, _REMEMBERING, _SWITCHING, _CANNOT)
+        if found and any(r.match(found["x"]) for r in rules):
             if re.search(r"\d|\b(?:at|in|tomorrow|tonight|every)\b", found["x"]):
                 return None  # "can you remind me at 7 ...": a request, the schedule desk's
             hypothetical = found["hypo"] not in ("can you", "could you") or bool(found["if"])
@@ -242,23 +262,37 @@ def _able(x: str, hypothetical: bool, facts: Facts, devices: str) -> Answer | No
         said = f"Yes: I have the forecast for {place}." if place else "No: no weather source is set up here."
     elif _REMEMBERING.match(x):
         said = 'Yes: tell me something to remember ("remember that ...") and ask me later.'
+    elif _CANNOT.match(x):
+        said = f"No: I can't {x.split()[0]} anything from here: I have no shop, phone or payment to use. {devices}"
     elif found := _SWITCHING.match(x):
-        infos = facts.devices.infos() if facts.devices is not None else []
         thing = found["thing"].strip()
-        names = " ".join(
-            " ".join([i.name.replace("_", " "), *(a.lower() for a in i.aliases), i.room or ""]) for i in infos
-        )
-        mine = [w for w in thing.split() if len(w) > 2 and w[:4] in names]
+        mine = names_a_device(thing, facts.devices.infos() if facts.devices is not None else [])
         if mine and not hypothetical:
             return None  # "can you turn the porch light on": a command, the device path's
         if mine:
-            said = f'Yes: the {thing} is one I can switch. Say "turn the {thing} on".'
+            said = f'Yes: I can switch the {thing} here. Say "turn the {thing} on".'
         else:
             said = f"No: I have no {thing} here. {devices}"
         basis = "the device registry (the config's devices)"
     else:
         return None
     return Answer(said, basis, "abilities")
+
+
+_GENERIC = frozenset({"light", "lights", "lamp", "lamps", "door", "switch", "sensor", "plug", "socket", "thing"})
+
+
+def names_a_device(thing: str, infos: Sequence[DeviceInfo]) -> bool:
+    """Whether ``thing`` ("porch lamp", "lights", "bedroom light") may be one of the devices: a word of it that
+    is not generic is in a device's name, aliases or room, or every word of it is ("lights": the porch light).
+    Words are compared by their first four letters ("lights", "light")."""
+    for info in infos:
+        words = " ".join([info.name.replace("_", " "), *(a.lower() for a in info.aliases), info.room or ""])
+        known = {w[:4] for w in re.findall(r"[a-z0-9]+", words.replace("_", " "))}
+        said = [w for w in re.findall(r"[a-z0-9]+", thing.lower()) if len(w) > 2 and w != "the"]
+        if said and (any(w[:4] in known for w in said if w not in _GENERIC) or all(w[:4] in known for w in said)):
+            return True
+    return False
 
 
 def devices_by_room(facts: Facts) -> str:

@@ -36,6 +36,7 @@ _ABOUT = re.compile(
     r"|^(?:have i got|do i have|is there|did i set) (?:a|any) (?:reminders?|alarms?|schedules?|jobs?)"
     r" (?:to|for|about) (?:the |my )?(.+)$"
     r"|^when (?:is|will) (?:the |my )?(.+?) (?:reminder|alarm|job)(?: be| go off| run)?$"
+    r"|^what does (?:the |my )?(.+?) (?:reminder|alarm|job) (?:actually )?(?:say|do)\b.*$"
     r"|^when (?:do|will|should|am|must) i (?:supposed to |meant to |have to |need to |got to )?(.+)$"
     r"|^(?:does|do|will) (?:the |my )?(.+?) (?:switch|turn|go) (?:itself |themselves )?(?:on|off)\b.*$"
     r"|^when will (?:the |my )?(.+?) (?:be )?(?:switched|turned) (?:on|off)$"
@@ -64,6 +65,7 @@ class Agenda:
     kind: str = "schedules"
     overview: str = "jobs"  # every job (on the day the words name, if any)
     unsure: str = ""
+    near_exact: bool = False
     examples: tuple[str, ...] = (
         "what reminders do I have",
         "what's on tomorrow",

@@ -47,7 +47,13 @@ _TOKEN = re.compile(
 _ASKING = re.compile(
     r"(?:(?:hey|hi|ok|okay|so)(?: \w+)? )?(?:please )?(?:(?:can|could) you (?:please )?)?"
     r"(?P<asking>what(?:'s| is| are| does)|whats|how much (?:is|are|does)|calculate|compute|work out|solve|"
-    r"evaluate|tell me)? ?(?P<body>.+?)(?: (?:equal|equals|make|come to|give|please|exactly|for me))*"
+    r"evaluate|tell me)? ?(?P<body>.+?)(?: ?(?:=|equal|equals|make|come to|give|please|exactly|for me))*"
+)
+# "add up 23.50, 12.75 and 8.20", "what's the total of 3, 4 and 5": a list of numbers summed
+_ADD_UP = re.compile(
+    r"(?:(?:can|could) you (?:please )?)?(?:please )?(?:add up|add together|sum up|total up|add|what(?:'s| is) the"
+    r" (?:total|sum) of|total) (?P<numbers>\d+(?:\.\d+)?(?: (?:\d+(?:\.\d+)?))*(?: (?:and|&|plus) \d+(?:\.\d+)?))"
+    r"(?: together)?(?: for me| please)*"
 )
 _DATE_LIKE = re.compile(r"\d+(?:[/.-]\d+)+")
 _GLUED_X = re.compile(r"\dx\d")  # a hex number or a size (0x76, 1280x900) when not asked for as a product
@@ -77,6 +83,7 @@ class _Arithmetic:
     kind: str = "arithmetic"
     overview: str = ""
     unsure: str = "I could not read a sum in that, and I won't guess: write it with numbers and signs, like 1250 - 478."
+    near_exact: bool = True  # its answer reads the words again, strictly: trusted near it too
     examples: tuple[str, ...] = (
         "what is 17 times 23",
         "17*23",
@@ -98,6 +105,9 @@ class _Arithmetic:
         split = _SPLIT.fullmatch(said) or _SPLIT_AMONG.fullmatch(digits_for_words(said))
         if split:
             return Ask(self.kind, "split", {k: v for k, v in split.groupdict().items() if v}, text=text)
+        if added := _ADD_UP.fullmatch(digits_for_words(said)):
+            numbers = re.findall(r"\d+(?:\.\d+)?", added["numbers"])
+            return Ask(self.kind, "sum", {"expression": " + ".join(numbers), "said": " + ".join(numbers)}, text=text)
         asked = _ASKING.fullmatch(said)
         if asked is None:
             return None

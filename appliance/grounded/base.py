@@ -45,21 +45,38 @@ def said(text: str) -> str:
 
 
 _COURTESIES = (
-    "hey", "hi", "hello", "oh", "ok", "okay", "so", "um", "well", "right", "and", "sorry", "excuse me", "pardon me",
-    "sorry to bother you", "sorry to bother", "quick one", "quick question", "one more thing", "i was wondering",
-    "just wondering", "please",
+    "hey", "hi", "hiya", "hello", "yo", "oi", "oh", "ok", "okay", "so", "um", "well", "right", "and", "sorry",
+    "excuse me", "pardon me", "sorry to bother you", "sorry to bother", "quick one", "quick question", "real quick",
+    "one more thing", "i was wondering", "just wondering", "please", "go on then", "go on", "by the way", "btw",
+    "out of curiosity", "just curious",
 )  # fmt: skip
 _COURTESY = re.compile(
     r"^(?:(?:" + "|".join(sorted(_COURTESIES, key=len, reverse=True)) + r")(?: there)?\b[ ,:;.!-]*)+"
 )
-_GREETING = re.compile(r"^(?:hey|hi|hello|ok|okay|oi|yo|dear)\s+\w+\s*,\s*", re.IGNORECASE)  # "hey Pico, ..."
-_THANKS = re.compile(r"(?:[ ,]+(?:please|thanks|thank you|cheers|if you know|do you know|again|mate))+[ ?.!]*$")
+_GREETING = re.compile(r"^(?:hey|hi|hiya|hello|ok|okay|oi|yo|dear)\s+\w+\s*,\s*", re.IGNORECASE)  # "hey Pico, ..."
+_THANKS = re.compile(
+    r"(?:[ ,]+(?:please|thanks|thank you|cheers|if you know|do you know|again|mate|according to you|in your opinion"
+    r"|do you think|do you reckon|if you can|for me))+[ ?.!]*$"
+)
+# chat spellings, as whole words: "wat timezone r u set to" is "what timezone are you set to"
+_SLANG = {
+    "r": "are", "u": "you", "ur": "your", "wat": "what", "wot": "what", "wht": "what", "whats": "what's",
+    "hows": "how's", "wheres": "where's", "whens": "when's", "whos": "who's", "pls": "please", "plz": "please",
+    "plse": "please", "thx": "thanks", "ty": "thanks", "im": "i'm", "dont": "don't", "cant": "can't",
+    "doesnt": "doesn't", "isnt": "isn't", "wanna": "want to", "gimme": "give me", "tmrw": "tomorrow",
+    "tmr": "tomorrow", "2day": "today", "2morrow": "tomorrow", "b4": "before", "abt": "about",
+}  # fmt: skip
+_SLANG_WORD = re.compile(r"\b(?:" + "|".join(sorted(_SLANG, key=len, reverse=True)) + r")\b", re.IGNORECASE)
+_SYMBOLS = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\ufe0f\u200d]+")  # emoji and pictographs
 
 
 def plain(text: str) -> str:
-    """A message without the courtesy around its question: "sorry to bother you, have you got the time?" is
-    "have you got the time?" ("" when it is courtesy only)."""
-    core = _GREETING.sub("", text.strip().replace("’", "'"))
+    """A message as its question: chat spellings written out and emoji dropped ("r u chatgpt 🙂" is "are you
+    chatgpt"), without the courtesy around it ("sorry to bother you, have you got the time?" is "have you got
+    the time?"); "" when it is courtesy only."""
+    core = _SYMBOLS.sub(" ", text.replace("’", "'"))
+    core = _SLANG_WORD.sub(lambda found: _SLANG[found.group(0).lower()], core)
+    core = _GREETING.sub("", " ".join(core.split()))
     found = _COURTESY.match(core.lower())
     return _THANKS.sub("", core[found.end() :] if found else core).strip()
 
@@ -116,6 +133,7 @@ class Topic(Protocol):
     examples: tuple[str, ...]
     overview: str  # the ``what`` of its general answer ("It's 21:04 on Friday ..."), "" when it has none
     unsure: str  # its honest sentence for a question near it that it cannot answer exactly
+    near_exact: bool  # its answer reads the words again strictly (a sum, a keyword): tried near it too
 
     def match(self, text: str) -> Ask | None:
         """An Ask when the words say the message is surely for this topic, else None."""

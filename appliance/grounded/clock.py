@@ -137,7 +137,8 @@ _PHRASES: tuple[tuple[str, str], ...] = (
     ("year", r"(?:what|which) year (?:is (?:it|this)|it is|we are in|are we in)|what(?:'s| is) the (?:current )?year"),
     (
         "month",
-        r"(?:what|which) month is (?:it|this)|what(?:'s| is) the (?:current )?month|(?:what|which) month are we in",
+        r"(?:what|which) month is (?:it|this)|what(?:'s| is) the (?:current )?month|(?:what|which) month are we in"
+        r"|(?:what|which) month and year (?:is it|it is|are we in|we(?:'re| are) in)",
     ),
     ("next_month", r"(?:what|which) month (?:comes |is )?next|what(?:'s| is) next month"),
     (
@@ -190,6 +191,7 @@ class ClockTopic:
     kind: str = "time"
     overview: str = "now"  # the time, the date and the zone
     unsure: str = ""
+    near_exact: bool = False
     synced: Callable[[], bool | None] = clock_synced  # a seam for tests
     examples: tuple[str, ...] = (
         "what time is it",

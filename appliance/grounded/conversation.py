@@ -43,7 +43,9 @@ _ABOUT = re.compile(
     r"^what (?:did|have) you (?:say|said|tell me|told me|answer|answered|reply|replied) (?:earlier |before )?"
     r"(?:about|to my question about|to (?:my|the) question on|when i asked about) (.+)$"
 )
-_ABOUT_MINE = re.compile(r"^what (?:did|have) i (?:say|said|tell you|told you|ask|asked) (?:you )?about (.+)$")
+_ABOUT_MINE = re.compile(
+    r"^what (?:did|have) i (?:just )?(?:say|said|tell you|told you|ask|asked|mention|mentioned) (?:you )?about (.+)$"
+)
 
 
 def _quote(text: str) -> str:
@@ -62,6 +64,7 @@ class Conversation:
     kind: str = "conversation"
     overview: str = "exchange"  # the last question and the answer to it
     unsure: str = ""
+    near_exact: bool = False
     examples: tuple[str, ...] = (
         "what did I just ask you",
         "what was my last question",

@@ -29,6 +29,7 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from appliance.agent.record import ReplyRecord, Timings
@@ -71,6 +72,16 @@ _QUESTION = re.compile(
 )
 
 Texts = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
+_CLAUSE = re.compile(r"(?<=[,.;:!?])\s+|\s+(?:and|but|so) (?=(?:what|when|where|who|which|how|is|are|do|does|can)\b)")
+
+
+def _clauses(text: str) -> list[str]:
+    """The clauses of a message of two or more that are questions, each as said: "locked out lol. where's the
+    spare key" -> ["where's the spare key"]; a message of one clause has none."""
+    parts = [p.strip(" ,.;:") for p in _CLAUSE.split(text) if p.strip(" ,.;:")]
+    if len(parts) < 2:
+        return []
+    return [p for p in parts if _QUESTION.search(plain(p).lower() or p.lower())]
 
 
 class GroundedDesk:
@@ -85,15 +96,15 @@ class GroundedDesk:
 
     def by_words(self, text: str) -> list[Ask]:
         """The topics' words rules that take ``text`` (or, failing that, its question without the courtesy
-        around it: "sorry to bother you, have you got the time?"), in order."""
+        around it: "sorry to bother you, have you got the time?", or one clause of it that is a question:
+        "my phone's dead, got the time?"), in order."""
         found = []
         core = plain(text)
+        readings = [r for r in dict.fromkeys([core, text.strip(), *_clauses(core)]) if r]
         for topic in self.topics:
-            ask = topic.match(text)
-            if ask is None and core and core != text.strip():
-                ask = topic.match(core)
+            ask = next((a for reading in readings if (a := topic.match(reading)) is not None), None)
             if ask is not None:
-                found.append(ask)
+                found.append(ask if ask.text == text else replace(ask, text=text))
         return found
 
     async def answer(self, text: str, facts: Facts, *, meaning: bool = True, near: bool = False) -> Answer | None:
@@ -117,7 +128,7 @@ class GroundedDesk:
         try:
             # only near the topic: its exact answer would be a guess at what was asked ("the difference between
             # weather and climate" is no forecast's), so its overview, saying so
-            answered = None if ask.near else await topic.answer(ask, facts)
+            answered = None if ask.near and not topic.near_exact else await topic.answer(ask, facts)
             if answered is None and near and ask.by_meaning:
                 answered = await self._overview(topic, ask, facts)
             return answered
@@ -146,7 +157,8 @@ class GroundedDesk:
         import numpy as np
 
         assert self.embedder is not None
-        if not _QUESTION.search(plain(text).lower() or text.strip().lower()):
+        text = plain(text) or text.strip()  # "r u chatgpt 🙂" is read as "are you chatgpt"
+        if not _QUESTION.search(text.lower()):
             return None  # "I wrote the wifi password on the fridge" is close to a question of memory, and is none
         try:
             matrix = await self._examples()

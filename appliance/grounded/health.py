@@ -64,8 +64,9 @@ _PHRASES: tuple[tuple[str, str], ...] = (
     ),
     (
         "uptime",
-        r"how long (?:have you|has the pi|has the system) been (?:running|up|on|awake|going|switched on|turned on)"
-        r"(?: for)?|"
+        r"how long (?:have you|has (?:the (?:raspberry )?pi|the system|this box|picoagent|the assistant)) been"
+        r" (?:running|up|on|awake|going|switched on|turned on)(?: for)?"
+        r"(?: since (?:it|you) (?:last )?(?:re)?boot(?:ed)?| since (?:the|its|your) last (?:re)?boot)?|"
         rf"what(?:'s| is) {_PI}(?:'s)? uptime|(?:the )?uptime|when did you (?:last )?(?:start|boot|restart|reboot)|"
         r"since when (?:have you been|are you) (?:running|up|on)|"
         r"how long (?:is it |has it been )?since you (?:started|booted|were started|came on|restarted)",
@@ -114,6 +115,7 @@ class PiHealth:
     kind: str = "health"
     overview: str = ""  # near it is "how long is a marathon", "tell me about the Raspberry Pi": not the Pi's figures
     unsure: str = ""
+    near_exact: bool = True  # its answer reads the words again, strictly: trusted near it too
     examples: tuple[str, ...] = (
         "are you running hot",
         "what's your CPU temperature",
@@ -145,8 +147,8 @@ class PiHealth:
     async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
         """The figures read now, with units and a judgement; None when the message is not about the Pi."""
         what = ask.what or _by_keywords(ask.text)
-        if not what:
-            return None
+        if not what or (ask.near and not _THE_PI.search(_normalise(ask.text))):
+            return None  # near by meaning, "what temperature should a fridge be": the Pi's only when it names it
         health = await asyncio.to_thread(self.read, _disk_of(facts))
         running = max(0.0, facts.now().timestamp() - facts.started_at)
         cores = self.cores or _cores()
@@ -169,6 +171,12 @@ class PiHealth:
 
 
 HEALTH = PiHealth()
+
+
+_THE_PI = re.compile(
+    r"\b(?:you|your|pi|cpu|processor|box|board|system|chip|machine|sd ?card|disk|ram|memory|uptime|reboot\w*|boot\w*"
+    r"|picoagent)\b"
+)
 
 
 def _normalise(text: str) -> str:

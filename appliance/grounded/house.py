@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from appliance.grounded.about import devices_by_room, names_a_device
 from appliance.grounded.base import Answer, Ask, Facts
 from appliance.grounded.base import said as _said
 from appliance.hardware.device_info import DeviceInfo
@@ -34,6 +35,13 @@ _IN_ROOM = re.compile(
     r"^what(?:'s| is| are)? (?:there )?in the (?P<a>[a-z ]+)$|^what devices are (?:there )?in the (?P<b>[a-z ]+)$"
     r"|^is there anything (?:in|on) the (?P<c>[a-z ]+?) (?:you can|that you can) (?:check|read|see|control|measure)$"
 )
+# "is the bedroom light on?": the state of a thing, which the device path reads when it is one of the devices
+_STATE = re.compile(
+    r"^(?:is|are) (?:the |my |our )?(?P<thing>[a-z][a-z ]*?)"
+    r" (?:on|off|open|closed|shut|running|locked|unlocked|working)"
+    r"(?: (?:right )?now| at the moment| still| already)?$"
+)
+_NOT_A_THING = frozenset({"it", "that", "this", "everything", "anything", "something", "he", "she", "they", "there"})
 _ROOMS = re.compile(r"^(?:which|what) rooms (?:do you (?:know(?: about)?|have|cover|see)|are there|can you see)$")
 
 
@@ -51,6 +59,7 @@ class House:
     kind: str = "house"
     overview: str = "rooms"
     unsure: str = ""
+    near_exact: bool = False
     examples: tuple[str, ...] = (
         "what is in the living room",
         "which rooms do you know about",
@@ -65,6 +74,8 @@ class House:
             return Ask(self.kind, "rooms", text=text)
         if found := _IN_ROOM.match(said):
             return Ask(self.kind, "room", {"room": found["a"] or found["b"] or found["c"]}, text=text)
+        if (found := _STATE.match(said)) and found["thing"].split()[0] not in _NOT_A_THING:
+            return Ask(self.kind, "state", {"thing": found["thing"]}, text=text)
         if found := _READING.match(said):
             return Ask(self.kind, "reading", {"room": found["room"], "quantity": QUANTITIES[found["q"]]}, text=text)
         return None
@@ -77,6 +88,11 @@ class House:
         for info in infos:
             rooms[_room(info)].append(info)
         named = sorted(r for r in rooms if r)
+        if ask.what == "state":  # a thing none of the devices is: said so, with what there is
+            thing = str(ask.details["thing"])
+            if not infos or names_a_device(thing, infos):
+                return None  # one of the devices (or its room): the device path reads it
+            return Answer(f"I have no {thing} here, so I can't tell. {devices_by_room(facts)}", basis, self.kind)
         if ask.what == "rooms":
             if not named:
                 return Answer("I know no rooms: no device has a room in the config.", basis, self.kind)

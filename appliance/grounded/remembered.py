@@ -80,6 +80,7 @@ class Remembered:
         "I'm not sure what you want me to recall, and I won't guess: nothing I have stored answers it exactly "
         "(/memory WORDS searches what I remember)."
     )
+    near_exact: bool = False
     examples: tuple[str, ...] = (
         "where did I write the wifi password",
         "what is my wifi password",
@@ -178,6 +179,7 @@ class Lookup:
     kind: str = "recall"
     overview: str = ""
     unsure: str = ""
+    near_exact: bool = False
     examples: tuple[str, ...] = ()
 
     def match(self, text: str) -> Ask | None:
@@ -208,6 +210,7 @@ class Lookup:
 _WH = re.compile(r"^(?:what|what's|where|where's|who|who's|whose|when|when's|which|how)\b")
 _QUESTION_WORDS = frozenset(
     {"what's", "where's", "who's", "when's", "whose", "which", "how", "does", "has", "have", "s"}
+    | {"last", "time", "again", "ago", "recently", "meant", "supposed", "many", "much", "actually", "exactly"}
 )
 
 REMEMBERED = Remembered()

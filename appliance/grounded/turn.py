@@ -125,12 +125,15 @@ class Grounding:
             workspace=self.workspace,
         )
 
-    async def reply(self, text: str, facts: Facts, started: float, *, meaning: bool) -> ReplyRecord | None:
-        """The grounded reply to ``text`` (words; also meaning when ``meaning``), or None for the model."""
+    async def reply(
+        self, text: str, facts: Facts, started: float, *, meaning: bool, near: bool = False
+    ) -> ReplyRecord | None:
+        """The grounded reply to ``text`` (words; by meaning when ``meaning``: a paraphrase, and with ``near`` a
+        question only near a topic too), or None for the model."""
         if meaning:
             # the model may not be trusted with what the cloud may not answer: a question about a topic that
             # the topic cannot answer exactly gets its general answer or its honest sentence, not a guess
-            near = not facts.cloud_allowed
+            near = near and not facts.cloud_allowed
             found = await self.desk.by_meaning(text, near=near) if self.desk.embedder is not None else None
             answer = await self.desk.answer_ask(found, facts, near=near) if found is not None else None
         else:

@@ -150,6 +150,7 @@ class _Units:
     kind: str = "units"
     overview: str = ""
     unsure: str = "I could not read a conversion in that, and I won't guess: say it like “68 fahrenheit in celsius”."
+    near_exact: bool = True  # its answer reads the words again, strictly: trusted near it too
     examples: tuple[str, ...] = (
         "how many feet in 3 meters",
         "convert 70 F to celsius",

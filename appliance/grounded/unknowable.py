@@ -10,7 +10,9 @@ from appliance.grounded.base import Answer, Ask, Facts
 from appliance.grounded.base import said as _said
 
 _FUTURE = re.compile(
-    r"^(?:who|which (?:team|party|side|horse|player)) (?:will|is going to|gonna) win\b"
+    r"^(?:who|which (?:team|party|side|horse|player))(?: will|'s going to| is going to|'s gonna| is gonna| gonna) win\b"
+    r"|\b(?:lottery|lotto|euromillions|powerball)\b.*\b(?:numbers?|results?|draw|win|winners?|jackpot)\b"
+    r"|\b(?:numbers?|results?|winners?) .*\b(?:lottery|lotto|euromillions|powerball)\b"
     r"|\b(?:lottery|lotto|euromillions|powerball) (?:numbers?|results?)\b|\bwinning numbers\b"
     r"|\bwin (?:the )?(?:lottery|lotto|euromillions|powerball|jackpot)\b"
     r"|^(?:what|how much) will (?:the )?(?:stock|stocks|shares?|bitcoin|price|market|dollar|euro)\b"
@@ -33,6 +35,7 @@ class Unknowable:
     kind: str = "unknowable"
     overview: str = ""
     unsure: str = ""  # near it is also the past ("who won the world cup in 2018"): no sentence fits both
+    near_exact: bool = False
     examples: tuple[str, ...] = (
         "who will win the next election",
         "what are the winning lottery numbers",

@@ -70,7 +70,9 @@ _WILL_IT = re.compile(
     r"|cloudy|wet|dry|freezing|freeze|cold|chilly|warm|hot|frosty)\b"
 )
 _CHANCE = re.compile(r"\b(?:chance of|any) (?P<w>rain|snow|showers|sun|sunshine)\b|^(?P<v>rain|snow) " + _TIME)
-_UMBRELLA = re.compile(r"\b(?:need|take|bring|want|carry) (?:an |my |the |a )?(?:umbrella|raincoat|rain coat)\b")
+_UMBRELLA = re.compile(
+    r"\b(?:need|take|bring|want|carry) (?:an |my |the |a )?(?:umbrella|brolly|raincoat|rain coat|rain jacket)\b"
+)
 _COAT = re.compile(r"\b(?:need|take|bring|wear|want) (?:an |my |the |a )?(?:coat|jacket|jumper|sweater|scarf|gloves)\b")
 FORECAST_REACH_DAYS = 15  # Open-Meteo's forecast reaches 16 days; a day past it is no forecast's
 _HOW_COLD = re.compile(
@@ -89,7 +91,7 @@ _SUN = re.compile(
     r"|\bwhat time is (?:the )?(?P<e>sunset|sunrise)\b|\b(?P<f>sunset|sunrise) (?:time|today|tomorrow|tonight)\b"
 )
 _SUN_UP = re.compile(
-    r"^is (?:the )?sun (?:still )?(?:up|down|set|risen)(?: yet| now| already)?$"
+    r"^is (?:the )?sun (?:still )?(?:up|down|set|risen)(?: yet| now| already| at the moment| right now| currently)?$"
     r"|^is it (?:dark|light|daylight|night) (?:outside|out|yet|now)$"
 )
 _DAY_LENGTH = re.compile(
@@ -97,6 +99,7 @@ _DAY_LENGTH = re.compile(
     r"|^how (?:much|many hours of) (?:day)?light (?:do|will|is there|are there|does it)\b.*$"
 )
 _ELSEWHERE = re.compile(r"\b(?P<prep>in|for|at|near|around) (?P<p>[a-z][a-z'.-]*(?: [a-z][a-z'.-]*){0,2})")
+_ARTICLES = {"the", "a", "an", "my", "our", "your", "this", "that", "some"}
 _HERE = {"here", "home", "town", "the city", "our town", "my town", "the area", "the garden", "the village", "general"}
 _INDOOR = re.compile(r"\bin (?:here|the (?:living|bed|bath|dining)\s?room|the kitchen|the house|my room|the office)\b")
 
@@ -150,7 +153,7 @@ def _elsewhere(original: str, place: str) -> str:
     for match in _ELSEWHERE.finditer(_normal(original)):
         named = match.group("p")
         named = re.split(r" (?:" + _TIME + r"|and|or|this|next|please|like)\b", " " + named)[0].strip()
-        if not named or re.fullmatch(_TIME + r"(?: .*)?", named) or named in _HERE:
+        if not named or re.fullmatch(_TIME + r"(?: .*)?", named) or named in _HERE or named in _ARTICLES:
             continue
         if re.match(
             r"(?:the |an? )?(?:morning|afternoon|evening|night|moment|hour|minute|week|day|days|outside)\b", named
@@ -163,8 +166,9 @@ def _elsewhere(original: str, place: str) -> str:
         article = re.match(r"(?:my|our|your|the|this|that|a|an|some) ", named)
         name = named[article.end() :] if article else named
         capital = rf"\b{re.escape(name.split()[0].capitalize())}\b"
-        if (article or match.group("prep") != "in") and not re.search(capital, original):
-            continue  # "for my run", "at the office": no place name
+        after = re.search(r"\b(?:weather|forecast|temperature|rain)\s+" + re.escape(match.group(0)), _normal(original))
+        if (article or (match.group("prep") != "in" and not after)) and not re.search(capital, original):
+            continue  # "for my run", "at the office": no place name; "the forecast for new york" is one
         return name
     return ""
 
@@ -175,6 +179,7 @@ class WeatherTopic:
     kind: str = "weather"
     overview: str = "general"  # the forecast for the day the words name (today)
     unsure: str = ""
+    near_exact: bool = False
     examples: tuple[str, ...] = (
         "is it going to rain tomorrow",
         "how cold will it be tonight",
@@ -298,6 +303,7 @@ class SunTopic:
     kind: str = "sun"
     overview: str = "length"  # sunrise, sunset and the day's length
     unsure: str = ""
+    near_exact: bool = False
     examples: tuple[str, ...] = (
         "when is sunset",
         "what time is sunrise tomorrow",
