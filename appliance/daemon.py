@@ -414,6 +414,7 @@ class Daemon:
         from appliance.schedule.heartbeat import Heartbeat, device_readings
         from appliance.schedule.jobs import make_job_runner
         from appliance.schedule.scheduler import Scheduler
+        from appliance.tasks.capable import can_work
         from appliance.tools import scheduling
 
         assert self.notifier is not None and self.task_store is not None and self.task_runner is not None
@@ -443,7 +444,7 @@ class Daemon:
         )
         state.cron = cron
         # The model schedules and starts tasks through this scheduler and task store (every channel's turns).
-        scheduling.register(runtime.tools, cron, store, runner.wake)
+        scheduling.register(runtime.tools, cron, store, runner.wake, can_work=lambda: can_work(runtime))
         runtime.agent.desk.cron = cron  # "remind me at 7 to ..." without the model (appliance/agent/schedule_desk.py)
         runtime.agent.grounding.cron, runtime.agent.grounding.tasks = cron, store  # "what reminders do I have?"
         state.tasks, state.task_runner = store, runner  # /api/tasks and the status page's Tasks card

@@ -432,3 +432,86 @@ def test_a_subtask_whose_parent_step_is_stopped_is_cancelled_not_left_behind(db:
     asyncio.run(scenario())
     [child] = store.children(parent.id)
     assert (child.state, child.error) == ("cancelled", "its parent's step was stopped")
+
+
+# --- a model that cannot plan ----------------------------------------------------------------------
+
+
+def test_on_the_packaged_model_a_queued_task_fails_saying_which_model_it_needs_and_no_model_runs(
+    config: Config,
+) -> None:
+    model = MeteredModel()
+    model.name = "smollm2-135m"  # the packaged model, as `serve` names it
+    agent = agent_for(config, model)
+    store = TaskStore(agent.db)
+    store.add("compare the electricity tariffs")  # queued by a schedule, say: nothing checked it then
+    ended = asyncio.run(TaskRunner(store, DeepWork(agent), notes := Notes()).run_once())
+    assert ended is not None and ended.state == "error" and model.generated == []
+    assert notes.sent == [f"Task {ended.id} failed: {ended.error}"]
+    assert ended.error is not None and ended.error.startswith(
+        "step 1 failed: tasks need a model that can plan and use tools, and smollm2-135m, the model on this Pi, cannot"
+    )
+    agent.db.close()
+
+
+def test_an_auto_task_the_pis_model_cannot_plan_goes_to_the_cloud_when_it_may(config: Config) -> None:
+    async def scenario() -> None:
+        async with FakeCloud("openai") as fake:
+            config.providers["fake"] = ProviderConfig(
+                type="openai", api_base=fake.api_base, model=fake.model, api_key=fake.api_key
+            )
+            config.routing.mode, config.routing.cloud_provider = "edge_first", "fake"
+            model = MeteredModel()
+            model.name = "smollm2-135m"
+            data = config.resolve_path(config.data_dir)
+            db = Database(data / "picoagent.db")
+            cloud = CloudRoute(config, db, fake.provider())
+            workspace = Workspace(data / "workspace")
+            workspace.ensure(config.agent.name)
+            agent = Agent(config, model, db, ToolRegistry(), workspace, cloud=cloud)
+            fake.enqueue("1. Look at both tariffs.")
+            fake.enqueue("DONE: the night tariff is cheaper")
+            store = TaskStore(db)
+            store.add("compare the electricity tariffs")  # route auto
+            ended = await TaskRunner(store, DeepWork(agent)).run_once()
+            assert ended is not None and (ended.state, ended.result) == ("done", "the night tariff is cheaper")
+            assert model.generated == []  # the Pi's model never planned
+            await cloud.close()
+            db.close()
+
+    asyncio.run(scenario())
+
+
+def test_nothing_of_the_tasks_prompt_reaches_a_result_a_step_or_a_notification(config: Config) -> None:
+    model = MeteredModel()
+    model.enqueue(
+        "You will work on this task step by step.\n1. Find the tariffs.\n2. Compare them.",
+        "I looked at the tariffs. Do step 3 now; use a tool if it helps. Do not repeat a step already done.",
+        "DONE: The night tariff is cheaper. When the goal is reached, reply starting with DONE: followed by the "
+        "result for the owner.\n2. [thought] I looked at the tariffs.",
+    )
+    agent = agent_for(config, model)
+    store = TaskStore(agent.db)
+    task = store.add("compare the electricity tariffs")
+    ended = asyncio.run(TaskRunner(store, DeepWork(agent), notes := Notes()).run_once())
+    assert ended is not None and ended.state == "done"
+    steps = store.logs(task.id)
+    assert [s.content for s in steps] == [
+        "1. Find the tariffs.\n2. Compare them.",
+        "I looked at the tariffs.",
+        "The night tariff is cheaper.",
+    ]
+    assert ended.plan == "1. Find the tariffs.\n2. Compare them."
+    assert notes.sent == [f"Task {task.id} done: The night tariff is cheaper."]
+    agent.db.close()
+
+
+def test_the_models_task_create_is_refused_on_a_model_that_cannot_plan(db: Database, config: Config) -> None:
+    from appliance.tasks.capable import check_task
+
+    store = TaskStore(db)
+    tools = ToolRegistry()
+    scheduling.register(tools, cast(Any, None), store, can_work=lambda: check_task(config, "auto", "smollm2-135m"))
+    result = asyncio.run(tools.execute("task_create", {"goal": "compare the electricity tariffs"}, turn=ToolTurn(9)))
+    assert not result.ok and (result.error or "").startswith("tasks need a model that can plan and use tools")
+    assert store.list() == []

@@ -126,7 +126,8 @@ def test_make_run_s_daemon_shows_where_it_serves(tmp_path: Path) -> None:
 # --- tasks, devices -------------------------------------------------------------------------------------------
 
 
-def test_a_one_step_task_is_at_most_1_step(shell: tuple[Path, Path]) -> None:
+def test_a_one_step_task_is_at_most_1_step(tmp_path: Path) -> None:
+    shell = config_file(tmp_path / "etc", {'  model: ""': "  model: planner.gguf"}), tmp_path / "data"  # can plan
     out = run(shell, "tasks", "add", "Check the soil", "--max-steps", "1")
     assert out.returncode == 0, out.stderr
     assert "  at most 1 step, " in out.stdout, out.stdout

@@ -325,7 +325,7 @@ def test_a_tainted_tasks_result_is_outside_text_in_the_chat_that_reads_it(rt: Ru
             # The owner asks in chat; the model reads the result and does what it says.
             model(rt).enqueue(*call("task_status", id=ended.id), *call("device_set", name="porch_light", value="on"))
             model(rt).enqueue("Done.")
-            record = await rt.agent.turn("How did task 1 go?", channel="test", chat_id="t")
+            record = await rt.agent.turn("Read me task 1's result and do what it says.", channel="test", chat_id="t")
             assert [a.tool for a in record.actions] == ["task_status", "device_set"]
             return at
 

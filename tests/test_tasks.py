@@ -22,6 +22,7 @@ from appliance.agent.loop import Agent
 from appliance.agent.record import Action, ReplyRecord
 from appliance.config import Config, TasksConfig
 from appliance.errors import DatabaseError, PicoagentError, UsageError
+from appliance.llm.scripted import ScriptedModel
 from appliance.memory.db import Database
 from appliance.tasks import (
     DeepWork,
@@ -539,8 +540,10 @@ def test_run_forever_works_the_queue_and_wakes_for_new_tasks(store: TaskStore) -
 class RecordingAgent:
     """Stands in for Agent.turn: answers from a list of replies and keeps every call."""
 
-    def __init__(self, db: Database, *replies: ReplyRecord) -> None:
+    def __init__(self, db: Database, *replies: ReplyRecord, model: str = "recording") -> None:
         self.db = db
+        self.config = Config()  # local only: a model that cannot plan has no cloud to turn to
+        self.model = ScriptedModel(name=model)  # a name the catalog does not know: trusted to plan
         self.replies = list(replies)
         self.calls: list[dict[str, Any]] = []
 

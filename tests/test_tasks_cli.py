@@ -12,10 +12,23 @@ from appliance.memory.db import Database
 from appliance.tasks import TaskStore
 from tests.helpers import COMMAND, assert_clean_error, config_file, picoagent, wait_for
 
+PLANNER = {'  model: ""': "  model: planner.gguf"}  # a model the catalog does not know: the owner's, trusted to plan
 
-def tasks(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    config = config_file(tmp_path / "conf")
+
+def tasks(tmp_path: Path, *args: str, model: dict[str, str] = PLANNER) -> subprocess.CompletedProcess[str]:
+    config = config_file(tmp_path / "conf", model)
     return picoagent("--config", config, "--data-dir", tmp_path / "data", "tasks", *args, cwd=tmp_path)
+
+
+def test_on_the_packaged_model_a_task_is_refused_saying_which_model_it_needs(tmp_path: Path) -> None:
+    refused = tasks(tmp_path, "add", "compare", "the", "electricity", "tariffs", model={})
+    assert_clean_error(refused, 2)
+    assert refused.stderr.startswith(
+        "error: tasks need a model that can plan and use tools, and smollm2-135m, the model on this Pi, cannot; "
+        "the cloud may not work it either (no cloud provider is configured"
+    ), refused.stderr
+    assert "picoagent models pull qwen2.5-1.5b" in refused.stderr and "llm.model: qwen2.5-1.5b" in refused.stderr
+    assert tasks(tmp_path, "list", model={}).stdout.strip() == "no tasks"
 
 
 def test_add_list_status_cancel_and_logs(tmp_path: Path) -> None:

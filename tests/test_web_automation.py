@@ -174,3 +174,20 @@ def test_a_browser_session_needs_the_csrf_token_and_a_read_token_cannot_change_j
             assert (await client.post(path, json={"goal": "x"}, headers=reader)).status == 403, path
 
     serve(runtime, scenario)
+
+
+def test_on_a_model_that_cannot_plan_a_task_is_a_409_saying_which_model_it_needs(config: Config) -> None:
+    packaged = Runtime.open(config, model=ScriptedModel(name="smollm2-135m"))  # as `serve` runs the packaged model
+
+    async def scenario(client: TestClient[Any, Any], headers: dict[str, str], state: WebState) -> None:
+        made = await client.post("/api/tasks", json={"goal": "compare the electricity tariffs"}, headers=headers)
+        assert made.status == 409, await made.text()
+        body = await made.json()
+        assert body["error"].startswith("tasks need a model that can plan and use tools, and smollm2-135m")
+        assert "picoagent models pull qwen2.5-1.5b" in body["fix"]
+        assert (await (await client.get("/api/tasks", headers=headers)).json())["tasks"] == []  # nothing queued
+
+    try:
+        serve(packaged, scenario)
+    finally:
+        packaged.close()

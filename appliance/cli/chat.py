@@ -58,10 +58,11 @@ def _schedule_tools(runtime: Runtime) -> None:
     """
     from appliance.cli.automation import local_scheduler
     from appliance.tasks import TaskStore
+    from appliance.tasks.capable import can_work
     from appliance.tools import scheduling
 
     cron = local_scheduler(runtime.config, runtime.db, lenient=True)
     store = TaskStore(runtime.db)
-    scheduling.register(runtime.tools, cron, store)
+    scheduling.register(runtime.tools, cron, store, can_work=lambda: can_work(runtime))
     runtime.agent.desk.cron = cron  # the chat fast path's "remind me at 7 ..." (appliance/agent/schedule_desk.py)
     runtime.agent.grounding.cron, runtime.agent.grounding.tasks = cron, store  # "what reminders do I have?"

@@ -78,10 +78,11 @@ class _TaskTable:
 
 def cmd_tasks_add(args: argparse.Namespace) -> int:
     """Queue a task, with its budgets and route."""
-    from appliance.tasks.deep_work import check_route
+    from appliance.runtime import model_spec
+    from appliance.tasks.capable import check_task
 
     config = load(args)
-    check_route(config, args.route)
+    check_task(config, args.route, model_spec(config, fallback=True))  # the model `serve` would work it with
     with _TaskTable(config) as store:
         task = store.add(
             " ".join(args.goal), budget_tokens=args.budget_tokens, max_steps=args.max_steps, route=args.route

@@ -41,6 +41,11 @@ _ABOUT = re.compile(
     r"|^(?:does|do|will) (?:the |my )?(.+?) (?:switch|turn|go) (?:itself |themselves )?(?:on|off)\b.*$"
     r"|^when will (?:the |my )?(.+?) (?:be )?(?:switched|turned) (?:on|off)$"
 )
+# "how did task 3 go?", "is task 3 done?": one task, by its number
+_TASK_ID = re.compile(
+    r"^(?:how did|how is|how's|how has|what about|what happened (?:to|with)|is|has|what's|what is) task #?(?P<id>\d+)"
+    r"(?: go| going| doing| done| finished| ended| got on| been going| the result| result| status)?$"
+)
 _TASKS = re.compile(
     r"^what are you (?:working on|doing(?: now| right now)?|busy with)$"
     r"|^(?:what|which|any|list|show(?: me)?)(?: are)? (?:my |the |your )?(?:running |open |pending )?tasks\b"
@@ -84,6 +89,8 @@ class Agenda:
     def match(self, text: str) -> Ask | None:
         """An Ask for questions about schedules or tasks."""
         said = _said(text)
+        if found := _TASK_ID.match(said):
+            return Ask(self.kind, "tasks", {"id": int(found["id"])}, text=text)
         if _TASKS.match(said):
             return Ask(self.kind, "tasks", text=text)
         if _JOBS.match(said):
@@ -99,8 +106,8 @@ class Agenda:
         """The jobs (on a day when one is named) or the tasks, as they stand now."""
         if not facts.person:
             return Answer("I share the schedules and tasks only with the people I know.", "who asked", self.kind)
-        if ask.what == "tasks":
-            return await self._tasks(facts)
+        if ask.what == "tasks" or (not ask.what and re.search(r"\btasks?\b", ask.text.lower())):
+            return await self._tasks(facts, ask.details.get("id"))
         if facts.cron is None:
             return Answer("I can't see the schedules from here (the scheduler is not running).", "none", self.kind)
         now = facts.now()
@@ -136,10 +143,12 @@ class Agenda:
         head = f"Scheduled {when}" if when else f"{len(upcoming)} scheduled"
         return Answer(f"{head}: " + "; ".join(lines) + f".{more}", basis, self.kind)
 
-    async def _tasks(self, facts: Facts) -> Answer:
+    async def _tasks(self, facts: Facts, number: int | None = None) -> Answer:
         basis = "the task store, now"
         if facts.tasks is None or facts.db is None:
             return Answer("I have no task runner here, so no tasks.", basis, self.kind)
+        if number is not None:
+            return Answer(await self._task(facts, number), basis, self.kind)
         tasks = await facts.db.call(facts.tasks.list)
         open_ = [t for t in tasks if t.state in ("pending", "running", "paused")]
         if not open_:
@@ -148,6 +157,24 @@ class Agenda:
         return Answer(
             f"{len(open_)} open task{'s' if len(open_) != 1 else ''}: " + "; ".join(lines) + ".", basis, self.kind
         )
+
+    @staticmethod
+    async def _task(facts: Facts, number: int) -> str:
+        """One task as it stands: its goal, its state, and its result or error when it ended."""
+        from appliance.errors import PicoagentError
+
+        assert facts.tasks is not None and facts.db is not None
+        try:
+            task = await facts.db.call(facts.tasks.get, number)
+        except PicoagentError:
+            return f"I have no task {number} (/tasks lists them)."
+        said = f"Task {number} ({task.goal[:80]}) is {task.state}, step {task.steps_done} of {task.max_steps}"
+        if task.state == "done":
+            partial = " with a partial result" if task.partial else ""
+            return f"Task {number} ({task.goal[:80]}) is done{partial}: {(task.result or '')[:400]}"
+        if task.state == "error":
+            return f"Task {number} ({task.goal[:80]}) failed: {(task.error or '')[:400]}"
+        return said + "."
 
 
 def _runs(jobs: list[dict[str, Any]], now: datetime, start: datetime, span: timedelta) -> list[tuple[datetime, Any]]:

@@ -67,9 +67,10 @@ FOR_THE_MODEL = (
 
 # A question or a request to tell: only these are answered by meaning (statements go to the model).
 _QUESTION = re.compile(
-    r"\?$|^(?:what|which|who|whom|whose|when|where|why|how|is|are|am|was|were|do|does|did|can|could|will|would"
-    r"|should|have|has|any|tell|show|list|remind|say|give|name)\b"
-)
+    r"\?$|^(?:what|which|who|whom|whose|when|where|why|how|is|are|am|was|were|can|could|will|would|should|any|tell"
+    r"|show|list|remind|say|give|name)\b"
+    r"|^(?:do|does|did|have|has) (?:i|you|we|they|he|she|it|my|the|your|our|any|anyone|people|there)\b"
+)  # "do I need a coat" asks; "do as we discussed", "have a nice day" do not
 
 Texts = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
 _CLAUSE = re.compile(r"(?<=[,.;:!?])\s+|\s+(?:and|but|so) (?=(?:what|when|where|who|which|how|is|are|do|does|can)\b)")

@@ -33,6 +33,9 @@ class CatalogEntry:
     query_prefix: str = ""  # what an embedding model wants before a search query ("search_query: ")
     document_prefix: str = ""  # and before a stored text
     convert: dict[str, Any] | None = None  # made from another file: see ConvertSpec
+    plans: bool = (
+        False  # a chat model that can write a task's plan and follow it with tools (appliance/tasks/capable.py)
+    )
 
     @property
     def conversion(self) -> ConvertSpec | None:

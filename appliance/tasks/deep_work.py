@@ -22,10 +22,12 @@ for a person, fetches go only to hosts the goal named, nothing lasting is writte
 from __future__ import annotations
 
 import logging
+import re
 from typing import TYPE_CHECKING
 
 from appliance.config.tasks import TasksConfig
-from appliance.errors import PicoagentError, UsageError
+from appliance.errors import PicoagentError
+from appliance.tasks.capable import check_task, task_route
 from appliance.tasks.runner import StepFunction
 from appliance.tasks.store import Step, StepOutcome, Task
 from appliance.tools.registry import TaskScope, task_scope
@@ -45,6 +47,47 @@ CHARS_PER_TOKEN = 4  # the steps' size in tokens, estimated (a tokenizer call pe
 MIN_STEPS_TO_COMPACT = 2  # notes need something to sum up: never notes of notes alone
 
 
+# The prompts' own sentences: a reply that says them back has leaked the prompt (:func:`scrub`).
+WORKING = "You are working on a task, one step at a time."
+DO_STEP = "use a tool if it helps. Do not repeat a step already done."
+WHEN_DONE = f"When the goal is reached, reply starting with {DONE_PREFIX} followed by the result for the owner."
+PLANNING = (
+    "You will work on this task step by step.",
+    "Before doing anything, write a short numbered plan: at most 5 steps, one line each. Reply with the plan only.",
+)
+NOTING = (
+    "Write short notes that replace these steps: the facts found, the results, what was done and what is left. "
+    "Keep names, numbers and file names exactly. Reply with the notes only."
+)
+SCAFFOLD = (WORKING, DO_STEP, WHEN_DONE, *PLANNING, NOTING, "Your plan:", "Steps so far:", "Steps since the notes:")
+SCAFFOLD_RUN = 4  # words in a row from one of the prompts' sentences: the prompt said back
+_STEP_LINE = re.compile(
+    r"^\s*(?:\d+\.\s*)?\[(?:plan|notes|action|thought|result)\]|^\s*(?:Goal|Notes on steps[\d -]*):", re.I
+)
+_SENTENCES = re.compile(r"(?<=[^\d\s][.!?])\s+")  # "1. Find the tariffs" is one
+
+
+def _grams(text: str) -> set[tuple[str, ...]]:
+    said = [("#" if w.isdigit() else w) for w in re.findall(r"[a-z0-9]+", text.lower())]
+    return {tuple(said[i : i + SCAFFOLD_RUN]) for i in range(len(said) - SCAFFOLD_RUN + 1)}
+
+
+_SCAFFOLD_GRAMS = set().union(*(_grams(s) for s in SCAFFOLD), _grams(f"Do step 1 now; {DO_STEP}"))
+
+
+def scrub(text: str) -> str:
+    """A reply without the sentences that say the task's prompt back ("Do step 4 now; use a tool if it helps",
+    "3. [thought] ...", "Goal: ..."): nothing of a prompt reaches a result, a note or a notification."""
+    lines = []
+    for line in text.strip().splitlines():
+        if _STEP_LINE.match(line):
+            continue
+        kept = [s.strip() for s in _SENTENCES.split(line) if s.strip() and not (_grams(s) & _SCAFFOLD_GRAMS)]
+        if kept:
+            lines.append(" ".join(kept))
+    return "\n".join(lines)
+
+
 def _quote(step: Step) -> str:
     content = step.content if len(step.content) <= PROMPT_STEP_CHARS else step.content[:PROMPT_STEP_CHARS] + "…"
     return f"{step.n}. [{step.kind}] {content}"
@@ -60,7 +103,7 @@ def since_notes(steps: list[Step]) -> tuple[Step | None, list[Step]]:
 def task_prompt(task: Task, steps: list[Step]) -> str:
     """The agent's prompt for a task's next step: the goal, the plan, the notes and steps since, the
     budget left, and how to say it is done."""
-    lines = [f"You are working on a task, one step at a time. Goal: {task.goal}", ""]
+    lines = [f"{WORKING} Goal: {task.goal}", ""]
     if task.plan:
         lines += ["Your plan:", task.plan, ""]
     notes, recent = since_notes(steps)
@@ -75,19 +118,15 @@ def task_prompt(task: Task, steps: list[Step]) -> str:
         lines += ["", f"Tokens used: {task.tokens_used:,} of {task.budget_tokens:,}; be brief."]
     lines += [
         "",
-        f"Do step {steps[-1].n + 1 if steps else 1} now; use a tool if it helps. Do not repeat a step already done.",
-        f"When the goal is reached, reply starting with {DONE_PREFIX} followed by the result for the owner.",
+        f"Do step {steps[-1].n + 1 if steps else 1} now; {DO_STEP}",
+        WHEN_DONE,
     ]
     return "\n".join(lines)
 
 
 def plan_prompt(task: Task) -> str:
     """The prompt of a task's first turn: a short numbered plan, nothing done yet."""
-    return (
-        f"You will work on this task step by step. Goal: {task.goal}\n\n"
-        "Before doing anything, write a short numbered plan: at most 5 steps, one line each. "
-        "Reply with the plan only."
-    )
+    return f"{PLANNING[0]} Goal: {task.goal}\n\n{PLANNING[1]}"
 
 
 def notes_prompt(task: Task, notes: Step | None, recent: list[Step]) -> str:
@@ -96,10 +135,7 @@ def notes_prompt(task: Task, notes: Step | None, recent: list[Step]) -> str:
     if notes is not None:
         lines += [f"Your notes so far: {notes.content}", ""]
     lines += ["The steps since:" if notes is not None else "The steps so far:", *[_quote(s) for s in recent], ""]
-    lines.append(
-        "Write short notes that replace these steps: the facts found, the results, what was done and what is "
-        "left. Keep names, numbers and file names exactly. Reply with the notes only."
-    )
+    lines.append(NOTING)
     return "\n".join(lines)
 
 
@@ -110,26 +146,8 @@ def _describe_action(action: Action) -> str:
 
 def check_route(config: Config, route: str) -> None:
     """Refuse a task route this config cannot serve (at add time: `--route cloud` with no cloud allowed)."""
-    if route != "cloud":
-        return
-    routing = config.routing
-    why = ""
-    if not routing.cloud_provider:
-        why = "no cloud provider is configured (routing.cloud_provider is empty)"
-    elif routing.cloud_provider not in config.providers:
-        why = f"routing.cloud_provider names {routing.cloud_provider!r}, which is not under providers:"
-    elif routing.mode == "local_only":
-        why = "routing.mode is local_only"
-    elif "task" in routing.local_only_channels:
-        why = "the task channel is in routing.local_only_channels"
-    elif min(routing.daily_budget_usd, routing.monthly_budget_usd) <= 0:
-        why = "the cloud budget is 0 (routing.daily_budget_usd / monthly_budget_usd)"
-    if why:
-        raise UsageError(
-            f"a task cannot run on the cloud here: {why}",
-            fix="add a provider under providers:, name it in routing.cloud_provider and set routing.mode to "
-            "edge_first or cloud_first (`picoagent providers --check` tries it); or use --route auto",
-        )
+    if route == "cloud":
+        check_task(config, route, "")
 
 
 class CloudNotUsed(PicoagentError):
@@ -159,7 +177,9 @@ class DeepWork:
         """One agent turn of the task: its reply, its tokens, and the outside text in its context."""
         chat_id = f"task-{task.id}"
         await self.agent.db.call(self.agent.db.reset, "task", chat_id)
-        force: Forced = "cloud" if task.route == "cloud" else "local" if task.route == "local" else None
+        # a model that cannot plan never works a task: the cloud does (auto), or the task fails saying which it needs
+        check_task(self.agent.config, task.route, self.agent.model.name)
+        force: Forced = task_route(self.agent.config, task.route, self.agent.model.name)
         allowed = frozenset(task.tools) if task.tools is not None else None
         # The prompt quotes the earlier steps, tool results included: only the owner's words count as said,
         # and what the task read before is in the context from the start.
@@ -174,10 +194,12 @@ class DeepWork:
                 tool_choice="auto" if tools else "none",
             )
         tokens = record.timings.prompt_tokens + record.timings.completion_tokens
-        if task.route == "cloud" and record.route != "cloud":
+        if force == "cloud" and record.route != "cloud":
+            why = "" if task.route == "cloud" else f"; {self.agent.model.name} on this Pi cannot plan a task"
             raise CloudNotUsed(
-                f"the cloud was not used ({record.reason})",
-                fix="`picoagent providers --check` tries the provider; the task can go on with `--route auto`",
+                f"the cloud was not used ({record.reason}){why}",
+                fix="`picoagent providers --check` tries the provider"
+                + ("; the task can go on with `--route auto`" if task.route == "cloud" else ""),
             )
         return record, tokens, tuple(trust.sources)
 
@@ -185,18 +207,19 @@ class DeepWork:
         """The task's next step: its plan, notes, or a step of work."""
         if task.plan is None and not any(s.kind == "plan" for s in steps):
             record, tokens, outside = await self._turn(task, plan_prompt(task), tools=False)
-            plan = record.text.strip() or "1. Work towards the goal."
+            plan = scrub(record.text) or "1. Work towards the goal."
             return StepOutcome("plan", plan, tokens=tokens, plan=plan, outside=outside)
         if self.needs_notes(steps):
             notes, recent = since_notes(steps)
             record, tokens, outside = await self._turn(task, notes_prompt(task, notes, recent), tools=False)
             log.info("task %d: steps %d-%d summed up into notes", task.id, recent[0].n, recent[-1].n)
-            return StepOutcome("notes", record.text.strip(), tokens=tokens, outside=outside)
+            return StepOutcome("notes", scrub(record.text), tokens=tokens, outside=outside)
         record, tokens, outside = await self._turn(task, task_prompt(task, steps), tools=True)
         reply = record.text.strip()
         if reply[: len(DONE_PREFIX)].upper() == DONE_PREFIX:
-            result = reply[len(DONE_PREFIX) :].strip() or "the goal is reached"
+            result = scrub(reply[len(DONE_PREFIX) :]) or "the goal is reached"
             return StepOutcome("result", result, done=True, result=result, tokens=tokens, outside=outside)
+        reply = scrub(reply)
         if record.actions:
             done = "; ".join(_describe_action(a) for a in record.actions)
             content = f"{reply}\n[{done}]" if reply else f"[{done}]"

@@ -74,9 +74,14 @@ def _tally(store: TaskStore, listed: list[Any]) -> dict[str, int]:
 
 
 def register(
-    registry: ToolRegistry, cron: CronDesk, tasks: TaskStore | None = None, wake: Callable[[], None] | None = None
+    registry: ToolRegistry,
+    cron: CronDesk,
+    tasks: TaskStore | None = None,
+    wake: Callable[[], None] | None = None,
+    can_work: Callable[[], None] | None = None,
 ) -> None:
-    """Register schedule_create, schedule_list, schedule_cancel, and task_create, task_status when ``tasks``."""
+    """Register schedule_create, schedule_list, schedule_cancel, and task_create, task_status when ``tasks``;
+    ``can_work`` raises when a task cannot be worked here (appliance/tasks/capable.py), before one is stored."""
     from appliance.config import CronJob
 
     async def schedule_create(
@@ -167,6 +172,8 @@ def register(
         if turn is not None and turn.trust.untrusted:
             raise turn.trust.refuse_lasting("start that task")
         budget = {k: v for k, v in (("budget_tokens", budget_tokens), ("max_steps", max_steps)) if v and v > 0}
+        if can_work is not None:
+            can_work()
         task = await store.db.call(store.add, goal, **budget)
         if wake is not None:
             wake()

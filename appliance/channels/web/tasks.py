@@ -15,6 +15,7 @@ from aiohttp import web
 from appliance.channels.web.http import bad_request, read_json
 from appliance.channels.web.state import STATE, WebState
 from appliance.errors import Conflict, NotFound
+from appliance.tasks.capable import refusal
 
 if TYPE_CHECKING:
     from appliance.tasks import Task, TaskStore
@@ -102,6 +103,9 @@ async def create_task(request: web.Request) -> web.Response:
     state = request.app[STATE]
     store = _store(state)
     budget, steps = _positive(body, "budget_tokens"), _positive(body, "max_steps")
+    problem = refusal(state.runtime.config, route, state.runtime.agent.model.name)
+    if problem is not None:  # the model here cannot plan and the cloud may not work it: said now, not after
+        raise Conflict(problem.message, fix=problem.fix)
 
     task = await state.runtime.db.call(store.add, goal.strip(), budget_tokens=budget, max_steps=steps, route=route)
     if state.task_runner is not None:
