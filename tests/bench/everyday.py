@@ -21,6 +21,9 @@ Rows:
   while they were written); same harness, same goal.
 - ``everyday_third_right_or_declined`` (with ``everyday_third_general`` and ``everyday_third_grounded_p50_ms``):
   the same three rows on tests/eval/everyday_third.yaml, a third blind held-out set written as blind, later.
+- ``everyday_fourth_right_or_declined`` (with ``everyday_fourth_general`` and
+  ``everyday_fourth_grounded_p50_ms``): the same three rows on tests/eval/everyday_fourth.yaml, a fourth blind
+  held-out set, written as blind after the third had been read for tuning.
 
 ``make bench`` also runs the set with each bigger catalog chat model installed in the checkout's data
 dir (`picoagent models pull ...`), as rows with the model's name.
@@ -44,6 +47,7 @@ from tests.eval.everyday import (
     EverydaySet,
     Question,
     Verdict,
+    load_fourth,
     load_fresh,
     load_set,
     load_third,
@@ -89,7 +93,7 @@ def rows(
     verdicts: Sequence[Verdict], baseline: Sequence[Verdict], split: str, model: str, prefix: str = "everyday"
 ) -> list[dict[str, Any]]:
     """The three report rows (printed) from the appliance's verdicts and the model-alone ones; ``prefix``
-    names the set (everyday, everyday_fresh, everyday_third)."""
+    names the set (everyday, everyday_fresh, everyday_third, everyday_fourth)."""
     goal_classes = {v.cls for v in verdicts} - REPORTED_APART
     share = share_right_or_declined(verdicts, goal_classes)
     base_share = share_right_or_declined(baseline, goal_classes)
@@ -216,6 +220,13 @@ def bench_third(size: str = "full", model: ServedModel | None = None) -> list[di
     harness, as the ``everyday_third_*`` rows; the packaged model (``model``: a scripted one in make test)."""
     per_class = 1 if size == "smoke" else 3 if size == "quick" else None
     return bench_everyday("held", per_class, model, everyday=load_third(), prefix="everyday_third")
+
+
+def bench_fourth(size: str = "full", model: ServedModel | None = None) -> list[dict[str, Any]]:
+    """The fourth blind held-out set (tests/eval/everyday_fourth.yaml, every question held) through the same
+    harness, as the ``everyday_fourth_*`` rows; the packaged model (``model``: a scripted one in make test)."""
+    per_class = 1 if size == "smoke" else 3 if size == "quick" else None
+    return bench_everyday("held", per_class, model, everyday=load_fourth(), prefix="everyday_fourth")
 
 
 if __name__ == "__main__":

@@ -58,6 +58,7 @@ SMOKED_ELSEWHERE = frozenset(
         "everyday",
         "everyday_fresh",
         "everyday_third",
+        "everyday_fourth",
     }
 )
 
@@ -111,6 +112,7 @@ def benches(path: Path, size: str = "full") -> dict[str, Callable[[], object]]:
         "everyday": lambda: everyday.bench_all(size),
         "everyday_fresh": lambda: everyday.bench_fresh(size),
         "everyday_third": lambda: everyday.bench_third(size),
+        "everyday_fourth": lambda: everyday.bench_fourth(size),
     }
 
 

@@ -38,6 +38,9 @@ FRESH_MIN_QUESTIONS = 100
 # A third blind held-out set, written later and as blind (no rules, no other set's questions read).
 THIRD_PATH = Path(__file__).resolve().parent / "everyday_third.yaml"
 THIRD_MIN_QUESTIONS = 110
+# A fourth blind held-out set, written as blind again (no rules, none of the three other sets' questions read).
+FOURTH_PATH = Path(__file__).resolve().parent / "everyday_fourth.yaml"
+FOURTH_MIN_QUESTIONS = 110
 
 CLASSES = (
     "time",
@@ -339,6 +342,11 @@ def load_fresh(path: Path = FRESH_PATH) -> EverydaySet:
 def load_third(path: Path = THIRD_PATH) -> EverydaySet:
     """everyday_third.yaml, checked as :func:`load_set` does, every question held."""
     return load_set(path, all_held=True, min_questions=THIRD_MIN_QUESTIONS)
+
+
+def load_fourth(path: Path = FOURTH_PATH) -> EverydaySet:
+    """everyday_fourth.yaml, checked as :func:`load_set` does, every question held."""
+    return load_set(path, all_held=True, min_questions=FOURTH_MIN_QUESTIONS)
 
 
 # --- grading ------------------------------------------------------------------------------------------
