@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from appliance.agent.decline import ASK_CLOUD, Bigger, DeclineDesk
+from appliance.agent.record import ReplyRecord
 from appliance.agent.router import Difficulty, RoutingContext, declines
 from appliance.channels.core import footer
 from appliance.config import Config
@@ -52,8 +53,8 @@ def test_local_only_declines_and_offers_the_model_that_fits_this_board(config: C
             try:
                 record, events = await routed.ask(HARD)
                 assert record.text == (
-                    "That needs a stronger model than the small one on this Pi, and the cloud is switched off "
-                    "here (routing.mode: local_only): I would rather say so than guess."
+                    "I can't answer that reliably: it needs a stronger model than the small one on this Pi, and the "
+                    "cloud is switched off here (routing.mode: local_only). I would rather say so than guess."
                 )
                 assert record.choices == ["use qwen2.5-1.5b (1.1 GB)"]  # no cloud button: the owner turned it off
                 assert record.why == "looks_hard" and record.blocked == "local_only" and record.route == "local"
@@ -98,3 +99,48 @@ def test_a_private_chat_offers_the_cloud_for_this_question_once(config: Config, 
                 await routed.close()
 
     asyncio.run(main())
+
+
+def test_a_question_about_its_own_world_is_declined_not_guessed_on_the_packaged_model(config: Config) -> None:
+    """The packaged 135M guesses ("The number for your dentist is 12"): with the cloud off, a question near the
+    appliance's own topics that no grounded answer took is declined without it; general questions, small talk
+    and requests still reach it, and a model the catalog does not know (or one whose answers may be shown)
+    is asked as before."""
+    from appliance.runtime import Runtime
+
+    packaged = ScriptedModel(name="smollm2-135m")
+    runtime = Runtime.open(config, model=packaged)
+    runtime.agent.declines = DeclineDesk(lambda: "smollm2-135m", bigger=lambda running: QWEN)
+
+    async def main() -> list[ReplyRecord]:
+        replies = []
+        for text in ("what's the number for my dentist?", "What is the capital of France?", "how are you?"):
+            packaged.enqueue("A model's answer.")
+            replies.append(await runtime.agent.turn(text, channel="api", chat_id="guess"))
+        return replies
+
+    try:
+        dentist, france, hello = asyncio.run(main())
+    finally:
+        runtime.close()
+    assert dentist.text.startswith("I can't answer that reliably: it needs a stronger model than the small one")
+    assert dentist.reason.startswith("smollm2-135m guesses at questions of fact, and routing.mode is local_only")
+    assert dentist.choices == ["use qwen2.5-1.5b (1.1 GB)"] and dentist.blocked == "local_only"
+    assert (france.text, france.route) == ("A model's answer.", "local")
+    assert (hello.text, hello.route) == ("A model's answer.", "local")
+    assert len(packaged.history) == 2  # France and the small talk; never the dentist
+
+
+def test_who_guesses_is_the_catalogs_word_and_only_without_a_cloud_or_a_local_on_purpose() -> None:
+    from appliance.agent.decline import guesses
+
+    async def here(text: str) -> bool:
+        return True
+
+    off = RoutingContext(mode="local_only", provider=None)
+    assert asyncio.run(guesses("which light did I leave on?", off, "smollm2-135m", here))
+    assert not asyncio.run(guesses("which light did I leave on?", off, "qwen2.5-1.5b", here))  # it answers
+    assert not asyncio.run(guesses("which light did I leave on?", off, "my-own.gguf", here))  # unknown: trusted
+    assert not asyncio.run(guesses("how are you today?", off, "smollm2-135m", here))  # small talk
+    asked_local = RoutingContext(mode="local_only", provider=None, forced="local")
+    assert not asyncio.run(guesses("which light did I leave on?", asked_local, "smollm2-135m", here))

@@ -138,7 +138,8 @@ def test_memory_is_recalled_into_the_turn_and_facts_are_extracted(config: Config
 
         local_model.generate = spy  # type: ignore[method-assign]
         try:
-            record = asyncio.run(_turn_and_wait(runtime, "Tell me where the shed key is."))  # no grounded rule
+            # a request, not a question: no grounded answer takes it (a question is answered from memory itself)
+            record = asyncio.run(_turn_and_wait(runtime, "Write me a short note on where the shed key is."))
         finally:
             local_model.generate = original  # type: ignore[method-assign]
         prompt = "\n".join(seen[0])

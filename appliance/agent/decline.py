@@ -13,12 +13,21 @@ sentence and offers what would help, as answers to tap (the buttons the schedule
 
 The answers are the ``intent`` route's: no model. A task's step or a scheduled prompt (:data:`UNATTENDED`) is
 not declined: no one is there to tap, and the task judges its own steps.
+
+A model the catalog says guesses (``answers: false``: the packaged 135M, which told the blind everyday sets
+"This little computer has 1 GB of RAM" and "The number for your dentist is 12") is not asked a question about
+the appliance's own world (its clock, itself, its devices, the Pi, this chat, its memory, its schedules, the
+weather, sums: near one of the grounded topics, appliance/grounded/desk.py ``about_here``) when the cloud may
+not answer it (:func:`guesses`): what the grounded answers could not take is declined the same way rather than
+guessed. General questions ("what is the capital of France?"), small talk and requests still go to it, as
+does anything the person sent to it with /local.
 """
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from appliance.agent.record import ReplyRecord, Timings
@@ -58,6 +67,35 @@ def board_model(running: str) -> Bigger | None:
     return Bigger(name, format_size(entry.size_bytes), entry.ram_mb, here.describe())
 
 
+# Questions that are small talk, not questions of fact: the small model may answer these
+_SOCIAL = re.compile(
+    r"^(?:how (?:are|r) (?:you|u|things)|how(?:'s| is) (?:it going|life|your day|everything)|how do you do"
+    r"|what(?:'s| is) up|are you (?:there|awake|ok|okay|alright|around|busy|free|happy|bored|real)"
+    r"|how was your (?:day|night|weekend|morning)|did you (?:sleep|have a)|do you (?:like|love|enjoy|dream|sleep)"
+    r"|what do you (?:think|like|feel)|what(?:'s| is) your fav(?:ou)?rite|can (?:you|i) (?:help|ask)"
+    r"|are we (?:friends|ok)|(?:shall|should) we\b|would you like|want to (?:play|chat|talk))\b"
+)
+
+
+async def guesses(
+    question: str, ctx: RoutingContext, model_name: str, about_here: Callable[[str], Awaitable[bool]]
+) -> bool:
+    """Whether ``question`` is about the appliance's own world (``about_here``) and would go to a model that
+    guesses at such questions, with the cloud not to be asked (nor the Pi asked on purpose with /local): then
+    it is declined rather than guessed."""
+    from appliance.grounded.base import plain
+    from appliance.llm import models
+
+    if ctx.forced is not None or ctx.mode == "cloud_first" or ctx.cloud_blocked() is None:
+        return False
+    entry = models.load_catalog().get(model_name)
+    if entry is None or entry.answers:
+        return False  # a model the catalog does not know, or one whose answers may be shown
+    if _SOCIAL.match(plain(question).lower() or question.strip().lower()):
+        return False
+    return await about_here(question)
+
+
 @dataclass
 class _Declined:
     question: str
@@ -74,12 +112,17 @@ class DeclineDesk:
         self.bigger = bigger
         self._open: dict[str, _Declined] = {}
 
-    def decline(self, question: str, session: str, ctx: RoutingContext, started: float) -> ReplyRecord:
-        """The reply to a question the Pi will not manage and the cloud may not answer, with what would help."""
+    def decline(
+        self, question: str, session: str, ctx: RoutingContext, started: float, *, guessed: bool = False
+    ) -> ReplyRecord:
+        """The reply to a question the Pi will not manage and the cloud may not answer, with what would help;
+        ``guessed``: declined because the model on the Pi guesses at questions of fact (:func:`guesses`)."""
         blocked = ctx.cloud_blocked() or ("", "the cloud may not be used")
         why = _PLAINLY.get(blocked[0], "the cloud may not answer it now")
         score = ctx.difficulty.p_cloud if ctx.difficulty is not None else 1.0
         words = f"this looks like a question for a stronger model ({score:.2f}), but {blocked[1]}"
+        if guessed:
+            words = f"{self.model_name()} guesses at questions of fact, and {blocked[1]}"
         decision = Decision("local", f"{words}: declined without a model", "looks_hard", True, blocked[0])
         buttons: list[str] = []
         if blocked[0] == "conversation_private" and ctx.provider is not None:
@@ -88,7 +131,8 @@ class DeclineDesk:
         if bigger is not None:
             buttons.append(bigger.button)
         text = (
-            f"That needs a stronger model than the small one on this Pi, and {why}: I would rather say so than guess."
+            f"I can't answer that reliably: it needs a stronger model than the small one on this Pi, and {why}. "
+            "I would rather say so than guess."
         )
         self._open[session] = _Declined(question, time.monotonic(), tuple(buttons), bigger)
         total = round(time.perf_counter() - started, 4)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from appliance.agent import context
 from appliance.agent.context import Workspace
-from appliance.agent.decline import UNATTENDED, DeclineDesk
+from appliance.agent.decline import UNATTENDED, DeclineDesk, guesses
 from appliance.agent.escalation import CloudRoute, CloudUse, Forced
 from appliance.agent.intent import Intent, IntentMatcher
 from appliance.agent.intents_run import run_intent
@@ -229,9 +229,10 @@ class Agent:
             context_ = replace(context_, conversation_local_only=False)
         if self.understanding is not None and context_.mode != "cloud_first" and force is None:
             context_ = replace(context_, difficulty=await self.understanding.difficulty(text))
-        if declines(context_) and channel not in UNATTENDED:  # the Pi's model would guess, the cloud may not answer
+        guessed = await guesses(text, context_, self.model.name, self.grounding.desk.about_here)
+        if (guessed or declines(context_)) and channel not in UNATTENDED:  # the Pi's model would guess: said so
             await self.db.call(self.db.add_message, conversation, "user", text, meta=_outside(tools.trust.sources))
-            record = self.declines.decline(text, session, context_, stats.started)
+            record = self.declines.decline(text, session, context_, stats.started, guessed=guessed)
             return await self._finish(record, conversation, session, emit, CloudUse(), person=person)
         summary: str | None = None
         recalled: list[str] = []

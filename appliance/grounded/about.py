@@ -131,6 +131,7 @@ class Self:
         said = _said(text)
         if _WHO.search(said):
             what = "model" if "model" in said else "version" if "version" in said else "who"
+            what = "who" if re.search(r"\b(?:your|ur) name\b", said) else what  # "your name and your model": both
             if re.search(r"\b(?:internet|cloud|online|locally|at home|where do you|where are you)\b", said):
                 what = "where"
             return Ask(self.kind, what, text=text)

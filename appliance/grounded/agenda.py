@@ -38,7 +38,10 @@ _ABOUT = re.compile(
     r"|^when (?:is|will) (?:the |my )?(.+?) (?:reminder|alarm|job)(?: be| go off| run)?$"
     r"|^what does (?:the |my )?(.+?) (?:reminder|alarm|job) (?:actually )?(?:say|do)\b.*$"
     r"|^when (?:do|will|should|am|must) i (?:supposed to |meant to |have to |need to |got to )?(.+)$"
-    r"|^(?:does|do|will) (?:the |my )?(.+?) (?:switch|turn|go) (?:itself |themselves )?(?:on|off)\b.*$"
+    r"|^(?:does|do|will) (?:the |my )?(.+?) (?:switch|turn|go|shut) (?:itself |themselves )?(?:on|off)\b.*$"
+    r"|^(?:what time|when) (?:does|will|do) (?:the |my )?(.+?) (?:switch|turn|shut|go)"
+    r" (?:itself |themselves )?(?:on|off)"
+    r"(?: by itself| on its own| automatically)?$"
     r"|^when will (?:the |my )?(.+?) (?:be )?(?:switched|turned) (?:on|off)$"
 )
 # "how did task 3 go?", "is task 3 done?": one task, by its number
@@ -46,6 +49,7 @@ _TASK_ID = re.compile(
     r"^(?:how did|how is|how's|how has|what about|what happened (?:to|with)|is|has|what's|what is) task #?(?P<id>\d+)"
     r"(?: go| going| doing| done| finished| ended| got on| been going| the result| result| status)?$"
 )
+_KINDS = frozenset({"reminder", "reminders", "alarm", "alarms", "job", "jobs", "schedule", "timer"})  # not subjects
 _TASKS = re.compile(
     r"^what are you (?:working on|doing(?: now| right now)?|busy with)$"
     r"|^(?:what|which|any|list|show(?: me)?)(?: are)? (?:my |the |your )?(?:running |open |pending )?tasks\b"
@@ -121,7 +125,7 @@ class Agenda:
         else:
             upcoming = sorted(((datetime.fromisoformat(j["next_run"]), j) for j in jobs), key=lambda pair: pair[0])
         if ask.what == "about":
-            words = [w for w in re.findall(r"[a-z0-9]+", str(ask.details["words"])) if len(w) > 2]
+            words = [w for w in re.findall(r"[a-z0-9]+", str(ask.details["words"])) if len(w) > 2 and w not in _KINDS]
             upcoming = [(at, j) for at, j in upcoming if all(w[:5] in str(j.get("does", "")).lower() for w in words)]
             if not upcoming:
                 if ask.details.get("strict"):

@@ -49,6 +49,13 @@ _ASKING = re.compile(
     r"(?P<asking>what(?:'s| is| are| does)|whats|how much (?:is|are|does)|calculate|compute|work out|solve|"
     r"evaluate|tell me)? ?(?P<body>.+?)(?: ?(?:=|equal|equals|make|come to|give|please|exactly|for me))*"
 )
+# "15% tip on $62, how much is that", "what's a 20 percent discount on 45 euros"
+_TIP = re.compile(
+    r"^(?:what(?:'s| is) )?(?:a |the )?(?P<pct>\d+(?:\.\d+)?) ?(?:%|percent|per cent)"
+    r" (?:tip|discount|service|off|vat|tax)"
+    r" (?:on|of|for) (?:a |the )?[$€£]?(?P<amount>\d+(?:\.\d+)?)(?: ?(?:euros?|dollars?|pounds?|bill))?"
+    r"(?: how much (?:is|would be) (?:that|it))?$"
+)
 # "add up 23.50, 12.75 and 8.20", "what's the total of 3, 4 and 5": a list of numbers summed
 _ADD_UP = re.compile(
     r"(?:(?:can|could) you (?:please )?)?(?:please )?(?:add up|add together|sum up|total up|add|what(?:'s| is) the"
@@ -105,6 +112,11 @@ class _Arithmetic:
         split = _SPLIT.fullmatch(said) or _SPLIT_AMONG.fullmatch(digits_for_words(said))
         if split:
             return Ask(self.kind, "split", {k: v for k, v in split.groupdict().items() if v}, text=text)
+        if tip := _TIP.search(said):  # "15% tip on $62, how much is that"
+            percent = f"{tip['pct']} / 100 * {tip['amount']}"
+            return Ask(
+                self.kind, "sum", {"expression": percent, "said": f"{tip['pct']}% of {tip['amount']}"}, text=text
+            )
         if added := _ADD_UP.fullmatch(digits_for_words(said)):
             numbers = re.findall(r"\d+(?:\.\d+)?", added["numbers"])
             return Ask(self.kind, "sum", {"expression": " + ".join(numbers), "said": " + ".join(numbers)}, text=text)

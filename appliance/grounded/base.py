@@ -48,15 +48,16 @@ _COURTESIES = (
     "hey", "hi", "hiya", "hello", "yo", "oi", "oh", "ok", "okay", "so", "um", "well", "right", "and", "sorry",
     "excuse me", "pardon me", "sorry to bother you", "sorry to bother", "quick one", "quick question", "real quick",
     "one more thing", "i was wondering", "just wondering", "please", "go on then", "go on", "by the way", "btw",
-    "out of curiosity", "just curious",
+    "out of curiosity", "just curious", "good morning", "good afternoon", "good evening", "good day",
+    "would you be so kind as to", "would you mind", "could you kindly", "kindly", "pico",
 )  # fmt: skip
 _COURTESY = re.compile(
     r"^(?:(?:" + "|".join(sorted(_COURTESIES, key=len, reverse=True)) + r")(?: there)?\b[ ,:;.!-]*)+"
 )
 _GREETING = re.compile(r"^(?:hey|hi|hiya|hello|ok|okay|oi|yo|dear)\s+\w+\s*,\s*", re.IGNORECASE)  # "hey Pico, ..."
 _THANKS = re.compile(
-    r"(?:[ ,]+(?:please|thanks|thank you|cheers|if you know|do you know|again|mate|according to you|in your opinion"
-    r"|do you think|do you reckon|if you can|for me))+[ ?.!]*$"
+    r"(?:[ ,.]+(?:please|thanks|thank you|cheers|if you know|do you know|again|mate|according to you|in your opinion"
+    r"|do you think|do you reckon|if you can|for me|lol|haha|thank you so much|many thanks))+[ ?.!]*$"
 )
 # chat spellings, as whole words: "wat timezone r u set to" is "what timezone are you set to"
 _SLANG = {

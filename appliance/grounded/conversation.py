@@ -34,7 +34,7 @@ _YOURS = re.compile(
     r"|^what did you say (?:the answer|it|that) was\b|^what was (?:the|your) answer(?: again)?$"
     r"|^(?:can you |could you |please )?(?:repeat|say) (?:that|it|your (?:last )?answer|what you (?:just )?said)"
     r"(?: again)?(?: please)?$"
-    r"|^come again$"
+    r"|^come again$|^what was that(?: again)?$|^(?:i )?(?:didn't|did not) catch (?:it|that)$"
 )
 _COUNT = re.compile(
     r"^how many (?:questions|messages|things) (?:have i|did i) (?:asked?|sent|said)(?: (?:you|today))*$"
@@ -45,6 +45,7 @@ _ABOUT = re.compile(
 )
 _ABOUT_MINE = re.compile(
     r"^what (?:did|have) i (?:just )?(?:say|said|tell you|told you|ask|asked|mention|mentioned) (?:you )?about (.+)$"
+    r"|^(?:where|when|what time|who|how many|how much) did i (?:say|tell you|mention) (.+)$"
 )
 
 
@@ -86,7 +87,7 @@ class Conversation:
         if found := _ABOUT.match(said):
             return Ask(self.kind, "yours_about", {"words": found.group(1)}, text=text)
         if found := _ABOUT_MINE.match(said):
-            return Ask(self.kind, "mine_about", {"words": found.group(1)}, text=text)
+            return Ask(self.kind, "mine_about", {"words": found.group(1) or found.group(2)}, text=text)
         if _COUNT.match(said):
             return Ask(self.kind, "count", text=text)
         if _YOURS.match(said):

@@ -29,7 +29,6 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from appliance.agent.record import ReplyRecord, Timings
@@ -46,6 +45,7 @@ log = logging.getLogger(__name__)
 MEANING = 0.72  # cosine of MiniLM unit vectors: a paraphrase of an example, not a neighbour in subject
 MARGIN = 0.05  # the best topic must beat the next topic (and the model's phrasings) by this much
 NEAR = 0.55  # about a topic, not a paraphrase of it: answered so only where the model may not be trusted
+HERE = 0.50  # about the appliance's own world (closer to a topic than to the model's phrasings): agent/decline.py
 
 # Phrasings close in words to the topics' examples whose answer is not the appliance's to give.
 FOR_THE_MODEL = (
@@ -73,7 +73,30 @@ _QUESTION = re.compile(
 )  # "do I need a coat" asks; "do as we discussed", "have a nice day" do not
 
 Texts = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
-_CLAUSE = re.compile(r"(?<=[,.;:!?])\s+|\s+(?:and|but|so) (?=(?:what|when|where|who|which|how|is|are|do|does|can)\b)")
+
+
+_ASKS = re.compile(
+    r"\?|^(?:what|which|who|whom|whose|when|where|why|how|is|are|am|was|were|can|could|will|would|should)\b"
+    r"|^(?:do|does|did|have|has) (?:i|you|we|they|he|she|it|my|the|your|our|any|anyone|people|there)\b"
+)
+
+
+def asks(text: str) -> bool:
+    """Whether a message is a question (not a request to tell or say something: "say hello" is none)."""
+    said = plain(text).lower() or text.strip().lower()
+    return bool(_ASKS.search(said)) or any(_ASKS.search(c.lower()) for c in _clauses(said))
+
+
+def is_question(text: str) -> bool:
+    """Whether a message asks something or asks to be told (read as :func:`base.plain` reads it), in any of
+    its clauses ("lowest temp tomorrow? need to know for the chickens")."""
+    said = plain(text).lower() or text.strip().lower()
+    return bool(_QUESTION.search(said)) or "?" in said or any(_QUESTION.search(c.lower()) for c in _clauses(said))
+
+
+_CLAUSE = re.compile(
+    r"(?<=[,.;:!?])\s+|\s+[-–—]\s+|\s+(?:and|but|so) (?=(?:what|when|where|who|which|how|is|are|do|does|can)\b)"
+)
 
 
 def _clauses(text: str) -> list[str]:
@@ -99,13 +122,14 @@ class GroundedDesk:
         """The topics' words rules that take ``text`` (or, failing that, its question without the courtesy
         around it: "sorry to bother you, have you got the time?", or one clause of it that is a question:
         "my phone's dead, got the time?"), in order."""
-        found = []
+        found: list[Ask] = []
         core = plain(text)
         readings = [r for r in dict.fromkeys([core, text.strip(), *_clauses(core)]) if r]
-        for topic in self.topics:
-            ask = next((a for reading in readings if (a := topic.match(reading)) is not None), None)
-            if ask is not None:
-                found.append(ask if ask.text == text else replace(ask, text=text))
+        for topic in self.topics:  # each topic's asks, one a reading that it takes: the desk tries them in turn
+            asks = [a for reading in readings if (a := topic.match(reading)) is not None]
+            found += [
+                a for i, a in enumerate(asks) if all((a.what, a.details) != (b.what, b.details) for b in asks[:i])
+            ]
         return found
 
     async def answer(self, text: str, facts: Facts, *, meaning: bool = True, near: bool = False) -> Answer | None:
@@ -158,9 +182,9 @@ class GroundedDesk:
         import numpy as np
 
         assert self.embedder is not None
-        text = plain(text) or text.strip()  # "r u chatgpt 🙂" is read as "are you chatgpt"
-        if not _QUESTION.search(text.lower()):
+        if not is_question(text):
             return None  # "I wrote the wifi password on the fridge" is close to a question of memory, and is none
+        text = plain(text) or text.strip()  # "r u chatgpt 🙂" is read as "are you chatgpt"
         try:
             matrix = await self._examples()
             vector = np.asarray(await self.embedder.aembed_query(text), dtype=np.float32)
@@ -182,6 +206,23 @@ class GroundedDesk:
         if near and score >= NEAR and score - best.get(-1, -1.0) >= MARGIN:
             return Ask(self.topics[owner].kind, text=text, by_meaning=True, near=True)
         return None
+
+    async def about_here(self, text: str) -> bool:
+        """Whether a question is about the appliance's own world: at least :data:`HERE` alike to a topic's
+        examples and closer to them than to the model's phrasings (the vector is the turn's, already made)."""
+        import numpy as np
+
+        if self.embedder is None or not asks(text):
+            return False
+        try:
+            matrix = await self._examples()
+            vector = np.asarray(await self.embedder.aembed_query(plain(text) or text.strip()), dtype=np.float32)
+        except PicoagentError:
+            return False
+        similarity = (matrix @ (vector / (float(np.linalg.norm(vector)) or 1.0))).tolist()
+        mine = max((s for o, s in zip(self._owner, similarity, strict=True) if o >= 0), default=-1.0)
+        theirs = max((s for o, s in zip(self._owner, similarity, strict=True) if o < 0), default=-1.0)
+        return mine >= HERE and mine > theirs
 
     async def _examples(self) -> np.ndarray:
         import numpy as np

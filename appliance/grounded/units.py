@@ -167,8 +167,10 @@ class _Units:
     )
 
     def match(self, text: str) -> Ask | None:
-        """An Ask when the whole message asks for one amount in another unit."""
+        """An Ask when the whole message asks for one amount in another unit (or, "oven's at 200C, what is that
+        in fahrenheit", for an amount said before it)."""
         said = _normalise(text)
+        said = _that(said) or said
         for pattern in _PATTERNS:
             found = pattern.fullmatch(said)
             if found:
@@ -208,6 +210,29 @@ class _Units:
 
 
 UNITS = _Units()
+
+
+_THAT = re.compile(
+    r"(?:what(?:'s| is)|how (?:far|much|long|heavy|hot|cold|big|tall|warm|many \w+) is)"
+    r" (?:that|it|this) (?:in|to) (?:the )?"
+)
+
+
+def _that(said: str) -> str | None:
+    """ "ran 10k this morning how far is that in miles" as "10 km in miles": the amount said before "that";
+    "6 foot 2" is 74 inches, "10k" a distance when miles or km are asked for. None: no such question."""
+    asked = _THAT.search(said)
+    target = re.match(rf"(?P<dst>{_UNIT})\b", said[asked.end() :]) if asked else None
+    if asked is None or target is None:
+        return None
+    before = said[: asked.start()]
+    if feet := re.search(r"(\d+) ?(?:foot|feet|ft|') ?(\d+)(?: ?(?:inches|inch|in|\"))?\b", before):
+        return f"{int(feet[1]) * 12 + int(feet[2])} inches in {target['dst']}"
+    distance = target["dst"] in ("miles", "mile", "mi", "km", "kilometres", "kilometers")
+    if distance and (k := re.search(r"(\d+)k\b", before)):
+        return f"{k[1]} km in {target['dst']}"
+    amounts = list(re.finditer(rf"(?<![\w.])(?P<n>{_FIGURE}) ?(?P<src>{_UNIT})(?![\w])", before))
+    return f"{amounts[-1]['n']} {amounts[-1]['src']} in {target['dst']}" if amounts else None  # the last one said
 
 
 def _normalise(text: str) -> str:

@@ -10,7 +10,8 @@ from appliance.grounded.base import Answer, Ask, Facts
 from appliance.grounded.base import said as _said
 
 _FUTURE = re.compile(
-    r"^(?:who|which (?:team|party|side|horse|player))(?: will|'s going to| is going to|'s gonna| is gonna| gonna) win\b"
+    r"^(?:who|which (?:team|party|side|horse|player))(?: will|'ll|'s going to| is going to|'s gonna| is gonna| gonna)"
+    r" win\b"
     r"|\b(?:lottery|lotto|euromillions|powerball)\b.*\b(?:numbers?|results?|draw|win|winners?|jackpot)\b"
     r"|\b(?:numbers?|results?|winners?) .*\b(?:lottery|lotto|euromillions|powerball)\b"
     r"|\b(?:lottery|lotto|euromillions|powerball) (?:numbers?|results?)\b|\bwinning numbers\b"
@@ -25,6 +26,12 @@ _FUTURE = re.compile(
     r"|\b(?:number|word|card|colour|color) (?:between \d+ and \d+ )?am i thinking (?:of|about)\b"
     r"|^what did i dream\b|\bguess what i(?:'m| am) thinking\b"
     r"|^(?:what|who) will (?:i|we|my \w+|knock|call|come|visit)\b.*\b(?:tomorrow|tonight|next \w+|later|one day)$"
+)
+# what no sensor here sees: the person, a place away from home
+_UNSEEN = re.compile(
+    r"^what (?:colou?r \w+ )?am i (?:wearing|holding|eating|drinking|looking at)\b"
+    r"|^what(?:'s| is) in my (?:hand|pocket)\b"
+    r"|^how many (?:people|cars|customers) are (?:in|at|on) .+ (?:right now|now|at the moment)$"
 )
 _NEWS = re.compile(r"^(?:what(?:'s| is| are) (?:the )?(?:latest |today's )?(?:news|headlines)|any news)(?: today)?$")
 
@@ -50,6 +57,8 @@ class Unknowable:
         said = _said(text)
         if _FUTURE.search(said):
             return Ask(self.kind, "future", text=text)
+        if _UNSEEN.search(said):
+            return Ask(self.kind, "unseen", text=text)
         if _NEWS.match(said):
             return Ask(self.kind, "news", text=text)
         return None
@@ -66,6 +75,12 @@ class Unknowable:
             )
         if ask.by_meaning:
             return None  # only the words rule is sure enough to decline
+        if ask.what == "unseen":
+            return Answer(
+                "I can't know that: nothing here can see it (I only know my devices' readings), and I won't guess.",
+                "no sensor here sees it",
+                self.kind,
+            )
         return Answer(
             "I can't know that: nobody can tell the future, and I won't make up an answer.",
             "the question is about something no one can know yet",

@@ -92,7 +92,7 @@ _SUN = re.compile(
 )
 _SUN_UP = re.compile(
     r"^is (?:the )?sun (?:still )?(?:up|down|set|risen)(?: yet| now| already| at the moment| right now| currently)?$"
-    r"|^is it (?:dark|light|daylight|night) (?:outside|out|yet|now)$"
+    r"|^is it (?:still )?(?:dark|light|daylight|night) (?:outside|out|yet|now)$"
 )
 _DAY_LENGTH = re.compile(
     r"^how (?:long|many hours) (?:is|of) (?:the )?(?:day|daylight|light)(?: is there)?(?: " + _TIME + r")?$"

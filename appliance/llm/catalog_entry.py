@@ -33,9 +33,11 @@ class CatalogEntry:
     query_prefix: str = ""  # what an embedding model wants before a search query ("search_query: ")
     document_prefix: str = ""  # and before a stored text
     convert: dict[str, Any] | None = None  # made from another file: see ConvertSpec
-    plans: bool = (
-        False  # a chat model that can write a task's plan and follow it with tools (appliance/tasks/capable.py)
-    )
+    # a chat model that can write a task's plan and follow it with tools (appliance/tasks/capable.py)
+    plans: bool = False
+    # its answers to questions of fact may be shown; False: it guesses, and such a question is declined when the
+    # cloud cannot answer it (appliance/agent/decline.py)
+    answers: bool = True
 
     @property
     def conversion(self) -> ConvertSpec | None:
