@@ -27,11 +27,20 @@ VENV_COMMAND = ROOT / ".venv" / "bin" / "picoagent"
 COMMAND = [str(VENV_COMMAND)] if VENV_COMMAND.exists() else [sys.executable, "-m", "appliance"]
 
 
-def picoagent(*args: str | Path, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """Run the command with no config from the environment; cwd is a tmp folder."""
+def picoagent(
+    *args: str | Path, cwd: Path, timeout: float = 60, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the command with no config from the environment; cwd is a tmp folder; ``stdin`` is typed into it."""
     env = {k: v for k, v in os.environ.items() if k not in ("PICOAGENT_CONFIG", "PICOAGENT_MODEL_MIRROR")}
     return subprocess.run(
-        [*COMMAND, *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        [*COMMAND, *map(str, args)],
+        cwd=cwd,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
 
 
