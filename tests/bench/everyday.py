@@ -24,6 +24,9 @@ Rows:
 - ``everyday_fourth_right_or_declined`` (with ``everyday_fourth_general`` and
   ``everyday_fourth_grounded_p50_ms``): the same three rows on tests/eval/everyday_fourth.yaml, a fourth blind
   held-out set, written as blind after the third had been read for tuning.
+- ``everyday_fifth_right_or_declined`` (with ``everyday_fifth_general`` and
+  ``everyday_fifth_grounded_p50_ms``): the same three rows on tests/eval/everyday_fifth.yaml, a fifth blind
+  held-out set, written as blind (none of the rules nor the four other sets' questions read).
 
 ``make bench`` also runs the set with each bigger catalog chat model installed in the checkout's data
 dir (`picoagent models pull ...`), as rows with the model's name.
@@ -47,6 +50,7 @@ from tests.eval.everyday import (
     EverydaySet,
     Question,
     Verdict,
+    load_fifth,
     load_fourth,
     load_fresh,
     load_set,
@@ -93,7 +97,7 @@ def rows(
     verdicts: Sequence[Verdict], baseline: Sequence[Verdict], split: str, model: str, prefix: str = "everyday"
 ) -> list[dict[str, Any]]:
     """The three report rows (printed) from the appliance's verdicts and the model-alone ones; ``prefix``
-    names the set (everyday, everyday_fresh, everyday_third, everyday_fourth)."""
+    names the set (everyday, everyday_fresh, everyday_third, everyday_fourth, everyday_fifth)."""
     goal_classes = {v.cls for v in verdicts} - REPORTED_APART
     share = share_right_or_declined(verdicts, goal_classes)
     base_share = share_right_or_declined(baseline, goal_classes)
@@ -227,6 +231,13 @@ def bench_fourth(size: str = "full", model: ServedModel | None = None) -> list[d
     harness, as the ``everyday_fourth_*`` rows; the packaged model (``model``: a scripted one in make test)."""
     per_class = 1 if size == "smoke" else 3 if size == "quick" else None
     return bench_everyday("held", per_class, model, everyday=load_fourth(), prefix="everyday_fourth")
+
+
+def bench_fifth(size: str = "full", model: ServedModel | None = None) -> list[dict[str, Any]]:
+    """The fifth blind held-out set (tests/eval/everyday_fifth.yaml, every question held) through the same
+    harness, as the ``everyday_fifth_*`` rows; the packaged model (``model``: a scripted one in make test)."""
+    per_class = 1 if size == "smoke" else 3 if size == "quick" else None
+    return bench_everyday("held", per_class, model, everyday=load_fifth(), prefix="everyday_fifth")
 
 
 if __name__ == "__main__":

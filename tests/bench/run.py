@@ -59,6 +59,7 @@ SMOKED_ELSEWHERE = frozenset(
         "everyday_fresh",
         "everyday_third",
         "everyday_fourth",
+        "everyday_fifth",
     }
 )
 
@@ -113,6 +114,7 @@ def benches(path: Path, size: str = "full") -> dict[str, Callable[[], object]]:
         "everyday_fresh": lambda: everyday.bench_fresh(size),
         "everyday_third": lambda: everyday.bench_third(size),
         "everyday_fourth": lambda: everyday.bench_fourth(size),
+        "everyday_fifth": lambda: everyday.bench_fifth(size),
     }
 
 

@@ -41,6 +41,9 @@ THIRD_MIN_QUESTIONS = 110
 # A fourth blind held-out set, written as blind again (no rules, none of the three other sets' questions read).
 FOURTH_PATH = Path(__file__).resolve().parent / "everyday_fourth.yaml"
 FOURTH_MIN_QUESTIONS = 110
+# A fifth blind held-out set, written as blind again (no rules, none of the four other sets' questions read).
+FIFTH_PATH = Path(__file__).resolve().parent / "everyday_fifth.yaml"
+FIFTH_MIN_QUESTIONS = 110
 
 CLASSES = (
     "time",
@@ -347,6 +350,11 @@ def load_third(path: Path = THIRD_PATH) -> EverydaySet:
 def load_fourth(path: Path = FOURTH_PATH) -> EverydaySet:
     """everyday_fourth.yaml, checked as :func:`load_set` does, every question held."""
     return load_set(path, all_held=True, min_questions=FOURTH_MIN_QUESTIONS)
+
+
+def load_fifth(path: Path = FIFTH_PATH) -> EverydaySet:
+    """everyday_fifth.yaml, checked as :func:`load_set` does, every question held."""
+    return load_set(path, all_held=True, min_questions=FIFTH_MIN_QUESTIONS)
 
 
 # --- grading ------------------------------------------------------------------------------------------
