@@ -18,7 +18,7 @@ import pytest
 
 from appliance.llm.base import Generation, GenerationRequest
 from appliance.llm.scripted import ScriptedModel
-from tests.bench.everyday import bench_everyday, bench_fifth, bench_fourth, bench_fresh, bench_third, rows
+from tests.bench.everyday import BLIND_SETS, bench_blind, bench_everyday, rows
 from tests.eval.everyday import load_set
 from tests.eval.everyday_home import ask_set, open_home
 
@@ -86,46 +86,11 @@ def test_the_bench_runs_on_given_questions(capsys: pytest.CaptureFixture[str]) -
     assert out[1]["classes"]["general"]["declined"] == 1
 
 
-def test_the_fresh_set_runs_at_its_smallest_size(capsys: pytest.CaptureFixture[str]) -> None:
-    """run.py's everyday_fresh row at smoke size (one question a class) on the scripted model."""
-    out = bench_fresh("smoke", model=AnsweringModel())
-    names = ["everyday_fresh_right_or_declined", "everyday_fresh_general", "everyday_fresh_grounded_p50_ms"]
-    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
-    assert [r["bench"] for r in out] == [r["bench"] for r in printed] == names
-    share, general, _ = out
-    assert all(r.keys() >= FIELDS and isinstance(r["ok"], bool) and r["split"] == "held" for r in out)
-    assert share["questions"] == 15 and general["questions"] == 1  # one a class, general apart
-    assert share["graded"] + sum(c["skipped"] for c in share["classes"].values()) == 14
-
-
-def test_the_third_set_runs_at_its_smallest_size(capsys: pytest.CaptureFixture[str]) -> None:
-    """run.py's everyday_third row at smoke size (one question a class) on the scripted model."""
-    out = bench_third("smoke", model=AnsweringModel())
-    names = ["everyday_third_right_or_declined", "everyday_third_general", "everyday_third_grounded_p50_ms"]
-    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
-    assert [r["bench"] for r in out] == [r["bench"] for r in printed] == names
-    share, general, _ = out
-    assert all(r.keys() >= FIELDS and isinstance(r["ok"], bool) and r["split"] == "held" for r in out)
-    assert share["questions"] == 15 and general["questions"] == 1  # one a class, general apart
-    assert share["graded"] + sum(c["skipped"] for c in share["classes"].values()) == 14
-
-
-def test_the_fourth_set_runs_at_its_smallest_size(capsys: pytest.CaptureFixture[str]) -> None:
-    """run.py's everyday_fourth row at smoke size (one question a class) on the scripted model."""
-    out = bench_fourth("smoke", model=AnsweringModel())
-    names = ["everyday_fourth_right_or_declined", "everyday_fourth_general", "everyday_fourth_grounded_p50_ms"]
-    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
-    assert [r["bench"] for r in out] == [r["bench"] for r in printed] == names
-    share, general, _ = out
-    assert all(r.keys() >= FIELDS and isinstance(r["ok"], bool) and r["split"] == "held" for r in out)
-    assert share["questions"] == 15 and general["questions"] == 1  # one a class, general apart
-    assert share["graded"] + sum(c["skipped"] for c in share["classes"].values()) == 14
-
-
-def test_the_fifth_set_runs_at_its_smallest_size(capsys: pytest.CaptureFixture[str]) -> None:
-    """run.py's everyday_fifth row at smoke size (one question a class) on the scripted model."""
-    out = bench_fifth("smoke", model=AnsweringModel())
-    names = ["everyday_fifth_right_or_declined", "everyday_fifth_general", "everyday_fifth_grounded_p50_ms"]
+@pytest.mark.parametrize("name", BLIND_SETS)
+def test_each_blind_set_runs_at_its_smallest_size(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """run.py's everyday_NAME rows at smoke size (one question a class) on the scripted model."""
+    out = bench_blind(name, "smoke", model=AnsweringModel())
+    names = [f"everyday_{name}_right_or_declined", f"everyday_{name}_general", f"everyday_{name}_grounded_p50_ms"]
     printed = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
     assert [r["bench"] for r in out] == [r["bench"] for r in printed] == names
     share, general, _ = out

@@ -56,6 +56,16 @@ def agent_for(config: Config, model: MeteredModel, tools: ToolRegistry | None = 
     return Agent(config, model, Database(data / "picoagent.db"), tools or ToolRegistry(), workspace, **kw)
 
 
+def cloud_agent(config: Config, model: MeteredModel, fake: FakeCloud) -> tuple[Agent, CloudRoute]:
+    """An agent on ``model`` that may escalate to the fake cloud provider (the config names it ``fake``)."""
+    data = config.resolve_path(config.data_dir)
+    db = Database(data / "picoagent.db")
+    cloud = CloudRoute(config, db, fake.provider())
+    workspace = Workspace(data / "workspace")
+    workspace.ensure(config.agent.name)
+    return Agent(config, model, db, ToolRegistry(), workspace, cloud=cloud), cloud
+
+
 def ledger_tokens(db: Database, route: str, provider: str = "local") -> int:
     total = db.value(
         "SELECT sum(prompt_tokens + completion_tokens) FROM usage WHERE route = ? AND provider = ?", (route, provider)
@@ -283,12 +293,8 @@ def test_a_cloud_routed_task_runs_on_the_cloud_and_is_counted_under_it(config: C
             config.routing.cloud_provider = "fake"
             check_route(config, "cloud")
             model = MeteredModel()
-            data = config.resolve_path(config.data_dir)
-            db = Database(data / "picoagent.db")
-            cloud = CloudRoute(config, db, fake.provider())
-            workspace = Workspace(data / "workspace")
-            workspace.ensure(config.agent.name)
-            agent = Agent(config, model, db, ToolRegistry(), workspace, cloud=cloud)
+            agent, cloud = cloud_agent(config, model, fake)
+            db = agent.db
             fake.enqueue("1. Look it up.")
             fake.enqueue("DONE: plant tomatoes in mid-May")
             store = TaskStore(db)
@@ -463,12 +469,8 @@ def test_an_auto_task_the_pis_model_cannot_plan_goes_to_the_cloud_when_it_may(co
             config.routing.mode, config.routing.cloud_provider = "edge_first", "fake"
             model = MeteredModel()
             model.name = "smollm2-135m"
-            data = config.resolve_path(config.data_dir)
-            db = Database(data / "picoagent.db")
-            cloud = CloudRoute(config, db, fake.provider())
-            workspace = Workspace(data / "workspace")
-            workspace.ensure(config.agent.name)
-            agent = Agent(config, model, db, ToolRegistry(), workspace, cloud=cloud)
+            agent, cloud = cloud_agent(config, model, fake)
+            db = agent.db
             fake.enqueue("1. Look at both tariffs.")
             fake.enqueue("DONE: the night tariff is cheaper")
             store = TaskStore(db)

@@ -212,32 +212,15 @@ def bench_all(size: str = "full") -> list[dict[str, Any]]:
     return out
 
 
-def bench_fresh(size: str = "full", model: ServedModel | None = None) -> list[dict[str, Any]]:
-    """The fresh, blind held-out set (tests/eval/everyday_fresh.yaml, every question held) through the same
-    harness, as the ``everyday_fresh_*`` rows; the packaged model (``model``: a scripted one in make test)."""
+BLIND_SETS = ("fresh", "third", "fourth", "fifth")  # tests/eval/everyday_NAME.yaml, each measured blind once
+
+
+def bench_blind(name: str, size: str = "full", model: ServedModel | None = None) -> list[dict[str, Any]]:
+    """A blind held-out set (tests/eval/everyday_NAME.yaml, every question held) through the same harness, as
+    the ``everyday_NAME_*`` rows; the packaged model (``model``: a scripted one in make test)."""
+    loaders = {"fresh": load_fresh, "third": load_third, "fourth": load_fourth, "fifth": load_fifth}
     per_class = 1 if size == "smoke" else 3 if size == "quick" else None
-    return bench_everyday("held", per_class, model, everyday=load_fresh(), prefix="everyday_fresh")
-
-
-def bench_third(size: str = "full", model: ServedModel | None = None) -> list[dict[str, Any]]:
-    """The third blind held-out set (tests/eval/everyday_third.yaml, every question held) through the same
-    harness, as the ``everyday_third_*`` rows; the packaged model (``model``: a scripted one in make test)."""
-    per_class = 1 if size == "smoke" else 3 if size == "quick" else None
-    return bench_everyday("held", per_class, model, everyday=load_third(), prefix="everyday_third")
-
-
-def bench_fourth(size: str = "full", model: ServedModel | None = None) -> list[dict[str, Any]]:
-    """The fourth blind held-out set (tests/eval/everyday_fourth.yaml, every question held) through the same
-    harness, as the ``everyday_fourth_*`` rows; the packaged model (``model``: a scripted one in make test)."""
-    per_class = 1 if size == "smoke" else 3 if size == "quick" else None
-    return bench_everyday("held", per_class, model, everyday=load_fourth(), prefix="everyday_fourth")
-
-
-def bench_fifth(size: str = "full", model: ServedModel | None = None) -> list[dict[str, Any]]:
-    """The fifth blind held-out set (tests/eval/everyday_fifth.yaml, every question held) through the same
-    harness, as the ``everyday_fifth_*`` rows; the packaged model (``model``: a scripted one in make test)."""
-    per_class = 1 if size == "smoke" else 3 if size == "quick" else None
-    return bench_everyday("held", per_class, model, everyday=load_fifth(), prefix="everyday_fifth")
+    return bench_everyday("held", per_class, model, everyday=loaders[name](), prefix=f"everyday_{name}")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -111,10 +112,7 @@ def benches(path: Path, size: str = "full") -> dict[str, Callable[[], object]]:
         "runner_cost": lambda: runner.bench_runner_cost(1 if smoke else 5, 2 if smoke else 8),
         "ttft_after_side_job": lambda: prompt_state.bench_ttft_after_side_job(path, reps, 4 if smoke else 0),
         "everyday": lambda: everyday.bench_all(size),
-        "everyday_fresh": lambda: everyday.bench_fresh(size),
-        "everyday_third": lambda: everyday.bench_third(size),
-        "everyday_fourth": lambda: everyday.bench_fourth(size),
-        "everyday_fifth": lambda: everyday.bench_fifth(size),
+        **{f"everyday_{name}": partial(everyday.bench_blind, name, size) for name in everyday.BLIND_SETS},
     }
 
 
