@@ -59,7 +59,8 @@ def test_local_only_declines_and_offers_the_model_that_fits_this_board(config: C
                 assert record.choices == ["use qwen2.5-1.5b (1.1 GB)"]  # no cloud button: the owner turned it off
                 assert record.why == "looks_hard" and record.blocked == "local_only" and record.route == "local"
                 assert model.history == [] and record.timings.rounds == 0  # no model was asked
-                assert "".join(d["delta"] for k, d in events if k == "text") == ""  # nothing streamed to take back
+                # no model text to take back: the decline itself, once, as a reply no model wrote is streamed
+                assert "".join(d["delta"] for k, d in events if k == "text") == record.text
                 assert footer(record, detailed=True).startswith(
                     "[answered without the model · this looks like a question for a stronger model (0."
                 )
@@ -144,3 +145,19 @@ def test_who_guesses_is_the_catalogs_word_and_only_without_a_cloud_or_a_local_on
     assert not asyncio.run(guesses("how are you today?", off, "smollm2-135m", here))  # small talk
     asked_local = RoutingContext(mode="local_only", provider=None, forced="local")
     assert not asyncio.run(guesses("which light did I leave on?", asked_local, "smollm2-135m", here))
+
+
+def test_a_decline_is_shown_by_the_terminal_which_shows_only_what_is_streamed(config: Config) -> None:
+    """`chat -m` prints the streamed text: a decline, which no model streams, printed nothing before."""
+    import io
+
+    from appliance.channels.terminal import TerminalChat
+    from appliance.runtime import Runtime
+
+    runtime = Runtime.open(config, model=ScriptedModel(name="smollm2-135m"))
+    out = io.StringIO()
+    try:
+        record = asyncio.run(TerminalChat(runtime, out=out).ask("what's the number for my dentist?"))
+    finally:
+        runtime.close()
+    assert record.text.startswith("I can't answer that reliably") and out.getvalue() == record.text

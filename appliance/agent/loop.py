@@ -233,6 +233,7 @@ class Agent:
         if (guessed or declines(context_)) and channel not in UNATTENDED:  # the Pi's model would guess: said so
             await self.db.call(self.db.add_message, conversation, "user", text, meta=_outside(tools.trust.sources))
             record = self.declines.decline(text, session, context_, stats.started, guessed=guessed)
+            emit("text", {"delta": record.text})  # no model streamed it: a streaming channel shows it now
             return await self._finish(record, conversation, session, emit, CloudUse(), person=person)
         summary: str | None = None
         recalled: list[str] = []
