@@ -126,9 +126,9 @@ class GroundedDesk:
         core = plain(text)
         readings = [r for r in dict.fromkeys([core, text.strip(), *_clauses(core)]) if r]
         for topic in self.topics:  # each topic's asks, one a reading that it takes: the desk tries them in turn
-            asks = [a for reading in readings if (a := topic.match(reading)) is not None]
+            taken = [a for reading in readings if (a := topic.match(reading)) is not None]
             found += [
-                a for i, a in enumerate(asks) if all((a.what, a.details) != (b.what, b.details) for b in asks[:i])
+                a for i, a in enumerate(taken) if all((a.what, a.details) != (b.what, b.details) for b in taken[:i])
             ]
         return found
 
