@@ -70,8 +70,11 @@ def test_the_local_model_sees_only_the_offered_tools(runtime: Runtime) -> None:
     model = runtime.model
     assert isinstance(model, ScriptedModel)
     model.enqueue(TOOL_CALL_START, '{"name": "current_time", "arguments": {}}', "It is noon.")
-    # a date the clock's grounded answer does not give ("what's the date" needs no model at all)
-    record = asyncio.run(runtime.agent.turn("what was the date 3 days ago?", channel="test", chat_id="t"))
+    # a date the clock's grounded answer does not give ("what's the date" needs no model at all), asked of the
+    # model on purpose (/local): with the cloud off, the desk would otherwise say what it knows of the clock
+    record = asyncio.run(
+        runtime.agent.turn("what was the date 3 days ago?", channel="test", chat_id="t", force="local")
+    )
     assert record.actions and record.actions[0].tool == "current_time"
     free, call = model.history[0], model.history[1]
     system = free.messages[0].content
@@ -104,7 +107,7 @@ def test_within_a_conversation_the_list_only_grows_in_a_fixed_order(runtime: Run
 
 
 def test_the_offered_tools_are_kept_with_the_reply(runtime: Runtime) -> None:
-    asyncio.run(runtime.agent.turn("what was the date 3 days ago?", channel="test", chat_id="k"))
+    asyncio.run(runtime.agent.turn("what was the date 3 days ago?", channel="test", chat_id="k", force="local"))
     conversation = runtime.db.conversation("test", "k")
     reply = runtime.db.recent_messages(conversation, 2)[-1]
     assert reply.role == "assistant" and reply.meta["offered"] == ["current_time"]

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from appliance.config import CHECKOUT_CONFIG
+from appliance.llm import models
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -80,8 +81,14 @@ def server(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequ
     job = '\n    - {id: porch_check, schedule: "daily 03:00", device: porch_light, value: "on"}'
     # A switch that waits for a person, and a dimmer, for the Devices card's controls.
     more = "devices:\n  gate: {driver: relay, pin: 5, approval: required}\n  desk_lamp: {driver: led, pin: 6}\n"
+    # The packaged model under a name the catalog does not know: trusted to plan, so the Tasks card has a task
+    # (on the packaged model itself, tasks are refused: tests/test_web_automation.py).
+    packaged = models.packaged_path(models.get_entry(models.default_model_name()))
+    assert packaged is not None, "make install puts the packaged model in place"
+    (data / "own-model.gguf").symlink_to(packaged)
     config.write_text(
         CHECKOUT_CONFIG.read_text()
+        .replace('  model: ""', f"  model: {data / 'own-model.gguf'}")
         .replace("tls: off", f"tls: {request.param}")
         .replace("  jobs: []", "  jobs:" + job)
         .replace("devices:\n", more, 1)
@@ -191,7 +198,7 @@ def test_signing_in_wrong_then_right_lands_on_the_status_page(
     expect(page.get_by_role("alert")).to_contain_text("wrong password")
     _sign_in(page, PASSWORD)
     page.wait_for_url(server.base + "/")
-    expect(page.locator("#m-name")).to_have_text("smollm2-135m")
+    expect(page.locator("#m-name")).to_contain_text("own-model.gguf")  # the model the config names (a path here)
     expect(page.locator("#m-loaded")).to_have_text("loaded")
     context.close()
 

@@ -205,7 +205,7 @@ class Agent:
                 intent = await self.understanding.device_intent(text)
                 if intent is not None and intent.action in ("confirm", "ask"):
                     self._asked[session] = (intent, time.monotonic())
-            if intent is None and record is None and by_meaning:  # near one, where the model may not be trusted
+            if intent is None and record is None and by_meaning and force is None:  # near one (not /local)
                 record = await self.grounding.reply(text, facts, stats.started, meaning=True, near=True)
         if intent is not None and self.devices is not None:
             record = await run_intent(

@@ -8,6 +8,7 @@ has them, as it sets the schedule desk's ``cron``; ``weather`` (the forecast sou
 from __future__ import annotations
 
 import os
+import re
 import time
 from datetime import datetime, tzinfo
 from pathlib import Path
@@ -48,6 +49,17 @@ def topics() -> list[Topic]:
     found: list[Topic] = [CONVERSATION, AGENDA, SUN, WEATHER, CLOCK, SELF, ABILITIES, HOUSE, HEALTH, REMEMBERED]
     found += [UNKNOWABLE, ARITHMETIC, UNITS, LOOKUP]
     return found
+
+
+def _names_device(text: str, facts: Facts) -> bool:
+    """Whether ``text`` names one of the devices (its name or an alias, as words): "what does the outdoor sensor
+    say?" with a device called outdoor."""
+    said = " " + " ".join(re.findall(r"[a-z0-9]+", text.lower())) + " "
+    for info in facts.devices.infos() if facts.devices is not None else []:
+        for name in (info.name.replace("_", " "), *info.aliases):
+            if name and f" {' '.join(re.findall(r'[a-z0-9]+', name.lower()))} " in said:
+                return True
+    return False
 
 
 def local_zone(name: str = "") -> tzinfo:
@@ -133,7 +145,8 @@ class Grounding:
         if meaning:
             # the model may not be trusted with what the cloud may not answer: a question about a topic that
             # the topic cannot answer exactly gets its general answer or its honest sentence, not a guess
-            near = near and not facts.cloud_allowed
+            # ... unless it names one of the devices: the model reads it with its device tools
+            near = near and not facts.cloud_allowed and not _names_device(text, facts)
             found = await self.desk.by_meaning(text, near=near) if self.desk.embedder is not None else None
             answer = await self.desk.answer_ask(found, facts, near=near) if found is not None else None
         else:
