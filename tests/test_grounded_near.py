@@ -214,3 +214,10 @@ def test_the_forecast_for_a_city_typed_in_lower_case_is_not_answered_for_here() 
     assert _elsewhere("whats the forecast for new york tomorrow", "Brussels") == "new york"
     assert _elsewhere("what's the forecast for the next few days", "Brussels") == ""
     assert _elsewhere("what's the weather for my run tomorrow", "Brussels") == ""
+
+
+@pytest.mark.parametrize("message", ["can you start a timer", "can you stop the music", "are you awake?"])
+def test_what_is_no_device_verb_or_no_thing_is_not_read_as_one(message: str) -> None:
+    """ "No: I have no a timer here." and "I have no you awake here" were what the first cut said."""
+    desk = GroundedDesk(topics())
+    assert [(a.kind, a.what) for a in desk.by_words(message)] == []

@@ -65,8 +65,8 @@ _REMINDING = re.compile(r"^(?:remind me|set (?:up )?(?:a |an )?(?:reminders?|ala
 _WEATHERING = re.compile(r"^(?:check|tell me|get|look up|give me) (?:the )?(?:weather|forecast)\b")
 _REMEMBERING = re.compile(r"^(?:remember|keep|store|note) (?:things|stuff|notes|facts|what i (?:tell|say))\b")
 _SWITCHING = re.compile(
-    r"^(?:switch|turn|put|set|dim|control|operate|open|close|shut|lock|unlock|start|stop)(?: (?:on|off|up|down))?"
-    r" (?:the |my |our )?(?P<thing>[a-z ]+?)(?: (?:on|off|up|down)(?: (?:and|or) (?:on|off|up|down))?)?$"
+    r"^(?:switch|turn|put|dim|control|operate|open|close|shut|lock|unlock)(?: (?:on|off|up|down))?"
+    r" (?:the |my |our )?(?!an? )(?P<thing>[a-z ]+?)(?: (?:on|off|up|down)(?: (?:and|or) (?:on|off|up|down))?)?$"
 )
 # what it cannot do from here: no shop, no phone, no payments
 _CANNOT = re.compile(r"^(?:order|buy|book|pay for|shop for|purchase|reserve)\b")

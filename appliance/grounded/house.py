@@ -41,7 +41,9 @@ _STATE = re.compile(
     r" (?:on|off|open|closed|shut|running|locked|unlocked|working)"
     r"(?: (?:right )?now| at the moment| still| already)?$"
 )
-_NOT_A_THING = frozenset({"it", "that", "this", "everything", "anything", "something", "he", "she", "they", "there"})
+_NOT_A_THING = frozenset(
+    {"it", "that", "this", "everything", "anything", "something", "he", "she", "they", "there", "you", "we", "i"}
+)
 _ROOMS = re.compile(r"^(?:which|what) rooms (?:do you (?:know(?: about)?|have|cover|see)|are there|can you see)$")
 
 
