@@ -25,7 +25,7 @@ def test_on_the_packaged_model_a_task_is_refused_saying_which_model_it_needs(tmp
     assert_clean_error(refused, 2)
     assert refused.stderr.startswith(
         "error: tasks need a model that can plan and use tools, and smollm2-135m, the model on this Pi, cannot; "
-        "the cloud may not work it either (no cloud provider is configured"
+        "the cloud may not work it either: no cloud provider is configured"
     ), refused.stderr
     assert "picoagent models pull qwen2.5-1.5b" in refused.stderr and "llm.model: qwen2.5-1.5b" in refused.stderr
     assert tasks(tmp_path, "list", model={}).stdout.strip() == "no tasks"

@@ -66,19 +66,15 @@ FOR_THE_MODEL = (
 )
 
 # A question or a request to tell: only these are answered by meaning (statements go to the model).
-_QUESTION = re.compile(
-    r"\?$|^(?:what|which|who|whom|whose|when|where|why|how|is|are|am|was|were|can|could|will|would|should|any|tell"
-    r"|show|list|remind|say|give|name)\b"
-    r"|^(?:do|does|did|have|has) (?:i|you|we|they|he|she|it|my|the|your|our|any|anyone|people|there)\b"
-)  # "do I need a coat" asks; "do as we discussed", "have a nice day" do not
+_WH = r"what|which|who|whom|whose|when|where|why|how|is|are|am|was|were|can|could|will|would|should"
+# "do I need a coat" asks; "do as we discussed", "have a nice day" do not
+_AUX = r"^(?:do|does|did|have|has) (?:i|you|we|they|he|she|it|my|the|your|our|any|anyone|people|there)\b"
+_QUESTION = re.compile(rf"\?$|^(?:{_WH}|any|tell|show|list|remind|say|give|name)\b|{_AUX}")
 
 Texts = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
 
 
-_ASKS = re.compile(
-    r"\?|^(?:what|which|who|whom|whose|when|where|why|how|is|are|am|was|were|can|could|will|would|should)\b"
-    r"|^(?:do|does|did|have|has) (?:i|you|we|they|he|she|it|my|the|your|our|any|anyone|people|there)\b"
-)
+_ASKS = re.compile(rf"\?|^(?:{_WH})\b|{_AUX}")  # a question, not a request to tell
 
 
 def asks(text: str) -> bool:
@@ -179,23 +175,13 @@ class GroundedDesk:
         """The topic whose examples ``text`` is a paraphrase of (see the module docstring), else None;
         ``near``: also a topic it is only near (:data:`NEAR`), beating the model's phrasings by :data:`MARGIN`,
         as an Ask with ``near`` set."""
-        import numpy as np
-
         assert self.embedder is not None
         if not is_question(text):
             return None  # "I wrote the wifi password on the fridge" is close to a question of memory, and is none
         text = plain(text) or text.strip()  # "r u chatgpt 🙂" is read as "are you chatgpt"
-        try:
-            matrix = await self._examples()
-            vector = np.asarray(await self.embedder.aembed_query(text), dtype=np.float32)
-        except PicoagentError as exc:
-            log.warning("grounded answers by meaning are off for this message: %s", exc.message)
+        best = await self._closeness(text)
+        if not best:
             return None
-        norm = float(np.linalg.norm(vector)) or 1.0
-        similarity = matrix @ (vector / norm)
-        best: dict[int, float] = {}
-        for owner, score in zip(self._owner, similarity.tolist(), strict=True):
-            best[owner] = max(best.get(owner, -1.0), score)
         ranked = sorted(best.items(), key=lambda item: -item[1])
         owner, score = ranked[0]
         runner_up = ranked[1][1] if len(ranked) > 1 else -1.0
@@ -210,19 +196,29 @@ class GroundedDesk:
     async def about_here(self, text: str) -> bool:
         """Whether a question is about the appliance's own world: at least :data:`HERE` alike to a topic's
         examples and closer to them than to the model's phrasings (the vector is the turn's, already made)."""
-        import numpy as np
-
         if self.embedder is None or not asks(text):
             return False
+        best = await self._closeness(plain(text) or text.strip())
+        mine = max((score for owner, score in best.items() if owner >= 0), default=-1.0)
+        return mine >= HERE and mine > best.get(-1, -1.0)
+
+    async def _closeness(self, text: str) -> dict[int, float]:
+        """Per topic (its index; -1 the model's phrasings) the cosine of its closest example to ``text``; empty
+        when the embedding cannot be had (said in the log)."""
+        import numpy as np
+
+        assert self.embedder is not None
         try:
             matrix = await self._examples()
-            vector = np.asarray(await self.embedder.aembed_query(plain(text) or text.strip()), dtype=np.float32)
-        except PicoagentError:
-            return False
-        similarity = (matrix @ (vector / (float(np.linalg.norm(vector)) or 1.0))).tolist()
-        mine = max((s for o, s in zip(self._owner, similarity, strict=True) if o >= 0), default=-1.0)
-        theirs = max((s for o, s in zip(self._owner, similarity, strict=True) if o < 0), default=-1.0)
-        return mine >= HERE and mine > theirs
+            vector = np.asarray(await self.embedder.aembed_query(text), dtype=np.float32)
+        except PicoagentError as exc:
+            log.warning("grounded answers by meaning are off for this message: %s", exc.message)
+            return {}
+        similarity = matrix @ (vector / (float(np.linalg.norm(vector)) or 1.0))
+        best: dict[int, float] = {}
+        for owner, score in zip(self._owner, similarity.tolist(), strict=True):
+            best[owner] = max(best.get(owner, -1.0), score)
+        return best
 
     async def _examples(self) -> np.ndarray:
         import numpy as np
