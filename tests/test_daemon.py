@@ -295,8 +295,18 @@ def test_a_token_made_elsewhere_is_adopted_from_stdin(tmp_path: Path) -> None:
         db.close()
 
 
-def test_a_dropped_request_stops_its_turn_in_the_daemon(serve: Serve) -> None:
+@pytest.fixture
+def slow_serve(tmp_path: Path) -> Iterator[Serve]:
+    """A daemon whose model takes 0.2 s a token: its story outlasts a client on any CPU (the CI's finished in 2.5 s)."""
+    daemon = Serve(tmp_path, free_port(), PICOAGENT_RUNNER_FAULT="slow")
+    wait_healthy(daemon.port)
+    yield daemon
+    daemon.stop()
+
+
+def test_a_dropped_request_stops_its_turn_in_the_daemon(slow_serve: Serve) -> None:
     """The daemon's runner cancels handlers whose client went away, so the model is not kept busy."""
+    serve = slow_serve
     token = (serve.data / "cli.token").read_text().strip()
     request = urllib.request.Request(
         f"http://127.0.0.1:{serve.port}/api/chat",
@@ -304,7 +314,7 @@ def test_a_dropped_request_stops_its_turn_in_the_daemon(serve: Serve) -> None:
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
     )
     with pytest.raises(TimeoutError):
-        urllib.request.urlopen(request, timeout=2.5)  # the model loads (~0.5 s), then starts the story
+        urllib.request.urlopen(request, timeout=2.5)  # the model loads (~0.5 s), then starts its slow story
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         history = urllib.request.Request(

@@ -35,6 +35,7 @@ import resource
 import signal
 import sys
 import threading
+import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,8 @@ CALLS = {
     "embedder": {"load", "embed", "embed_query_uncached", "embed_queries", "memory_report", "status"},
 }
 # PICOAGENT_RUNNER_FAULT=segv: the runner kills itself with SIGSEGV after the first token of every
-# generation, as the AMX crash does. Only for tests of the recovery (tests/test_runner.py); never set it.
+# generation, as the AMX crash does. =slow: each token takes a further 0.2 s, so a reply outlasts a test's
+# client on any CPU. Only for tests (tests/test_runner.py, tests/test_daemon.py); never set it.
 FAULT = "PICOAGENT_RUNNER_FAULT"
 
 
@@ -270,6 +272,8 @@ class Runner:
         def should_stop(logprobs: Any) -> bool:
             if self.fault == "segv":
                 os.kill(os.getpid(), signal.SIGSEGV)  # see FAULT: a native crash in the middle of a reply
+            if self.fault == "slow":
+                time.sleep(0.2)  # see FAULT: a reply that cannot finish before the test's client gives up
             if watch:
                 self.send("lp", rid, logprobs[-1])
             return abort.is_set()
