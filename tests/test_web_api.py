@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -357,10 +359,25 @@ def test_state_directory_untouched_by_static_traversal(app: web.Application, tmp
     run(app, scenario)
 
 
-def test_an_http_client_that_goes_away_stops_its_generation(config: Config, local_model: LocalModel) -> None:
+def test_an_http_client_that_goes_away_stops_its_generation(
+    config: Config, local_model: LocalModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A dropped /api/chat or SSE request stops the model (aiohttp's TestServer cancels handlers, as the daemon's
     runner is told to; test_daemon checks the daemon itself)."""
     config.agent.max_reply_tokens = 400
+    generate = local_model.generate
+
+    async def slowly(request: GenerationRequest) -> Any:
+        """Each token a further 50 ms, so no CPU tells the story before the client's 2 s are up."""
+        then = request.should_stop
+
+        def should_stop(logprobs: Any) -> bool:
+            time.sleep(0.05)
+            return bool(then(logprobs)) if then is not None else False
+
+        return await generate(dataclasses.replace(request, should_stop=should_stop))
+
+    monkeypatch.setattr(local_model, "generate", slowly)
     runtime = Runtime.open(config, model=local_model)
     auth = Auth(runtime.db)
     token = auth.add_token("t")
