@@ -104,6 +104,8 @@ TAKES: list[tuple[str, str, str]] = [  # (message, topic kind, its sub-question)
     ("What's my next reminder?", "schedules", "next"),
     ("What's scheduled for the fan?", "schedules", "about"),
     ("Have I got a reminder to water the plants?", "schedules", "about"),
+    ("which day am I meant to water the plants?", "schedules", "about"),
+    ("how often do I get the water-the-plants reminder?", "schedules", "about"),
     ("What did I say my sister's name was?", "memory", "fact"),
     ("Where's the spare key?", "recall", "lookup"),
     ("Will I get the job I applied for?", "unknowable", "future"),
@@ -265,6 +267,39 @@ def test_a_stored_fact_is_quoted_with_its_date_and_a_missing_one_is_declined(
     assert name == "You haven't told me your name: I have nothing about it in my memory."
     assert car == "You haven't told me your car's number plate: I have nothing about it in my memory."
     assert model.history == []
+
+
+def test_a_memory_answers_the_kind_of_thing_asked_for_and_nothing_merely_near_it(
+    pi: tuple[Runtime, ScriptedModel],
+) -> None:
+    """Who, how many, what size: half the words, a memory holding a name or a number, close to the whole question."""
+    runtime, _model = pi
+    store = runtime.agent.memory.store  # type: ignore[union-attr]
+    for fact in (
+        "Biscuit the dog gets 150 grams of food twice a day.",
+        "The boiler was last serviced in March by Mark Peters.",
+        "Ella's school shoes are size 34.",
+    ):
+        store.add(fact, source="test")
+    (who, grams, size) = ask(
+        runtime,
+        "who was the guy that did the boiler last time",
+        "how many grams does biscuit get at each meal?",
+        "ella needs new school shoes, what size is she now?",
+    )
+    assert who.endswith("“The boiler was last serviced in March by Mark Peters.”")
+    assert grams.endswith("“Biscuit the dog gets 150 grams of food twice a day.”")
+    assert size.endswith("“Ella's school shoes are size 34.”")
+    general = (
+        "how many legs does a dog have?",  # "dog" is in Biscuit's memory, at 0.37
+        "how much food should a dog eat?",  # "food" and "dog", at 0.60
+        "how many calories in a biscuit?",
+        "who invented the boiler?",  # no name of an inventor in the boiler's memory, and 0.56
+        "how much does a boiler service cost?",  # every word but one, and no number: it quoted the boiler's
+    )
+    for question in general:
+        record = asyncio.run(runtime.agent.turn(question, channel="api", chat_id="grounded"))
+        assert record.why != "grounded" and "You told me" not in record.text, (question, record.text)
 
 
 def test_schedules_and_tasks_are_read_from_the_scheduler_and_the_store(pi: tuple[Runtime, ScriptedModel]) -> None:

@@ -125,7 +125,8 @@ _BLOCK = _stems(
     "if unless until till whenever every each daily weekly nightly tomorrow tonight later soon minute minutes "
     "min mins hour hours second seconds oclock midnight noon remind reminder schedule timer alarm why should "
     "shall explain mean means meaning poem story write buy order wire install fix repair build "
-    "always usually sometimes often toggle dim brighten percent % neighbour neighbor once after before"
+    "always usually sometimes often toggle dim brighten percent % neighbour neighbor once after before "
+    "overnight forecast meant supposed"
 )
 _TIMES_OF_DAY = frozenset({"morning", "afternoon", "evening", "night"})
 # General questions: advice or knowledge, not the state of a device here.
@@ -301,7 +302,7 @@ def read_message(text: str, vocab: Vocabulary) -> Reading | None:
         return None  # "how do I...": advice, not a reading
     if first == "how" and words[1:2] in (("long",), ("often",)) and words[2:3] in (("do",), ("does",), ("should",)):
         return None  # "how long do AA batteries last in a doorbell": knowledge, not the doorbell's past
-    if stems & _BLOCK or _has_time(words) or ("when" in words and not when_question):
+    if stems & _BLOCK or _has_time(words) or ("when" in words and not when_question) or _future(words):
         return None
     past_time = schedule_time = False
     for i, word in enumerate(words):  # "last night" is the past; "at night" is a schedule
@@ -392,6 +393,18 @@ def _elsewhere(words: tuple[str, ...], known: frozenset[str]) -> bool:
             ours = known | _HOME | _FILLER | KNOWN_PLACES  # another name of a room is resolved by the caller
             if place.isalpha() and stem(place) not in ours and place not in _QUESTION_STARTS:
                 return True
+    return False
+
+
+def _future(words: tuple[str, ...]) -> bool:
+    """Whether the message asks about what will be ("how low will the temperature drop", "is it going to get
+    colder"): no reading of now answers it. "will you turn the fan on" and "are you going to" ask the device."""
+    for i, word in enumerate(words):
+        after = words[i + 1] if i + 1 < len(words) else ""
+        if word in ("will", "gonna") and after not in ("you", "u"):
+            return True
+        if word == "going" and after == "to" and (i == 0 or words[i - 1] not in ("you", "u", "are", "re")):
+            return True
     return False
 
 

@@ -12,7 +12,7 @@ import asyncio
 import re
 from datetime import datetime
 
-from appliance.grounded.base import Answer, Ask, Facts
+from appliance.grounded.base import Answer, Ask, Facts, plain
 from appliance.grounded.base import said as _said
 from appliance.memory.db import StoredMessage
 
@@ -45,10 +45,14 @@ _NOT_MINE = re.compile(
 # fmt: off
 _STOP = frozenset({
     "the", "a", "an", "my", "our", "your", "of", "to", "in", "on", "at", "for", "is", "are", "was", "were", "do",
-    "did", "i", "me", "you", "it", "that", "this", "what", "where", "when", "who", "about", "down", "there",
+    "did", "i", "me", "you", "it", "that", "this", "what", "where", "when", "who", "about", "down", "there", "am",
 })
 # fmt: on
 QUOTE = 240
+# A question that asks for a kind of thing and shares only half its words with a memory is answered by it at this
+# cosine (MiniLM) to the whole question: the everyday sets' such questions reach 0.68 to 0.78 of their memory;
+# "how many calories in a biscuit?" and "how much food should a dog eat?" reach 0.60 of Biscuit's meals.
+CLOSE = 0.65
 LOOK_BACK = 40  # messages of this chat looked through for what was said but is not a memory yet
 _NAME_SAID = re.compile(r"\b(?:my name is|my name's|i am called|i'm called|call me|name is)\b")
 
@@ -60,9 +64,9 @@ def _words(subject: str) -> list[str]:
 
 
 def _count(text: str, words: list[str]) -> int:
-    """How many of the words (by their first five letters) a text holds."""
+    """How many of the words (by their first five letters, at the start of a word) a text holds."""
     lowered = text.lower()
-    return sum(w[:5] in lowered for w in words)
+    return sum(re.search(rf"\b{re.escape(w[:5])}", lowered) is not None for w in words)
 
 
 def _holds(text: str, words: list[str]) -> bool:
@@ -172,8 +176,12 @@ def _quote(text: str) -> str:
 class Lookup:
     """Any other question a stored memory answers word for word: "where's the spare key?", "who serviced the boiler?".
 
-    Tried last, by words only: a question whose every content word (two at least) is in one memory gets that
-    memory quoted; anything else goes on (to the model: "where is Paris?" is no memory's).
+    Tried last, by words only: a question whose every content word (two at least; all but one of three or more)
+    is in one memory gets that memory quoted. A question that asks for a kind of thing (who: a name; when: a
+    date; where: a place; how many, what size: a number) needs only half its words (one at least), in a memory
+    that holds such a thing: "who was the guy that did the boiler" is "The boiler was last serviced in March by
+    Mark Peters". The question may sit in a later clause, its subject in the first: "ella needs new shoes, what
+    size is she now?". Anything else goes on (to the model: "where is Paris?" is no memory's).
     """
 
     kind: str = "recall"
@@ -183,22 +191,36 @@ class Lookup:
     examples: tuple[str, ...] = ()
 
     def match(self, text: str) -> Ask | None:
-        """An Ask for a question with two content words or more."""
+        """An Ask for a question with two content words or more (one, for a question asking a kind of thing)."""
         said = _said(text)
-        if not _WH.match(said):
+        asking = next((c for c in _PARTS.split(said) if _WH.match(c.strip())), None)
+        if asking is None:
             return None
-        words = [w for w in _words(said) if w not in _QUESTION_WORDS]
-        return Ask(self.kind, "lookup", {"words": words}, text=text) if len(words) >= 2 else None
+        kind = next((k for k, rule in _KINDS if rule.match(asking.strip())), "")
+        words = [w for w in _words(said) if w not in _QUESTION_WORDS and (not kind or w not in _SLOT_WORDS)]
+        enough = 1 if kind and words and max(map(len, words)) >= 4 else 2
+        return Ask(self.kind, "lookup", {"words": words, "kind": kind}, text=text) if len(words) >= enough else None
 
     async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
-        """The memory holding every word asked, quoted with its date; else None."""
+        """The memory holding every word asked (half, holding the kind of thing asked for), quoted with its date;
+        else None."""
         if facts.memory is None or not ask.details:
             return None
         words = list(ask.details["words"])
+        kind = str(ask.details.get("kind", ""))
         hits = await asyncio.to_thread(facts.memory.store.search, " ".join(words), 5)
         # every word, or all but one of three or more ("what size shoes does Ella take": no "take" in the memory)
         enough = len(words) - (1 if len(words) >= 3 else 0)
         found = [m for m in (getattr(h, "memory", h) for h in hits) if _count(m.text, words) >= enough]
+        # a memory without the kind of thing asked for answers nothing: "how much does a boiler service cost?"
+        found = [m for m in found if not kind or _HOLDS[kind](m.text)]
+        if not found and kind:
+            # half the words, in a memory holding the kind of thing asked for and close to the whole question in
+            # meaning: "how much food should a dog eat?" shares "food" and "dog" with Biscuit's meals, at 0.60
+            hits = await asyncio.to_thread(facts.memory.store.search, plain(ask.text) or ask.text, 5)
+            half = max(1, (len(words) + 1) // 2)
+            close = [h.memory for h in hits if h.distance is not None and 1.0 - h.distance >= CLOSE]
+            found = [m for m in close if _count(m.text, words) >= half and _HOLDS[kind](m.text)]
         if not found:
             return None
         when = datetime.fromtimestamp(found[0].created_at, facts.now().tzinfo)
@@ -208,10 +230,31 @@ class Lookup:
 
 
 _WH = re.compile(r"^(?:what|what's|where|where's|who|who's|whose|when|when's|which|how)\b")
+_PARTS = re.compile(r"[,;:.]\s+|\s+[-–—]\s+")
 _QUESTION_WORDS = frozenset(
     {"what's", "where's", "who's", "when's", "whose", "which", "how", "does", "has", "have", "s"}
     | {"last", "time", "again", "ago", "recently", "meant", "supposed", "many", "much", "actually", "exactly"}
+    | {"she", "he", "her", "him", "his", "they", "them", "their", "its", "now", "still", "can", "tell"}
 )
+# The kinds of thing a question asks for, and how a memory holds one.
+_KINDS = (
+    ("person", re.compile(r"^(?:who|who's|whose)\b")),
+    ("number", re.compile(r"^how (?:many|much|old|long|big|tall)\b|^what (?:size|number|amount)\b")),
+    ("date", re.compile(r"^(?:when|when's)\b|^what (?:date|day)\b")),
+    ("place", re.compile(r"^(?:where|where's)\b")),
+)
+_SLOT_WORDS = frozenset({"guy", "person", "man", "woman", "bloke", "chap", "lady", "fellow", "someone", "somebody"})
+_SLOT_WORDS |= frozenset({"people", "size", "number", "amount", "date", "day", "place", "name", "old", "long"})
+_MONTHS = r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:tember)?|oct(?:ober)?"
+_MONTHS += r"|nov(?:ember)?|dec(?:ember)?|monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+_HOLDS = {
+    "person": lambda text: re.search(r"(?<=[a-z,] )[A-Z][a-z]+", text) is not None,  # a name, not the first word
+    "number": lambda text: re.search(r"\d", text) is not None,
+    "date": lambda text: re.search(rf"\d|\b(?:{_MONTHS})\b", text, re.IGNORECASE) is not None,
+    "place": lambda text: (
+        re.search(r"\b(?:under|on|in|behind|at|by|inside|beside|near|next to|above|below)\b", text) is not None
+    ),
+}
 
 REMEMBERED = Remembered()
 LOOKUP = Lookup()
