@@ -1,6 +1,6 @@
 """The blind held-out everyday sets and the fixed moment their questions are checked and graded at in tests.
 
-The sets (tests/eval/everyday_fresh.yaml, _third, _fourth, _fifth) were each written without reading the
+The sets (tests/eval/everyday_fresh.yaml, _third, _fourth, _fifth, _sixth) were each written without reading the
 grounded rules or the other sets' questions, measured once by `make bench`, and only then read (their
 headers say when). Here: the sets by name, and the values a reply is graded against, fixed (a Friday
 evening, the fixture's home and forecast: tests/eval/everyday_home.py), so tests can grade hand-written
@@ -12,7 +12,17 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from tests.eval.everyday import EverydaySet, Fill, grade, load_fifth, load_fourth, load_fresh, load_set, load_third
+from tests.eval.everyday import (
+    EverydaySet,
+    Fill,
+    grade,
+    load_fifth,
+    load_fourth,
+    load_fresh,
+    load_set,
+    load_sixth,
+    load_third,
+)
 from tests.eval.everyday_values import (
     INVENTED_DEVICES,
     INVENTED_TOOLS,
@@ -28,6 +38,7 @@ BLIND: dict[str, EverydaySet] = {
     "third": load_third(),
     "fourth": load_fourth(),
     "fifth": load_fifth(),
+    "sixth": load_sixth(),
 }
 BRUSSELS = ZoneInfo("Europe/Brussels")
 EVENING = datetime(2026, 11, 27, 19, 40, 10, tzinfo=BRUSSELS)  # a Friday evening, after sunset

@@ -61,6 +61,7 @@ SMOKED_ELSEWHERE = frozenset(
         "everyday_third",
         "everyday_fourth",
         "everyday_fifth",
+        "everyday_sixth",
     }
 )
 

@@ -44,6 +44,9 @@ FOURTH_MIN_QUESTIONS = 110
 # A fifth blind held-out set, written as blind again (no rules, none of the four other sets' questions read).
 FIFTH_PATH = Path(__file__).resolve().parent / "everyday_fifth.yaml"
 FIFTH_MIN_QUESTIONS = 110
+# A sixth blind held-out set, written as blind again (no rules, none of the five other sets' questions read).
+SIXTH_PATH = Path(__file__).resolve().parent / "everyday_sixth.yaml"
+SIXTH_MIN_QUESTIONS = 110
 
 CLASSES = (
     "time",
@@ -355,6 +358,11 @@ def load_fourth(path: Path = FOURTH_PATH) -> EverydaySet:
 def load_fifth(path: Path = FIFTH_PATH) -> EverydaySet:
     """everyday_fifth.yaml, checked as :func:`load_set` does, every question held."""
     return load_set(path, all_held=True, min_questions=FIFTH_MIN_QUESTIONS)
+
+
+def load_sixth(path: Path = SIXTH_PATH) -> EverydaySet:
+    """everyday_sixth.yaml, checked as :func:`load_set` does, every question held."""
+    return load_set(path, all_held=True, min_questions=SIXTH_MIN_QUESTIONS)
 
 
 # --- grading ------------------------------------------------------------------------------------------
