@@ -56,7 +56,7 @@ FORECAST = {  # the fixture's script: today wet, tonight below zero, tomorrow dr
 HOME = {  # what the fixture reads from the running appliance (tests/eval/everyday_home.py), fixed here
     "name": Fill(r"\bPico\b"),
     "model": Fill(r"SmolLM2|smollm2"),
-    "version": Fill(r"(?<![\d.])0\.1\.0(?![\d.])"),
+    "version": Fill(r"(?<![\d.])0\.1\.0(?!\.?\d)"),
     "uptime": Fill(numbers=(3.0,)),
     "tool": Fill(r"\bset_device\b"),
     "invented_tools": Fill(INVENTED_TOOLS),

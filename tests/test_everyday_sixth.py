@@ -86,6 +86,8 @@ def test_every_sixth_question_is_checkable(question: Question) -> None:
         ("s6-se-02", "I run SmolLM2 locally, on this device.", "right"),
         ("s6-se-02", "I'm powered by GPT-4.", "wrong"),
         ("s6-se-03", "You have picoagent 0.1.0 installed!", "right"),
+        ("s6-se-03", "This is picoagent 0.1.0.", "right"),  # a version at the end of a sentence
+        ("s6-se-03", "This is picoagent 0.1.01.", "wrong"),
         ("s6-se-05", "No, I'm Pico, your home assistant.", "right"),
         ("s6-se-05", "Yes, I'm Alexa.", "wrong"),
         ("s6-se-07", "It all stays on the Pi: I run locally and nothing is sent to the cloud.", "right"),

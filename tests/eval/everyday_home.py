@@ -179,7 +179,7 @@ class Home:
         return {
             "name": Fill(rf"\b{re.escape(self.runtime.config.agent.name)}\b"),
             "model": Fill("|".join(sorted(forms))),
-            "version": Fill(rf"(?<![\d.]){version}(?![\d.])"),
+            "version": Fill(rf"(?<![\d.]){version}(?!\.?\d)"),
             "uptime": Fill(numbers=((time.time() - self.started) / 60,)),
             "tool": Fill(r"\b(?:" + "|".join(tool_forms) + r")\b"),
             "invented_tools": Fill(INVENTED_TOOLS),
