@@ -61,6 +61,22 @@ def test_a_quiet_conversation_is_swept_for_facts_once(config: Config, tmp_path: 
     db.close()
 
 
+def test_only_facts_in_the_persons_own_words_are_kept(config: Config, tmp_path: Path) -> None:
+    """The packaged model stored its own invented reply ("a city shaped by brave knights") as the owner's fact:
+    the model reads the person's messages only, and a fact it lists that is not in their words is dropped."""
+    model = ScriptedModel()
+    listed = ["Ada visits on Sunday.", "Ada likes tea.", "It's a city that has been shaped by brave knights."]
+    model.enqueue(json.dumps({"facts": [*listed, "Ada visits on Monday."]}))
+    keeper, db = keeper_with(tmp_path, config, model, Clock())
+    conversation = db.conversation("web", "q")
+    db.add_message(conversation, "user", "My sister Ada visits on Sunday.")
+    db.add_message(conversation, "assistant", "Lovely! Ada likes tea, I'm sure. Paris is a city shaped by knights.")
+    assert asyncio.run(keeper.extract(conversation)) == ["Ada visits on Sunday."]
+    assert "Lovely" not in model.history[0].messages[-1].content  # the reply is not read for facts
+    assert [h.memory.text for h in keeper.store.search("Ada", 5)] == ["Ada visits on Sunday."]
+    db.close()
+
+
 def cli(*args: str, data: Path) -> subprocess.CompletedProcess[str]:
     return picoagent("--data-dir", data, "memory", *args, cwd=data, timeout=120)
 

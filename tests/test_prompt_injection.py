@@ -136,9 +136,10 @@ def test_no_fact_or_summary_is_drawn_from_a_reply_written_after_reading_a_page(r
         assert await keeper.compact(conversation) == "Ada visits on Sunday and likes tea."
         return facts_read, model_of(runtime).history[-1].messages[-1].content
 
-    for transcript in asyncio.run(main()):
-        assert "My sister Ada visits on Sunday." in transcript and "She likes tea." in transcript
-        assert "porch_light" not in transcript
+    facts_read, summarised = asyncio.run(main())
+    for transcript in (facts_read, summarised):
+        assert "My sister Ada visits on Sunday." in transcript and "porch_light" not in transcript
+    assert "She likes tea." in summarised and "She likes tea." not in facts_read  # facts: the person's words only
 
 
 @pytest.mark.parametrize("via", ["direct", "open redirect on the named host"])

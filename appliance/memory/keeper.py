@@ -11,6 +11,10 @@ and only the last ``memory.keep_recent`` messages stay verbatim.
 A message marked ``outside`` in its meta (a reply written after reading a web page, a task's prompt that
 quotes such a step: see :mod:`appliance.tools.trust`) is never read for facts or into a summary: what a
 page told the model must not come back in every later turn as something the owner said.
+
+Facts come from the person's own messages only, and each fact the model lists must be in their words (more
+than half its words and every name and number: :func:`supported`): the packaged 135M model, shown its own
+invented reply, stored "It's a city that has been shaped by brave knights" as a fact about its owner.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import asyncio
 import functools
 import json
 import logging
+import re
 import time
 from typing import Any
 
@@ -223,7 +228,7 @@ class MemoryKeeper:
         new = await self.db.call(self._messages_after, conversation_id, extracted)
         if not new:
             return []
-        said = [m for m in new if m.role in ("user", "assistant") and not m.meta.get("outside")]
+        said = [m for m in new if m.role == "user" and not m.meta.get("outside")]  # the person's words, not a reply
         if not said:
             await self.db.call(lambda: self._set_progress(conversation_id, extracted=new[-1].id))
             return []
@@ -238,7 +243,14 @@ class MemoryKeeper:
         )
         if answer is None or not isinstance(answer.get("facts"), list):
             return []  # a cut generation; the next round looks at these messages again
-        facts = [str(f).strip() for f in answer["facts"] if str(f).strip()]
+        listed = [str(f).strip() for f in answer["facts"] if str(f).strip()]
+        facts = [f for f in listed if supported(f, transcript)]
+        if len(facts) < len(listed):
+            log.info(
+                "conversation %d: %d fact(s) not in the person's words, not kept",
+                conversation_id,
+                len(listed) - len(facts),
+            )
         source = f"conversation {conversation_id}"
         for fact in facts:
             await asyncio.to_thread(
@@ -299,3 +311,31 @@ class MemoryKeeper:
         await self.db.call(lambda: self._set_progress(conversation_id, summarised=older[-1].id))
         log.info("conversation %d: %d message(s) summarised", conversation_id, len(older))
         return summary
+
+
+# fmt: off
+_NOT_CONTENT = frozenset({
+    "the", "a", "an", "and", "or", "but", "of", "to", "in", "on", "at", "for", "with", "from", "by", "is",
+    "are", "was", "were", "be", "been", "has", "have", "had", "do", "does", "did", "will", "would", "can",
+    "could", "should", "may", "might", "this", "that", "these", "those", "it", "its", "they", "them", "their",
+    "there", "here", "user", "users", "person", "owner", "who", "what", "when", "where", "which", "very",
+    "also", "just", "about", "into", "than", "then",
+})
+# fmt: on
+
+
+def supported(fact: str, said: str) -> bool:
+    """Whether a fact is in the person's words: more than half its content words (by their first five letters,
+    at a word's start) and every number and name in it ("The user's sister Ada visits on Sunday" in "My sister
+    Ada visits on Sunday"); a fact in nobody's words ("Ada likes tea", said only by the model) is not."""
+    lowered = said.lower()
+
+    def found(word: str) -> bool:
+        return re.search(rf"\b{re.escape(word.lower()[:5])}", lowered) is not None
+
+    tokens = re.findall(r"[A-Za-z0-9]+", fact)
+    words = [w for w in tokens if w.lower() not in _NOT_CONTENT and (len(w) > 1 or w.isdigit())]
+    names = [w for i, w in enumerate(tokens) if w[0].isdigit() or (i and w[0].isupper())]
+    if not words or not all(found(w) for w in names if w.lower() not in _NOT_CONTENT):
+        return False
+    return 2 * sum(found(w) for w in words) > len(words)
