@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_a_turn_yields_a_complete_reply_record(config: Config, local_model: LocalModel) -> None:
     config.agent.temperature = 0.0
     agent = make_agent(config, local_model)
-    record, events = run(agent, "What is the capital of France? Answer in one word.")
+    # /local: a question of fact the packaged model is asked on purpose (without, it is declined: test_decline)
+    record, events = run(agent, "/local What is the capital of France? Answer in one word.")
     assert "Paris" in record.text
     assert record.route == "local" and record.reason
     assert set(record.timings.as_dict()) >= {"ttft_s", "decode_tps", "total_s", "prompt_tokens", "completion_tokens"}
@@ -70,7 +71,7 @@ def test_a_failing_tool_is_reported_to_the_model_not_fatal(config: Config, local
 
     tools.register(check_mailbox)
     agent = make_agent(config, local_model, tools)
-    record, events = run(agent, "Is there mail in the front mailbox?", tool_choice="required")
+    record, events = run(agent, "/local Is there mail in the front mailbox?", tool_choice="required")
     assert record.actions[0].tool == "check_mailbox"
     assert record.actions[0].ok is False
     assert "sensor is offline" in record.actions[0].error
@@ -149,9 +150,15 @@ def test_history_is_kept_across_two_processes(tmp_path: Path) -> None:
     db.close()
 
 
-def test_chat_m_json_answers_paris(tmp_path: Path) -> None:
-    record = _chat(tmp_path, "What is the capital of France? Answer in one word.")
-    assert "Paris" in record["text"] and record["route"] == "local"
+def test_chat_m_json_declines_a_question_of_fact_and_answers_paris_with_local(tmp_path: Path) -> None:
+    """The packaged model guesses at questions of fact: with the cloud off it is not asked, unless with /local."""
+    declined = _chat(tmp_path, "What is the capital of France? Answer in one word.")
+    assert (
+        declined["text"].startswith("I can't answer that reliably")
+        and "/local asks the small model" in declined["text"]
+    )
+    record = _chat(tmp_path, "/local What is the capital of France? Answer in one word.")
+    assert "Paris" in record["text"] and record["route"] == "local" and record["why"] == "user_local"
 
 
 def test_terminal_chat_commands_and_end_of_input(tmp_path: Path) -> None:

@@ -102,49 +102,60 @@ def test_a_private_chat_offers_the_cloud_for_this_question_once(config: Config, 
     asyncio.run(main())
 
 
-def test_a_question_about_its_own_world_is_declined_not_guessed_on_the_packaged_model(config: Config) -> None:
-    """The packaged 135M guesses ("The number for your dentist is 12"): with the cloud off, a question near the
-    appliance's own topics that no grounded answer took is declined without it; general questions, small talk
-    and requests still reach it, and a model the catalog does not know (or one whose answers may be shown)
-    is asked as before."""
+def test_a_question_of_fact_is_declined_not_guessed_on_the_packaged_model(config: Config) -> None:
+    """The packaged 135M guesses ("The number for your dentist is 12", the Mona Lisa by Michelangelo): with the
+    cloud off, a question that no grounded answer took is declined without it, saying /local asks it anyway;
+    small talk and requests to make something still reach it, and so does a question sent with /local."""
     from appliance.runtime import Runtime
 
     packaged = ScriptedModel(name="smollm2-135m")
     runtime = Runtime.open(config, model=packaged)
     runtime.agent.declines = DeclineDesk(lambda: "smollm2-135m", bigger=lambda running: QWEN)
+    said = (
+        "what's the number for my dentist?",
+        "What is the capital of France?",
+        "how are you?",
+        "could you write a poem about the sea?",
+        "tell me a joke",
+        "/local What is the capital of France?",
+    )
 
     async def main() -> list[ReplyRecord]:
         replies = []
-        for text in ("what's the number for my dentist?", "What is the capital of France?", "how are you?"):
+        for text in said:
             packaged.enqueue("A model's answer.")
             replies.append(await runtime.agent.turn(text, channel="api", chat_id="guess"))
         return replies
 
     try:
-        dentist, france, hello = asyncio.run(main())
+        dentist, france, hello, poem, joke, asked_local = asyncio.run(main())
     finally:
         runtime.close()
-    assert dentist.text.startswith("I can't answer that reliably: it needs a stronger model than the small one")
-    assert dentist.reason.startswith("smollm2-135m guesses at questions of fact, and routing.mode is local_only")
-    assert dentist.choices == ["use qwen2.5-1.5b (1.1 GB)"] and dentist.blocked == "local_only"
-    assert (france.text, france.route) == ("A model's answer.", "local")
-    assert (hello.text, hello.route) == ("A model's answer.", "local")
-    assert len(packaged.history) == 2  # France and the small talk; never the dentist
+    for declined in (dentist, france):
+        assert declined.text.startswith("I can't answer that reliably: it needs a stronger model than the small one")
+        assert declined.text.endswith("I would rather say so than guess (/local asks the small model anyway).")
+        assert declined.reason.startswith("smollm2-135m guesses at questions of fact, and routing.mode is local_only")
+        assert declined.choices == ["use qwen2.5-1.5b (1.1 GB)"] and declined.blocked == "local_only"
+    for answered in (hello, poem, joke, asked_local):
+        assert (answered.text, answered.route) == ("A model's answer.", "local")
+    asked = [r.messages[-1].content for r in packaged.history if not r.messages[-1].content.startswith("user: ")]
+    # never the dentist nor France, until it was asked with /local (the rest is memory extraction)
+    assert asked == ["how are you?", "could you write a poem about the sea?", "tell me a joke", said[1]]
 
 
 def test_who_guesses_is_the_catalogs_word_and_only_without_a_cloud_or_a_local_on_purpose() -> None:
     from appliance.agent.decline import guesses
 
-    async def here(text: str) -> bool:
-        return True
-
     off = RoutingContext(mode="local_only", provider=None)
-    assert asyncio.run(guesses("which light did I leave on?", off, "smollm2-135m", here))
-    assert not asyncio.run(guesses("which light did I leave on?", off, "qwen2.5-1.5b", here))  # it answers
-    assert not asyncio.run(guesses("which light did I leave on?", off, "my-own.gguf", here))  # unknown: trusted
-    assert not asyncio.run(guesses("how are you today?", off, "smollm2-135m", here))  # small talk
+    assert asyncio.run(guesses("which light did I leave on?", off, "smollm2-135m"))
+    assert asyncio.run(guesses("who painted the mona lisa?", off, "smollm2-135m"))
+    assert not asyncio.run(guesses("which light did I leave on?", off, "qwen2.5-1.5b"))  # it answers
+    assert not asyncio.run(guesses("which light did I leave on?", off, "my-own.gguf"))  # unknown: trusted
+    assert not asyncio.run(guesses("how are you today?", off, "smollm2-135m"))  # small talk
+    assert not asyncio.run(guesses("can you write me a limerick?", off, "smollm2-135m"))  # a request to make
+    assert not asyncio.run(guesses("I wrote the wifi password on the fridge", off, "smollm2-135m"))  # no question
     asked_local = RoutingContext(mode="local_only", provider=None, forced="local")
-    assert not asyncio.run(guesses("which light did I leave on?", asked_local, "smollm2-135m", here))
+    assert not asyncio.run(guesses("which light did I leave on?", asked_local, "smollm2-135m"))
 
 
 def test_a_decline_is_shown_by_the_terminal_which_shows_only_what_is_streamed(config: Config) -> None:

@@ -60,6 +60,6 @@ def test_the_second_turn_finds_the_system_prompt_in_the_kv_cache(config: Config,
     agent.clock = lambda: FRIDAY_NOON
     asyncio.run(agent.turn("Tell me about the moon."))
     agent.clock = lambda: SATURDAY_EVENING  # a day and six hours later: a different note
-    second = asyncio.run(agent.turn("And about the sea?"))
+    second = asyncio.run(agent.turn("And tell me about the sea."))  # a request: the model answers it
     assert second.timings.cached_tokens >= system_tokens, (second.timings.cached_tokens, system_tokens)
     assert second.timings.cached_tokens < second.timings.prompt_tokens  # the note and what follows were read

@@ -205,6 +205,17 @@ def test_a_thing_that_is_none_of_the_devices_is_said_so_and_a_device_is_left_to_
     assert bedroom.startswith("I have no bedroom light here, so I can't tell.") and "porch light (switch)" in bedroom
     fan, route = turn(runtime, "is the fan on?")
     assert route == "intent" and fan in ("The fan is off.", "The fan is on."), fan  # read by the device path
+    # a request to a thing none of the devices is: the model had said "turning on: the light in your kitchen"
+    for request, thing in (
+        ("turn on the kitchen light", "kitchen light"),
+        ("dim the kitchen light to 40%", "kitchen light"),
+        ("put the dishwasher on pls", "dishwasher"),
+        ("switch the telly off please, nobody's watching", "telly"),
+    ):
+        said, route = turn(runtime, request)
+        assert route == "intent" and said.startswith(f"I have no {thing} here, so I did nothing. I have 5 devices")
+    done, route = turn(runtime, "turn on the fan")
+    assert route == "intent" and "fan" in done and "I have no" not in done  # a device: the device path acts
     assert model.history == []
 
 
@@ -216,7 +227,11 @@ def test_the_forecast_for_a_city_typed_in_lower_case_is_not_answered_for_here() 
     assert _elsewhere("what's the weather for my run tomorrow", "Brussels") == ""
 
 
-@pytest.mark.parametrize("message", ["can you start a timer", "can you stop the music", "are you awake?"])
+@pytest.mark.parametrize(
+    "message",
+    ["can you start a timer", "can you stop the music", "are you awake?", "turn left at the lights", "turn the page"]
+    + ["put on some music", "switch it off", "switch everything off", "open a new tab"],
+)
 def test_what_is_no_device_verb_or_no_thing_is_not_read_as_one(message: str) -> None:
     """ "No: I have no a timer here." and "I have no you awake here" were what the first cut said."""
     desk = GroundedDesk(topics())

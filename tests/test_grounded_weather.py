@@ -412,12 +412,21 @@ def test_whether_the_sun_is_up_and_how_long_the_day_is_are_computed(clock: str, 
 
 @pytest.mark.parametrize(
     "text",
-    ["what will the weather be on this day next year", "will it rain next month", "will it snow in 40 days"],
+    ["what will the weather be on this day next year", "will it rain next month", "will it snow in 40 days"]
+    + ["what will the weather be like a month from today?", "what will it be like three weeks from now?"]
+    + ["will it rain in 3 weeks"],
 )
 def test_a_day_past_the_forecast_is_far_and_never_answered_with_todays_forecast(text: str) -> None:
-    from appliance.grounded.weather import _when
+    from appliance.grounded.weather import _normal, _when
 
-    assert _when(text, "today") == "far"
+    assert _when(_normal(text), "today") == "far"
+
+
+@pytest.mark.parametrize(("text", "when"), [("rain a week from today?", "+7"), ("will it rain in two weeks", "+14")])
+def test_weeks_ahead_within_the_forecast_are_its_days(text: str, when: str) -> None:
+    from appliance.grounded.weather import _normal, _when
+
+    assert _when(_normal(text), "today") == when
 
 
 def test_a_named_date_past_the_forecast_is_far_and_late_in_a_wet_day_the_whole_day_is_said(tmp_path: Path) -> None:

@@ -104,7 +104,9 @@ def test_every_non_public_route_needs_auth(app: web.Application) -> None:
 def test_api_chat_returns_the_reply_record(app: web.Application) -> None:
     async def scenario(client: TestClient[Any, Any], token: str) -> None:
         response = await client.post(
-            "/api/chat", json={"message": "What is the capital of France? Answer in one word."}, headers=bearer(token)
+            "/api/chat",
+            json={"message": "/local What is the capital of France? Answer in one word."},
+            headers=bearer(token),
         )
         assert response.status == 200
         record = await response.json()
@@ -156,7 +158,7 @@ def test_websocket_streams_events_in_order_and_history_reloads(app: web.Applicat
         await login(client)
         ws = await client.ws_connect("/ws", headers={"Origin": str(client.make_url("/")).rstrip("/")})
         await ws.send_json(
-            {"type": "message", "text": "What is the capital of France? Answer in one word.", "session": "t1"}
+            {"type": "message", "text": "/local What is the capital of France? Answer in one word.", "session": "t1"}
         )
         kinds, text = [], ""
         async for message in ws:

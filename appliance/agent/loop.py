@@ -229,7 +229,7 @@ class Agent:
             context_ = replace(context_, conversation_local_only=False)
         if self.understanding is not None and context_.mode != "cloud_first" and force is None:
             context_ = replace(context_, difficulty=await self.understanding.difficulty(text))
-        guessed = await guesses(text, context_, self.model.name, self.grounding.desk.about_here)
+        guessed = await guesses(text, context_, self.model.name)
         if (guessed or declines(context_)) and channel not in UNATTENDED:  # the Pi's model would guess: said so
             await self.db.call(self.db.add_message, conversation, "user", text, meta=_outside(tools.trust.sources))
             record = self.declines.decline(text, session, context_, stats.started, guessed=guessed)

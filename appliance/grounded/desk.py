@@ -45,7 +45,6 @@ log = logging.getLogger(__name__)
 MEANING = 0.72  # cosine of MiniLM unit vectors: a paraphrase of an example, not a neighbour in subject
 MARGIN = 0.05  # the best topic must beat the next topic (and the model's phrasings) by this much
 NEAR = 0.55  # about a topic, not a paraphrase of it: answered so only where the model may not be trusted
-HERE = 0.50  # about the appliance's own world (closer to a topic than to the model's phrasings): agent/decline.py
 
 # Phrasings close in words to the topics' examples whose answer is not the appliance's to give.
 FOR_THE_MODEL = (
@@ -120,7 +119,8 @@ class GroundedDesk:
         "my phone's dead, got the time?"), in order."""
         found: list[Ask] = []
         core = plain(text)
-        readings = [r for r in dict.fromkeys([core, text.strip(), *_clauses(core)]) if r]
+        first = [p.strip(" ,.;:") for p in _CLAUSE.split(core) if p.strip(" ,.;:")][:1]  # "time check pls, 24h"
+        readings = [r for r in dict.fromkeys([core, text.strip(), *_clauses(core), *first]) if r]
         for topic in self.topics:  # each topic's asks, one a reading that it takes: the desk tries them in turn
             taken = [a for reading in readings if (a := topic.match(reading)) is not None]
             found += [
@@ -192,15 +192,6 @@ class GroundedDesk:
         if near and score >= NEAR and score - best.get(-1, -1.0) >= MARGIN:
             return Ask(self.topics[owner].kind, text=text, by_meaning=True, near=True)
         return None
-
-    async def about_here(self, text: str) -> bool:
-        """Whether a question is about the appliance's own world: at least :data:`HERE` alike to a topic's
-        examples and closer to them than to the model's phrasings (the vector is the turn's, already made)."""
-        if self.embedder is None or not asks(text):
-            return False
-        best = await self._closeness(plain(text) or text.strip())
-        mine = max((score for owner, score in best.items() if owner >= 0), default=-1.0)
-        return mine >= HERE and mine > best.get(-1, -1.0)
 
     async def _closeness(self, text: str) -> dict[int, float]:
         """Per topic (its index; -1 the model's phrasings) the cosine of its closest example to ``text``; empty

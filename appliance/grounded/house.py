@@ -41,6 +41,16 @@ _STATE = re.compile(
     r" (?:on|off|open|closed|shut|running|locked|unlocked|working)"
     r"(?: (?:right )?now| at the moment| still| already)?$"
 )
+# "turn on the kitchen light", "put the dishwasher on", "dim the hall lamp to 40%": a request to a thing, which the
+# device path carries out when it is one of the devices; none of them, it is said so (the model claimed to do it)
+_COMMAND = re.compile(
+    r"^(?:(?:turn|switch|flip|power)(?: (?P<v1>on|off|up|down))? (?:the |my |our )?(?P<a>[a-z][a-z' ]*?)"
+    r"(?: (?P<v2>on|off|up|down))?"
+    r"|put (?:the |my |our )?(?P<b>[a-z][a-z' ]*?) on"
+    r"|(?:dim|brighten|lock|unlock) (?:the |my |our )?(?P<c>[a-z][a-z' ]*?)(?: (?:to|at) \d+ ?(?:%|percent))?"
+    r"|(?:open|close|shut) the (?P<d>[a-z][a-z' ]*?))"
+    r"(?: (?:for me|please|pls|now|right now))*$"
+)
 _NOT_A_THING = frozenset(
     {"it", "that", "this", "everything", "anything", "something", "he", "she", "they", "there", "you", "we", "i"}
 )
@@ -78,6 +88,11 @@ class House:
             return Ask(self.kind, "room", {"room": found["a"] or found["b"] or found["c"]}, text=text)
         if (found := _STATE.match(said)) and found["thing"].split()[0] not in _NOT_A_THING:
             return Ask(self.kind, "state", {"thing": found["thing"]}, text=text)
+        first = re.split(r"[,;.!]\s|\s[-–—]\s", said, maxsplit=1)[0].strip()  # "switch the telly off, nobody's watching"
+        if (found := _COMMAND.match(first)) and (found["v1"] or found["v2"] or not found["a"]):
+            thing = next(t for t in (found["a"], found["b"], found["c"], found["d"]) if t)
+            if thing.split()[0] not in _NOT_A_THING and len(thing.split()) <= 4 and thing not in ("all", "them"):
+                return Ask(self.kind, "command", {"thing": thing}, text=text)
         if found := _READING.match(said):
             return Ask(self.kind, "reading", {"room": found["room"], "quantity": QUANTITIES[found["q"]]}, text=text)
         return None
@@ -95,6 +110,11 @@ class House:
             if not infos or names_a_device(thing, infos):
                 return None  # one of the devices (or its room): the device path reads it
             return Answer(f"I have no {thing} here, so I can't tell. {devices_by_room(facts)}", basis, self.kind)
+        if ask.what == "command":  # a request to a thing none of the devices is: said so, nothing done
+            thing = str(ask.details["thing"])
+            if not infos or names_a_device(thing, infos):
+                return None  # one of the devices (or its room): the device path acts on it
+            return Answer(f"I have no {thing} here, so I did nothing. {devices_by_room(facts)}", basis, self.kind)
         if ask.what == "rooms":
             if not named:
                 return Answer("I know no rooms: no device has a room in the config.", basis, self.kind)

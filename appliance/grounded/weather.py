@@ -110,6 +110,9 @@ def _normal(text: str) -> str:
     return " ".join(_SPELLED.get(w, w) for w in words.split())
 
 
+_COUNTS = {"a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+
+
 def _when(text: str, default: str) -> str:
     """The period a question names (see appliance.weather.words.period), else ``default``."""
     if "day after tomorrow" in text:
@@ -119,6 +122,13 @@ def _when(text: str, default: str) -> str:
         text,
     ):
         return "far"
+    count = r"(a|one|two|three|four|five|six|\d+)"
+    if re.search(rf"\b{count} (?:months?|years?) (?:from (?:now|today)|away|ahead|time|out)\b", text):
+        return "far"  # "a month from today", "three months away"
+    if match := re.search(rf"\b{count} weeks? (?:from (?:now|today)|away|ahead|time)\b|\bin {count} weeks?\b", text):
+        weeks = match.group(1) or match.group(2)
+        days = 7 * (_COUNTS[weeks] if weeks in _COUNTS else int(weeks))
+        return f"+{days}" if days <= FORECAST_REACH_DAYS else "far"
     if match := re.search(r"\bin (\d+) days\b", text):
         return f"+{match.group(1)}" if int(match.group(1)) <= FORECAST_REACH_DAYS else "far"
     if re.search(r"\b(?:tonight|this evening|overnight|at night|during the night)\b", text):
