@@ -229,8 +229,17 @@ def test_the_forecast_for_a_city_typed_in_lower_case_is_not_answered_for_here() 
 
 @pytest.mark.parametrize(
     "message",
-    ["can you start a timer", "can you stop the music", "are you awake?", "turn left at the lights", "turn the page"]
-    + ["put on some music", "switch it off", "switch everything off", "open a new tab"],
+    [
+        "can you start a timer",
+        "can you stop the music",
+        "are you awake?",
+        "turn left at the lights",
+        "turn the page",
+        "put on some music",
+        "switch it off",
+        "switch everything off",
+        "open a new tab",
+    ],
 )
 def test_what_is_no_device_verb_or_no_thing_is_not_read_as_one(message: str) -> None:
     """ "No: I have no a timer here." and "I have no you awake here" were what the first cut said."""

@@ -412,9 +412,14 @@ def test_whether_the_sun_is_up_and_how_long_the_day_is_are_computed(clock: str, 
 
 @pytest.mark.parametrize(
     "text",
-    ["what will the weather be on this day next year", "will it rain next month", "will it snow in 40 days"]
-    + ["what will the weather be like a month from today?", "what will it be like three weeks from now?"]
-    + ["will it rain in 3 weeks"],
+    [
+        "what will the weather be on this day next year",
+        "will it rain next month",
+        "will it snow in 40 days",
+        "what will the weather be like a month from today?",
+        "what will it be like three weeks from now?",
+        "will it rain in 3 weeks",
+    ],
 )
 def test_a_day_past_the_forecast_is_far_and_never_answered_with_todays_forecast(text: str) -> None:
     from appliance.grounded.weather import _normal, _when

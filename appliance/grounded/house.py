@@ -88,7 +88,8 @@ class House:
             return Ask(self.kind, "room", {"room": found["a"] or found["b"] or found["c"]}, text=text)
         if (found := _STATE.match(said)) and found["thing"].split()[0] not in _NOT_A_THING:
             return Ask(self.kind, "state", {"thing": found["thing"]}, text=text)
-        first = re.split(r"[,;.!]\s|\s[-–—]\s", said, maxsplit=1)[0].strip()  # "switch the telly off, nobody's watching"
+        # "switch the telly off, nobody's watching": the request is the first clause
+        first = re.split(r"[,;.!]\s|\s[-–—]\s", said, maxsplit=1)[0].strip()
         if (found := _COMMAND.match(first)) and (found["v1"] or found["v2"] or not found["a"]):
             thing = next(t for t in (found["a"], found["b"], found["c"], found["d"]) if t)
             if thing.split()[0] not in _NOT_A_THING and len(thing.split()) <= 4 and thing not in ("all", "them"):
