@@ -96,7 +96,8 @@ def cmd_channels_pair(args: argparse.Namespace) -> int:
             code = create_code(db, name, ttl_s=args.ttl)
     finally:
         db.close()
-    print(f"send this code to the assistant on {name}, in a private chat, within {args.ttl / 60:g} minutes: {code}")
+    how_sent = "as the whole body of an e-mail to its address" if name == "email" else "in a private chat"
+    print(f"send this code to the assistant on {name}, {how_sent}, within {args.ttl / 60:g} minutes: {code}")
     print("it works once; whoever sends it can talk to the assistant")
     if not is_enabled(config, name):
         print(f"note: {name}.enabled is false; the channel must be running for the code to work")
