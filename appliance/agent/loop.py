@@ -163,12 +163,14 @@ class Agent:
         on_event: EventSink | None = None,
         client: str | None = None,
         force: Forced = None,
+        forced_by: str = "",
         person: bool = True,
     ) -> ReplyRecord:
         """Answer one message; the user's message is stored before the model runs.
 
         ``client`` names who asked, for fair sharing of the model (default: the chat). ``force`` is a
-        route the user asked for (a message starting with ``/cloud`` or ``/local`` asks for itself).
+        route the user asked for (a message starting with ``/cloud`` or ``/local`` asks for itself);
+        ``forced_by`` says why when no person asked for it (reasons then do not say "you asked for").
         ``person``: False for a channel whose senders are not people the Pi knows (an MQTT topic, a
         webhook bridge): its message is outside text (:meth:`ToolRegistry.turn`), and the owner's
         memories are neither recalled into its prompt nor extracted from it.
@@ -225,6 +227,8 @@ class Agent:
         context_ = await self._routing_context(channel, chat_id, force)
         if force is not None:
             context_ = replace(context_, asked_with=asked_with(force, channel, in_text=asked is not None))
+            if asked is None and not lifted:
+                context_ = replace(context_, forced_by=forced_by)
         if lifted:  # the person tapped "ask the cloud" on a private chat's decline: this question, once
             context_ = replace(context_, conversation_local_only=False)
         if self.understanding is not None and context_.mode != "cloud_first" and force is None:

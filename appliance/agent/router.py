@@ -43,6 +43,9 @@ class RoutingContext:
     provider: str | None  # the configured cloud provider, None when there is none
     forced: Literal["local", "cloud"] | None = None  # /local or /cloud for this message
     asked_with: str = ""  # how ``forced`` was asked, quoted in reasons: "/cloud", '"route": "cloud"' ...
+    # Why the route is forced when no person asked for it, said in reasons instead of "you asked for the
+    # cloud": a task on --route auto whose local model cannot plan goes to the cloud by the owner's setup.
+    forced_by: str = ""
     channel_local_only: bool = False
     conversation_local_only: bool = False
     network_up: bool = True
@@ -123,7 +126,7 @@ def before_local(ctx: RoutingContext) -> Decision:
     """Whether to skip the local model and go straight to the cloud."""
     blocked = ctx.cloud_blocked()
     if ctx.forced == "cloud":
-        asked = f"you asked for the cloud ({ctx.asked_with or '/cloud'})"
+        asked = ctx.forced_by or f"you asked for the cloud ({ctx.asked_with or '/cloud'})"
         if blocked is None:
             return Decision("cloud", asked, "user_cloud", True)
         return Decision("local", f"{asked}, but {blocked[1]}", "user_cloud", True, blocked[0])
