@@ -74,7 +74,12 @@ def test_providers_check_says_why_a_provider_fails(tmp_path: Path, fake_cloud: F
     fake_cloud.fail_next("500", 10)
     config = routed_config(tmp_path / "etc", fake_cloud.api_base)
     out = picoagent("providers", "--check", "--config", config, "--data-dir", tmp_path / "data", cwd=tmp_path)
-    assert out.returncode == 0 and "check: failed: fake:" in out.stdout and "Internal server error" in out.stdout
+    assert out.returncode == 1, out.stderr  # a script (or `&&`) sees the check failed
+    assert "check: failed: fake:" in out.stdout and "Internal server error" in out.stdout
+    assert "Traceback" not in out.stderr
+    fake_cloud.fail_next("500", 10)
+    out = picoagent("providers", "--check", "--json", "--config", config, cwd=tmp_path)
+    assert out.returncode == 1 and json.loads(out.stdout)["providers"][0]["check"].startswith("failed: fake:")
 
 
 def test_providers_on_the_default_config_says_nothing_leaves_the_pi(tmp_path: Path) -> None:
