@@ -51,6 +51,7 @@ class RoutingContext:
     network_up: bool = True
     circuit_open: bool = False
     budget_left_usd: float = math.inf
+    budget_off: str = ""  # the budget key set to 0, which turns the cloud off ("routing.daily_budget_usd"), or ""
     difficulty: Difficulty | None = None  # None: the signal is off (no embedding model, or routing.difficulty: off)
 
     def cloud_blocked(self) -> tuple[str, str] | None:
@@ -70,6 +71,8 @@ class RoutingContext:
         if self.circuit_open:
             return "circuit_open", f"{self.provider} failed repeatedly and is paused"
         if self.budget_left_usd <= 0:
+            if self.budget_off:  # nothing was spent: the owner's 0 keeps the cloud off
+                return "budget", f"the cloud is off by budget ({self.budget_off}: 0)"
             return "budget", "the cloud budget is used up"
         return None
 
