@@ -481,11 +481,17 @@ class Agent:
         return record
 
     def _ledger(self, record: ReplyRecord, use: CloudUse, local: TurnStats | None) -> None:
-        """Count the turn's tokens and cost by provider, and its routing decision (on the database thread)."""
-        if local is None or local.rounds:
+        """Count the turn's tokens and cost by provider, and its routing decision (on the database thread).
+
+        The turn itself is counted once, under the model that answered it (the cloud's row for route
+        ``cloud``, the Pi's otherwise); a model that only tried (a cloud that failed, a local answer that
+        was escalated) adds its tokens and cost with 0 turns: `usage` then sums to `routing stats`.
+        """
+        answered_by_cloud = record.route == "cloud"
+        if local is None or local.rounds or not answered_by_cloud:
             prompt, completion = (local.prompt_tokens, local.completion_tokens) if local is not None else (0, 0)
             model = self.model.name if local is not None else "-"
-            self.db.add_usage(record.route, model, prompt, completion)
+            self.db.add_usage(record.route, model, prompt, completion, turns=0 if answered_by_cloud else 1)
         if self.cloud is not None and (use.prompt_tokens or use.completion_tokens or use.seconds):
             model = self.cloud.provider.model if self.cloud.provider is not None else "-"
             self.db.add_usage(
@@ -495,6 +501,7 @@ class Agent:
                 use.completion_tokens,
                 provider=self.cloud.name,
                 cost_usd=use.cost_usd,
+                turns=1 if answered_by_cloud else 0,
             )
         self.db.add_route(record.route, record.why, record.blocked)
 

@@ -129,6 +129,11 @@ def cmd_usage(args: argparse.Namespace) -> int:
             f"{r['day']:10} {r['provider']:10} {r['model'][:26]:26} {r['route']:14} {r['turns']:6d}"
             f" {r['prompt_tokens']:9d} {r['completion_tokens']:8d} {'$' + format(r['cost_usd'], '.4f'):>9}"
         )
+    if rows:
+        print(
+            "turns: answered by that model; a model that only tried (a cloud that failed, a local answer sent on"
+            " to the cloud) adds its tokens and cost with 0 turns, so each turn counts once, as in `routing stats`"
+        )
     print(
         f"cloud spent: ${today:.4f} today of ${config.routing.daily_budget_usd:g},"
         f" ${month:.4f} this month of ${config.routing.monthly_budget_usd:g}"
