@@ -538,11 +538,12 @@ class Updater:
             "last": journal.get("last"),
         }
 
-    def verify_current(self) -> list[str]:
-        """The files of the running release that differ from its signed manifest."""
+    def verify_current(self) -> list[str] | None:
+        """The files of the running release that differ from its signed manifest; None when no complete
+        release is current (a checkout, or a broken ``current``): then there is nothing to verify against."""
         release = self.current_release()
         if release is None:
-            return ["(no complete release is current)"]
+            return None
         try:
             manifest = Manifest.from_json((release / MANIFEST_COPY).read_bytes())
         except OSError:

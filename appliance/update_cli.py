@@ -82,11 +82,21 @@ def _check(updater: Updater, args: argparse.Namespace) -> int:
     if status.get("pending"):
         print(f"pending   {status['pending']['version']} (not confirmed; the next boot or update rolls it back)")
     if args.verify:
-        bad = status["modified_files"]
-        print(f"files     {'all match the signed manifest' if not bad else 'CHANGED: ' + ', '.join(bad)}")
+        print(f"files     {_verified(updater, status['modified_files'])}")
     if args.bundle:
         print(f"bundle    {status['bundle']['version']} ({status['bundle']['arch']}) can be installed")
-    return 1 if args.verify and status["modified_files"] else 0
+    # 1 also when nothing could be verified: a script must not read that as "all files match"
+    return 1 if args.verify and status["modified_files"] != [] else 0
+
+
+def _verified(updater: Updater, bad: list[str] | None) -> str:
+    """What --verify found, in words."""
+    current = updater.layout.current
+    if bad is None and not (current.is_symlink() or current.exists()):
+        return f"no release is installed here: nothing to verify (a checkout? no {current})"
+    if bad is None:
+        return f"{current} is no complete release: nothing to verify (`update boot` repairs it)"
+    return "all match the signed manifest" if not bad else "CHANGED: " + ", ".join(bad)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,14 +8,18 @@ sees: the sentence, the buttons, the footer, and what tapping each button does.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
+from pathlib import Path
 
 from appliance.agent.decline import ASK_CLOUD, Bigger, DeclineDesk
+from appliance.agent.escalation import CloudRoute
 from appliance.agent.record import ReplyRecord
-from appliance.agent.router import Difficulty, RoutingContext, declines
+from appliance.agent.router import Difficulty, LocalOutcome, RoutingContext, after_local, declines
 from appliance.channels.core import footer
-from appliance.config import Config
+from appliance.config import Config, ProviderConfig
 from appliance.llm.embeddings import LocalEmbedder
 from appliance.llm.scripted import ScriptedModel
+from appliance.memory.db import Database
 from tests.agents import Routed
 from tests.fakes.cloud_api import FakeCloud
 
@@ -172,3 +176,32 @@ def test_a_decline_is_shown_by_the_terminal_which_shows_only_what_is_streamed(co
     finally:
         runtime.close()
     assert record.text.startswith("I can't answer that reliably") and out.getvalue() == record.text
+
+
+def test_a_budget_of_0_says_the_cloud_is_off_by_budget_and_a_spent_one_says_it_is_used_up(
+    config: Config, tmp_path: Path
+) -> None:
+    """The config's comment: "0 turns the cloud off"; the reasons and the decline say that, not "used up"."""
+    config.providers["fake"] = ProviderConfig(type="openai", api_base="http://127.0.0.1:9/v1", model="m")
+    config.routing.mode, config.routing.cloud_provider = "edge_first", "fake"
+    config.routing.daily_budget_usd = 0
+    db = Database(tmp_path / "picoagent.db")
+    route = CloudRoute(config, db)
+    desk = DeclineDesk(lambda: "smollm2-135m", bigger=lambda _: None)
+    try:
+        ctx = route.context_sync("terminal", "default", None)
+        assert ctx.cloud_blocked() == ("budget", "the cloud is off by budget (routing.daily_budget_usd: 0)")
+        decision = after_local(ctx, LocalOutcome(mean_prob=0.1), 0.55)
+        off = ", but the cloud is off by budget (routing.daily_budget_usd: 0): answered locally"
+        assert decision.reason.endswith(off), decision.reason
+        declined = desk.decline(HARD, "terminal:default", replace(ctx, difficulty=Difficulty(0.9, 0.65)), 0.0)
+        assert "the cloud is switched off here (routing.daily_budget_usd: 0)" in declined.text
+        assert "used up" not in declined.text + declined.reason
+        config.routing.daily_budget_usd = 0.001  # a budget, spent
+        db.add_usage("cloud", "m", 100, 10, provider="fake", cost_usd=0.002)
+        ctx = route.context_sync("terminal", "default", None)
+        assert ctx.cloud_blocked() == ("budget", "the cloud budget is used up")
+        declined = desk.decline(HARD, "terminal:default", replace(ctx, difficulty=Difficulty(0.9, 0.65)), 0.0)
+        assert "the cloud budget is used up" in declined.text
+    finally:
+        db.close()

@@ -484,6 +484,30 @@ def test_an_auto_task_the_pis_model_cannot_plan_goes_to_the_cloud_when_it_may(co
     asyncio.run(scenario())
 
 
+def test_an_auto_task_whose_cloud_fails_does_not_say_the_person_asked_for_the_cloud(config: Config) -> None:
+    async def scenario() -> None:
+        async with FakeCloud("openai") as fake:
+            config.providers["fake"] = ProviderConfig(
+                type="openai", api_base=fake.api_base, model=fake.model, api_key=fake.api_key
+            )
+            config.routing.mode, config.routing.cloud_provider = "edge_first", "fake"
+            model = MeteredModel()
+            model.name = "smollm2-135m"
+            agent, cloud = cloud_agent(config, model, fake)
+            fake.fail_next("500", n=10)
+            store = TaskStore(agent.db)
+            store.add("What is 2+2?")  # route auto: the cloud works it, and fails
+            ended = await TaskRunner(store, DeepWork(agent)).run_once()
+            assert ended is not None and ended.state == "error" and ended.error is not None
+            assert "you asked for the cloud" not in ended.error and "--route cloud" not in ended.error
+            assert "the task's --route auto sends it to the cloud" in ended.error
+            assert "smollm2-135m on this Pi cannot plan a task" in ended.error
+            await cloud.close()
+            agent.db.close()
+
+    asyncio.run(scenario())
+
+
 def test_nothing_of_the_tasks_prompt_reaches_a_result_a_step_or_a_notification(config: Config) -> None:
     model = MeteredModel()
     model.enqueue(

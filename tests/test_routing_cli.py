@@ -6,11 +6,18 @@ import asyncio
 import json
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
+from appliance.cli import main as cli_main
+from appliance.config import Config
+from appliance.llm.base import Generation, GenerationRequest
+from appliance.llm.scripted import ScriptedModel
 from appliance.memory.db import Database
+from tests.agents import Routed
 from tests.fakes.cloud_api import FakeCloud
 from tests.helpers import config_file, picoagent
 
@@ -74,7 +81,12 @@ def test_providers_check_says_why_a_provider_fails(tmp_path: Path, fake_cloud: F
     fake_cloud.fail_next("500", 10)
     config = routed_config(tmp_path / "etc", fake_cloud.api_base)
     out = picoagent("providers", "--check", "--config", config, "--data-dir", tmp_path / "data", cwd=tmp_path)
-    assert out.returncode == 0 and "check: failed: fake:" in out.stdout and "Internal server error" in out.stdout
+    assert out.returncode == 1, out.stderr  # a script (or `&&`) sees the check failed
+    assert "check: failed: fake:" in out.stdout and "Internal server error" in out.stdout
+    assert "Traceback" not in out.stderr
+    fake_cloud.fail_next("500", 10)
+    out = picoagent("providers", "--check", "--json", "--config", config, cwd=tmp_path)
+    assert out.returncode == 1 and json.loads(out.stdout)["providers"][0]["check"].startswith("failed: fake:")
 
 
 def test_providers_on_the_default_config_says_nothing_leaves_the_pi(tmp_path: Path) -> None:
@@ -133,3 +145,46 @@ def test_doctor_checks_the_route_to_the_cloud(tmp_path: Path) -> None:
     assert "api_key is empty" in line and "warn" in line.lower(), out.stdout
     default = picoagent("doctor", "--data-dir", tmp_path / "data2", cwd=tmp_path)
     assert any("routing" in line and "local_only" in line for line in default.stdout.splitlines())
+
+
+class UnsureModel(ScriptedModel):
+    """The scripted model, unsure of every word: edge_first escalates its answers."""
+
+    async def generate(self, request: GenerationRequest) -> Generation:
+        answer = await super().generate(request)
+        return replace(answer, token_logprobs=[-5.0] * len(answer.token_logprobs))
+
+
+def test_usage_counts_each_turn_once_under_the_model_that_answered_as_routing_stats_does(
+    config: Config, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A turn the cloud failed (answered on the Pi) and one the Pi tried first are one turn each, in both."""
+
+    async def turns() -> list[str]:
+        async with FakeCloud("openai") as fake:
+            routed = Routed(config, cast(Any, UnsureModel()), fake)
+            fake.enqueue("Paris.")
+            asked = [(await routed.ask("/cloud What is the capital of France?"))[0].route]  # the cloud alone
+            fake.fail_next("500", 4)  # every attempt of one request
+            asked.append((await routed.ask("/cloud What is the capital of Peru?"))[0].route)  # tried, failed
+            fake.enqueue("Lima.")
+            asked.append((await routed.ask("Which city is the capital of Peru?"))[0].route)  # the Pi, then the cloud
+            await routed.close()
+            return asked
+
+    assert asyncio.run(turns()) == ["cloud", "local_fallback", "cloud"]
+    path = tmp_path / "cli.yaml"
+    path.write_text(f"data_dir: {config.data_dir}\n")
+    assert cli_main(["--config", str(path), "routing", "stats", "--json"]) == 0
+    by_route = json.loads(capsys.readouterr().out)["by_route"]
+    assert by_route == {"cloud": 2, "local_fallback": 1}
+    assert cli_main(["--config", str(path), "usage", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["usage"]
+    counted: dict[str, int] = {}
+    for row in rows:
+        counted[row["route"]] = counted.get(row["route"], 0) + row["turns"]
+    assert counted == by_route, rows  # each turn once, in the row of the model that answered it
+    tried = next(r for r in rows if r["provider"] == "fake" and r["route"] == "local_fallback")
+    assert tried["turns"] == 0  # the failed attempt is there (its tokens and cost, none here), not as a turn
+    assert cli_main(["--config", str(path), "usage"]) == 0
+    assert "turns: answered by that model" in capsys.readouterr().out

@@ -7,10 +7,13 @@ import signal
 import subprocess
 import threading
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from appliance.memory.db import Database
 from appliance.tasks import TaskStore
-from tests.helpers import COMMAND, assert_clean_error, config_file, picoagent, wait_for
+from tests.helpers import COMMAND, assert_clean_error, config_file, free_port, picoagent, wait_for
 
 PLANNER = {'  model: ""': "  model: planner.gguf"}  # a model the catalog does not know: the owner's, trusted to plan
 
@@ -137,3 +140,34 @@ def test_a_long_result_of_several_lines_is_one_line_in_the_list(tmp_path: Path) 
     assert len(listed) == 1 and listed[0].startswith("   1  done       0 step(s)")
     assert "stopped. Last step (4): carrots, leeks and more" in listed[0] and listed[0].endswith("…")
     assert "and more " * 40 in " ".join(tasks(tmp_path, "list", "--json").stdout.split()) + " "
+
+
+def test_tasks_run_closes_the_cloud_session_it_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`tasks run` of an auto task on a cloud that cannot be reached: no "Unclosed client session" after it."""
+    from appliance.cli import main as cli_main
+    from appliance.llm.scripted import ScriptedModel
+    from appliance.runtime import Runtime
+
+    dead = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens: every attempt fails at once
+    provider = f"providers:\n  dead:\n    type: openai\n    api_base: {dead}\n    model: m\n    api_key: sk-x\n"
+    routing = {
+        "providers: {}": provider,
+        "  mode: local_only": "  mode: edge_first",
+        '  cloud_provider: ""': "  cloud_provider: dead",
+    }
+    config = config_file(tmp_path / "conf", routing)
+    opened: list[Runtime] = []
+    open_runtime = Runtime.open
+
+    def open_with_the_packaged_models_name(config: Any, **kw: Any) -> Runtime:
+        runtime = open_runtime(config, model=ScriptedModel("smollm2-135m"), **kw)
+        opened.append(runtime)
+        return runtime
+
+    monkeypatch.setattr(Runtime, "open", open_with_the_packaged_models_name)
+    common = ["--config", str(config), "--data-dir", str(tmp_path / "data"), "tasks"]
+    assert cli_main([*common, "add", "What is 2+2?", "--max-steps", "2", "--route", "auto"]) == 0
+    assert cli_main([*common, "run"]) == 0
+    assert opened and opened[-1].cloud is not None
+    session = opened[-1].cloud.provider._session  # what the event loop's end would leave open
+    assert session is None or session.closed

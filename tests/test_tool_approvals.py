@@ -269,3 +269,19 @@ def test_the_cli_without_a_daemon_lists_and_denies_but_does_not_run_a_call(
     assert cli_main(["--config", str(path), "approvals", "deny", action_id]) == 0
     assert gated.approvals.store.get(action_id).status == "denied"
     assert runs(gated.config) == 0
+
+
+def test_the_approvals_help_says_it_covers_tool_calls_as_well_as_device_writes(tmp_path: Path) -> None:
+    """`picoagent approvals --help` and the command list, read as a person reads them."""
+    from tests.helpers import picoagent
+
+    own = picoagent("approvals", "--help", cwd=tmp_path)
+    assert own.returncode == 0, own.stderr
+    words = " ".join(own.stdout.split())  # argparse wraps the description
+    assert "Device writes and tool calls waiting for a person's approval" in words
+    assert "tools.require_approval" in words and "approval: required" in words
+    for line in ("list", "approve", "deny"):
+        described = next(s for s in own.stdout.splitlines() if s.strip().startswith(f"{line} "))
+        assert "tool call" in described, described  # not "a pending write" alone
+    listed = picoagent("--help", cwd=tmp_path).stdout
+    assert "approvals      device writes and tool calls waiting for a person" in listed

@@ -424,3 +424,17 @@ def test_the_health_check_follows_the_redirect_to_https_trusting_the_appliance_c
     assert asyncio.run(check(root / "var/lib/picoagent")) == (True, "healthy")
     healthy, why = asyncio.run(check(impostor.cert_path.parent.parent))
     assert not healthy and "CERTIFICATE_VERIFY_FAILED" in why
+
+
+def test_verify_where_no_release_is_installed_says_there_is_nothing_to_verify(tmp_path: Path) -> None:
+    """`picoagent update check --verify` in a git checkout: no release layout, so no files to compare."""
+    from tests.helpers import picoagent
+
+    out = picoagent("update", "check", "--verify", "--root", tmp_path, cwd=tmp_path)
+    assert out.returncode == 1, out.stderr  # nothing was verified: a script must not read it as "all match"
+    files = next(line for line in out.stdout.splitlines() if line.startswith("files"))
+    missing = tmp_path / "opt" / "picoagent" / "current"
+    assert files == f"files     no release is installed here: nothing to verify (a checkout? no {missing})"
+    assert "CHANGED" not in out.stdout
+    data = json.loads(picoagent("update", "check", "--verify", "--json", "--root", tmp_path, cwd=tmp_path).stdout)
+    assert data["modified_files"] is None  # not a list of files that differ

@@ -129,6 +129,8 @@ class DeclineDesk:
         ``guessed``: declined because the model on the Pi guesses at questions of fact (:func:`guesses`)."""
         blocked = ctx.cloud_blocked() or ("", "the cloud may not be used")
         why = _PLAINLY.get(blocked[0], "the cloud may not answer it now")
+        if blocked[0] == "budget" and ctx.budget_off:
+            why = f"the cloud is switched off here ({ctx.budget_off}: 0)"
         score = ctx.difficulty.p_cloud if ctx.difficulty is not None else 1.0
         words = f"this looks like a question for a stronger model ({score:.2f}), but {blocked[1]}"
         if guessed:

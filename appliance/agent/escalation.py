@@ -119,6 +119,13 @@ class CloudRoute:
         """What may still be spent, given (today, this month) so far."""
         return min(self.routing.daily_budget_usd - spent[0], self.routing.monthly_budget_usd - spent[1])
 
+    def budget_off(self) -> str:
+        """The budget key set to 0 or below (the cloud is off by budget), or "" when both allow spending."""
+        for key in ("daily_budget_usd", "monthly_budget_usd"):
+            if getattr(self.routing, key) <= 0:
+                return f"routing.{key}"
+        return ""
+
     def context_sync(self, channel: str, chat_id: str, forced: Forced) -> RoutingContext:
         """The routing context of a message (reads the database: call on its thread)."""
         if self.provider is None or self.routing.mode == "local_only":
@@ -133,6 +140,7 @@ class CloudRoute:
             network_up=self.network_up(),
             circuit_open=self.provider.breaker.is_open,
             budget_left_usd=self.budget_left_usd(self.db.spent_usd()),
+            budget_off=self.budget_off(),
         )
 
     async def context(self, channel: str, chat_id: str, forced: Forced) -> RoutingContext:

@@ -163,12 +163,14 @@ class Agent:
         on_event: EventSink | None = None,
         client: str | None = None,
         force: Forced = None,
+        forced_by: str = "",
         person: bool = True,
     ) -> ReplyRecord:
         """Answer one message; the user's message is stored before the model runs.
 
         ``client`` names who asked, for fair sharing of the model (default: the chat). ``force`` is a
-        route the user asked for (a message starting with ``/cloud`` or ``/local`` asks for itself).
+        route the user asked for (a message starting with ``/cloud`` or ``/local`` asks for itself);
+        ``forced_by`` says why when no person asked for it (reasons then do not say "you asked for").
         ``person``: False for a channel whose senders are not people the Pi knows (an MQTT topic, a
         webhook bridge): its message is outside text (:meth:`ToolRegistry.turn`), and the owner's
         memories are neither recalled into its prompt nor extracted from it.
@@ -225,6 +227,8 @@ class Agent:
         context_ = await self._routing_context(channel, chat_id, force)
         if force is not None:
             context_ = replace(context_, asked_with=asked_with(force, channel, in_text=asked is not None))
+            if asked is None and not lifted:
+                context_ = replace(context_, forced_by=forced_by)
         if lifted:  # the person tapped "ask the cloud" on a private chat's decline: this question, once
             context_ = replace(context_, conversation_local_only=False)
         if self.understanding is not None and context_.mode != "cloud_first" and force is None:
@@ -477,11 +481,17 @@ class Agent:
         return record
 
     def _ledger(self, record: ReplyRecord, use: CloudUse, local: TurnStats | None) -> None:
-        """Count the turn's tokens and cost by provider, and its routing decision (on the database thread)."""
-        if local is None or local.rounds:
+        """Count the turn's tokens and cost by provider, and its routing decision (on the database thread).
+
+        The turn itself is counted once, under the model that answered it (the cloud's row for route
+        ``cloud``, the Pi's otherwise); a model that only tried (a cloud that failed, a local answer that
+        was escalated) adds its tokens and cost with 0 turns: `usage` then sums to `routing stats`.
+        """
+        answered_by_cloud = record.route == "cloud"
+        if local is None or local.rounds or not answered_by_cloud:
             prompt, completion = (local.prompt_tokens, local.completion_tokens) if local is not None else (0, 0)
             model = self.model.name if local is not None else "-"
-            self.db.add_usage(record.route, model, prompt, completion)
+            self.db.add_usage(record.route, model, prompt, completion, turns=0 if answered_by_cloud else 1)
         if self.cloud is not None and (use.prompt_tokens or use.completion_tokens or use.seconds):
             model = self.cloud.provider.model if self.cloud.provider is not None else "-"
             self.db.add_usage(
@@ -491,6 +501,7 @@ class Agent:
                 use.completion_tokens,
                 provider=self.cloud.name,
                 cost_usd=use.cost_usd,
+                turns=1 if answered_by_cloud else 0,
             )
         self.db.add_route(record.route, record.why, record.blocked)
 

@@ -43,11 +43,15 @@ class RoutingContext:
     provider: str | None  # the configured cloud provider, None when there is none
     forced: Literal["local", "cloud"] | None = None  # /local or /cloud for this message
     asked_with: str = ""  # how ``forced`` was asked, quoted in reasons: "/cloud", '"route": "cloud"' ...
+    # Why the route is forced when no person asked for it, said in reasons instead of "you asked for the
+    # cloud": a task on --route auto whose local model cannot plan goes to the cloud by the owner's setup.
+    forced_by: str = ""
     channel_local_only: bool = False
     conversation_local_only: bool = False
     network_up: bool = True
     circuit_open: bool = False
     budget_left_usd: float = math.inf
+    budget_off: str = ""  # the budget key set to 0, which turns the cloud off ("routing.daily_budget_usd"), or ""
     difficulty: Difficulty | None = None  # None: the signal is off (no embedding model, or routing.difficulty: off)
 
     def cloud_blocked(self) -> tuple[str, str] | None:
@@ -67,6 +71,8 @@ class RoutingContext:
         if self.circuit_open:
             return "circuit_open", f"{self.provider} failed repeatedly and is paused"
         if self.budget_left_usd <= 0:
+            if self.budget_off:  # nothing was spent: the owner's 0 keeps the cloud off
+                return "budget", f"the cloud is off by budget ({self.budget_off}: 0)"
             return "budget", "the cloud budget is used up"
         return None
 
@@ -123,7 +129,7 @@ def before_local(ctx: RoutingContext) -> Decision:
     """Whether to skip the local model and go straight to the cloud."""
     blocked = ctx.cloud_blocked()
     if ctx.forced == "cloud":
-        asked = f"you asked for the cloud ({ctx.asked_with or '/cloud'})"
+        asked = ctx.forced_by or f"you asked for the cloud ({ctx.asked_with or '/cloud'})"
         if blocked is None:
             return Decision("cloud", asked, "user_cloud", True)
         return Decision("local", f"{asked}, but {blocked[1]}", "user_cloud", True, blocked[0])

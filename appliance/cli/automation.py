@@ -211,8 +211,14 @@ def cmd_cron_run(args: argparse.Namespace) -> int:
             task = await runtime.db.call(TaskStore(runtime.db, settings=config.tasks).add, goal)
             return f"task {task.id} queued: {task.goal} (`picoagent tasks run` works it here)"
 
+        async def run_now() -> str:
+            try:
+                return await local_scheduler(config, runtime.db, runner).run_now(args.id)
+            finally:  # on the loop that opened it: after asyncio.run it would be left "Unclosed"
+                await runtime.close_cloud()
+
         runner = make_job_runner(runtime.agent, runtime.devices, queue_task)
-        print(asyncio.run(local_scheduler(config, runtime.db, runner).run_now(args.id)))
+        print(asyncio.run(run_now()))
     finally:
         runtime.close()
     return 0

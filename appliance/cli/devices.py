@@ -17,6 +17,14 @@ if TYPE_CHECKING:
     from appliance.config import Config
 
 
+# What waits in `picoagent approvals` (appliance/hardware/approvals.py, appliance/tools/approvals.py).
+APPROVALS = (
+    "Device writes and tool calls waiting for a person's approval: a write to a device with approval: required,"
+    " any device write the model makes after its turn read outside text, and a call of a tool named in"
+    " tools.require_approval. Approved, a device write is made at once and a tool call runs in the daemon."
+)
+
+
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """The `devices`, `hw` and `approvals` command groups."""
     devices = sub.add_parser("devices", parents=[common], help="list, read and set the named devices")
@@ -38,11 +46,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
     scan.add_argument("--bus", type=int, default=1, help="I2C bus number (default 1)")
     scan.set_defaults(handler=cmd_hw_scan)
 
-    approvals = sub.add_parser("approvals", parents=[common], help="device writes waiting for a person")
+    approvals = sub.add_parser(
+        "approvals",
+        parents=[common],
+        help="device writes and tool calls waiting for a person",
+        description=APPROVALS,
+    )
     asub = approvals.add_subparsers(dest="action", metavar="ACTION", required=True)
-    asub.add_parser("list", parents=[common], help="pending writes").set_defaults(handler=cmd_approvals_list)
+    listing = asub.add_parser("list", parents=[common], help="the device writes and tool calls waiting")
+    listing.set_defaults(handler=cmd_approvals_list)
     for decision in ("approve", "deny"):
-        one = asub.add_parser(decision, parents=[common], help=f"{decision} a pending write")
+        one = asub.add_parser(decision, parents=[common], help=f"{decision} a pending device write or tool call")
         one.add_argument("id")
         one.set_defaults(handler=cmd_approvals_decide, decision=decision)
 

@@ -11,7 +11,9 @@ from appliance.cli.common import load, open_db, print_json
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """The `providers` and `usage` commands and the `routing` command group."""
     prov = sub.add_parser("providers", parents=[common], help="the cloud models configured, and the routing mode")
-    prov.add_argument("--check", action="store_true", help="ask each provider for one token (costs a request)")
+    prov.add_argument(
+        "--check", action="store_true", help="ask each provider for one token (costs a request); exit 1 if one fails"
+    )
     prov.add_argument("--json", action="store_true", help="print as JSON")
     prov.set_defaults(handler=cmd_providers)
     usage = sub.add_parser("usage", parents=[common], help="tokens and cloud cost by day and provider")
@@ -44,11 +46,13 @@ def cmd_providers(args: argparse.Namespace) -> int:
                 "escalates_to": name == routing.cloud_provider and routing.mode != "local_only",
             }
         )
+    failed = False  # a check that failed: the exit code says so (1), for scripts and `&&`
     if args.check:
         import asyncio
 
         for row, (name, provider) in zip(rows, config.providers.items(), strict=True):
-            row["check"] = asyncio.run(_check_provider(name, provider))
+            ok, row["check"] = asyncio.run(_check_provider(name, provider))
+            failed = failed or not ok
     summary = {
         "mode": routing.mode,
         "cloud_provider": routing.cloud_provider,
@@ -60,7 +64,7 @@ def cmd_providers(args: argparse.Namespace) -> int:
     }
     if args.json:
         print_json(summary)
-        return 0
+        return 1 if failed else 0
     if routing.mode == "local_only":
         print("routing: local_only (nothing leaves the Pi; set routing.mode: edge_first to escalate)")
     else:
@@ -78,10 +82,11 @@ def cmd_providers(args: argparse.Namespace) -> int:
         )
         if "check" in row:
             print(f"{'':12} check: {row['check']}")
-    return 0
+    return 1 if failed else 0
 
 
-async def _check_provider(name: str, provider: Any) -> str:
+async def _check_provider(name: str, provider: Any) -> tuple[bool, str]:
+    """Whether the provider answered one token, and the words for it."""
     from appliance.errors import PicoagentError
     from appliance.llm.base import ChatMessage, GenerationRequest
     from appliance.llm.cloud import make_provider
@@ -89,9 +94,9 @@ async def _check_provider(name: str, provider: Any) -> str:
     client = make_provider(name, provider)
     try:
         reply = await client.generate(GenerationRequest([ChatMessage("user", "Say OK.")], max_tokens=1))
-        return f"ok ({reply.total_s:.2f} s)"
+        return True, f"ok ({reply.total_s:.2f} s)"
     except PicoagentError as exc:
-        return f"failed: {exc.message}"
+        return False, f"failed: {exc.message}"
     finally:
         await client.close()
 
@@ -123,6 +128,11 @@ def cmd_usage(args: argparse.Namespace) -> int:
         print(
             f"{r['day']:10} {r['provider']:10} {r['model'][:26]:26} {r['route']:14} {r['turns']:6d}"
             f" {r['prompt_tokens']:9d} {r['completion_tokens']:8d} {'$' + format(r['cost_usd'], '.4f'):>9}"
+        )
+    if rows:
+        print(
+            "turns: answered by that model; a model that only tried (a cloud that failed, a local answer sent on"
+            " to the cloud) adds its tokens and cost with 0 turns, so each turn counts once, as in `routing stats`"
         )
     print(
         f"cloud spent: ${today:.4f} today of ${config.routing.daily_budget_usd:g},"

@@ -187,15 +187,18 @@ def cmd_tasks_run(args: argparse.Namespace) -> int:
         spawn.register(runtime.tools, runner)
 
         async def work() -> list[Task]:
-            if args.task is not None:
-                one = await runner.run_task(args.task)
-                print(one.describe(), flush=True)
-                return [one]
-            ended = []
-            while (task := await runner.run_once()) is not None:
-                print(task.describe(), flush=True)
-                ended.append(task)
-            return ended
+            try:
+                if args.task is not None:
+                    one = await runner.run_task(args.task)
+                    print(one.describe(), flush=True)
+                    return [one]
+                ended = []
+                while (task := await runner.run_once()) is not None:
+                    print(task.describe(), flush=True)
+                    ended.append(task)
+                return ended
+            finally:  # on the loop that opened it: after asyncio.run it would be left "Unclosed"
+                await runtime.close_cloud()
 
         if not asyncio.run(work()):
             print("no pending tasks")

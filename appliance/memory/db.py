@@ -245,17 +245,22 @@ class Database:
         *,
         provider: str = "local",
         cost_usd: float = 0.0,
+        turns: int = 1,
     ) -> None:
-        """Count one turn's use of one model for today (local time), by route, provider and model."""
+        """Count one turn's use of one model for today (local time), by route, provider and model.
+
+        ``turns``: 1 for the model that answered the turn, 0 for one that only tried (its tokens and cost
+        still count), so that each turn is counted once, as ``routes`` counts it.
+        """
         day = time.strftime("%Y-%m-%d")
         self.write(
             "INSERT INTO usage (day, route, provider, model, turns, prompt_tokens, completion_tokens, cost_usd)"
-            " VALUES (?, ?, ?, ?, 1, ?, ?, ?)"
-            " ON CONFLICT (day, route, provider, model) DO UPDATE SET turns = turns + 1,"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (day, route, provider, model) DO UPDATE SET turns = turns + excluded.turns,"
             " prompt_tokens = prompt_tokens + excluded.prompt_tokens,"
             " completion_tokens = completion_tokens + excluded.completion_tokens,"
             " cost_usd = cost_usd + excluded.cost_usd",
-            (day, route, provider, model or "-", prompt_tokens, completion_tokens, cost_usd),
+            (day, route, provider, model or "-", turns, prompt_tokens, completion_tokens, cost_usd),
         )
 
     def usage(self, days: int = 30) -> list[dict[str, Any]]:

@@ -191,6 +191,7 @@ class DeepWork:
                 chat_id=chat_id,
                 client=f"task:{task.id}",
                 force=force,
+                forced_by="" if task.route == force else f"the task's --route {task.route} sends it to the cloud",
                 tool_choice="auto" if tools else "none",
             )
         tokens = record.timings.prompt_tokens + record.timings.completion_tokens

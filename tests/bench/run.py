@@ -9,6 +9,7 @@ every benchmark runs there once at its smallest size (tests/test_bench_smoke.py)
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import sys
 from collections.abc import Callable
@@ -117,11 +118,48 @@ def benches(path: Path, size: str = "full") -> dict[str, Callable[[], object]]:
     }
 
 
+def _called(bench: Callable[[], object]) -> set[str]:
+    """The names a bench's entry calls: its function's, or those its lambda names."""
+    func = bench.func if isinstance(bench, partial) else bench
+    code = getattr(func, "__code__", None)
+    return {getattr(func, "__name__", ""), *(code.co_names if code is not None else ())}
+
+
+def bench_of_row(row: str, table: dict[str, Callable[[], object]]) -> list[str]:
+    """The bench keys whose run prints ``row``: the functions that name it as a literal (one parse of
+    tests/bench/*.py, some milliseconds), else the longest key the row's name starts with (a built name)."""
+    defining: set[str] = set()
+    for source in Path(__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef) and any(
+                isinstance(c, ast.Constant) and c.value == row for c in ast.walk(node)
+            ):
+                defining.add(node.name)
+    keys = [key for key, bench in table.items() if defining & _called(bench)]
+    if keys:
+        return keys
+    prefixes = [key for key in table if row.startswith(f"{key}_")]
+    return [max(prefixes, key=len)] if prefixes else []
+
+
+def unknown_only(only: str, table: dict[str, Callable[[], object]]) -> str:
+    """Why ``--only`` would run nothing, with the keys it takes ("" when it names a bench)."""
+    if any(only in key for key in table):
+        return ""
+    keys = bench_of_row(only, table)
+    hint = f"; {only} is a row of the bench {keys[0]}: use --only {keys[0]}" if keys else ""
+    return f"error: no bench is named or contains {only!r}{hint}\n  the benches: {', '.join(table)}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    parser.add_argument("--only", help="run benchmarks whose name contains this")
+    parser.add_argument("--only", help="run the benchmarks whose key contains this (a key, not a row's name)")
     args = parser.parse_args()
+    problem = unknown_only(args.only, benches(Path("unused"))) if args.only else ""
+    if problem:  # before the model is looked for: a typo is told at once
+        print(problem, file=sys.stderr)
+        return 2
     path = models.packaged_path(models.get_entry(models.default_model_name()))
     if path is None:
         print("the packaged model is not installed: run make install", file=sys.stderr)
