@@ -131,7 +131,9 @@ def _check_channels(config: Config) -> Iterator[Check]:
     rows = channel_rows(config)
     for row in rows:
         name = f"channel {row['name']}"
-        if not row["enabled"]:
+        if row.get("restart_needed"):  # the running daemon and the config disagree (cli/channels.as_configured)
+            yield Check(name, "warn", row["detail"], "systemctl restart picoagent (or restart `picoagent serve`)")
+        elif not row["enabled"]:
             yield Check(name, "ok", f"off ({row['detail']})")
         elif row["up"]:
             yield Check(name, "ok", f"up: {row['detail']}")

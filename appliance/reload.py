@@ -12,6 +12,8 @@ What applies: ``agent``, ``llm`` (a new model is switched to; ``llm.weight_repac
 started with it), ``log_level``, ``secrets_file``, ``providers``, ``routing``, ``notify``, ``tasks``,
 ``memory`` (not its ``embedding_model``: stored vectors were made by the running one), ``scheduler``
 (jobs, cron.yaml read again, ``timezone``; ``heartbeat_minutes`` when the heartbeat runs before and after),
+``weather`` (the forecast source is made again for the weather tool and the answers; the sun jobs follow the
+place, and a sun job made in chat while there was none is taken in),
 ``tools`` (limits, shell, web fetch and search, the workspace quota, the message tool, approvals, MCP servers
 restarted; not ``plugins``: imported modules cannot be unloaded), ``hardware.approval_timeout_s``,
 ``hardware.raw_access`` (narrowing always; turning it on needs the raw tools, registered at start), and each
@@ -42,6 +44,8 @@ DEVICE_SETTINGS = ("approval", "allow", "writes_per_minute", "room", "aliases")
 # Whole top-level sections a reload applies as they are (the parts that read them hold this same Config).
 APPLIED = ("agent", "log_level", "secrets_file", "providers", "routing", "notify", "tasks")
 WAITING = {"llm.weight_repack", "memory.embedding_model", "tools.plugins", "hardware.backend"}
+# A step that fails leaves these keys of other sections unapplied too: the scheduler binds sun jobs to the place.
+ALSO_UNAPPLIED = {"scheduler": ("weather.latitude", "weather.longitude")}
 
 
 def changed_keys(old: Any, new: Any, prefix: str = "") -> list[str]:
@@ -101,7 +105,7 @@ class Reloader:
             parts = key.split(".")
             if key in WAITING:
                 keys.append(key)
-            elif section in (*APPLIED, "memory", "scheduler", "tools") or (section == "llm"):
+            elif section in (*APPLIED, "memory", "scheduler", "tools", "weather") or (section == "llm"):
                 if key == "scheduler.heartbeat_minutes" and (not heartbeat or not new.scheduler.heartbeat_minutes):
                     keys.append(key)
             elif section == "devices":
@@ -140,6 +144,7 @@ class Reloader:
             ("tools", self._tools),
             ("memory", self._memory),
             ("scheduler", self._scheduler),
+            ("weather", self._weather),  # after the scheduler: the forecast is said in its (new) time zone
             ("tasks", self._tasks),
         )
         for section, step in steps:
@@ -148,7 +153,8 @@ class Reloader:
             except (PicoagentError, ValueError) as exc:
                 why = exc.for_people() if isinstance(exc, PicoagentError) else str(exc)
                 log.error("SIGHUP: %s could not be applied: %s", section, why)
-                waiting += [k for k in changed_keys(self.started, new) if _section(k) == section]
+                also = ALSO_UNAPPLIED.get(section, ())
+                waiting += [k for k in changed_keys(self.started, new) if _section(k) == section or k in also]
         self._understanding()
         return sorted(set(waiting))
 
@@ -268,12 +274,26 @@ class Reloader:
         minutes = sched.heartbeat_minutes if heartbeat is not None and sched.heartbeat_minutes else None
         if daemon.cron is not None:
             jobs = load_jobs(sched.jobs, daemon.runtime.workspace.root, old.devices)
-            daemon.cron.reload(jobs, tz=sched.timezone, file_ids={job.id for job in jobs[len(sched.jobs) :]})
+            file_ids = {job.id for job in jobs[len(sched.jobs) :]}
+            daemon.cron.reload(jobs, tz=sched.timezone, file_ids=file_ids, place=new.weather.coordinates)
         if heartbeat is not None and minutes is not None:
             from appliance.schedule.parse import resolve_zone
 
             heartbeat.every_minutes, heartbeat.zone = minutes, resolve_zone(sched.timezone)
         old.scheduler = replace(sched, heartbeat_minutes=minutes or old.scheduler.heartbeat_minutes)
+
+    def _weather(self, old: Config, new: Config) -> None:
+        """The place and the forecast source: the sun answers read the config; the forecast source is made again
+        (the weather tool and the forecast answers get it) when it or the time zone changed."""
+        from appliance.schedule.parse import resolve_zone
+
+        runtime = self.daemon.runtime
+        running = runtime.weather
+        same_zone = running is None or running.zone == resolve_zone(old.scheduler.timezone)
+        if new.weather == old.weather and same_zone:
+            return
+        old.weather = new.weather
+        runtime.use_forecast(old)
 
     def _tasks(self, old: Config, new: Config) -> None:
         """New tasks' default budgets."""

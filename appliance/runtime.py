@@ -445,6 +445,17 @@ class Runtime:
             weather,
         )
 
+    def use_forecast(self, config: Config) -> None:
+        """The forecast source made again from ``config`` (SIGHUP: a new place, weather.enabled, the time zone)
+        and handed to the weather tool (offered only while there is a source) and the grounded answers."""
+        self.weather = forecast_source(config)
+        self.tools.remove("weather")
+        if self.weather is not None:
+            from appliance.weather import tool as weather_tool
+
+            weather_tool.register(self.tools, self.weather)
+        self.agent.grounding.weather = self.weather
+
     async def start_mcp(self) -> None:
         """Start the MCP servers (each failure is logged and kept in ``mcp.problems``, never raised)."""
         if self.mcp is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from appliance.config import CHECKOUT_CONFIG, Config
+from appliance.config import Config
 from appliance.daemon import Daemon
 from tests.fakes.telegram_api import FakeTelegram
 from tests.helpers import eventually, picoagent, started, write
@@ -21,9 +21,13 @@ OWNER = 111
 def test_a_channel_that_is_down_is_listed_with_its_reason_and_notifications_still_show(
     config: Config, tmp_path: Path
 ) -> None:
+    from tests.helpers import config_file
+
+    files: list[Path] = []
+
     async def cli(*args: str) -> str:
         done = await asyncio.to_thread(
-            picoagent, "--config", CHECKOUT_CONFIG, "--data-dir", config.data_dir, *args, cwd=tmp_path
+            picoagent, "--config", files[0], "--data-dir", config.data_dir, *args, cwd=tmp_path
         )
         return done.stdout + done.stderr
 
@@ -31,6 +35,12 @@ def test_a_channel_that_is_down_is_listed_with_its_reason_and_notifications_stil
         async with FakeTelegram("123:THE-REAL-TOKEN") as fake:
             tg = config.telegram
             tg.enabled, tg.token, tg.api_base_url, tg.allow_from = True, "123:A-WRONG-TOKEN", fake.base_url, [OWNER]
+            # The file the CLI reads says what the daemon runs (a channel it contradicts says so: the test below).
+            on = {
+                "telegram:\n  # Run the bot inside the daemon.\n  enabled: false": "telegram:\n  enabled: true",
+                '  token: ""\n  # Telegram user ids': '  token: "123:A-WRONG-TOKEN"\n  # Telegram user ids',
+            }
+            files.append(config_file(tmp_path / "etc", on))
             config.llm.preload = False
             config.scheduler.heartbeat_minutes = 0
             daemon = Daemon(config, host="127.0.0.1", port=0)
@@ -75,3 +85,69 @@ def test_without_a_daemon_an_enabled_channel_reads_on_and_doctor_says_to_start_i
     doctor = picoagent("--config", config, "doctor", cwd=tmp_path).stdout
     assert "[warn] channel discord: enabled; the daemon is not running" in doctor
     assert "fix: start the daemon: picoagent serve" in doctor
+
+
+def test_a_channel_the_config_turns_on_while_the_daemon_runs_it_off_says_both_and_a_restart(tmp_path: Path) -> None:
+    """Issue 33: `telegram.enabled: true` written beside a running daemon (and after a SIGHUP, which cannot start
+    a channel): `doctor` and `channels list` say the daemon runs it off, the file turns it on, a restart applies it."""
+    from appliance.config import load_config
+    from tests.helpers import config_file
+
+    path = config_file(tmp_path / "etc", {"preload: true": "preload: false"})
+    data = tmp_path / "data"
+    config = load_config(path, data_dir=data)
+    telegram = {
+        "telegram:\n  # Run the bot inside the daemon.\n  enabled: false": "telegram:\n  enabled: true",
+        '  token: ""\n  # Telegram user ids': '  token: "123456:test-token"\n  # Telegram user ids',
+    }
+
+    async def cli(*args: str) -> str:
+        done = await asyncio.to_thread(picoagent, "--config", path, "--data-dir", data, *args, cwd=tmp_path)
+        return done.stdout + done.stderr
+
+    async def main() -> None:
+        daemon = Daemon(config, host="127.0.0.1", port=0, data_dir_override=str(data))
+        served = asyncio.ensure_future(daemon.run())
+        await started(daemon, served)
+        try:
+            text = path.read_text()
+            for old, new in telegram.items():
+                text = text.replace(old, new)
+            path.write_text(text)
+            for when in ("before the reload", "after it"):
+                listed = (await cli("channels", "list")).splitlines()
+                turned_on = "off in the running daemon; the config turns it on: restart picoagent to apply"
+                assert f"telegram  off   {turned_on}" in listed, (when, listed)
+                doctor = await cli("doctor")
+                assert f"[warn] channel telegram: {turned_on}" in doctor, (when, doctor)
+                assert "telegram.enabled is false" not in doctor, when
+                daemon.reload()
+            assert "telegram.enabled" in daemon.reloaded.restart_needed
+        finally:
+            daemon.stopping.set()
+        assert await served == 0
+
+    asyncio.run(main())
+
+
+def test_each_disagreement_between_the_running_daemon_and_the_config_is_said_with_a_restart(config: Config) -> None:
+    """The rows /api/status gives, told against the file: on here and off there, either way; agreement unchanged."""
+    from appliance.cli.channels import as_configured, state_word
+
+    daemon_rows = [
+        {"name": "telegram", "enabled": True, "up": True, "detail": "@picoagent_bot"},
+        {"name": "discord", "enabled": False, "up": False, "detail": "discord.enabled is false"},
+        {"name": "slack", "enabled": False, "up": False, "detail": "slack.enabled is false"},
+    ]
+    config.discord.enabled = True  # the file turns discord on; telegram is off in it (the checkout's config)
+    told = {row["name"]: row for row in as_configured(daemon_rows, config)}
+    assert (state_word(told["telegram"]), told["telegram"]["detail"]) == (
+        "up",
+        "on in the running daemon (@picoagent_bot); the config turns it off: restart picoagent to apply",
+    )
+    assert (state_word(told["discord"]), told["discord"]["detail"]) == (
+        "off",
+        "off in the running daemon; the config turns it on: restart picoagent to apply",
+    )
+    assert told["telegram"]["restart_needed"] and told["discord"]["restart_needed"]
+    assert told["slack"] == daemon_rows[2]

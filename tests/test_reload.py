@@ -199,3 +199,91 @@ def test_who_may_talk_on_a_chat_channel_applies_at_the_reload(tmp_path: Path) ->
         assert await served == 0
 
     asyncio.run(main())
+
+
+# The README's weather snippet, with a forecast service that is never reached (port 9): nothing leaves the test.
+WEATHER = {
+    '  place: ""\n': "  place: Ghent\n",
+    "  latitude:\n": "  latitude: 51.05\n",
+    "  longitude:\n": "  longitude: 3.72\n",
+    "  # Fetch forecasts for the place (false: no weather request ever leaves the Pi).\n  enabled: false\n": (
+        "  enabled: true\n"
+    ),
+    "  base_url: https://api.open-meteo.com/v1/forecast\n": "  base_url: http://127.0.0.1:9/v1/forecast\n",
+}
+
+
+def with_weather(text: str) -> str:
+    for old, new in WEATHER.items():
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    return text
+
+
+def test_a_place_added_at_a_reload_runs_the_sun_job_made_in_chat_beside_the_daemon(serve: Serve) -> None:
+    """Issue 33's newcomer: the README's weather snippet, SIGHUP, then "turn the porch light on at sunset" in a
+    `picoagent chat` beside the daemon: the daemon knows the place too, so it takes the job in and runs it."""
+    reload(serve, with_weather)
+    said = cli("chat", "-m", "turn the porch light on at sunset", data=serve.data, config=serve.config)
+    assert "Scheduled: porch light on, every day at sunset" in said.stdout, said
+    listed = cli("cron", "list", data=serve.data, config=serve.config)
+    assert "sunset" in listed.stdout, listed
+    assert "needs to know where I am" not in serve.text()
+    assert "restart needed" not in serve.text()
+    assert api(serve, "/api/status")["config"]["restart_needed"] == []
+
+
+def test_the_forecast_the_sun_and_a_sun_job_follow_a_place_given_at_the_reload(tmp_path: Path) -> None:
+    """The daemon in this process, so what each part holds after SIGHUP can be looked at: the weather tool and the
+    grounded answers are for Ghent, and a sun job a `picoagent chat` stored before the daemon was told runs."""
+    import asyncio
+
+    from appliance.config import CronJob, load_config
+    from appliance.daemon import Daemon
+    from appliance.memory.db import Database
+    from appliance.schedule.store import JobStore
+    from tests.helpers import config_file, started
+
+    path = config_file(tmp_path, {"preload: true": "preload: false"})
+    data = tmp_path / "data"
+    config = load_config(path, data_dir=data)
+
+    async def main() -> None:
+        daemon = Daemon(config, host="127.0.0.1", port=0, data_dir_override=str(data))
+        served = asyncio.ensure_future(daemon.run())
+        await started(daemon, served)
+        runtime, cron = daemon.runtime, daemon.cron
+        assert cron is not None and runtime.weather is None and "weather" not in runtime.tools.tools
+        path.write_text(with_weather(path.read_text()))
+        # The chat process read the new file and stored the job (its own connection) before the reload.
+        other = Database(data / "picoagent.db")
+        job = CronJob(id="porch_light_sunset", schedule="sunset", device="porch_light", value="on")
+        await other.call(JobStore(other).add, job, "chat")
+        other.close()
+        await cron.refresh()
+        assert "porch_light_sunset" not in [j["id"] for j in cron.list_jobs()]  # no place yet: refused, logged
+        daemon.reload()
+        assert daemon.reloaded.restart_needed == []
+        assert runtime.weather is not None and runtime.weather.place == "Ghent"
+        assert runtime.agent.grounding.weather is runtime.weather
+        said = await runtime.tools.execute("weather", {"when": "tomorrow"})
+        assert "no forecast for Ghent: the forecast service cannot be reached" in (said.error or ""), said
+        grounding = runtime.agent.grounding
+        facts = grounding.facts("test", None, person=True, cloud_allowed=False)
+        for question in ("when is sunset?", "is it going to rain tomorrow?"):
+            answer = await grounding.reply(question, facts, 0.0, meaning=False)
+            assert answer is not None and "Ghent" in answer.text, (question, answer)
+        await cron.refresh()
+        jobs = {j["id"]: j for j in cron.list_jobs()}
+        assert jobs["porch_light_sunset"]["next_run"], jobs
+        # A broken workspace/cron.yaml keeps the running jobs, bound to the running place: the place waits, named
+        # (as every section that cannot apply: its keys changed since the start).
+        (runtime.workspace.root / "cron.yaml").write_text("- {id: broken}\n")
+        path.write_text(path.read_text().replace("  latitude: 51.05\n", "  latitude: 59.91\n"))
+        daemon.reload()
+        assert daemon.reloaded.restart_needed == ["weather.latitude", "weather.longitude"]
+        assert cron.place == (51.05, 3.72)
+        daemon.stopping.set()
+        assert await served == 0
+
+    asyncio.run(main())

@@ -16,6 +16,7 @@ from appliance.errors import ConfigError, UsageError
 from appliance.memory.db import Database
 from appliance.schedule.parse import SunSchedule, parse_schedule
 from appliance.schedule.scheduler import Scheduler
+from appliance.schedule.store import JobStore
 from appliance.weather.sun import sun_day
 from tests.fakes.clock import ManualClock
 from tests.helpers import write
@@ -130,6 +131,40 @@ def test_without_a_place_a_sun_job_is_refused_with_what_to_set(db: Database, tmp
     placed = "weather:\n  latitude: 51.05\n  longitude: 3.72\n"
     jobs = "scheduler:\n  jobs:\n    - {id: porch, schedule: sunset-30m, message: lights}\n"
     assert load_config(write(tmp_path, placed + jobs), environ={}).scheduler.jobs[0].schedule == "sunset-30m"
+
+
+def test_a_place_given_at_a_reload_takes_in_the_sun_job_refused_before_and_moves_it_with_the_place(
+    db: Database,
+) -> None:
+    """A sun job a chat stored while the daemon knew no place is taken in at the reload that gives one, planned
+    from then (not run at once for the sunset it could not know); a new place moves it, none refuses it."""
+    clock = ManualClock(local("2026-11-24 10:00"))
+    ran: list[str] = []
+
+    async def run_job(job: CronJob) -> str:
+        ran.append(job.id)
+        return "porch light on"
+
+    job = CronJob(id="porch_light_sunset", schedule="sunset", device="porch_light", value="on")
+    JobStore(db, clock).add(job, "chat")  # by a `picoagent chat` that read the new file before the daemon did
+    cron = Scheduler([], tz="Europe/Brussels", run_job=run_job, notify=None, db=db, clock=clock)
+
+    async def next_runs() -> dict[str, str]:
+        await cron.tick()
+        return {row["id"]: row["next_run"] for row in cron.list_jobs()}
+
+    assert asyncio.run(next_runs()) == {}  # refused: no place
+    clock.advance(10 * 3600)  # 20:00, past the day's sunset
+    cron.reload([], tz="Europe/Brussels", place=GHENT)
+    tomorrow = minute_after(sunset(date(2026, 11, 25))).isoformat()
+    assert asyncio.run(next_runs()) == {"porch_light_sunset": tomorrow} and ran == []
+    oslo = (59.91, 10.75)
+    cron.reload([], tz="Europe/Brussels", place=oslo)
+    at_oslo = sun_day(date(2026, 11, 25), *oslo, BRUSSELS).sunset
+    assert at_oslo is not None
+    assert asyncio.run(next_runs()) == {"porch_light_sunset": minute_after(at_oslo).isoformat()}
+    cron.reload([], tz="Europe/Brussels", place=None)
+    assert asyncio.run(next_runs()) == {} and ran == []
 
 
 # --- the fast path ---------------------------------------------------------------------------------

@@ -34,14 +34,18 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
     feed.set_defaults(handler=cmd_notifications)
 
 
+RESTART = "restart picoagent to apply"
+
+
 def channel_rows(config: Config) -> list[dict[str, Any]]:
-    """Every channel with its state: the daemon's when it runs, else what the config says."""
+    """Every channel with its state: the daemon's when it runs (told against the config, :func:`as_configured`),
+    else what the config says."""
     from appliance.channels.registry import CHANNELS, is_enabled, off_detail
     from appliance.config import CHANNEL_ORDER
 
     status = daemon_get(config, "/api/status")
     if status is not None and status.get("channels"):
-        return list(status["channels"])
+        return as_configured(list(status["channels"]), config)
     rows = []
     for name in CHANNEL_ORDER:
         if name not in CHANNELS:
@@ -50,6 +54,27 @@ def channel_rows(config: Config) -> list[dict[str, Any]]:
         detail = "enabled; the daemon is not running" if enabled else off_detail(name)
         rows.append({"name": name, "enabled": enabled, "up": None, "detail": detail})  # None: nobody runs it
     return sorted(rows, key=lambda row: not row["enabled"])
+
+
+def as_configured(rows: list[dict[str, Any]], config: Config) -> list[dict[str, Any]]:
+    """The running daemon's channel rows, each told against ``config`` (the file now): a channel the daemon runs
+    off that the config turns on, or runs that the config turns off, says both and that a restart applies it
+    (``restart_needed``: true); its reason for being off is then no longer the config's, so it is not repeated.
+    A channel's running state only changes at a restart (a SIGHUP cannot start or stop one)."""
+    from appliance.channels.registry import is_enabled
+
+    told = []
+    for row in rows:
+        wanted = is_enabled(config, row["name"])
+        if row["enabled"] == wanted:
+            told.append(row)
+        elif wanted:
+            detail = f"off in the running daemon; the config turns it on: {RESTART}"
+            told.append({**row, "detail": detail, "restart_needed": True})
+        else:
+            detail = f"on in the running daemon ({row['detail']}); the config turns it off: {RESTART}"
+            told.append({**row, "detail": detail, "restart_needed": True})
+    return told
 
 
 def state_word(row: dict[str, Any]) -> str:

@@ -83,6 +83,17 @@ def _entries(jobs: list[CronJob], file_ids: Collection[str], parse: Callable[[st
     return entries
 
 
+def _bind(schedule: Schedule, place: tuple[float, float] | None) -> Schedule:
+    """A sun schedule bound to ``place`` (a UsageError without one); any other schedule as it is."""
+    if not isinstance(schedule, SunSchedule):
+        return schedule
+    if place is None:
+        from appliance.config.weather import PLACE_FIX
+
+        raise UsageError(f'schedule "{schedule.text}": {schedule.event} needs to know where I am', fix=PLACE_FIX)
+    return schedule.at_place(*place)
+
+
 class UnknownJobError(NotFound, UsageError):
     """No job has this id (HTTP 404; on the command line a usage error)."""
 
@@ -132,6 +143,8 @@ class Scheduler:
         self._running: set[str] = set()
         self._started = False
         self._polled_at: float | None = None
+        self._reread = False  # read the chat jobs at the next poll even if no one changed them (a new place)
+        self._placed_at = 0.0  # when a reload last changed the place: no sun slot before it was missed
         # Small reads at construction: `cron list` needs them even when nothing runs.
         self.store.changed()  # the baseline: later only other processes' commits count
         for stored in self.store.jobs():
@@ -140,18 +153,30 @@ class Scheduler:
         rows = db.rows("SELECT job_id, last_run_at, last_result, last_ok FROM schedule_runs")
         self._last = {r[0]: LastRun(r[1], r[2], None if r[3] is None else bool(r[3])) for r in rows}
 
-    def reload(self, jobs: list[CronJob], *, tz: str, file_ids: Collection[str] = ()) -> None:
-        """The config's and cron.yaml's jobs and the time zone again (SIGHUP): a new or changed job is planned
-        from now, one gone is dropped, an unchanged one keeps its plan; jobs made in chat stay."""
-        wanted, zone = _entries(jobs, file_ids, self._parse), resolve_zone(tz)  # both checked before anything changes
+    def reload(
+        self,
+        jobs: list[CronJob],
+        *,
+        tz: str,
+        file_ids: Collection[str] = (),
+        place: tuple[float, float] | None,
+    ) -> None:
+        """The config's and cron.yaml's jobs, the time zone and the place again (SIGHUP): a new or changed job is
+        planned from now, one gone is dropped, an unchanged one keeps its plan; jobs made in chat stay (a sun
+        job of theirs follows a new place; one that could not run without a place is taken in at the next poll)."""
+        # All checked before anything changes.
+        wanted = _entries(jobs, file_ids, lambda text: _bind(parse_schedule(text), place))
+        zone = resolve_zone(tz)
         rezoned, self.zone = zone != self.zone, zone
+        relocated, self.place = place != self.place, place
         for job_id, held in list(self._entries.items()):
             if held.source != "chat" and job_id not in wanted:
                 del self._entries[job_id]
                 log.info("cron %s: no longer in the config", job_id)
         for job_id, entry in wanted.items():
             kept = self._entries.get(job_id)
-            if kept is not None and kept.source == entry.source and kept.job == entry.job and not rezoned:
+            moved = rezoned or (relocated and isinstance(entry.schedule, SunSchedule))
+            if kept is not None and kept.source == entry.source and kept.job == entry.job and not moved:
                 continue
             if kept is not None and kept.source == "chat":
                 log.error(
@@ -161,10 +186,22 @@ class Scheduler:
                 entry.next_at = self._next(entry.schedule, self.clock() - 0.001)
             self._entries[job_id] = entry
             log.info("cron %s: %s", job_id, "planned again" if kept is not None else "added from the config")
-        if rezoned and self._started:  # a wall-clock slot moved: the jobs made in chat are planned again too
-            for entry in self._entries.values():
-                if entry.source == "chat" and not isinstance(entry.schedule, Startup):
-                    entry.next_at = self._next(entry.schedule, self.clock() - 0.001)
+        if relocated:
+            # A chat job refused for want of a place is in the database: the next poll adopts it, from now on.
+            self._reread, self._placed_at = True, self.clock()
+        for job_id, held in list(self._entries.items()):
+            if held.source != "chat" or isinstance(held.schedule, Startup):
+                continue
+            moved = relocated and isinstance(held.schedule, SunSchedule)
+            if moved:
+                try:
+                    held.schedule = self._parse(held.job.schedule)
+                except UsageError as exc:  # the place was taken out of the config
+                    del self._entries[job_id]
+                    log.error("cron %s: %s; not run", job_id, exc.message)
+                    continue
+            if (rezoned or moved) and self._started:  # a slot moved: planned again from now
+                held.next_at = self._next(held.schedule, self.clock() - 0.001)
 
     def _adopt(self, stored: StoredJob) -> _Entry | None:
         """Take a chat-made job in (not started yet: _start plans it); None when it cannot run here."""
@@ -180,22 +217,19 @@ class Scheduler:
             return None
         entry = self._entries[job.id] = _Entry(job, schedule, "chat", stored.created_by)
         if self._started:
-            # Made by another process a moment ago: the first slot after it was made (now, if that passed).
-            entry.next_at = self._next(schedule, stored.created_at - 0.001)
+            # Made by another process a moment ago: the first slot after it was made (now, if that passed); a sun
+            # job made before the place was known could not have run before it was.
+            made_at = stored.created_at
+            if isinstance(schedule, SunSchedule):
+                made_at = max(made_at, self._placed_at)
+            entry.next_at = self._next(schedule, made_at - 0.001)
             if entry.next_at is None and isinstance(schedule, Once):
                 entry.pending = "missed"
         return entry
 
     def _parse(self, text: str) -> Schedule:
         """A job's schedule, a sun schedule bound to the place; a UsageError when it is wrong or has no place."""
-        schedule = parse_schedule(text)
-        if not isinstance(schedule, SunSchedule):
-            return schedule
-        if self.place is None:
-            from appliance.config.weather import PLACE_FIX
-
-            raise UsageError(f'schedule "{schedule.text}": {schedule.event} needs to know where I am', fix=PLACE_FIX)
-        return schedule.at_place(*self.place)
+        return _bind(parse_schedule(text), self.place)
 
     def _next(self, schedule: Schedule, ts: float) -> float | None:
         after = schedule.next_after(datetime.fromtimestamp(ts, self.zone))
@@ -284,6 +318,7 @@ class Scheduler:
     async def _poll(self, force: bool = False) -> None:
         """Take in what other processes changed (at most once a minute, one PRAGMA when nothing did)."""
         now = self.clock()
+        force = force or self._reread
         if not force and self._polled_at is not None and 0 <= now - self._polled_at < POLL_S:
             return
         self._polled_at = now
@@ -294,6 +329,7 @@ class Scheduler:
         except PicoagentError as exc:
             log.error("cron: cannot read the jobs made in chat: %s", exc.message)
             return
+        self._reread = False
         by_id = {s.job.id: s for s in stored}
         for job_id, held in list(self._entries.items()):
             if held.source == "chat" and job_id not in by_id:
