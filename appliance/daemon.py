@@ -1,5 +1,7 @@
 """`picoagent serve`: the composition root. Builds every service and owns their one lifecycle.
 
+One daemon per data dir: before anything there is touched, it takes the data dir's lock (daemon_lock.py);
+a second daemon on it exits 2 naming the first (its pid and where it serves) and changes nothing.
 The services, started in this order by :class:`appliance.lifecycle.Services` and stopped in reverse: the
 runtime (database, model worker, agent, devices; see runtime.py), the links to the services devices live
 in (Home Assistant's client, the MQTT link: made before the devices, which use them), background chores
@@ -164,7 +166,19 @@ class Daemon:
         return self.state.runtime
 
     async def run(self) -> int:
-        """Serve until SIGTERM or SIGINT; returns the exit status."""
+        """Serve until SIGTERM or SIGINT; returns the exit status. One daemon per data dir (daemon_lock.py):
+        a second is refused before it touches anything (the CLI token, daemon.json, the database)."""
+        from appliance.daemon_lock import DataDirLock
+        from appliance.runtime import data_dir
+
+        lock = DataDirLock(data_dir(self.config))
+        lock.acquire()
+        try:
+            return await self._serve()
+        finally:
+            lock.release()  # after every service stopped (and daemon.json is gone)
+
+    async def _serve(self) -> int:
         from appliance.channels.web.auth import Auth
         from appliance.channels.web.server import WebServer
         from appliance.channels.web.state import WebState

@@ -39,11 +39,11 @@ def env(**extra: str) -> dict[str, str]:
 class Serve:
     """A `picoagent serve` subprocess with its own config and data dir."""
 
-    def __init__(self, tmp: Path, port: int, *, tls: bool = False, **environ: str) -> None:
+    def __init__(self, tmp: Path, port: int, *, tls: bool = False, data: Path | None = None, **environ: str) -> None:
         self.config = write_config(tmp / "picoagent.yaml")
         if tls:
             self.config.write_text(self.config.read_text().replace("tls: off", "tls: auto"))
-        self.data = tmp / "data"
+        self.data = data or tmp / "data"
         self.port = port
         self.log = tmp / "serve.log"
         cmd = [sys.executable, "-m", "appliance", "--config", str(self.config), "--data-dir", str(self.data)]
@@ -121,6 +121,43 @@ def test_sigterm_exits_zero_and_a_second_daemon_on_the_port_fails_clearly(serve:
     assert "Traceback" not in other.text()
     assert serve.stop() == 0
     assert "stopped" in serve.text()
+
+
+def test_a_second_daemon_on_the_same_data_dir_refuses_and_touches_nothing(serve: Serve, tmp_path: Path) -> None:
+    """`make run`, then `picoagent serve --port 9000` on the same data dir: one daemon per data dir."""
+    info, token = (serve.data / "daemon.json").read_text(), (serve.data / "cli.token").read_text()
+    second = tmp_path / "second"
+    second.mkdir()
+    other = Serve(second, free_port(), data=serve.data)
+    try:
+        assert other.proc.wait(timeout=30) == 2, other.text()
+    finally:
+        other.stop()
+    said = other.text()
+    assert said.startswith("error: picoagent is already running on this data dir"), said
+    assert f"pid {serve.proc.pid}" in said and f"http://127.0.0.1:{serve.port}" in said
+    assert "fix:" in said and "--data-dir" in said and "Traceback" not in said
+    # The first daemon's files, token and CLI stay as they were.
+    assert (serve.data / "daemon.json").read_text() == info and (serve.data / "cli.token").read_text() == token
+    assert "fan: state:" in cli("devices", "read", "fan", data=serve.data, config=serve.config).stdout
+    assert cli("status", data=serve.data, config=serve.config).returncode == 0
+    assert serve.stop() == 0
+
+
+def test_a_killed_daemon_does_not_block_the_next_one(tmp_path: Path) -> None:
+    """The lock is the kernel's: it goes with the process, even at SIGKILL, and daemon.json left behind is stale."""
+    first = Serve(tmp_path, free_port())
+    wait_healthy(first.port)
+    first.proc.kill()
+    first.proc.wait(timeout=10)
+    assert (first.data / "daemon.json").exists()
+    (tmp_path / "again").mkdir()
+    again = Serve(tmp_path / "again", free_port(), data=first.data)
+    try:
+        wait_healthy(again.port)
+        assert cli("status", data=first.data, config=again.config).returncode == 0
+    finally:
+        assert again.stop() == 0
 
 
 def test_systemd_notify_ready_watchdog_and_stopping(tmp_path: Path) -> None:
