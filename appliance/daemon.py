@@ -12,11 +12,11 @@ channel (channels/registry.py) and the notifier that picks one for proactive mes
 ``mqtt.enabled`` Home Assistant discovery over the MQTT link (mqtt/bridge.py; imported only then), the
 task runner, the cron scheduler and heartbeat, memory sweeps. Then ``READY=1`` to systemd and
 :attr:`Daemon.ready` set (tests wait on it). SIGTERM/SIGINT: stop taking requests, let turns in flight
-finish (briefly), cancel the rest, close the model and the database, exit 0; a service that fails to
-start stops those already started. SIGHUP: re-read the config; an invalid one is refused, with the
-reason logged, and the running config stays; a valid one applies key by key, and each key that waits for a
-restart is named in the log and /api/status (appliance/reload.py). SIGHUP also re-reads the workspace's
-skills and retries the MCP servers that are down.
+finish (briefly), cancel the rest and the memory keeper's background work, close the model and the database,
+exit 0; a service that fails to start stops those already started. SIGHUP: re-read the config; an invalid
+one is refused, with the reason logged, and the running config stays; a valid one applies key by key, and
+each key that waits for a restart is named in the log and /api/status (appliance/reload.py). SIGHUP also
+re-reads the workspace's skills and retries the MCP servers that are down.
 """
 
 from __future__ import annotations
@@ -118,7 +118,10 @@ class RuntimeService:
         """Opened already (Runtime.open); nothing more to begin."""
 
     async def stop(self) -> None:
-        """Stop the MCP servers and the cloud session on this loop, then the model and the database."""
+        """End the memory keeper's background work, stop the MCP servers and the cloud session on this loop,
+        then the model and the database (last: every other service, and each turn, has ended by now)."""
+        if self.runtime.agent.memory is not None:
+            await self.runtime.agent.memory.stop()
         await self.runtime.stop_mcp()
         await self.runtime.close_cloud()
         await asyncio.to_thread(self.runtime.close)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import os
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from appliance.config import CHECKOUT_CONFIG, Config
-from tests.helpers import free_port, modules_loaded_by_serve, started, wait_for, wait_healthy
+from tests.helpers import eventually, free_port, modules_loaded_by_serve, started, wait_for, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -253,6 +254,44 @@ def test_the_first_password_is_in_no_log_record_at_any_level(config: Config, cap
     assert caplog.records
     leaked = [r for r in caplog.records if password in r.getMessage() or password in repr(r.args)]
     assert not leaked, [r.getMessage() for r in leaked]
+
+
+def test_a_memory_extraction_in_flight_at_sigterm_ends_before_the_model_and_logs_no_error(
+    config: Config, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stopping with the memory keeper's background extraction waiting on the model runner: the extraction is
+    cancelled and awaited before the runtime closes the runner and the database, and no ERROR is logged
+    (it was asyncio's "Future exception was never retrieved ... ModelCrashed: the model runner was stopped")."""
+    from appliance.daemon import Daemon
+
+    monkeypatch.setenv("PICOAGENT_RUNNER_FAULT", "slow")  # 0.2 s a token: the extraction is still generating
+    caplog.set_level(logging.DEBUG)
+    config.llm.preload = False
+    left: list[object] = []
+
+    async def main() -> None:
+        daemon = Daemon(config, host="127.0.0.1", port=0)
+        served = asyncio.ensure_future(daemon.run())
+        await started(daemon, served)
+        runtime = daemon.runtime
+        keeper = runtime.agent.memory
+        assert keeper is not None
+        conversation = runtime.db.conversation("web", "sigterm")
+        for i in range(config.memory.extract_after_messages):
+            runtime.db.add_message(conversation, "user", f"My cat Miso sleeps on the boiler, note {i}.")
+        keeper.after_turn(conversation, 0)
+        await eventually(lambda: runtime.scheduler.busy, timeout=30, what="the extraction's generation")
+        await asyncio.sleep(0.5)  # the request is in the runner
+        daemon.stopping.set()
+        assert await served == 0
+        left.extend(task for task in keeper.background if not task.done())
+
+    asyncio.run(main())
+    gc.collect()  # an unretrieved future says so when it is collected
+    assert left == []  # not left for asyncio.run to cancel after the runner and the database are gone
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == []
+    assert not [r for r in caplog.records if "memory upkeep" in r.getMessage()]  # cancelled, not failed
 
 
 def test_on_a_terminal_the_first_password_is_printed_once(tmp_path: Path) -> None:
