@@ -426,6 +426,41 @@ def test_device_commands_go_through_the_running_daemon(serve: Serve) -> None:
     assert "nothing is waiting" in cli("approvals", "list", data=serve.data, config=serve.config).stdout
 
 
+def test_chat_goes_through_the_running_daemon_which_owns_the_pins_and_the_model(
+    serve: Serve, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`chat -m` beside a running daemon is the daemon's turn: its devices switch, its history keeps the chat's
+    session, and the chat process opens no runtime of its own (no second model, no second pin driver)."""
+    from appliance.cli import main
+    from appliance.runtime import Runtime
+
+    def no_runtime(*args: object, **kwargs: object) -> Runtime:
+        raise AssertionError("the chat opened a runtime of its own beside the daemon")
+
+    monkeypatch.setattr(Runtime, "open", no_runtime)
+    where = ["--config", str(serve.config), "--data-dir", str(serve.data)]
+    assert main([*where, "chat", "-m", "turn on the fan", "--session", "kitchen"]) == 0
+    said = capsys.readouterr().out
+    assert "fan" in said and "on" in said, said
+    assert "fan: state: on" in cli("devices", "read", "fan", data=serve.data, config=serve.config).stdout
+    assert main([*where, "chat", "-m", "turn off the fan", "--json", "--session", "kitchen"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert list(record) == [
+        "text", "route", "reason", "actions", "timings", "model", "session",
+        "finish_reason", "confidence", "why", "blocked", "choices",
+    ]  # fmt: skip
+    assert record["route"] == "intent" and record["actions"][0]["arguments"] == {"name": "fan", "value": "off"}
+    assert "fan: state: off" in cli("devices", "read", "fan", data=serve.data, config=serve.config).stdout
+    token = (serve.data / "cli.token").read_text().strip()
+    history = urllib.request.Request(
+        f"http://127.0.0.1:{serve.port}/api/history?channel=terminal&session=kitchen",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    with urllib.request.urlopen(history, timeout=5) as response:
+        messages = json.loads(response.read())["messages"]
+    assert [m["content"] for m in messages if m["role"] == "user"] == ["turn on the fan", "turn off the fan"]
+
+
 def test_tokens_get_a_scope_that_is_listed_and_can_be_changed(tmp_path: Path) -> None:
     config = write_config(tmp_path / "picoagent.yaml")
     data = tmp_path / "data"
