@@ -1,5 +1,7 @@
 """`picoagent serve`: the composition root. Builds every service and owns their one lifecycle.
 
+One daemon per data dir: before anything there is touched, it takes the data dir's lock (daemon_lock.py);
+a second daemon on it exits 2 naming the first (its pid and where it serves) and changes nothing.
 The services, started in this order by :class:`appliance.lifecycle.Services` and stopped in reverse: the
 runtime (database, model worker, agent, devices; see runtime.py), the links to the services devices live
 in (Home Assistant's client, the MQTT link: made before the devices, which use them), background chores
@@ -10,11 +12,11 @@ channel (channels/registry.py) and the notifier that picks one for proactive mes
 ``mqtt.enabled`` Home Assistant discovery over the MQTT link (mqtt/bridge.py; imported only then), the
 task runner, the cron scheduler and heartbeat, memory sweeps. Then ``READY=1`` to systemd and
 :attr:`Daemon.ready` set (tests wait on it). SIGTERM/SIGINT: stop taking requests, let turns in flight
-finish (briefly), cancel the rest, close the model and the database, exit 0; a service that fails to
-start stops those already started. SIGHUP: re-read the config; an invalid one is refused, with the
-reason logged, and the running config stays; a valid one applies key by key, and each key that waits for a
-restart is named in the log and /api/status (appliance/reload.py). SIGHUP also re-reads the workspace's
-skills and retries the MCP servers that are down.
+finish (briefly), cancel the rest and the memory keeper's background work, close the model and the database,
+exit 0; a service that fails to start stops those already started. SIGHUP: re-read the config; an invalid
+one is refused, with the reason logged, and the running config stays; a valid one applies key by key, and
+each key that waits for a restart is named in the log and /api/status (appliance/reload.py). SIGHUP also
+re-reads the workspace's skills and retries the MCP servers that are down.
 """
 
 from __future__ import annotations
@@ -116,7 +118,10 @@ class RuntimeService:
         """Opened already (Runtime.open); nothing more to begin."""
 
     async def stop(self) -> None:
-        """Stop the MCP servers and the cloud session on this loop, then the model and the database."""
+        """End the memory keeper's background work, stop the MCP servers and the cloud session on this loop,
+        then the model and the database (last: every other service, and each turn, has ended by now)."""
+        if self.runtime.agent.memory is not None:
+            await self.runtime.agent.memory.stop()
         await self.runtime.stop_mcp()
         await self.runtime.close_cloud()
         await asyncio.to_thread(self.runtime.close)
@@ -164,7 +169,19 @@ class Daemon:
         return self.state.runtime
 
     async def run(self) -> int:
-        """Serve until SIGTERM or SIGINT; returns the exit status."""
+        """Serve until SIGTERM or SIGINT; returns the exit status. One daemon per data dir (daemon_lock.py):
+        a second is refused before it touches anything (the CLI token, daemon.json, the database)."""
+        from appliance.daemon_lock import DataDirLock
+        from appliance.runtime import data_dir
+
+        lock = DataDirLock(data_dir(self.config))
+        lock.acquire()
+        try:
+            return await self._serve()
+        finally:
+            lock.release()  # after every service stopped (and daemon.json is gone)
+
+    async def _serve(self) -> int:
         from appliance.channels.web.auth import Auth
         from appliance.channels.web.server import WebServer
         from appliance.channels.web.state import WebState

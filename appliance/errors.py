@@ -54,6 +54,12 @@ class Unavailable(PicoagentError):
     http_status = 503
 
 
+class AlreadyRunning(Conflict):
+    """Another daemon serves this data dir; nothing was touched."""
+
+    exit_code = 2  # like a config error: the command was refused before it began
+
+
 class ConfigError(PicoagentError, ValueError):
     """The configuration (file, key, value or secret reference) is wrong."""
 

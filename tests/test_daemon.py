@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import os
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from appliance.config import CHECKOUT_CONFIG, Config
-from tests.helpers import free_port, modules_loaded_by_serve, started, wait_for, wait_healthy
+from tests.helpers import eventually, free_port, modules_loaded_by_serve, started, wait_for, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,11 +40,11 @@ def env(**extra: str) -> dict[str, str]:
 class Serve:
     """A `picoagent serve` subprocess with its own config and data dir."""
 
-    def __init__(self, tmp: Path, port: int, *, tls: bool = False, **environ: str) -> None:
+    def __init__(self, tmp: Path, port: int, *, tls: bool = False, data: Path | None = None, **environ: str) -> None:
         self.config = write_config(tmp / "picoagent.yaml")
         if tls:
             self.config.write_text(self.config.read_text().replace("tls: off", "tls: auto"))
-        self.data = tmp / "data"
+        self.data = data or tmp / "data"
         self.port = port
         self.log = tmp / "serve.log"
         cmd = [sys.executable, "-m", "appliance", "--config", str(self.config), "--data-dir", str(self.data)]
@@ -121,6 +122,43 @@ def test_sigterm_exits_zero_and_a_second_daemon_on_the_port_fails_clearly(serve:
     assert "Traceback" not in other.text()
     assert serve.stop() == 0
     assert "stopped" in serve.text()
+
+
+def test_a_second_daemon_on_the_same_data_dir_refuses_and_touches_nothing(serve: Serve, tmp_path: Path) -> None:
+    """`make run`, then `picoagent serve --port 9000` on the same data dir: one daemon per data dir."""
+    info, token = (serve.data / "daemon.json").read_text(), (serve.data / "cli.token").read_text()
+    second = tmp_path / "second"
+    second.mkdir()
+    other = Serve(second, free_port(), data=serve.data)
+    try:
+        assert other.proc.wait(timeout=30) == 2, other.text()
+    finally:
+        other.stop()
+    said = other.text()
+    assert said.startswith("error: picoagent is already running on this data dir"), said
+    assert f"pid {serve.proc.pid}" in said and f"http://127.0.0.1:{serve.port}" in said
+    assert "fix:" in said and "--data-dir" in said and "Traceback" not in said
+    # The first daemon's files, token and CLI stay as they were.
+    assert (serve.data / "daemon.json").read_text() == info and (serve.data / "cli.token").read_text() == token
+    assert "fan: state:" in cli("devices", "read", "fan", data=serve.data, config=serve.config).stdout
+    assert cli("status", data=serve.data, config=serve.config).returncode == 0
+    assert serve.stop() == 0
+
+
+def test_a_killed_daemon_does_not_block_the_next_one(tmp_path: Path) -> None:
+    """The lock is the kernel's: it goes with the process, even at SIGKILL, and daemon.json left behind is stale."""
+    first = Serve(tmp_path, free_port())
+    wait_healthy(first.port)
+    first.proc.kill()
+    first.proc.wait(timeout=10)
+    assert (first.data / "daemon.json").exists()
+    (tmp_path / "again").mkdir()
+    again = Serve(tmp_path / "again", free_port(), data=first.data)
+    try:
+        wait_healthy(again.port)
+        assert cli("status", data=first.data, config=again.config).returncode == 0
+    finally:
+        assert again.stop() == 0
 
 
 def test_systemd_notify_ready_watchdog_and_stopping(tmp_path: Path) -> None:
@@ -216,6 +254,44 @@ def test_the_first_password_is_in_no_log_record_at_any_level(config: Config, cap
     assert caplog.records
     leaked = [r for r in caplog.records if password in r.getMessage() or password in repr(r.args)]
     assert not leaked, [r.getMessage() for r in leaked]
+
+
+def test_a_memory_extraction_in_flight_at_sigterm_ends_before_the_model_and_logs_no_error(
+    config: Config, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stopping with the memory keeper's background extraction waiting on the model runner: the extraction is
+    cancelled and awaited before the runtime closes the runner and the database, and no ERROR is logged
+    (it was asyncio's "Future exception was never retrieved ... ModelCrashed: the model runner was stopped")."""
+    from appliance.daemon import Daemon
+
+    monkeypatch.setenv("PICOAGENT_RUNNER_FAULT", "slow")  # 0.2 s a token: the extraction is still generating
+    caplog.set_level(logging.DEBUG)
+    config.llm.preload = False
+    left: list[object] = []
+
+    async def main() -> None:
+        daemon = Daemon(config, host="127.0.0.1", port=0)
+        served = asyncio.ensure_future(daemon.run())
+        await started(daemon, served)
+        runtime = daemon.runtime
+        keeper = runtime.agent.memory
+        assert keeper is not None
+        conversation = runtime.db.conversation("web", "sigterm")
+        for i in range(config.memory.extract_after_messages):
+            runtime.db.add_message(conversation, "user", f"My cat Miso sleeps on the boiler, note {i}.")
+        keeper.after_turn(conversation, 0)
+        await eventually(lambda: runtime.scheduler.busy, timeout=30, what="the extraction's generation")
+        await asyncio.sleep(0.5)  # the request is in the runner
+        daemon.stopping.set()
+        assert await served == 0
+        left.extend(task for task in keeper.background if not task.done())
+
+    asyncio.run(main())
+    gc.collect()  # an unretrieved future says so when it is collected
+    assert left == []  # not left for asyncio.run to cancel after the runner and the database are gone
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == []
+    assert not [r for r in caplog.records if "memory upkeep" in r.getMessage()]  # cancelled, not failed
 
 
 def test_on_a_terminal_the_first_password_is_printed_once(tmp_path: Path) -> None:
@@ -348,6 +424,41 @@ def test_device_commands_go_through_the_running_daemon(serve: Serve) -> None:
         "porch_light: state: on" in cli("devices", "read", "porch_light", data=serve.data, config=serve.config).stdout
     )
     assert "nothing is waiting" in cli("approvals", "list", data=serve.data, config=serve.config).stdout
+
+
+def test_chat_goes_through_the_running_daemon_which_owns_the_pins_and_the_model(
+    serve: Serve, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`chat -m` beside a running daemon is the daemon's turn: its devices switch, its history keeps the chat's
+    session, and the chat process opens no runtime of its own (no second model, no second pin driver)."""
+    from appliance.cli import main
+    from appliance.runtime import Runtime
+
+    def no_runtime(*args: object, **kwargs: object) -> Runtime:
+        raise AssertionError("the chat opened a runtime of its own beside the daemon")
+
+    monkeypatch.setattr(Runtime, "open", no_runtime)
+    where = ["--config", str(serve.config), "--data-dir", str(serve.data)]
+    assert main([*where, "chat", "-m", "turn on the fan", "--session", "kitchen"]) == 0
+    said = capsys.readouterr().out
+    assert "fan" in said and "on" in said, said
+    assert "fan: state: on" in cli("devices", "read", "fan", data=serve.data, config=serve.config).stdout
+    assert main([*where, "chat", "-m", "turn off the fan", "--json", "--session", "kitchen"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert list(record) == [
+        "text", "route", "reason", "actions", "timings", "model", "session",
+        "finish_reason", "confidence", "why", "blocked", "choices",
+    ]  # fmt: skip
+    assert record["route"] == "intent" and record["actions"][0]["arguments"] == {"name": "fan", "value": "off"}
+    assert "fan: state: off" in cli("devices", "read", "fan", data=serve.data, config=serve.config).stdout
+    token = (serve.data / "cli.token").read_text().strip()
+    history = urllib.request.Request(
+        f"http://127.0.0.1:{serve.port}/api/history?channel=terminal&session=kitchen",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    with urllib.request.urlopen(history, timeout=5) as response:
+        messages = json.loads(response.read())["messages"]
+    assert [m["content"] for m in messages if m["role"] == "user"] == ["turn on the fan", "turn off the fan"]
 
 
 def test_tokens_get_a_scope_that_is_listed_and_can_be_changed(tmp_path: Path) -> None:

@@ -7,7 +7,9 @@ mid-reply, or (``PICOAGENT_RUNNER_FAULT=segv``) killing itself after the first t
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import logging
 import os
 import signal
 from collections.abc import Iterator
@@ -81,6 +83,34 @@ def test_cancel_and_routing_abort_reach_the_runner(runner: ModelRunner, model_pa
 
     asyncio.run(scenario())
     model.close()
+
+
+def test_a_generation_left_by_its_caller_then_stopped_with_the_runner_logs_no_error(
+    runner: ModelRunner, model_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SIGTERM: a memory extraction's task is cancelled, then the runner stops before it answers the cancel.
+
+    The answer that never comes is "the model runner was stopped": nobody waits for it any more, and it must
+    not end as asyncio's ERROR "Future exception was never retrieved" in the daemon's last log lines.
+    """
+    monkeypatch.setenv("PICOAGENT_RUNNER_FAULT", "slow")  # 0.2 s a token: still generating when stopped
+    model = chat(runner, model_path)
+
+    async def scenario() -> None:
+        started = asyncio.Event()
+        request = GenerationRequest(STORY, max_tokens=100, on_token=lambda piece: started.set(), client="memory")
+        task = asyncio.ensure_future(model.generate(request))
+        await asyncio.wait_for(started.wait(), 30)
+        task.cancel()  # as the daemon's stop cancels the background work
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        runner.stop()  # the runtime closes: the cancel is never answered, the request fails as stopped
+        await asyncio.sleep(0.2)  # the reader thread's failure reaches the loop
+
+    caplog.set_level(logging.DEBUG)
+    asyncio.run(scenario())
+    gc.collect()  # an unretrieved future says so when it is collected
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
 
 
 def test_a_crash_mid_reply_fails_that_reply_and_the_next_one_is_answered(runner: ModelRunner, model_path: Path) -> None:

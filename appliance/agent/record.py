@@ -91,3 +91,10 @@ class ReplyRecord:
             "blocked": self.blocked,
             "choices": list(self.choices),
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ReplyRecord:
+        """The record :meth:`as_dict` gave (the CLI reads the daemon's reply record back)."""
+        fields = {key: value for key, value in data.items() if key not in ("actions", "timings")}
+        actions = [Action(**action) for action in data.get("actions", [])]
+        return cls(**fields, actions=actions, timings=Timings(**data.get("timings", {})))

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import math
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 Role = Literal["system", "user", "assistant", "tool"]
 # aborted: the request's should_stop said the answer was going nowhere (routing's early abort)
@@ -131,3 +133,27 @@ class ServedModel(ChatModel, Protocol):
     def close(self) -> None:
         """Free it."""
         ...
+
+
+T = TypeVar("T")
+
+
+async def await_worker(future: concurrent.futures.Future[T]) -> T:
+    """The answer of a model worker's job (a thread or the runner), awaited without cancelling the job itself.
+
+    The caller's cancel reaches the job through ``GenerationRequest.cancel`` instead: the job ends at its next
+    token. The answer it ends with then has no reader, and an error among them (the runner stopped at
+    SIGTERM before it answered the cancel: ``ModelCrashed``) would be logged by asyncio as the ERROR "Future
+    exception was never retrieved"; it is retrieved here, since nobody is left to care.
+    """
+    answer = asyncio.wrap_future(future)
+    try:
+        return await asyncio.shield(answer)
+    except asyncio.CancelledError:
+        answer.add_done_callback(_nobody_waits)
+        raise
+
+
+def _nobody_waits(answer: asyncio.Future[Any]) -> None:
+    if not answer.cancelled():
+        answer.exception()  # marks it retrieved

@@ -25,7 +25,7 @@ from typing import Any
 
 from appliance.errors import Cancelled, ContextOverflow, ModelError, ModelNotFoundError, ModelTooLargeError
 from appliance.llm import footprint, gguf, threads
-from appliance.llm.base import ChatMessage, FinishReason, Generation, GenerationRequest
+from appliance.llm.base import ChatMessage, FinishReason, Generation, GenerationRequest, await_worker
 from appliance.llm.prompt_state import PromptStates, StateFiles, common_prefix, model_identity, stable_prefix
 
 log = logging.getLogger(__name__)
@@ -549,7 +549,7 @@ class LocalModel:
             request = dataclasses.replace(request, on_token=relay)
         future = self._submit(lambda: self._generate(request, submitted))
         try:
-            return await asyncio.shield(asyncio.wrap_future(future))
+            return await await_worker(future)
         except asyncio.CancelledError:
             request.cancel.set()
             future.cancel()  # still queued: never runs

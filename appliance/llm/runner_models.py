@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from appliance.errors import LocalModelOff, PicoagentError
-from appliance.llm.base import ChatMessage, Generation, GenerationRequest
+from appliance.llm.base import ChatMessage, Generation, GenerationRequest, await_worker
 from appliance.llm.runner_client import FIX, ModelRunner, Pending
 
 # --- the objects ----------------------------------------------------------------------------------
@@ -180,7 +180,7 @@ class RunnerModel:
 
         future = self._start(request, on_text)
         try:
-            return self._finished(await asyncio.shield(asyncio.wrap_future(future)))
+            return self._finished(await await_worker(future))
         except asyncio.CancelledError:
             request.cancel.set()
             rid = getattr(future, "rid", None)

@@ -35,6 +35,7 @@ from appliance.memory.db import Database, StoredMessage
 log = logging.getLogger(__name__)
 
 CHARS_PER_TOKEN = 4  # a budget, not a count: close enough for English, and cheap
+STOP_S = 5.0  # a cancelled extraction ends at the model's next token, or when the runner stops
 FACTS_SCHEMA = {
     "type": "object",
     "properties": {
@@ -170,6 +171,16 @@ class MemoryKeeper:
         task = asyncio.ensure_future(self._after_turn(conversation_id, prompt_tokens))
         self.background.add(task)
         task.add_done_callback(self.background.discard)
+
+    async def stop(self) -> None:
+        """Cancel the background extractions and compactions and wait for them to end (the daemon's stop, before
+        the model and the database they use close). What they had not stored yet is looked at again next time:
+        progress is only written after the facts are."""
+        running = list(self.background)
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.wait(running, timeout=STOP_S)
 
     async def _after_turn(self, conversation_id: int, prompt_tokens: int) -> None:
         self._busy.add(conversation_id)

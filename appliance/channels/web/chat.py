@@ -72,10 +72,13 @@ async def api_chat(request: web.Request) -> web.Response:
     route = body.get("route")
     if route not in (None, "local", "cloud"):
         raise bad_request('"route" must be "local" or "cloud" (or absent: routing.mode decides)')
+    channel = body.get("channel", "api")  # `picoagent chat` beside the daemon: "terminal", its own conversations
+    if channel not in CHANNELS:
+        raise bad_request(f'"channel" must be one of {", ".join(CHANNELS)} (absent: api)')
     chat_id = conversation_key(principal(request), session)
     task = asyncio.ensure_future(
         state.runtime.agent.turn(
-            text, channel="api", chat_id=chat_id, client=f"api:{_principal(request)}:{session}", force=route
+            text, channel=channel, chat_id=chat_id, client=f"{channel}:{_principal(request)}:{session}", force=route
         )
     )
     state.turns.add(task)

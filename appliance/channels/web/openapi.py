@@ -241,6 +241,10 @@ def openapi_document() -> dict[str, Any]:
                             "properties": {
                                 "message": {"type": "string", "minLength": 1, "maxLength": 8000},
                                 "session": session,
+                                "channel": {
+                                    **channel,
+                                    "description": "whose conversation: absent, api (terminal: `picoagent chat`'s)",
+                                },
                                 "route": {
                                     "type": "string",
                                     "enum": ["local", "cloud"],

@@ -1,0 +1,139 @@
+"""`picoagent chat` while a daemon serves this data dir: every turn is the daemon's.
+
+The daemon owns the pins and the one model: a chat that ran its own turns beside it drove its own copy of
+the devices (it said "the fan is off" while the daemon's stayed on; on a Pi, two processes on one GPIO)
+and loaded a second model (on a 512 MB board, enough to run out of memory). So the chat asks the daemon,
+as the device commands do (daemon_client.py: daemon.json and the local CLI's token): POST /api/chat with
+``channel: terminal`` and the chat's session, the same conversation the chat keeps when no daemon runs.
+Not streamed (a websocket client would need aiohttp in the command): the whole reply, then the footer
+the in-process chat prints. Ctrl-C closes the request, and the daemon stops that turn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import TYPE_CHECKING, Any, TextIO
+
+from appliance.cli.daemon_client import daemon_get
+
+if TYPE_CHECKING:
+    from appliance.agent.record import ReplyRecord
+    from appliance.config import Config
+
+TURN_TIMEOUT_S = 900.0  # a long local reply on a Pi Zero, queued behind others, takes minutes
+
+
+class DaemonChat:
+    """The terminal chat with the running daemon's assistant, in the conversation ``terminal``/``session``."""
+
+    def __init__(self, config: Config, *, session: str = "default", out: TextIO = sys.stdout) -> None:
+        self.config = config
+        self.session = session
+        self.out = out
+        self.color = out.isatty()
+
+    @classmethod
+    def find(cls, config: Config, *, session: str = "default") -> DaemonChat | None:
+        """The chat through the daemon serving this config's data dir, or None when none answers."""
+        if daemon_get(config, "/healthz", timeout=5) is None:
+            return None
+        return cls(config, session=session)
+
+    def _post(self, path: str, body: dict[str, Any]) -> Any:
+        from appliance.errors import Unavailable
+
+        answer = daemon_get(self.config, path, body, timeout=TURN_TIMEOUT_S)
+        if answer is None:  # it answered a moment ago: never fall back to a turn of our own (it could run twice)
+            raise Unavailable("the daemon stopped answering", fix="see `picoagent status`, then try again")
+        return answer
+
+    def ask(self, text: str) -> ReplyRecord:
+        """One turn, run by the daemon."""
+        from appliance.agent.record import ReplyRecord
+
+        body = {"message": text, "session": self.session, "channel": "terminal"}
+        return ReplyRecord.from_dict(self._post("/api/chat", body))
+
+    def ask_json(self, text: str) -> dict[str, Any]:
+        """One turn's reply record as the daemon sent it (``chat -m --json``)."""
+        answer: dict[str, Any] = self._post(
+            "/api/chat", {"message": text, "session": self.session, "channel": "terminal"}
+        )
+        return answer
+
+    def footer(self, record: ReplyRecord) -> str:
+        """The line under a reply, as the in-process chat prints it (appliance/channels/terminal.py)."""
+        from appliance.channels.core import footer
+
+        return self._dim(footer(record, detailed=True))
+
+    def _dim(self, text: str) -> str:
+        return f"\033[2m{text}\033[0m" if self.color else text
+
+    def _private(self, words: list[str]) -> str:
+        """/private on|off: the mark is in the database, which the daemon reads at each turn."""
+        from appliance.cli.common import open_db
+
+        db = open_db(self.config)
+        try:
+            if words and words[0].lower() in ("on", "off"):
+                db.set_private("terminal", self.session, words[0].lower() == "on")
+            private = db.is_private("terminal", self.session)
+        finally:
+            db.close()
+        return "(this chat stays on the Pi)" if private else "(this chat routes as configured: routing.mode)"
+
+    def interactive(self, read: Any = input) -> int:
+        """The chat loop; returns the exit status."""
+        with contextlib.suppress(ImportError):
+            import readline  # noqa: F401  (line editing and history for input())
+        status = daemon_get(self.config, "/api/status") or {}
+        name = (status.get("model") or {}).get("name", "?")
+        self.out.write(
+            f"picoagent · through the running daemon · local model {name} · session {self.session} "
+            "· /help for commands\n"
+        )
+        while True:
+            try:
+                line = read("you> ")
+            except EOFError:
+                self.out.write("\n")
+                return 0
+            except KeyboardInterrupt:
+                self.out.write("\n(Ctrl-D or /quit to leave)\n")
+                continue
+            text = line.strip()
+            if not text:
+                continue
+            if text.startswith("/") and text.split()[0].lower() not in ("/cloud", "/local"):
+                if self._command(text):
+                    return 0
+                continue
+            self.out.write(f"{self.config.agent.name}> ")
+            self.out.flush()
+            try:
+                record = self.ask(text)
+            except KeyboardInterrupt:
+                self.out.write(self._dim("\n[stopped]") + "\n")
+                continue
+            self.out.write(record.text + "\n" + self.footer(record) + "\n")
+            self.out.flush()
+
+    def _command(self, text: str) -> bool:
+        """A /command of the chat; True for /quit."""
+        command = text.split()[0].lower()
+        if command in ("/quit", "/exit"):
+            return True
+        if command == "/help":
+            from appliance.channels.terminal import HELP
+
+            self.out.write(HELP + "\n")
+        elif command == "/reset":
+            self._post("/api/reset", {"channel": "terminal", "session": self.session})
+            self.out.write("(conversation reset)\n")
+        elif command == "/private":
+            self.out.write(self._private(text.split()[1:]) + "\n")
+        else:
+            self.out.write(f"unknown command {command}; /help lists them\n")
+        return False
