@@ -24,6 +24,8 @@ NOT_RUN: dict[str, str] = {
     "make test": "the suite this test is part of",
     "make lint": "installs first, then ruff and mypy over the tree: the lint step before every commit",
     "make bench": "benchmarks never run in make test; each runs once at its smallest size in tests/test_bench_*.py",
+    "python tests/bench/run.py": "a benchmark (each runs at its smallest size in tests/test_bench_*.py); "
+    "tests/test_bench_smoke.py runs --only with an unknown name and with a row's name",
     "make keys": "writes keys/ota.key into the checkout; the `signing` fixture (tests/conftest.py) makes OTA keys "
     "in a temporary folder",
     "make image": "needs root, debootstrap and an arm64 root file system (minutes to hours)",
@@ -35,10 +37,10 @@ NOT_RUN: dict[str, str] = {
     "mosquitto",
     "picoagent update rollback": "switches the releases of an installed device (/opt/picoagent); tests/test_update.py "
     "rolls back on a temporary device root",
-    "python -m firmware_tools verify": "needs a signed bundle (`make ota` builds one); tests/test_update.py "
+    "python3 -m firmware_tools verify": "needs a signed bundle (`make ota` builds one); tests/test_update.py "
     "verifies them",
-    "python -m firmware_tools push": "needs a device over SSH; tests/test_ota_push.py pushes to a local sshd",
-    "python -m firmware_tools flash": "writes a whole SD card (/dev/sdX)",
+    "python3 -m firmware_tools push": "needs a device over SSH; tests/test_ota_push.py pushes to a local sshd",
+    "python3 -m firmware_tools flash": "writes a whole SD card (/dev/sdX)",
     "curl --insecure --pinnedpubkey": "a template with placeholders (the pin, the URL): `picoagent status` prints the "
     "real one over HTTPS; tests/test_web_tls.py runs a pinned curl",
     "curl -LsSf https://astral.sh/uv/install.sh": "installs uv from the internet",
