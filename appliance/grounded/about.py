@@ -40,6 +40,7 @@ _KNOWN_TOOL_WORDS = frozenset(
 )
 _CAN = re.compile(
     r"^what (?:can|could) (?:you|u) do\b|^what are you (?:able to|capable of)\b|^how can you help\b"
+    r"|^what (?:sort|sorts|kind|kinds|type|types) of (?:things|stuff|jobs|tasks) (?:can|could) (?:you|u) (?:help|do)\b"
     r"|^what do you do\b|^help$|^what (?:else )?can i ask (?:you)?\b"
     r"|^(?:which|what) (?:devices|things|lights|switches|sensors) (?:do|can) you (?:control|switch|see|read|have)\b"
     r"|^(?:which|what) devices (?:are there|have you got|are connected)\b|^list (?:the |all |your )?devices\b"
@@ -57,9 +58,9 @@ _TOOLS = re.compile(
 )
 # "are you able to remind me about things?", "could you switch the porch light on if I asked?"
 _ABLE = re.compile(
-    r"^(?P<hypo>are you able to|would you be able to|do you know how to|is it possible (?:for you )?to"
-    r"|can you|could you)"
-    r" (?P<x>.+?)(?P<if> (?:for me )?if i (?:asked|wanted|told you)(?: (?:you )?to)?| for me)?$"
+    r"^(?:so )?(?P<hypo>are you able to|would you be able to|do you know how to|is it possible (?:for you )?to"
+    r"|can you(?: actually| really)?|could you(?: actually| really)?)"
+    r" (?P<x>.+?)(?P<if> (?:for me )?if i (?:asked|wanted|told you)(?: (?:you )?to)?| for me)?(?: or not)?$"
 )
 _REMINDING = re.compile(r"^(?:remind me|set (?:up )?(?:a |an )?(?:reminders?|alarms?|timers?|schedules?)|schedule)\b")
 _WEATHERING = re.compile(r"^(?:check|tell me|get|look up|give me) (?:the )?(?:weather|forecast)\b")

@@ -51,7 +51,8 @@ _TASK_ID = re.compile(
     r"^(?:how did|how is|how's|how has|what about|what happened (?:to|with)|is|has|what's|what is) task #?(?P<id>\d+)"
     r"(?: go| going| doing| done| finished| ended| got on| been going| the result| result| status)?$"
 )
-_KINDS = frozenset({"reminder", "reminders", "alarm", "alarms", "job", "jobs", "schedule", "timer"})  # not subjects
+# words that are no subject: "the bins one" is the bins job
+_KINDS = frozenset({"reminder", "reminders", "alarm", "alarms", "job", "jobs", "schedule", "timer", "one", "ones"})
 _TASKS = re.compile(
     r"^what are you (?:working on|doing(?: now| right now)?|busy with)$"
     r"|^(?:what|which|any|list|show(?: me)?)(?: are)? (?:my |the |your )?(?:running |open |pending )?tasks\b"

@@ -109,6 +109,11 @@ class _Arithmetic:
     def match(self, text: str) -> Ask | None:
         """An Ask when the whole message is a sum (after "what is" or "calculate"), or a bill to split."""
         said = _normalise(text)
+        # "if I take 387 away from 1000 what is left": the sum inside the question's frame
+        said = _FRAME.sub(r"\g<body>", said)
+        # "seven eighths as a decimal": a fraction in words
+        if decimal := _AS_DECIMAL.fullmatch(digits_for_words(said)):
+            said = _fraction(decimal)
         split = _SPLIT.fullmatch(said) or _SPLIT_AMONG.fullmatch(digits_for_words(said))
         if split:
             return Ask(self.kind, "split", {k: v for k, v in split.groupdict().items() if v}, text=text)
@@ -314,6 +319,22 @@ _CHANGES = (  # a percentage added or taken off: "85 minus 20 percent" is 85 les
 )
 _PARTS = {"half": 2, "halves": 2, "third": 3, "quarter": 4, "fourth": 4, "fifth": 5, "sixth": 6}
 _PARTS.update(seventh=7, eighth=8, ninth=9, tenth=10)
+
+
+def _fraction(found: re.Match[str]) -> str:
+    """ "7 eighths" as "7 / 8", "a quarter" as "1 / 4"."""
+    count = "1" if found["n"] in ("a", "an", "one") else found["n"]
+    return f"{count} / {_PARTS[found['part']]}"
+
+
+_FRAME = re.compile(
+    r"^(?:if|when) (?:i|you|we) (?P<body>(?:take|subtract|add|multiply|divide|split) .+?)"
+    r",? (?:what(?:'s| is| do (?:i|you|we) get)|how much (?:is|do (?:i|you|we) have)) (?:left|over|remaining)?$"
+)
+_AS_DECIMAL = re.compile(
+    rf"^(?:what(?:'s| is) )?(?P<n>\d+|a|an|one) (?P<part>{'|'.join(sorted(_PARTS, key=len, reverse=True))})s?"
+    r" (?:as|in|to) (?:a )?decimals?(?: please)?$"
+)
 _PART = re.compile(rf"\b(?:(a|an|one|\d+) )?({'|'.join(sorted(_PARTS, key=len, reverse=True))})s? of\b")
 
 

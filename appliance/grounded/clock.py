@@ -138,6 +138,7 @@ _PHRASES: tuple[tuple[str, str], ...] = (
     (
         "month",
         r"(?:what|which) month is (?:it|this)|what(?:'s| is) the (?:current )?month|(?:what|which) month are we in"
+        r"|(?:remind me |tell me )?(?:what|which) month (?:we(?:'re| are) in|it is)"
         r"|(?:what|which) month and year (?:is it|it is|are we in|we(?:'re| are) in)",
     ),
     ("next_month", r"(?:what|which) month (?:comes |is )?next|what(?:'s| is) next month"),

@@ -46,6 +46,7 @@ _NOT_MINE = re.compile(
 _STOP = frozenset({
     "the", "a", "an", "my", "our", "your", "of", "to", "in", "on", "at", "for", "is", "are", "was", "were", "do",
     "did", "i", "me", "you", "it", "that", "this", "what", "where", "when", "who", "about", "down", "there", "am",
+    "and", "or", "with", "from", "by",
 })
 # fmt: on
 QUOTE = 240

@@ -171,6 +171,10 @@ class _Units:
         in fahrenheit", for an amount said before it)."""
         said = _normalise(text)
         said = _that(said) or said
+        # "60 mph is what in km/h": the amount, then the question
+        asked = rf"(?P<a>{_FIGURE} ?(?:{_UNIT})) (?:is|are|equals|makes) (?:what|how many|how much) (?:in|to|as)"
+        if found := re.fullmatch(asked + rf" (?P<b>(?:{_UNIT}))", said):
+            said = f"{found['a']} in {found['b']}"
         for pattern in _PATTERNS:
             found = pattern.fullmatch(said)
             if found:
@@ -206,6 +210,9 @@ class _Units:
             return Answer(f"{_say(amount, source)} is {_say(value, target, places=1)}.", basis=basis, kind=self.kind)
         value = amount * source.size / target.size
         text = f"{_say(amount, source)} is {_say(value, target)}."
+        if target.many == "feet" and re.search(r"\b(?:feet|foot|ft) and (?:inches|in)\b", ask.text.lower()):
+            feet, inches = divmod(value * 12, 12)  # "whats that in feet and inches": 5 feet 10.9 inches
+            text = f"{_say(amount, source)} is {int(feet)} feet {float(inches):.1f} inches ({_say(value, target)})."
         return Answer(text, basis=_basis(source, target), kind=self.kind)
 
 
@@ -213,7 +220,7 @@ UNITS = _Units()
 
 
 _THAT = re.compile(
-    r"(?:what(?:'s| is)|how (?:far|much|long|heavy|hot|cold|big|tall|warm|many \w+) is)"
+    r"(?:what(?:'s| is)|whats|how (?:far|much|long|heavy|hot|cold|big|tall|warm|many \w+) is)"
     r" (?:that|it|this) (?:in|to) (?:the )?"
 )
 

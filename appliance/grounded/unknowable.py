@@ -25,6 +25,7 @@ _FUTURE = re.compile(
     r"|^will (?:my|the) (?:train|bus|flight|plane|package|parcel|delivery) be (?:late|delayed|on time)\b"
     r"|\b(?:number|word|card|colour|color) (?:between \d+ and \d+ )?am i thinking (?:of|about)\b"
     r"|^what did i dream\b|\bguess what i(?:'m| am) thinking\b"
+    r"|\bguess (?:what|which) (?:number|word|card|colou?r|animal) i(?:'m| am) thinking (?:of|about)\b"
     r"|^(?:what|who) will (?:i|we|my \w+|knock|call|come|visit)\b.*\b(?:tomorrow|tonight|next \w+|later|one day)$"
 )
 # what no sensor here sees: the person, a place away from home

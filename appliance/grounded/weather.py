@@ -91,7 +91,9 @@ _SUN = re.compile(
     r"|\bwhat time is (?:the )?(?P<e>sunset|sunrise)\b|\b(?P<f>sunset|sunrise) (?:time|today|tomorrow|tonight)\b"
 )
 _SUN_UP = re.compile(
-    r"^is (?:the )?sun (?:still )?(?:up|down|set|risen)(?: yet| now| already| at the moment| right now| currently)?$"
+    r"^is (?:the )?sun (?:still )?(?P<state>up|down|set|risen)"
+    r"(?: yet| now| already| at the moment| right now| currently)?"
+    r"(?: or (?:has it |is it |did it )?(?:already )?(?:gone |go )?(?:down|set|up|risen)(?: already| yet)?)?$"
     r"|^is it (?:still )?(?:dark|light|daylight|night) (?:outside|out|yet|now)$"
 )
 _DAY_LENGTH = re.compile(
@@ -166,7 +168,9 @@ def _elsewhere(original: str, place: str) -> str:
         if not named or re.fullmatch(_TIME + r"(?: .*)?", named) or named in _HERE or named in _ARTICLES:
             continue
         if re.match(
-            r"(?:the |an? )?(?:morning|afternoon|evening|night|moment|hour|minute|week|day|days|outside)\b", named
+            r"(?:the |an? )?(?:morning|afternoon|evening|night|moment|hours?|minutes?|week|day|days|outside|total"
+            r"|celsius|fahrenheit|degrees|detail|short|general|numbers|words)\b",
+            named,
         ):
             continue
         if re.match(r"(?:" + "|".join(WEEKDAYS) + r"|\d)", named):
@@ -334,9 +338,10 @@ class SunTopic:
         said = _normal(text)
         if not said or len(said.split()) > 14 or _NOT_WEATHER.search(said):
             return None
-        if _SUN_UP.match(said):
+        if up := _SUN_UP.match(said):
+            asked = up["state"] or said  # "is the sun still up or has it gone down": asked as "up"
             return Ask(
-                self.kind, "dark" if re.search(r"\b(?:dark|night|down|set)\b", said) else "up", {"when": ""}, text
+                self.kind, "dark" if re.search(r"\b(?:dark|night|down|set)\b", asked) else "up", {"when": ""}, text
             )
         if _DAY_LENGTH.match(said):
             return Ask(self.kind, "length", {"when": _when(said, "")}, text)

@@ -1,0 +1,51 @@
+"""Phrasings of the fifth and sixth blind everyday sets that no rule took (read after each set was measured, as
+their headers say): each is taken by the topic that knows the answer, and the answer is exact."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from appliance.config import Config
+from appliance.grounded.arithmetic import ARITHMETIC
+from appliance.grounded.base import Facts
+from appliance.grounded.desk import GroundedDesk
+from appliance.grounded.turn import topics
+from appliance.grounded.units import UNITS
+
+
+@pytest.mark.parametrize(
+    ("message", "kind", "what"),
+    [
+        ("remind me what month we're in, I keep forgetting", "time", "month"),
+        ("is the sun still up or has it gone down already?", "sun", "up"),
+        ("how much daylight is there today, in hours and minutes?", "sun", "length"),  # "in hours" is no place
+        ("what sort of things can you help me with around the house?", "abilities", "all"),
+        ("so can you actually turn my lights on and off or not", "abilities", "able"),
+        ("guess what number i'm thinking of", "unknowable", "future"),
+        ("does the bins one go off on sundays as well?", "schedules", "about"),
+        ("time check pls, 24 hour clock", "time", "time"),
+    ],
+)
+def test_the_topic_that_knows_takes_it_first(message: str, kind: str, what: str) -> None:
+    taken = [(a.kind, a.what) for a in GroundedDesk(topics()).by_words(message)]
+    assert taken[:1] == [(kind, what)], taken
+
+
+@pytest.mark.parametrize(
+    ("message", "answer"),
+    [
+        ("if i take 387 away from 1000 what is left", "1000 − 387 is 613."),
+        ("seven eighths as a decimal please", "7 / 8 is 0.875."),
+        ("a quarter as a decimal", "1 / 4 is 0.25."),
+        ("60 mph is what in km/h", "60 miles per hour is 96.56064 kilometres per hour."),
+        ("im 180cm, whats that in feet and inches", "180 centimetres is 5 feet 10.9 inches (about 5.906 feet)."),
+    ],
+)
+def test_sums_and_conversions_said_in_other_words_are_exact(message: str, answer: str) -> None:
+    topic = next(t for t in (ARITHMETIC, UNITS) if t.match(message) is not None)
+    ask = topic.match(message)
+    assert ask is not None
+    got = asyncio.run(topic.answer(ask, Facts(config=Config(), now=lambda: None)))  # type: ignore[arg-type,return-value]
+    assert got is not None and got.text == answer
