@@ -1,8 +1,8 @@
 """The blind held-out everyday sets and the fixed moment their questions are checked and graded at in tests.
 
-The sets (tests/eval/everyday_fresh.yaml, _third, _fourth, _fifth, _sixth) were each written without reading the
-grounded rules or the other sets' questions, measured once by `make bench`, and only then read (their
-headers say when). Here: the sets by name, and the values a reply is graded against, fixed (a Friday
+The sets (tests/eval/everyday_fresh.yaml, _third, _fourth, _fifth, _sixth, _seventh) were each written
+without reading the grounded rules or the other sets' questions, measured once by `make bench`, and only
+then read (their headers say when). Here: the sets by name, and the values a reply is graded against, fixed (a Friday
 evening, the fixture's home and forecast: tests/eval/everyday_home.py), so tests can grade hand-written
 replies as a person reads them.
 """
@@ -20,6 +20,7 @@ from tests.eval.everyday import (
     load_fourth,
     load_fresh,
     load_set,
+    load_seventh,
     load_sixth,
     load_third,
 )
@@ -39,6 +40,7 @@ BLIND: dict[str, EverydaySet] = {
     "fourth": load_fourth(),
     "fifth": load_fifth(),
     "sixth": load_sixth(),
+    "seventh": load_seventh(),
 }
 BRUSSELS = ZoneInfo("Europe/Brussels")
 EVENING = datetime(2026, 11, 27, 19, 40, 10, tzinfo=BRUSSELS)  # a Friday evening, after sunset

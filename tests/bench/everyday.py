@@ -30,6 +30,9 @@ Rows:
 - ``everyday_sixth_right_or_declined`` (with ``everyday_sixth_general`` and
   ``everyday_sixth_grounded_p50_ms``): the same three rows on tests/eval/everyday_sixth.yaml, a sixth blind
   held-out set, written as blind (none of the rules nor the five other sets' questions read).
+- ``everyday_seventh_right_or_declined`` (with ``everyday_seventh_general`` and
+  ``everyday_seventh_grounded_p50_ms``): the same three rows on tests/eval/everyday_seventh.yaml, a seventh blind
+  held-out set, written as blind (none of the rules nor the six other sets' questions read).
 
 ``make bench`` also runs the set with each bigger catalog chat model installed in the checkout's data
 dir (`picoagent models pull ...`), as rows with the model's name.
@@ -57,6 +60,7 @@ from tests.eval.everyday import (
     load_fourth,
     load_fresh,
     load_set,
+    load_seventh,
     load_sixth,
     load_third,
     share_right_or_declined,
@@ -101,7 +105,8 @@ def rows(
     verdicts: Sequence[Verdict], baseline: Sequence[Verdict], split: str, model: str, prefix: str = "everyday"
 ) -> list[dict[str, Any]]:
     """The three report rows (printed) from the appliance's verdicts and the model-alone ones; ``prefix``
-    names the set (everyday, everyday_fresh, everyday_third, everyday_fourth, everyday_fifth, everyday_sixth)."""
+    names the set (everyday, everyday_fresh, everyday_third, everyday_fourth, everyday_fifth, everyday_sixth,
+    everyday_seventh)."""
     goal_classes = {v.cls for v in verdicts} - REPORTED_APART
     share = share_right_or_declined(verdicts, goal_classes)
     base_share = share_right_or_declined(baseline, goal_classes)
@@ -216,7 +221,8 @@ def bench_all(size: str = "full") -> list[dict[str, Any]]:
     return out
 
 
-BLIND_SETS = ("fresh", "third", "fourth", "fifth", "sixth")  # tests/eval/everyday_NAME.yaml, each measured blind once
+# tests/eval/everyday_NAME.yaml, each measured blind once
+BLIND_SETS = ("fresh", "third", "fourth", "fifth", "sixth", "seventh")
 
 
 def bench_blind(name: str, size: str = "full", model: ServedModel | None = None) -> list[dict[str, Any]]:
@@ -228,6 +234,7 @@ def bench_blind(name: str, size: str = "full", model: ServedModel | None = None)
         "fourth": load_fourth,
         "fifth": load_fifth,
         "sixth": load_sixth,
+        "seventh": load_seventh,
     }
     per_class = 1 if size == "smoke" else 3 if size == "quick" else None
     return bench_everyday("held", per_class, model, everyday=loaders[name](), prefix=f"everyday_{name}")

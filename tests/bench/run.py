@@ -63,6 +63,7 @@ SMOKED_ELSEWHERE = frozenset(
         "everyday_fourth",
         "everyday_fifth",
         "everyday_sixth",
+        "everyday_seventh",
     }
 )
 

@@ -47,6 +47,9 @@ FIFTH_MIN_QUESTIONS = 110
 # A sixth blind held-out set, written as blind again (no rules, none of the five other sets' questions read).
 SIXTH_PATH = Path(__file__).resolve().parent / "everyday_sixth.yaml"
 SIXTH_MIN_QUESTIONS = 110
+# A seventh blind held-out set, written as blind again (no rules, none of the six other sets' questions read).
+SEVENTH_PATH = Path(__file__).resolve().parent / "everyday_seventh.yaml"
+SEVENTH_MIN_QUESTIONS = 110
 
 CLASSES = (
     "time",
@@ -363,6 +366,11 @@ def load_fifth(path: Path = FIFTH_PATH) -> EverydaySet:
 def load_sixth(path: Path = SIXTH_PATH) -> EverydaySet:
     """everyday_sixth.yaml, checked as :func:`load_set` does, every question held."""
     return load_set(path, all_held=True, min_questions=SIXTH_MIN_QUESTIONS)
+
+
+def load_seventh(path: Path = SEVENTH_PATH) -> EverydaySet:
+    """everyday_seventh.yaml, checked as :func:`load_set` does, every question held."""
+    return load_set(path, all_held=True, min_questions=SEVENTH_MIN_QUESTIONS)
 
 
 # --- grading ------------------------------------------------------------------------------------------
