@@ -145,6 +145,9 @@ def test_a_question_of_fact_is_declined_not_guessed_on_the_packaged_model(config
     asked = [r.messages[-1].content for r in packaged.history if not r.messages[-1].content.startswith("user: ")]
     # never the dentist nor France, until it was asked with /local (the rest is memory extraction)
     assert asked == ["how are you?", "could you write a poem about the sea?", "tell me a joke", said[1]]
+    # the declines and their questions are kept out of what the model reads next: it had copied a decline
+    prompt = "\n".join(m.content for m in packaged.history[-1].messages)
+    assert "I can't answer that reliably" not in prompt and "dentist" not in prompt and "how are you?" in prompt
 
 
 def test_who_guesses_is_the_catalogs_word_and_only_without_a_cloud_or_a_local_on_purpose() -> None:

@@ -307,6 +307,7 @@ def test_schedules_and_tasks_are_read_from_the_scheduler_and_the_store(pi: tuple
     runtime, model = pi
     assert runtime.agent.grounding.tasks is not None
     runtime.agent.grounding.tasks.add("tidy the notes")
+    runtime.agent.grounding.clock = NOW.timestamp  # the scheduler's now: "tomorrow" is the 28th at any hour of the run
     asked = ("what reminders do I have?", "what's on tomorrow?", "what is scheduled for today?", "what are you doing?")
     (listed, tomorrow, nothing_today, tasks) = ask(runtime, *asked)
     assert "take the bins out tomorrow at 19:00 (Sat 28 Nov)" in listed

@@ -1,4 +1,4 @@
-"""Phrasings of the fifth and sixth blind everyday sets that no rule took (read after each set was measured, as
+"""Phrasings of the fifth, sixth and seventh blind everyday sets that no rule took (read after each set was measured, as
 their headers say): each is taken by the topic that knows the answer, and the answer is exact."""
 
 from __future__ import annotations
@@ -26,6 +26,12 @@ from appliance.grounded.units import UNITS
         ("guess what number i'm thinking of", "unknowable", "future"),
         ("does the bins one go off on sundays as well?", "schedules", "about"),
         ("time check pls, 24 hour clock", "time", "time"),
+        ("still morning or is it afternoon already?", "time", "part_of_day"),
+        ("play some music in the kitchen please", "abilities", "play"),
+        ("put on some music", "abilities", "play"),
+        ("it's freezing in here, turn the heating up a couple of degrees", "house", "command"),
+        ("feels like we get no daylight at all, how long is the day today from sunrise to sunset?", "sun", "length"),
+        ("wait are you just chatgpt in a box or what", "self", "who"),
     ],
 )
 def test_the_topic_that_knows_takes_it_first(message: str, kind: str, what: str) -> None:
@@ -41,6 +47,7 @@ def test_the_topic_that_knows_takes_it_first(message: str, kind: str, what: str)
         ("a quarter as a decimal", "1 / 4 is 0.25."),
         ("60 mph is what in km/h", "60 miles per hour is 96.56064 kilometres per hour."),
         ("im 180cm, whats that in feet and inches", "180 centimetres is 5 feet 10.9 inches (about 5.906 feet)."),
+        ("1.5 litres is how many pints? uk pints", "1.5 litres is about 2.64 imperial pints."),
     ],
 )
 def test_sums_and_conversions_said_in_other_words_are_exact(message: str, answer: str) -> None:

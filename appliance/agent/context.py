@@ -185,9 +185,15 @@ def facts_note(now: datetime, place: str = "") -> ChatMessage:
 
 
 def history_messages(stored: list[StoredMessage]) -> list[ChatMessage]:
-    """Stored messages as prompt messages (tool exchanges are kept as they were shown to the model)."""
+    """Stored messages as prompt messages (tool exchanges are kept as they were shown to the model); a declined
+    question and its decline are left out (the small model repeated the decline as its own answer)."""
     out: list[ChatMessage] = []
-    for message in stored:
+    for i, message in enumerate(stored):
+        if message.meta.get("declined"):
+            continue
+        following = stored[i + 1] if i + 1 < len(stored) else None
+        if message.role == "user" and following is not None and following.meta.get("declined"):
+            continue
         role = message.role if message.role in ("user", "assistant") else "user"
         out.append(ChatMessage(role, message.content))  # type: ignore[arg-type]
     return out

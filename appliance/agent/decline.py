@@ -42,6 +42,7 @@ ASK_TTL_S = 600.0  # how long the buttons of a decline stay good
 # Turns no person waits on (a task's step, a scheduled prompt): they try, and their own checks judge the result.
 UNATTENDED = frozenset({"task", "cron"})
 ASK_CLOUD = "ask the cloud"
+DECLINED = "declined without a model"  # the end of a decline's reason: the agent keeps it out of the model's history
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,7 @@ class DeclineDesk:
         words = f"this looks like a question for a stronger model ({score:.2f}), but {blocked[1]}"
         if guessed:
             words = f"{self.model_name()} guesses at questions of fact, and {blocked[1]}"
-        decision = Decision("local", f"{words}: declined without a model", "looks_hard", True, blocked[0])
+        decision = Decision("local", f"{words}: {DECLINED}", "looks_hard", True, blocked[0])
         buttons: list[str] = []
         if blocked[0] == "conversation_private" and ctx.provider is not None:
             buttons.append(ASK_CLOUD)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from appliance.agent import context
 from appliance.agent.context import Workspace
-from appliance.agent.decline import UNATTENDED, DeclineDesk, guesses
+from appliance.agent.decline import DECLINED, UNATTENDED, DeclineDesk, guesses
 from appliance.agent.escalation import CloudRoute, CloudUse, Forced
 from appliance.agent.intent import Intent, IntentMatcher
 from appliance.agent.intents_run import run_intent
@@ -469,6 +469,9 @@ class Agent:
                 # the tools the local model was shown: the next turn keeps them in place (a warm KV cache)
                 "offered": [t.name for t in local_tokens.offered] if local_tokens is not None else [],
                 **(_outside(outside) or {}),
+                # a decline (agent/decline.py) is kept out of the model's history, with its question: the small
+                # model copied "I can't answer that reliably" into its next answers
+                **({"declined": True} if record.reason.endswith(DECLINED) else {}),
             },
         )
         if not person and self.memory is not None:  # not the owner's words: no fact is extracted from them

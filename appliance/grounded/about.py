@@ -28,13 +28,17 @@ _WHO = re.compile(
     r"|^what (?:language )?model (?:are you|do you (?:use|run))\b|^which (?:language )?model (?:are you|do you)\b"
     r"|^what(?:'s| is) the name of (?:the |your )?(?:language |ai )?model\b"
     r"|^what version (?:are you|is this)\b|^which version\b|^(?:what|which) (?:software )?version (?:is|are)\b"
-    r"|^are you (?:chatgpt|siri|alexa|google|gpt|claude|gemini|copilot|cortana)\b"
+    r"|^(?:wait |so |hang on )?are you (?:just |really |actually |secretly |basically )?"
+    r"(?:chatgpt|siri|alexa|google|gpt|claude|gemini|copilot|cortana)\b"
     r"|^(?:do|are) you (?:run|running|live|work|hosted)(?: on| in)? (?:the )?"
     r"(?:internet|cloud|online|here|locally|at home)\b"
     r"|^where (?:do you (?:run|live)|are you (?:running|hosted))\b"
     r"|^what(?:'s| is) (?:the name of )?your (?:language )?model(?:'s name)?\b",
 )
-_OTHER_ASSISTANT = re.compile(r"are you (?:chatgpt|siri|alexa|google|gpt|claude|gemini|copilot|cortana)\b")
+_OTHER_ASSISTANT = re.compile(
+    r"\bare you (?:just |really |actually |secretly |basically )?"
+    r"(?:chatgpt|siri|alexa|google|gpt|claude|gemini|copilot|cortana)\b"
+)
 _KNOWN_TOOL_WORDS = frozenset(
     {"calculator", "shell", "web_search", "web_fetch", "search", "browser", "terminal", "memory"}
 )
@@ -71,6 +75,11 @@ _SWITCHING = re.compile(
 )
 # what it cannot do from here: no shop, no phone, no payments
 _CANNOT = re.compile(r"^(?:order|buy|book|pay for|shop for|purchase|reserve)\b")
+# "play some music in the kitchen": no speaker or media player is among the devices
+_PLAY = re.compile(
+    r"^(?:(?:can|could|would) you )?(?:please )?(?:play|put on|stream) (?:me )?(?:some |a |the |my |any )?"
+    r"(?:music|songs?|radio|podcasts?|playlist|album|tunes|audiobook)\b"
+)
 _WILL_REMEMBER = re.compile(
     r"^(?:if i tell you (?:something|things|stuff),? )?(?:will|would|can|do) you (?:remember|keep|store) (?:it|things"
     r"|stuff|what i (?:tell|say)(?: you)?)(?: later(?: on)?| for later| next time)?$"
@@ -150,7 +159,7 @@ class Self:
         elif ask.what == "where":
             text = f"I run here at home, on this Raspberry Pi ({model}), {cloud}."
         else:
-            other = "No: " if _OTHER_ASSISTANT.match(_said(ask.text)) else ""  # "are you ChatGPT?"
+            other = "No: " if _OTHER_ASSISTANT.search(_said(ask.text)) else ""  # "are you ChatGPT?"
             text = (
                 f"{other}I'm {name}, a private assistant running on this Raspberry Pi (picoagent {__version__}). "
                 f'I think with {model} on the Pi {cloud}. Ask "what can you do?" to see what I can do here.'
@@ -198,6 +207,8 @@ class Abilities:
                 return Ask(self.kind, what, text=text)
         if _CAN.search(said):
             return Ask(self.kind, "devices" if _ABOUT_DEVICES.search(said) else "all", text=text)
+        if _PLAY.match(said):
+            return Ask(self.kind, "play", text=text)
         found = _ABLE.match(said)
         rules = (_REMINDING, _WEATHERING, _REMEMBERING, _SWITCHING, _CANNOT)
         if found and any(r.match(found["x"]) for r in rules):
@@ -213,6 +224,10 @@ class Abilities:
         registry = "the device registry (the config's devices)"
         if ask.what == "devices":
             return Answer(devices, basis=registry, kind=self.kind)
+        if ask.what == "play":
+            return Answer(
+                f"No: I can't play anything here: I have no speaker or media player. {devices}", registry, self.kind
+            )
         if ask.what == "able":
             return _able(str(ask.details["x"]), bool(ask.details["hypothetical"]), facts, devices)
         channels = [_CHANNEL_NAMES.get(c, c.title()) for c in facts.channels]  # those that are on

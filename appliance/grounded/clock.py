@@ -150,9 +150,9 @@ _PHRASES: tuple[tuple[str, str], ...] = (
     ("leap", r"is (?:this|it|this year|(?P<leap_year>\d{4})) a leap year"),
     (
         "part_of_day",
-        r"(?:is it|(?:would|do) you say (?:it(?:'s| is))|it(?:'s| is)) (?:the )?"
+        r"(?:is it|(?:would|do) you say (?:it(?:'s| is))|it(?:'s| is)|(?:is it )?still) (?:still )?(?:the )?"
         r"(?P<part>morning|afternoon|evening|night)"
-        r"(?P<either>(?: or (?:the )?\w+| (?:the )?(?:morning|afternoon|evening|night))+)?"
+        r"(?P<either>(?: or (?:is it |it's )?(?:the )?\w+| (?:the )?(?:morning|afternoon|evening|night))+)?"
         r"(?: yet| already| now| right now)?",
     ),
     ("past_mark", r"is it (?P<rel>past|after|before) (?P<mark>midday|noon|midnight)(?: yet| already)?"),

@@ -49,6 +49,7 @@ _COMMAND = re.compile(
     r"|put (?:the |my |our )?(?P<b>[a-z][a-z' ]*?) on"
     r"|(?:dim|brighten|lock|unlock) (?:the |my |our )?(?P<c>[a-z][a-z' ]*?)(?: (?:to|at) \d+ ?(?:%|percent))?"
     r"|(?:open|close|shut) the (?P<d>[a-z][a-z' ]*?))"
+    r"(?: (?:a (?:couple|few|bit|little|notch)(?: of degrees)?|(?:by|to) \d+ ?(?:degrees|%|percent)?))?"
     r"(?: (?:for me|please|pls|now|right now))*$"
 )
 _NOT_A_THING = frozenset(
@@ -88,12 +89,12 @@ class House:
             return Ask(self.kind, "room", {"room": found["a"] or found["b"] or found["c"]}, text=text)
         if (found := _STATE.match(said)) and found["thing"].split()[0] not in _NOT_A_THING:
             return Ask(self.kind, "state", {"thing": found["thing"]}, text=text)
-        # "switch the telly off, nobody's watching": the request is the first clause
-        first = re.split(r"[,;.!]\s|\s[-–—]\s", said, maxsplit=1)[0].strip()
-        if (found := _COMMAND.match(first)) and (found["v1"] or found["v2"] or not found["a"]):
-            thing = next(t for t in (found["a"], found["b"], found["c"], found["d"]) if t)
-            if thing.split()[0] not in _NOT_A_THING and len(thing.split()) <= 4 and thing not in ("all", "them"):
-                return Ask(self.kind, "command", {"thing": thing}, text=text)
+        # "switch the telly off, nobody's watching", "it's freezing in here, turn the heating up": one clause asks
+        for clause in re.split(r"[,;.!]\s|\s[-–—]\s", said):
+            if (found := _COMMAND.match(clause.strip())) and (found["v1"] or found["v2"] or not found["a"]):
+                thing = next(t for t in (found["a"], found["b"], found["c"], found["d"]) if t)
+                if thing.split()[0] not in _NOT_A_THING and len(thing.split()) <= 4 and thing not in ("all", "them"):
+                    return Ask(self.kind, "command", {"thing": thing}, text=text)
         if found := _READING.match(said):
             return Ask(self.kind, "reading", {"room": found["room"], "quantity": QUANTITIES[found["q"]]}, text=text)
         return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -112,6 +113,7 @@ class Grounding:
         self.tasks: TaskStore | None = None
         self.weather: Any = None
         self.zone = local_zone(config.scheduler.timezone)
+        self.clock: Callable[[], float] = time.time  # the answers' now (tests hold it still)
         self.started_at = time.time()
         self.desk = GroundedDesk(topics(), embedder, texts)
 
@@ -119,7 +121,7 @@ class Grounding:
         """The facts a grounded answer in this chat may use (memories only for a person the Pi knows)."""
         return Facts(
             config=self.config,
-            now=lambda: datetime.now(self.zone),
+            now=lambda: datetime.fromtimestamp(self.clock(), self.zone),
             session=session,
             person=person,
             conversation=conversation,

@@ -171,6 +171,8 @@ class _Units:
         in fahrenheit", for an amount said before it)."""
         said = _normalise(text)
         said = _that(said) or said
+        uk = re.search(r"\b(?:uk|imperial|british)\b", said) is not None
+        said = re.sub(r" (?:uk|us|imperial|british|american) (?:pints?|gallons?)$", "", said)  # "... pints? uk pints"
         # "60 mph is what in km/h": the amount, then the question
         asked = rf"(?P<a>{_FIGURE} ?(?:{_UNIT})) (?:is|are|equals|makes) (?:what|how many|how much) (?:in|to|as)"
         if found := re.fullmatch(asked + rf" (?P<b>(?:{_UNIT}))", said):
@@ -180,6 +182,8 @@ class _Units:
             if found:
                 details = {k: v for k, v in found.groupdict().items() if v}
                 details.setdefault("n", "1")
+                if uk and details.get("dst") in ("pint", "pints", "pt"):
+                    details["dst"] = "uk pints"  # "1.5 litres is how many pints? uk pints"
                 return Ask(self.kind, "convert", details, text=text)
         return None
 

@@ -97,7 +97,8 @@ _SUN_UP = re.compile(
     r"|^is it (?:still )?(?:dark|light|daylight|night) (?:outside|out|yet|now)$"
 )
 _DAY_LENGTH = re.compile(
-    r"^how (?:long|many hours) (?:is|of) (?:the )?(?:day|daylight|light)(?: is there)?(?: " + _TIME + r")?$"
+    r"^how (?:long|many hours) (?:is|of) (?:the )?(?:day|daylight|light)(?: is there)?(?: " + _TIME + r")?"
+    r"(?: (?:from sunrise to sunset|between sunrise and sunset|in hours(?: and minutes)?))?$"
     r"|^how (?:much|many hours of) (?:day)?light (?:do|will|is there|are there|does it)\b.*$"
 )
 _ELSEWHERE = re.compile(r"\b(?P<prep>in|for|at|near|around) (?P<p>[a-z][a-z'.-]*(?: [a-z][a-z'.-]*){0,2})")
@@ -169,7 +170,7 @@ def _elsewhere(original: str, place: str) -> str:
             continue
         if re.match(
             r"(?:the |an? )?(?:morning|afternoon|evening|night|moment|hours?|minutes?|week|day|days|outside|total"
-            r"|celsius|fahrenheit|degrees|detail|short|general|numbers|words)\b",
+            r"|celsius|fahrenheit|degrees|detail|short|general|numbers|words|before|after|then|time|there|it)\b",
             named,
         ):
             continue
