@@ -69,6 +69,9 @@ def test_providers_lists_what_is_configured_and_never_the_key(tmp_path: Path, fa
     out = picoagent("providers", "--check", "--config", config, "--data-dir", tmp_path / "data", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "edge_first to fake" in out.stdout and "key set" in out.stdout and "<- escalates here" in out.stdout
+    # edge_first's first signal is named beside the token rule (it said "below confidence 0.3" only)
+    signals = "edge_first to fake: a message scoring 0.65 or more on the difficulty score, a local answer below"
+    assert signals in out.stdout
     assert "check: ok" in out.stdout
     assert KEY not in out.stdout + out.stderr
     assert len(fake_cloud.requests) == 1 and fake_cloud.requests[0].body["max_tokens"] == 1

@@ -69,8 +69,9 @@ def cmd_providers(args: argparse.Namespace) -> int:
         print("routing: local_only (nothing leaves the Pi; set routing.mode: edge_first to escalate)")
     else:
         print(
-            f"routing: {routing.mode} to {routing.cloud_provider} below confidence {routing.min_confidence:g};"
-            f" budget ${routing.daily_budget_usd:g}/day, ${routing.monthly_budget_usd:g}/month"
+            f"routing: {routing.mode} to {routing.cloud_provider}: {_hard_bar()}a local answer below confidence"
+            f" {routing.min_confidence:g}; budget ${routing.daily_budget_usd:g}/day,"
+            f" ${routing.monthly_budget_usd:g}/month"
         )
     if not rows:
         print("no providers: add one under providers: in the config (see README, Cloud escalation)")
@@ -169,3 +170,16 @@ def cmd_routing_stats(args: argparse.Namespace) -> int:
             outcome = "sent to the cloud" if r["route"] == "cloud" else f"kept on the Pi: {r['blocked']}"
             print(f"  {r['why']:15} {r['turns']:6d}  {outcome}")
     return 0
+
+
+def _hard_bar() -> str:
+    """ "a message scoring 0.65 or more (the difficulty score), ": edge_first's first signal, as shipped."""
+    import json
+
+    from appliance.agent.difficulty import SHIPPED
+
+    try:
+        bar = float(json.loads(SHIPPED.read_text())["hard_above"])
+    except (OSError, ValueError, KeyError):
+        return ""
+    return f"a message scoring {bar:g} or more on the difficulty score, "
