@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import discord
 import pytest
 
 from appliance.channels import base, pairing
@@ -125,8 +126,12 @@ def buttons(message: dict[str, Any]) -> dict[str, str]:
 # --- who may talk, and the replies --------------------------------------------------------------------
 
 
-def test_an_owners_direct_message_is_answered_with_the_footer(config: Config, caplog: pytest.LogCaptureFixture) -> None:
+def test_an_owners_direct_message_is_answered_with_the_footer(
+    config: Config, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     caplog.set_level(logging.DEBUG)  # discord.py's own debug lines too: none may hold the token
+    monkeypatch.setattr(discord.VoiceClient, "warn_nacl", True)  # as in a fresh process: the first client warns
+    monkeypatch.setattr(discord.VoiceClient, "warn_dave", True)
 
     async def scenario(h: Harness) -> None:
         assert h.channel.up and h.channel.detail == "as @pico"
@@ -143,6 +148,7 @@ def test_an_owners_direct_message_is_answered_with_the_footer(config: Config, ca
     run(config, scenario)
     assert any(r.name.startswith("discord.") for r in caplog.records)
     assert not [r for r in caplog.records if TOKEN in r.getMessage()]
+    assert not [r for r in caplog.records if "voice will NOT be supported" in r.getMessage()]  # no voice here
 
 
 def test_a_reply_streams_into_one_edited_message(config: Config) -> None:

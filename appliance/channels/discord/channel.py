@@ -135,6 +135,8 @@ class DiscordChannel(ChatChannel):
             await asyncio.gather(gateway, return_exceptions=True)
 
     def _client(self) -> _Client:
+        # no voice here: discord.py's start-up warnings that PyNaCl and davey (voice libraries) are missing are noise
+        discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
         intents = discord.Intents.none()
         intents.guilds = intents.guild_messages = intents.dm_messages = intents.message_content = True
         return _Client(
