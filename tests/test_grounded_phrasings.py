@@ -56,3 +56,26 @@ def test_sums_and_conversions_said_in_other_words_are_exact(message: str, answer
     assert ask is not None
     got = asyncio.run(topic.answer(ask, Facts(config=Config(), now=lambda: None)))  # type: ignore[arg-type,return-value]
     assert got is not None and got.text == answer
+
+
+def test_a_sum_on_the_last_answer_goes_on_from_its_number(config: Config) -> None:
+    """ "and add 6 to that" after "12 times 12 is 144.": the model had said 78; with no number before, it asks."""
+    from appliance.llm.scripted import ScriptedModel
+    from appliance.runtime import Runtime
+
+    model = ScriptedModel()
+    runtime = Runtime.open(config, model=model)
+
+    async def main() -> list[str]:
+        said = []
+        for chat, text in (("a", "what's 12 times 12"), ("a", "and add 6 to that"), ("b", "and add 6 to that")):
+            said.append((await runtime.agent.turn(text, channel="api", chat_id=chat)).text)
+        return said
+
+    try:
+        times, added, nothing = asyncio.run(main())
+    finally:
+        runtime.close()
+    assert (times, added) == ("12 times 12 is 144.", "144 + 6 is 150.")
+    assert nothing.startswith("I don't know which number you mean: my last answer gave none.")
+    assert model.history == []

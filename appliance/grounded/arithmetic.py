@@ -109,6 +109,10 @@ class _Arithmetic:
     def match(self, text: str) -> Ask | None:
         """An Ask when the whole message is a sum (after "what is" or "calculate"), or a bill to split."""
         said = _normalise(text)
+        on_that = _ON_THAT.fullmatch(digits_for_words(said))  # "and add 6 to that": the last answer's number
+        if on_that and (on_that["on"] or said.startswith(("and ", "now ", "then "))):
+            operation = next(op for op, pattern in _ON_THAT_OPS if re.match(pattern, on_that["verb"]))
+            return Ask(self.kind, "on_that", {"op": operation, "n": on_that["n"]}, text=text)
         # "if I take 387 away from 1000 what is left": the sum inside the question's frame
         said = _FRAME.sub(r"\g<body>", said)
         # "seven eighths as a decimal": a fraction in words
@@ -166,6 +170,8 @@ class _Arithmetic:
             ask = found
         if ask.what == "split":
             return _split(ask.details, self.kind)
+        if ask.what == "on_that":
+            return await _on_that(ask.details, facts)
         try:
             value = evaluate(ask.details["expression"])
         except ToolError as exc:
@@ -319,6 +325,36 @@ _CHANGES = (  # a percentage added or taken off: "85 minus 20 percent" is 85 les
 )
 _PARTS = {"half": 2, "halves": 2, "third": 3, "quarter": 4, "fourth": 4, "fifth": 5, "sixth": 6}
 _PARTS.update(seventh=7, eighth=8, ninth=9, tenth=10)
+
+
+# "and add 6 to that", "times it by 3", "now divide that by 4": a sum on the number of the last answer
+_ON_THAT = re.compile(
+    r"(?:and |now |then |ok |okay )?(?P<verb>add|take away|take|subtract|minus|plus|times|multiply|divide)"
+    rf"(?: (?:it|that))?(?: by| away)? (?P<n>{_NUMBER})(?P<on>(?: away)? (?:to|from|onto|off) (?:it|that))?"
+)
+_ON_THAT_OPS = (("+", "add|plus"), ("-", "take|subtract|minus"), ("*", "times|multiply"), ("/", "divide"))
+_LAST_RESULT = re.compile(r"\bis (?:about |exactly )?(-?\d[\d,]*(?:\.\d+)?)")
+
+
+async def _on_that(details: dict[str, str], facts: Facts) -> Answer:
+    """The sum on the number my last answer gave ("12 times 12 is 144." then "and add 6 to that": 150), or that
+    there is none to go on from."""
+    last = None
+    if facts.db is not None and facts.conversation is not None:
+        stored = await facts.db.call(facts.db.recent_messages, facts.conversation, 6)
+        last = next((m.content for m in reversed(stored) if m.role == "assistant"), None)
+    results = _LAST_RESULT.findall(last or "")
+    if not results:
+        return Answer(
+            "I don't know which number you mean: my last answer gave none. Ask me the whole sum (e.g. 144 + 6).",
+            basis="this chat's stored messages: no number in my last answer",
+            kind="arithmetic",
+        )
+    before = results[-1].replace(",", "")
+    expression = f"{before} {details['op']} {details['n']}"
+    value = evaluate(expression)
+    shown = f"{before} {details['op'].replace('*', '×').replace('/', '÷').replace('-', '−')} {details['n']}"
+    return Answer(f"{shown} is {_exactly(value, format_number(value))}.", basis=BASIS, kind="arithmetic")
 
 
 def _fraction(found: re.Match[str]) -> str:
