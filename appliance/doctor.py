@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from appliance.errors import PicoagentError
+from appliance.errors import ConfigError, PicoagentError
 
 if TYPE_CHECKING:
     from appliance.config import Config
@@ -68,12 +68,27 @@ def run_checks(config_file: str | None = None, data_dir: str | None = None) -> I
     yield from _check_embeddings(config)
     yield from _check_routing(config)
     yield from _check_skills(root)
+    yield from _check_plugins(config)
     yield from _check_mcp(config, root)
     yield from _check_sandbox(config)
     yield from _check_web_search(config)
     yield from _check_channels(config)
     yield from _check_mqtt(config)
     yield from _check_homeassistant(config)
+
+
+def _check_plugins(config: Config) -> Iterator[Check]:
+    """Each of tools.plugins imports and registers, as the start will ask (a plugin that does not stops it)."""
+    if not config.tools.plugins:
+        return
+    from appliance.plugins import Hooks, load_plugins
+
+    try:
+        load_plugins(Hooks(), list(config.tools.plugins))
+    except ConfigError as exc:
+        yield Check("plugins", "fail", exc.message, exc.fix or "fix or remove it in tools.plugins")
+        return
+    yield Check("plugins", "ok", ", ".join(config.tools.plugins) + " import and register")
 
 
 def _check_secrets(config: Config) -> Iterator[Check]:

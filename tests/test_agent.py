@@ -180,3 +180,25 @@ def test_terminal_chat_commands_and_end_of_input(tmp_path: Path) -> None:
     db = Database(tmp_path / "picoagent.db")
     assert db.recent_messages(db.conversation("terminal", "default"), 10) == []  # reset: a new conversation
     db.close()
+
+
+def test_chat_m_runs_a_command_as_the_interactive_chat_does_and_never_asks_the_model(tmp_path: Path) -> None:
+    """`chat -m "/help"` went to the model ("The help to the garden shed is under the flowerpot")."""
+    env = {k: v for k, v in os.environ.items() if k != "PICOAGENT_CONFIG"}
+
+    def chat(text: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "appliance", "chat", "--data-dir", str(tmp_path), "-m", text]
+        return subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+
+    helped = chat("/help")
+    assert helped.returncode == 0 and helped.stdout.startswith("Commands:") and "/private on|off" in helped.stdout
+    assert chat("/private on").stdout.strip() == "(this chat stays on the Pi)"
+    assert chat("/reset").stdout.strip() == "(conversation reset)"
+    bogus = chat("/bogus")
+    assert bogus.returncode == 2 and "unknown command /bogus; /help lists them" in bogus.stderr
+    db = Database(tmp_path / "picoagent.db")
+    try:
+        assert db.is_private("terminal", "default") is True
+        assert db.recent_messages(db.conversation("terminal", "default"), 10) == []  # nothing was asked
+    finally:
+        db.close()

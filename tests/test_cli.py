@@ -226,6 +226,15 @@ def test_doctor_reports_a_bad_config_as_a_failed_check(tmp_path: Path) -> None:
     assert "Traceback" not in out.stderr
 
 
+def test_doctor_fails_a_plugin_the_start_would_refuse(tmp_path: Path) -> None:
+    """`serve` refuses tools.plugins: [my_plugin] when it does not import; doctor said "all checks passed"."""
+    config = config_file(tmp_path / "conf", {"  plugins: []\n": "  plugins: [my_plugin]\n"})
+    out = picoagent("doctor", "--config", config, "--data-dir", tmp_path / "data", cwd=tmp_path)
+    assert out.returncode == 1, out.stdout
+    assert "[FAIL] plugins: tools.plugins[0]: cannot import plugin 'my_plugin': ModuleNotFoundError" in out.stdout
+    assert "Traceback" not in out.stderr
+
+
 # --- models --------------------------------------------------------------------------------------
 
 

@@ -122,6 +122,7 @@ def test_a_question_of_fact_is_declined_not_guessed_on_the_packaged_model(config
         "could you write a poem about the sea?",
         "tell me a joke",
         "/local What is the capital of France?",
+        "/cloud What is the capital of Peru?",  # the cloud may not answer it here: it got the small model's guess
     )
 
     async def main() -> list[ReplyRecord]:
@@ -132,21 +133,27 @@ def test_a_question_of_fact_is_declined_not_guessed_on_the_packaged_model(config
         return replies
 
     try:
-        dentist, france, hello, poem, joke, asked_local = asyncio.run(main())
+        dentist, france, hello, poem, joke, asked_local, asked_cloud = asyncio.run(main())
     finally:
         runtime.close()
-    for declined in (dentist, france):
+    for declined in (dentist, france, asked_cloud):
         assert declined.text.startswith("I can't answer that reliably: it needs a stronger model than the small one")
         assert declined.text.endswith("I would rather say so than guess (/local asks the small model anyway).")
-        assert declined.reason.startswith("smollm2-135m guesses at questions of fact, and routing.mode is local_only")
         assert declined.choices == ["use qwen2.5-1.5b (1.1 GB)"] and declined.blocked == "local_only"
+    for declined in (dentist, france):
+        assert declined.reason.startswith("smollm2-135m guesses at questions of fact, and routing.mode is local_only")
+    # a request for the cloud that cannot be met stays a fallback quoting how it was asked (README: routing)
+    assert (asked_cloud.route, asked_cloud.why) == ("local_fallback", "user_cloud")
+    said_why = "you asked for the cloud (/cloud), but routing.mode is local_only, and smollm2-135m guesses"
+    assert asked_cloud.reason.startswith(said_why)
     for answered in (hello, poem, joke, asked_local):
         assert (answered.text, answered.route) == ("A model's answer.", "local")
     asked = [r.messages[-1].content for r in packaged.history if not r.messages[-1].content.startswith("user: ")]
     # never the dentist nor France, until it was asked with /local (the rest is memory extraction)
     assert asked == ["how are you?", "could you write a poem about the sea?", "tell me a joke", said[1]]
     # the declines and their questions are kept out of what the model reads next: it had copied a decline
-    prompt = "\n".join(m.content for m in packaged.history[-1].messages)
+    [local_turn] = [r for r in packaged.history if r.messages[-1].content == said[5].removeprefix("/local ")]
+    prompt = "\n".join(m.content for m in local_turn.messages)
     assert "I can't answer that reliably" not in prompt and "dentist" not in prompt and "how are you?" in prompt
 
 

@@ -96,7 +96,8 @@ async def guesses(question: str, ctx: RoutingContext, model_name: str) -> bool:
     from appliance.grounded.desk import asks
     from appliance.llm import models
 
-    if ctx.forced is not None or ctx.mode == "cloud_first" or ctx.cloud_blocked() is None:
+    # /local asks the small model on purpose; /cloud that the cloud may not answer would get its guess instead
+    if ctx.forced == "local" or ctx.mode == "cloud_first" or ctx.cloud_blocked() is None:
         return False
     entry = models.load_catalog().get(model_name)
     if entry is None or entry.answers:
@@ -134,9 +135,15 @@ class DeclineDesk:
             why = f"the cloud is switched off here ({ctx.budget_off}: 0)"
         score = ctx.difficulty.p_cloud if ctx.difficulty is not None else 1.0
         words = f"this looks like a question for a stronger model ({score:.2f}), but {blocked[1]}"
+        code = "looks_hard"
         if guessed:
             words = f"{self.model_name()} guesses at questions of fact, and {blocked[1]}"
-        decision = Decision("local", f"{words}: {DECLINED}", "looks_hard", True, blocked[0])
+        if guessed and ctx.forced == "cloud":  # the person's own request for the cloud: quoted, a fallback
+            asked = ctx.asked_with or "/cloud"
+            words = f"you asked for the cloud ({asked}), but {blocked[1]}, and {self.model_name()} guesses at questions"
+            words += " of fact"
+            code = "user_cloud"
+        decision = Decision("local", f"{words}: {DECLINED}", code, True, blocked[0])
         buttons: list[str] = []
         if blocked[0] == "conversation_private" and ctx.provider is not None:
             buttons.append(ASK_CLOUD)

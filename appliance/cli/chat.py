@@ -11,6 +11,7 @@ from appliance.cli.common import load, print_json
 
 if TYPE_CHECKING:
     from appliance.cli.chat_daemon import DaemonChat
+    from appliance.config import Config
     from appliance.runtime import Runtime
 
 
@@ -36,6 +37,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
         return 2
     config = load(args)
     through = DaemonChat.find(config, session=args.session)
+    if args.message is not None and _command(args.message):
+        return _command_once(args, config, through)  # "chat -m /help": a command of the chat, never a question
     if through is not None:  # the daemon owns the pins and the model: its turns, not ours (chat_daemon.py)
         return _through_daemon(through, args)
     runtime = Runtime.open(config, start_model=True)
@@ -51,6 +54,44 @@ def cmd_chat(args: argparse.Namespace) -> int:
             print()
             if sys.stderr.isatty():
                 print(chat.footer(record), file=sys.stderr)
+        return 0
+    finally:
+        runtime.close()
+
+
+def _command(text: str) -> str:
+    """The chat command a message is ("/help"), or "" (a question; /cloud and /local choose its route)."""
+    word = text.strip().split()[0].lower() if text.strip() else ""
+    return word if word.startswith("/") and word not in ("/cloud", "/local") else ""
+
+
+def _command_once(args: argparse.Namespace, config: Config, through: DaemonChat | None) -> int:
+    """`chat -m "/help"` (or /reset, /private): the command, as the interactive chat runs it."""
+    import asyncio
+
+    from appliance.channels.terminal import HELP
+
+    command, words = _command(args.message), args.message.split()[1:]
+    if command == "/help":
+        print(HELP)
+        return 0
+    if command not in ("/reset", "/private"):
+        print(f"error: unknown command {command}; /help lists them", file=sys.stderr)
+        return 2
+    if through is not None:
+        through.command(args.message.strip())
+        return 0
+    from appliance.channels.terminal import TerminalChat
+    from appliance.runtime import Runtime
+
+    runtime = Runtime.open(config)
+    try:
+        chat = TerminalChat(runtime, session=args.session)
+        if command == "/reset":
+            asyncio.run(runtime.agent.reset("terminal", args.session))
+            print("(conversation reset)")
+        else:
+            print(asyncio.run(chat.private(words)))
         return 0
     finally:
         runtime.close()

@@ -107,7 +107,7 @@ class DaemonChat:
             if not text:
                 continue
             if text.startswith("/") and text.split()[0].lower() not in ("/cloud", "/local"):
-                if self._command(text):
+                if self.command(text):
                     return 0
                 continue
             self.out.write(f"{self.config.agent.name}> ")
@@ -120,7 +120,7 @@ class DaemonChat:
             self.out.write(record.text + "\n" + self.footer(record) + "\n")
             self.out.flush()
 
-    def _command(self, text: str) -> bool:
+    def command(self, text: str) -> bool:
         """A /command of the chat; True for /quit."""
         command = text.split()[0].lower()
         if command in ("/quit", "/exit"):
