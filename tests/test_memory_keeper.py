@@ -66,6 +66,7 @@ def test_only_facts_in_the_persons_own_words_are_kept(config: Config, tmp_path: 
     the model reads the person's messages only, and a fact it lists that is not in their words is dropped."""
     model = ScriptedModel()
     listed = ["Ada visits on Sunday.", "Ada likes tea.", "It's a city that has been shaped by brave knights."]
+    listed += ["Paris is a city shaped by knights.", "Does Ada visit on Sunday?"]  # a name first; a question
     model.enqueue(json.dumps({"facts": [*listed, "Ada visits on Monday."]}))
     keeper, db = keeper_with(tmp_path, config, model, Clock())
     conversation = db.conversation("web", "q")
@@ -74,6 +75,19 @@ def test_only_facts_in_the_persons_own_words_are_kept(config: Config, tmp_path: 
     assert asyncio.run(keeper.extract(conversation)) == ["Ada visits on Sunday."]
     assert "Lovely" not in model.history[0].messages[-1].content  # the reply is not read for facts
     assert [h.memory.text for h in keeper.store.search("Ada", 5)] == ["Ada visits on Sunday."]
+    db.close()
+
+
+def test_a_question_and_the_models_answer_to_it_are_no_facts(config: Config, tmp_path: Path) -> None:
+    """A walk of the README stored "What is the capital of France?" and "Paris is the capital of France." (the
+    small model's answer), and the next such question was answered "You told me ...: What is the capital ..."."""
+    model = ScriptedModel()
+    model.enqueue(json.dumps({"facts": ["What is the capital of France?", "Paris is the capital of France."]}))
+    keeper, db = keeper_with(tmp_path, config, model, Clock())
+    conversation = db.conversation("terminal", "default")
+    db.add_message(conversation, "user", "What is the capital of France? Answer in one word.")
+    db.add_message(conversation, "assistant", 'The answer is "Paris".')
+    assert asyncio.run(keeper.extract(conversation)) == []
     db.close()
 
 

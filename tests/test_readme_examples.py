@@ -143,6 +143,8 @@ def runner(example: Example) -> Any:
         return run_picoagent
     if re.fullmatch(r"echo .*>> config/secrets\.env", command):
         return run_secret_line
+    if command == "chmod 600 config/secrets.env":
+        return run_secrets_mode
     return None
 
 
@@ -237,6 +239,16 @@ def run_secret_line(example: Example, appliance: Appliance, tmp_path: Path) -> s
     if out.returncode != 0 or name is None or not secrets.get(name.group(1)):
         return f"exit {out.returncode} {out.stderr}; the secrets file holds {sorted(secrets)}"
     return None
+
+
+def run_secrets_mode(example: Example, appliance: Appliance, tmp_path: Path) -> str | None:
+    """The secrets file a line above appended to (created 0644, as echo makes it): 0600 after the command."""
+    secrets = tmp_path / "config" / "secrets.env"
+    secrets.parent.mkdir(exist_ok=True)
+    secrets.touch(mode=0o644)
+    out = subprocess.run(["bash", "-c", example.command()], cwd=tmp_path, capture_output=True, text=True, check=False)
+    mode = secrets.stat().st_mode & 0o777
+    return None if out.returncode == 0 and mode == 0o600 else f"exit {out.returncode} {out.stderr}; mode {mode:o}"
 
 
 def merged(base: Any, block: Any) -> Any:

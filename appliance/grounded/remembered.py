@@ -212,7 +212,8 @@ class Lookup:
         hits = await asyncio.to_thread(facts.memory.store.search, " ".join(words), 5)
         # every word, or all but one of three or more ("what size shoes does Ella take": no "take" in the memory)
         enough = len(words) - (1 if len(words) >= 3 else 0)
-        found = [m for m in (getattr(h, "memory", h) for h in hits) if _count(m.text, words) >= enough]
+        memories = [m for m in (getattr(h, "memory", h) for h in hits) if not m.text.rstrip().endswith("?")]
+        found = [m for m in memories if _count(m.text, words) >= enough]  # a question stored is no answer
         # a memory without the kind of thing asked for answers nothing: "how much does a boiler service cost?"
         found = [m for m in found if not kind or _HOLDS[kind](m.text)]
         if not found and kind:

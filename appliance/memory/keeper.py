@@ -344,9 +344,12 @@ def supported(fact: str, said: str) -> bool:
     def found(word: str) -> bool:
         return re.search(rf"\b{re.escape(word.lower()[:5])}", lowered) is not None
 
+    if fact.rstrip().endswith("?"):
+        return False  # a question is no fact ("What is the capital of France?" was stored as one)
     tokens = re.findall(r"[A-Za-z0-9]+", fact)
     words = [w for w in tokens if w.lower() not in _NOT_CONTENT and (len(w) > 1 or w.isdigit())]
-    names = [w for i, w in enumerate(tokens) if w[0].isdigit() or (i and w[0].isupper())]
-    if not words or not all(found(w) for w in names if w.lower() not in _NOT_CONTENT):
+    # every number and name, the first word too unless it is a plain word capitalised ("Paris is ..." is a name)
+    names = [w for w in tokens if w[0].isdigit() or (w[0].isupper() and w.lower() not in _NOT_CONTENT)]
+    if not words or not all(found(w) for w in names):
         return False
     return 2 * sum(found(w) for w in words) > len(words)
