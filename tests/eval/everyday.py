@@ -50,6 +50,9 @@ SIXTH_MIN_QUESTIONS = 110
 # A seventh blind held-out set, written as blind again (no rules, none of the six other sets' questions read).
 SEVENTH_PATH = Path(__file__).resolve().parent / "everyday_seventh.yaml"
 SEVENTH_MIN_QUESTIONS = 110
+# An eighth blind held-out set, written as blind again (no rules, none of the seven other sets' questions read).
+EIGHTH_PATH = Path(__file__).resolve().parent / "everyday_eighth.yaml"
+EIGHTH_MIN_QUESTIONS = 110
 
 CLASSES = (
     "time",
@@ -371,6 +374,11 @@ def load_sixth(path: Path = SIXTH_PATH) -> EverydaySet:
 def load_seventh(path: Path = SEVENTH_PATH) -> EverydaySet:
     """everyday_seventh.yaml, checked as :func:`load_set` does, every question held."""
     return load_set(path, all_held=True, min_questions=SEVENTH_MIN_QUESTIONS)
+
+
+def load_eighth(path: Path = EIGHTH_PATH) -> EverydaySet:
+    """everyday_eighth.yaml, checked as :func:`load_set` does, every question held."""
+    return load_set(path, all_held=True, min_questions=EIGHTH_MIN_QUESTIONS)
 
 
 # --- grading ------------------------------------------------------------------------------------------
