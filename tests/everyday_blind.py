@@ -1,6 +1,6 @@
 """The blind held-out everyday sets and the fixed moment their questions are checked and graded at in tests.
 
-The sets (tests/eval/everyday_fresh.yaml, _third, _fourth, _fifth, _sixth, _seventh) were each written
+The sets (tests/eval/everyday_fresh.yaml, _third, _fourth, _fifth, _sixth, _seventh, _eighth) were each written
 without reading the grounded rules or the other sets' questions, measured once by `make bench`, and only
 then read (their headers say when). Here: the sets by name, and the values a reply is graded against, fixed (a Friday
 evening, the fixture's home and forecast: tests/eval/everyday_home.py), so tests can grade hand-written
@@ -16,6 +16,7 @@ from tests.eval.everyday import (
     EverydaySet,
     Fill,
     grade,
+    load_eighth,
     load_fifth,
     load_fourth,
     load_fresh,
@@ -41,6 +42,7 @@ BLIND: dict[str, EverydaySet] = {
     "fifth": load_fifth(),
     "sixth": load_sixth(),
     "seventh": load_seventh(),
+    "eighth": load_eighth(),
 }
 BRUSSELS = ZoneInfo("Europe/Brussels")
 EVENING = datetime(2026, 11, 27, 19, 40, 10, tzinfo=BRUSSELS)  # a Friday evening, after sunset

@@ -33,6 +33,9 @@ Rows:
 - ``everyday_seventh_right_or_declined`` (with ``everyday_seventh_general`` and
   ``everyday_seventh_grounded_p50_ms``): the same three rows on tests/eval/everyday_seventh.yaml, a seventh blind
   held-out set, written as blind (none of the rules nor the six other sets' questions read).
+- ``everyday_eighth_right_or_declined`` (with ``everyday_eighth_general`` and
+  ``everyday_eighth_grounded_p50_ms``): the same three rows on tests/eval/everyday_eighth.yaml, an eighth blind
+  held-out set, written as blind (none of the rules nor the seven other sets' questions read).
 
 ``make bench`` also runs the set with each bigger catalog chat model installed in the checkout's data
 dir (`picoagent models pull ...`), as rows with the model's name.
@@ -56,6 +59,7 @@ from tests.eval.everyday import (
     EverydaySet,
     Question,
     Verdict,
+    load_eighth,
     load_fifth,
     load_fourth,
     load_fresh,
@@ -106,7 +110,7 @@ def rows(
 ) -> list[dict[str, Any]]:
     """The three report rows (printed) from the appliance's verdicts and the model-alone ones; ``prefix``
     names the set (everyday, everyday_fresh, everyday_third, everyday_fourth, everyday_fifth, everyday_sixth,
-    everyday_seventh)."""
+    everyday_seventh, everyday_eighth)."""
     goal_classes = {v.cls for v in verdicts} - REPORTED_APART
     share = share_right_or_declined(verdicts, goal_classes)
     base_share = share_right_or_declined(baseline, goal_classes)
@@ -222,7 +226,7 @@ def bench_all(size: str = "full") -> list[dict[str, Any]]:
 
 
 # tests/eval/everyday_NAME.yaml, each measured blind once
-BLIND_SETS = ("fresh", "third", "fourth", "fifth", "sixth", "seventh")
+BLIND_SETS = ("fresh", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
 
 
 def bench_blind(name: str, size: str = "full", model: ServedModel | None = None) -> list[dict[str, Any]]:
@@ -235,6 +239,7 @@ def bench_blind(name: str, size: str = "full", model: ServedModel | None = None)
         "fifth": load_fifth,
         "sixth": load_sixth,
         "seventh": load_seventh,
+        "eighth": load_eighth,
     }
     per_class = 1 if size == "smoke" else 3 if size == "quick" else None
     return bench_everyday("held", per_class, model, everyday=loaders[name](), prefix=f"everyday_{name}")

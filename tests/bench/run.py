@@ -64,6 +64,7 @@ SMOKED_ELSEWHERE = frozenset(
         "everyday_fifth",
         "everyday_sixth",
         "everyday_seventh",
+        "everyday_eighth",
     }
 )
 
