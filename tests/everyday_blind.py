@@ -13,17 +13,11 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from tests.eval.everyday import (
+    BLIND_LOADERS,
     EverydaySet,
     Fill,
     grade,
-    load_eighth,
-    load_fifth,
-    load_fourth,
-    load_fresh,
     load_set,
-    load_seventh,
-    load_sixth,
-    load_third,
 )
 from tests.eval.everyday_values import (
     INVENTED_DEVICES,
@@ -35,15 +29,7 @@ from tests.eval.everyday_values import (
 )
 
 MAIN = load_set()
-BLIND: dict[str, EverydaySet] = {
-    "fresh": load_fresh(),
-    "third": load_third(),
-    "fourth": load_fourth(),
-    "fifth": load_fifth(),
-    "sixth": load_sixth(),
-    "seventh": load_seventh(),
-    "eighth": load_eighth(),
-}
+BLIND: dict[str, EverydaySet] = {name: load() for name, load in BLIND_LOADERS.items()}
 BRUSSELS = ZoneInfo("Europe/Brussels")
 EVENING = datetime(2026, 11, 27, 19, 40, 10, tzinfo=BRUSSELS)  # a Friday evening, after sunset
 FORECAST = {  # the fixture's script: today wet, tonight below zero, tomorrow dry and cold

@@ -54,19 +54,13 @@ from typing import Any
 from appliance.llm.base import ServedModel
 from tests.bench.common import report
 from tests.eval.everyday import (
+    BLIND_LOADERS,
     NEVER_WRONG,
     REPORTED_APART,
     EverydaySet,
     Question,
     Verdict,
-    load_eighth,
-    load_fifth,
-    load_fourth,
-    load_fresh,
     load_set,
-    load_seventh,
-    load_sixth,
-    load_third,
     share_right_or_declined,
     tally,
 )
@@ -225,24 +219,14 @@ def bench_all(size: str = "full") -> list[dict[str, Any]]:
     return out
 
 
-# tests/eval/everyday_NAME.yaml, each measured blind once
-BLIND_SETS = ("fresh", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
+BLIND_SETS = tuple(BLIND_LOADERS)  # tests/eval/everyday_NAME.yaml, each measured blind once
 
 
 def bench_blind(name: str, size: str = "full", model: ServedModel | None = None) -> list[dict[str, Any]]:
     """A blind held-out set (tests/eval/everyday_NAME.yaml, every question held) through the same harness, as
     the ``everyday_NAME_*`` rows; the packaged model (``model``: a scripted one in make test)."""
-    loaders = {
-        "fresh": load_fresh,
-        "third": load_third,
-        "fourth": load_fourth,
-        "fifth": load_fifth,
-        "sixth": load_sixth,
-        "seventh": load_seventh,
-        "eighth": load_eighth,
-    }
     per_class = 1 if size == "smoke" else 3 if size == "quick" else None
-    return bench_everyday("held", per_class, model, everyday=loaders[name](), prefix=f"everyday_{name}")
+    return bench_everyday("held", per_class, model, everyday=BLIND_LOADERS[name](), prefix=f"everyday_{name}")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -379,6 +379,18 @@ def load_seventh(path: Path = SEVENTH_PATH) -> EverydaySet:
 def load_eighth(path: Path = EIGHTH_PATH) -> EverydaySet:
     """everyday_eighth.yaml, checked as :func:`load_set` does, every question held."""
     return load_set(path, all_held=True, min_questions=EIGHTH_MIN_QUESTIONS)
+
+
+# The blind held-out sets by name, in the order they were written: the bench rows, the tests' fixture.
+BLIND_LOADERS: dict[str, Callable[[], EverydaySet]] = {
+    "fresh": load_fresh,
+    "third": load_third,
+    "fourth": load_fourth,
+    "fifth": load_fifth,
+    "sixth": load_sixth,
+    "seventh": load_seventh,
+    "eighth": load_eighth,
+}
 
 
 # --- grading ------------------------------------------------------------------------------------------
