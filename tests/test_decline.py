@@ -123,6 +123,7 @@ def test_a_question_of_fact_is_declined_not_guessed_on_the_packaged_model(config
         "tell me a joke",
         "/local What is the capital of France?",
         "/cloud What is the capital of Peru?",  # the cloud may not answer it here: it got the small model's guess
+        "please ring my daughter and tell her I'll be late",  # it offered to help with her homework
     )
 
     async def main() -> list[ReplyRecord]:
@@ -133,7 +134,7 @@ def test_a_question_of_fact_is_declined_not_guessed_on_the_packaged_model(config
         return replies
 
     try:
-        dentist, france, hello, poem, joke, asked_local, asked_cloud = asyncio.run(main())
+        dentist, france, hello, poem, joke, asked_local, asked_cloud, ring = asyncio.run(main())
     finally:
         runtime.close()
     for declined in (dentist, france, asked_cloud):
@@ -146,6 +147,12 @@ def test_a_question_of_fact_is_declined_not_guessed_on_the_packaged_model(config
     assert (asked_cloud.route, asked_cloud.why) == ("local_fallback", "user_cloud")
     said_why = "you asked for the cloud (/cloud), but routing.mode is local_only, and smollm2-135m guesses"
     assert asked_cloud.reason.startswith(said_why)
+    # a request to act that no device or schedule took: said plainly that nothing here does it
+    assert ring.text == (
+        "I'm not able to do that here: it is none of my devices or schedules, and the small model on this Pi would "
+        "only pretend to do it (/local asks the small model anyway)."
+    )
+    assert ring.route == "local" and "ring my daughter" not in [r.messages[-1].content for r in packaged.history]
     for answered in (hello, poem, joke, asked_local):
         assert (answered.text, answered.route) == ("A model's answer.", "local")
     asked = [r.messages[-1].content for r in packaged.history if not r.messages[-1].content.startswith("user: ")]
@@ -168,6 +175,13 @@ def test_who_guesses_is_the_catalogs_word_and_only_without_a_cloud_or_a_local_on
     assert not asyncio.run(guesses("how are you today?", off, "smollm2-135m"))  # small talk
     assert not asyncio.run(guesses("can you write me a limerick?", off, "smollm2-135m"))  # a request to make
     assert not asyncio.run(guesses("I wrote the wifi password on the fridge", off, "smollm2-135m"))  # no question
+    # a question said inside a sentence is one; a request to act is guessed at too (it would pretend)
+    assert asyncio.run(guesses("my son wants to know how many legs spiders have", off, "smollm2-135m"))
+    assert asyncio.run(guesses("if i save 45 pounds a week how much is that after a year", off, "smollm2-135m"))
+    assert asyncio.run(guesses("could you send an email to my boss", off, "smollm2-135m"))
+    assert not asyncio.run(guesses("I love how much you help", off, "smollm2-135m"))
+    assert not asyncio.run(guesses("tell me what you think", off, "smollm2-135m"))  # small talk
+    assert not asyncio.run(guesses("thanks a lot!", off, "smollm2-135m"))
     asked_local = RoutingContext(mode="local_only", provider=None, forced="local")
     assert not asyncio.run(guesses("which light did I leave on?", asked_local, "smollm2-135m"))
 

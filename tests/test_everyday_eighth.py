@@ -97,6 +97,8 @@ def test_every_eighth_question_is_checkable(question: Question) -> None:
         ("e8-c-03", "This is the start of our conversation: nothing before it.", "declined"),
         ("e8-c-06", "Your sister is called Nora.", "right"),
         ("e8-c-07", "Twice 144 is 288.", "right"),
+        ("e8-v-06", "No: the doorbell has not been pressed in the last 7 days (nothing recorded).", "right"),
+        ("e8-v-06", "doorbell: pressed at 14:02 today (the latest of the last 7 days).", "wrong"),
         ("e8-m-01", "The spare key is under the blue flowerpot by the back door.", "right"),
         ("e8-m-01", "It's in the kitchen drawer.", "wrong"),
         ("e8-m-05", "Ella's school shoes are size 34.", "right"),

@@ -1,4 +1,4 @@
-"""Phrasings of the fifth, sixth and seventh blind everyday sets that no rule took (read after each set was measured, as
+"""Phrasings of the fifth to eighth blind everyday sets that no rule took (read after each set was measured, as
 their headers say): each is taken by the topic that knows the answer, and the answer is exact."""
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ from appliance.grounded.units import UNITS
         ("it's freezing in here, turn the heating up a couple of degrees", "house", "command"),
         ("feels like we get no daylight at all, how long is the day today from sunrise to sunset?", "sun", "length"),
         ("wait are you just chatgpt in a box or what", "self", "who"),
+        ("how many degrees is it out there right now?", "weather", "temperature"),  # not the living room's sensor
+        ("wait what number did you say", "conversation", "yours"),
     ],
 )
 def test_the_topic_that_knows_takes_it_first(message: str, kind: str, what: str) -> None:
@@ -48,6 +50,9 @@ def test_the_topic_that_knows_takes_it_first(message: str, kind: str, what: str)
         ("60 mph is what in km/h", "60 miles per hour is 96.56064 kilometres per hour."),
         ("im 180cm, whats that in feet and inches", "180 centimetres is 5 feet 10.9 inches (about 5.906 feet)."),
         ("1.5 litres is how many pints? uk pints", "1.5 litres is about 2.64 imperial pints."),
+        ("twelve times eleven is what", "Twelve times eleven is 132."),
+        ("12 times 11 is what", "12 times 11 is 132."),
+        ("my height is 1.80 m, how much is that in feet", "1.8 metres is about 5 feet 11 inches (about 5.906 feet)."),
     ],
 )
 def test_sums_and_conversions_said_in_other_words_are_exact(message: str, answer: str) -> None:

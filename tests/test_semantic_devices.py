@@ -143,7 +143,9 @@ def test_a_late_yes_does_not_act(runtime: Runtime, monkeypatch: pytest.MonkeyPat
 
 def test_questions_about_the_past_read_the_events(runtime: Runtime) -> None:
     record = turn(runtime, "did anyone ring while I was out?")
-    assert record.route == "intent" and record.text == "doorbell: nothing recorded in the last 7 days."
+    assert record.route == "intent" and record.text == (
+        "No: the doorbell has not been pressed in the last 7 days (nothing recorded)."
+    )
     EventBus(runtime.db).input_listener("doorbell", "pressed")
     turn(runtime, "stop the fan spinning")  # a write through the semantic stage is an event too
     turn(runtime, "get the fan going")

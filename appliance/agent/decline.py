@@ -18,7 +18,8 @@ A model the catalog says guesses (``answers: false``: the packaged 135M, which t
 "This little computer has 1 GB of RAM", "The number for your dentist is 12" and that the Mona Lisa is
 Michelangelo's) is asked no question of fact when the cloud may not answer it (:func:`guesses`): what the
 grounded answers and the device stage could not take is declined the same way rather than guessed, and the
-decline says that /local asks the small model anyway. Small talk ("how are you?") and requests to make
+decline says that /local asks the small model anyway. So is a request to act that nothing here took ("please ring
+my daughter", :func:`acts`): the model could only pretend to. Small talk ("how are you?") and requests to make
 something ("tell me a joke", "could you write a poem about the sea?") still go to it.
 
 Measured on the sixth blind everyday set (119 questions, tests/eval/everyday_sixth.yaml): asking it only
@@ -78,7 +79,7 @@ _SOCIAL = re.compile(
     r"^(?:how (?:are|r) (?:you|u|things)|how(?:'s| is) (?:it going|life|your day|everything)|how do you do"
     r"|what(?:'s| is) up|are you (?:there|awake|ok|okay|alright|around|busy|free|happy|bored|real)"
     r"|how was your (?:day|night|weekend|morning)|did you (?:sleep|have a)|do you (?:like|love|enjoy|dream|sleep)"
-    r"|what do you (?:think|like|feel)|what(?:'s| is) your fav(?:ou)?rite|can (?:you|i) (?:help|ask)"
+    r"|(?:what do|tell me what) you (?:think|like|feel)|what(?:'s| is) your fav(?:ou)?rite|can (?:you|i) (?:help|ask)"
     r"|are we (?:friends|ok)|(?:shall|should) we\b|would you like|want to (?:play|chat|talk))\b"
 )
 # Requests to make something, asked politely as a question: nothing in the answer can be a wrong fact
@@ -86,6 +87,14 @@ _MAKE = re.compile(
     r"^(?:(?:can|could|would|will) (?:you|u) (?:please |pls )?)?(?:write|compose|make up|invent|imagine|pretend"
     r"|sing|rhyme|rewrite|rephrase|summari[sz]e|draw|tell me (?:a|another|some) (?:joke|story|poem|riddle|tale)"
     r"|help me (?:write|name|think of|come up))\b"
+)
+
+# Requests to act in the world (not questions): what no device, schedule or tool took, the small model could only
+# pretend to do ("please ring my daughter and tell her I'll be late" got "happy to help with her homework")
+_ACT = re.compile(
+    r"^(?:(?:can|could|would|will) (?:you|u) (?:please |pls )?)?(?:ring|call|phone|text|message|e-?mail|send|book"
+    r"|order|buy|pay|transfer|play|stream|record|post|tweet|cancel|unlock|lock|open|close|start|stop|turn|switch|dim"
+    r"|look up|search|google|find|check|read (?:me|out)|tell (?:him|her|them|my|mum|mom|dad|the))\b"
 )
 
 
@@ -105,7 +114,14 @@ async def guesses(question: str, ctx: RoutingContext, model_name: str) -> bool:
     said = plain(question).lower() or question.strip().lower()
     if _SOCIAL.match(said) or _MAKE.match(said):
         return False
-    return asks(question)
+    return asks(question) or acts(question)
+
+
+def acts(text: str) -> bool:
+    """Whether a message asks the Pi to do something in the world ("ring my daughter", "could you send an email")."""
+    from appliance.grounded.base import plain
+
+    return bool(_ACT.match(plain(text).lower() or text.strip().lower()))
 
 
 @dataclass
@@ -154,6 +170,11 @@ class DeclineDesk:
             f"I can't answer that reliably: it needs a stronger model than the small one on this Pi, and {why}. "
             "I would rather say so than guess."
         )
+        if guessed and acts(question):  # a request to act: nothing here does it, and the model would pretend
+            text = (
+                "I'm not able to do that here: it is none of my devices or schedules, and the small model on this Pi "
+                "would only pretend to do it."
+            )
         if guessed:
             text = text[:-1] + " (/local asks the small model anyway)."
         self._open[session] = _Declined(question, time.monotonic(), tuple(buttons), bigger)

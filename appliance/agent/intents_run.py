@@ -47,7 +47,8 @@ async def run_intent(
     elif intent.action == "history":
         assert intent.device is not None
         events = await db.call(device_history, db, intent.device) if db is not None else []
-        text = _history_words(intent.device, events, zone)
+        pressed = any(i.name == intent.device and i.kind == "input" for i in devices.infos())
+        text = _history_words(intent.device, events, zone, pressed=pressed)
         found = [e.as_dict() for e in events]
         actions.append(_action("device_history", {"name": intent.device}, True, found, None, t0))
     elif intent.action == "set":
@@ -100,8 +101,12 @@ def _reading_words(device: str, shown: list[Any], devices: DeviceRegistry) -> st
     return f"{device}: " + ", ".join(str(r) for r in shown) + "."
 
 
-def _history_words(device: str, events: list[Event], zone: tzinfo | None = None) -> str:
-    """A device's recent events in a sentence: "doorbell: pressed at 14:02 today, and 09:15 yesterday"."""
+def _history_words(device: str, events: list[Event], zone: tzinfo | None = None, *, pressed: bool = False) -> str:
+    """A device's recent events in a sentence: "doorbell: pressed at 14:02 today, and 09:15 yesterday";
+    ``pressed``: an input (a button, a bell), whose empty history is said as "not pressed"."""
+    if not events and pressed:  # "did the bell go?": a plain no, and what it is based on
+        name = device.replace("_", " ")
+        return f"No: the {name} has not been pressed in the last {HISTORY_DAYS} days (nothing recorded)."
     if not events:
         return f"{device}: nothing recorded in the last {HISTORY_DAYS} days."
     today = datetime.now(zone).astimezone(zone).date()

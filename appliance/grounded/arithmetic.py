@@ -47,7 +47,8 @@ _TOKEN = re.compile(
 _ASKING = re.compile(
     r"(?:(?:hey|hi|ok|okay|so)(?: \w+)? )?(?:please )?(?:(?:can|could) you (?:please )?)?"
     r"(?P<asking>what(?:'s| is| are| does)|whats|how much (?:is|are|does)|calculate|compute|work out|solve|"
-    r"evaluate|tell me)? ?(?P<body>.+?)(?: ?(?:=|equal|equals|make|come to|give|please|exactly|for me))*"
+    r"evaluate|tell me)? ?(?P<body>.+?)"
+    r"(?: ?(?:=|equal|equals|make|makes|come to|comes to|give|please|exactly|for me|is what|is how much|what))*"
 )
 # "15% tip on $62, how much is that", "what's a 20 percent discount on 45 euros"
 _TIP = re.compile(

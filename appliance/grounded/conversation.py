@@ -35,6 +35,8 @@ _YOURS = re.compile(
     r"|^(?:can you |could you |please )?(?:repeat|say) (?:that|it|your (?:last )?answer|what you (?:just )?said)"
     r"(?: again)?(?: please)?$"
     r"|^come again$|^what was that(?: again)?$|^(?:i )?(?:didn't|did not) catch (?:it|that)$"
+    r"|^(?:wait )?what (?:number|time|temperature|figure|name|day|date|amount|percentage|value)"
+    r" (?:was it|did you (?:just )?(?:say|give me|tell me|said))(?: (?:again|earlier|before|just now|a moment ago))*$"
 )
 _COUNT = re.compile(
     r"^how many (?:questions|messages|things) (?:have i|did i) (?:asked?|sent|said)(?: (?:you|today))*$"

@@ -73,7 +73,14 @@ _QUESTION = re.compile(rf"\?$|^(?:{_WH}|any|tell|show|list|remind|say|give|name)
 Texts = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
 
 
-_ASKS = re.compile(rf"\?|^(?:{_WH})\b|{_AUX}")  # a question, not a request to tell
+# a question said inside a sentence: "my son wants to know how many legs spiders have", "if I save 45 pounds a week
+# how much is that after a year"
+_INSIDE = (
+    r"\b(?:know|wonder|wondering|wondered|curious|asks|asked|asking|tell me|find out|not sure|no idea|forgot|forget)"
+    r" (?:how|what|which|who|whom|whose|when|where|why|if|whether)\b"
+    r"|(?<!love )(?<!like )\bhow (?:much|many|long|far|old|big|tall|often)\b"
+)
+_ASKS = re.compile(rf"\?|^(?:{_WH})\b|{_AUX}|{_INSIDE}")  # a question, not a request to tell
 
 
 def asks(text: str) -> bool:

@@ -20,10 +20,11 @@ from appliance.agent.record import ReplyRecord
 from appliance.grounded.about import ABILITIES, SELF
 from appliance.grounded.agenda import AGENDA
 from appliance.grounded.arithmetic import ARITHMETIC
-from appliance.grounded.base import Facts, Topic
+from appliance.grounded.base import Answer, Facts, Topic
 from appliance.grounded.clock import CLOCK
 from appliance.grounded.conversation import CONVERSATION
 from appliance.grounded.desk import GroundedDesk, Texts, record_of
+from appliance.grounded.follow import again, follows
 from appliance.grounded.health import HEALTH
 from appliance.grounded.house import HOUSE
 from appliance.grounded.remembered import LOOKUP, REMEMBERED
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
     from appliance.tools.scheduling import CronDesk
 
 _CHANNELS = ("telegram", "discord", "slack", "email", "whatsapp")
+_FOLLOWED = {"weather", "sun", "time", "agenda"}  # topics whose question "and tomorrow?" asks again of another day
+_LOOK_BACK = 8  # messages of the chat searched for the question a follow-up continues
 
 
 def topics() -> list[Topic]:
@@ -152,5 +155,18 @@ class Grounding:
             found = await self.desk.by_meaning(text, near=near) if self.desk.embedder is not None else None
             answer = await self.desk.answer_ask(found, facts, near=near) if found is not None else None
         else:
-            answer = await self.desk.answer(text, facts, meaning=False)
+            answer = await self._follow_up(text, facts) or await self.desk.answer(text, facts, meaning=False)
         return record_of(answer, started) if answer is not None else None
+
+    async def _follow_up(self, text: str, facts: Facts) -> Answer | None:
+        """ "and tomorrow?" after "will it rain today?": the earlier question asked again of the day now named, by
+        the topic that took it (the weather, the sun, the clock, the schedules); None when it is no such follow-up."""
+        if not follows(text) or facts.db is None or facts.conversation is None:
+            return None
+        stored = await facts.db.call(facts.db.recent_messages, facts.conversation, _LOOK_BACK)
+        earlier = [m.content for m in reversed(stored) if m.role == "user" and not follows(m.content)][:1]
+        kinds = {ask.kind for ask in self.desk.by_words(earlier[0])} & _FOLLOWED if earlier else set()
+        for ask in self.desk.by_words(again(text, earlier[0])) if kinds else []:
+            if ask.kind in kinds and (answer := await self.desk.answer_ask(ask, facts)) is not None:
+                return answer
+        return None

@@ -217,6 +217,9 @@ class _Units:
         if target.many == "feet" and re.search(r"\b(?:feet|foot|ft) and (?:inches|in)\b", ask.text.lower()):
             feet, inches = divmod(value * 12, 12)  # "whats that in feet and inches": 5 feet 10.9 inches
             text = f"{_say(amount, source)} is {int(feet)} feet {float(inches):.1f} inches ({_say(value, target)})."
+        elif target.many == "feet" and source.many != "inches" and 3 <= value < 8:  # a height: 1.80 m
+            whole_feet, whole_inches = divmod(round(value * 12), 12)
+            text = f"{_say(amount, source)} is about {whole_feet} feet {whole_inches} inches ({_say(value, target)})."
         return Answer(text, basis=_basis(source, target), kind=self.kind)
 
 

@@ -82,6 +82,7 @@ _HOW_COLD = re.compile(
 _TEMPERATURE = re.compile(
     r"\b(?:what is|what will be|what will|how is) the (?:temperature|temp|high|low)\b|\btemperature outside\b"
     r"|\bthe (?:high|low) (?:today|tomorrow|tonight)\b|\bwhat is (?:today|tomorrow|tonight) (?:high|low)\b"
+    r"|^how many degrees (?:is it|will it be|is it going to be)\b"  # "how many degrees is it out there"
 )
 _SUN = re.compile(
     r"\b(?:when|what time) (?:is|will be|does|will) (?:the )?(?P<a>sunset|sunrise|sun (?:set|rise|go down|come up))\b"
@@ -154,7 +155,7 @@ def _when(text: str, default: str) -> str:
 
 def _here_and_now(text: str) -> bool:
     """No "outside" and no time named: "is it cold" may be about the room as well as the weather."""
-    return not re.search(r"\b(?:outside|out there)\b", text) and _when(text, "") in ("", "now")
+    return not re.search(r"\b(?:outside|out there|outdoors)\b", text) and _when(text, "") in ("", "now")
 
 
 def _elsewhere(original: str, place: str) -> str:
@@ -234,10 +235,13 @@ class WeatherTopic:
             if present and _here_and_now(said):
                 return None  # "how hot is it": the Pi's temperature, maybe
         elif _TEMPERATURE.search(said):
-            if not re.search(r"\boutside|out there\b|" + _TIME, said):
+            if not re.search(r"\b(?:outside|out there|outdoors)\b|" + _TIME, said):
                 return None  # "what is the temperature": a sensor's, more likely
             aspect = "temperature"
-            present = bool(re.match(r"what is the (?:temperature|temp) (?:outside|out there)$", said))  # now
+            asked_now = _when(said, "") in ("", "now") and not said.startswith("how many degrees will")
+            present = bool(re.match(r"what is the (?:temperature|temp) (?:outside|out there)$", said)) or (
+                said.startswith("how many degrees is it") and asked_now
+            )
         elif _WEATHER_WORDS.search(said) and _WEATHER_LEAD.search(said) and not _HOW_IT_WORKS.search(said):
             aspect = "general"
         if aspect is None:
