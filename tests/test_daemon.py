@@ -461,6 +461,33 @@ def test_chat_goes_through_the_running_daemon_which_owns_the_pins_and_the_model(
     assert [m["content"] for m in messages if m["role"] == "user"] == ["turn on the fan", "turn off the fan"]
 
 
+def test_the_interactive_chat_through_the_daemon_reads_lines_commands_and_leaves_on_eof(
+    serve: Serve, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`picoagent chat` (no -m) beside the daemon: the loop the in-process chat has, each turn the daemon's."""
+    import builtins
+
+    from appliance.cli import main
+
+    lines = iter(["turn on the fan", "/help", "/private on", "/bogus", "/reset", ""])
+
+    def read(prompt: str) -> str:
+        assert prompt == "you> "
+        try:
+            return next(lines)
+        except StopIteration:
+            raise EOFError from None
+
+    monkeypatch.setattr(builtins, "input", read)
+    where = ["--config", str(serve.config), "--data-dir", str(serve.data)]
+    assert main([*where, "chat", "--session", "hall"]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith("picoagent · through the running daemon · local model ")
+    assert "Commands:\n  /help" in said and "(this chat stays on the Pi)" in said and "(conversation reset)" in said
+    assert "unknown command /bogus; /help lists them" in said
+    assert "fan: state: on" in cli("devices", "read", "fan", data=serve.data, config=serve.config).stdout
+
+
 def test_tokens_get_a_scope_that_is_listed_and_can_be_changed(tmp_path: Path) -> None:
     config = write_config(tmp_path / "picoagent.yaml")
     data = tmp_path / "data"

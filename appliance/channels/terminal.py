@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import sys
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from appliance.agent.record import ReplyRecord
@@ -24,11 +25,11 @@ Ctrl-C while a reply is streaming stops it."""
 class TerminalChat:
     """Reads lines, runs turns, prints the streamed reply and a one-line footer per reply."""
 
-    def __init__(self, runtime: Runtime, *, session: str = "default", out: TextIO = sys.stdout) -> None:
+    def __init__(self, runtime: Runtime, *, session: str = "default", out: TextIO | None = None) -> None:
         self.runtime = runtime
         self.session = session
-        self.out = out
-        self.color = out.isatty()
+        self.out = out or sys.stdout  # the stdout of now, not of when the module was imported
+        self.color = self.out.isatty()
 
     def _dim(self, text: str) -> str:
         return f"\033[2m{text}\033[0m" if self.color else text
@@ -75,49 +76,68 @@ class TerminalChat:
         private = await db.call(db.is_private, "terminal", self.session)
         return "(this chat stays on the Pi)" if private else "(this chat routes as configured: routing.mode)"
 
-    def interactive(self, read: Any = input) -> int:
+    def interactive(self, read: Any = None) -> int:
         """The chat loop; returns the exit status."""
-        with contextlib.suppress(ImportError):
-            import readline  # noqa: F401  (line editing and history for input())
         name, session = self.runtime.model.name, self.session
         self.out.write(f"picoagent · local model {name} · session {session} · /help for commands\n")
         with asyncio.Runner() as runner:
             try:
                 runner.run(self.runtime.start_mcp())
-                while True:
-                    try:
-                        line = read("you> ")
-                    except EOFError:
-                        self.out.write("\n")
-                        return 0
-                    except KeyboardInterrupt:
-                        self.out.write("\n(Ctrl-D or /quit to leave)\n")
-                        continue
-                    text = line.strip()
-                    if not text:
-                        continue
-                    if text.startswith("/") and text.split()[0].lower() not in ("/cloud", "/local"):
-                        command = text.split()[0].lower()
-                        if command in ("/quit", "/exit"):
-                            return 0
-                        if command == "/help":
-                            self.out.write(HELP + "\n")
-                        elif command == "/reset":
-                            runner.run(self.runtime.agent.reset("terminal", self.session))
-                            self.out.write("(conversation reset)\n")
-                        elif command == "/private":
-                            self.out.write(runner.run(self.private(text.split()[1:])) + "\n")
-                        else:
-                            self.out.write(f"unknown command {command}; /help lists them\n")
-                        continue
-                    self.out.write(f"{self.runtime.config.agent.name}> ")
-                    self.out.flush()
-                    try:
-                        record = runner.run(self.ask(text))
-                    except KeyboardInterrupt:
-                        self.out.write(self._dim("\n[stopped]") + "\n")
-                        continue
-                    self.out.write("\n" + self.footer(record) + "\n")
+                return chat_loop(
+                    self.out, read, lambda text: self.command(text, runner), lambda t: self._turn(t, runner)
+                )
             finally:
                 runner.run(self.runtime.stop_mcp())
                 runner.run(self.runtime.close_cloud())
+
+    def _turn(self, text: str, runner: asyncio.Runner) -> None:
+        self.out.write(f"{self.runtime.config.agent.name}> ")
+        self.out.flush()
+        try:
+            record = runner.run(self.ask(text))
+        except KeyboardInterrupt:
+            self.out.write(self._dim("\n[stopped]") + "\n")
+            return
+        self.out.write("\n" + self.footer(record) + "\n")
+
+    def command(self, text: str, runner: asyncio.Runner) -> bool:
+        """A /command of the chat; True for /quit."""
+        command = text.split()[0].lower()
+        if command in ("/quit", "/exit"):
+            return True
+        if command == "/help":
+            self.out.write(HELP + "\n")
+        elif command == "/reset":
+            runner.run(self.runtime.agent.reset("terminal", self.session))
+            self.out.write("(conversation reset)\n")
+        elif command == "/private":
+            self.out.write(runner.run(self.private(text.split()[1:])) + "\n")
+        else:
+            self.out.write(f"unknown command {command}; /help lists them\n")
+        return False
+
+
+def chat_loop(out: TextIO, read: Any, command: Callable[[str], bool], turn: Callable[[str], None]) -> int:
+    """The terminal chat's loop, in process or through the daemon: a line a turn (``turn``), a /command to
+    ``command`` (True ends the chat; /cloud and /local are turns); Ctrl-C at the prompt says how to leave,
+    Ctrl-D leaves; ``read`` is input() by default. Returns the exit status."""
+    with contextlib.suppress(ImportError):
+        import readline  # noqa: F401  (line editing and history for input())
+    read = read or input  # looked up now: a test's stand-in for input() is seen
+    while True:
+        try:
+            line = read("you> ")
+        except EOFError:
+            out.write("\n")
+            return 0
+        except KeyboardInterrupt:
+            out.write("\n(Ctrl-D or /quit to leave)\n")
+            continue
+        text = line.strip()
+        if not text:
+            continue
+        if text.startswith("/") and text.split()[0].lower() not in ("/cloud", "/local"):
+            if command(text):
+                return 0
+            continue
+        turn(text)

@@ -11,7 +11,6 @@ the in-process chat prints. Ctrl-C closes the request, and the daemon stops that
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -27,11 +26,11 @@ TURN_TIMEOUT_S = 900.0  # a long local reply on a Pi Zero, queued behind others,
 class DaemonChat:
     """The terminal chat with the running daemon's assistant, in the conversation ``terminal``/``session``."""
 
-    def __init__(self, config: Config, *, session: str = "default", out: TextIO = sys.stdout) -> None:
+    def __init__(self, config: Config, *, session: str = "default", out: TextIO | None = None) -> None:
         self.config = config
         self.session = session
-        self.out = out
-        self.color = out.isatty()
+        self.out = out or sys.stdout  # the stdout of now, not of when the module was imported
+        self.color = self.out.isatty()
 
     @classmethod
     def find(cls, config: Config, *, session: str = "default") -> DaemonChat | None:
@@ -84,41 +83,28 @@ class DaemonChat:
             db.close()
         return "(this chat stays on the Pi)" if private else "(this chat routes as configured: routing.mode)"
 
-    def interactive(self, read: Any = input) -> int:
-        """The chat loop; returns the exit status."""
-        with contextlib.suppress(ImportError):
-            import readline  # noqa: F401  (line editing and history for input())
+    def interactive(self, read: Any = None) -> int:
+        """The chat loop (the in-process chat's: appliance/channels/terminal.py); returns the exit status."""
+        from appliance.channels.terminal import chat_loop
+
         status = daemon_get(self.config, "/api/status") or {}
         name = (status.get("model") or {}).get("name", "?")
         self.out.write(
             f"picoagent · through the running daemon · local model {name} · session {self.session} "
             "· /help for commands\n"
         )
-        while True:
-            try:
-                line = read("you> ")
-            except EOFError:
-                self.out.write("\n")
-                return 0
-            except KeyboardInterrupt:
-                self.out.write("\n(Ctrl-D or /quit to leave)\n")
-                continue
-            text = line.strip()
-            if not text:
-                continue
-            if text.startswith("/") and text.split()[0].lower() not in ("/cloud", "/local"):
-                if self.command(text):
-                    return 0
-                continue
-            self.out.write(f"{self.config.agent.name}> ")
-            self.out.flush()
-            try:
-                record = self.ask(text)
-            except KeyboardInterrupt:
-                self.out.write(self._dim("\n[stopped]") + "\n")
-                continue
-            self.out.write(record.text + "\n" + self.footer(record) + "\n")
-            self.out.flush()
+        return chat_loop(self.out, read, self.command, self._turn)
+
+    def _turn(self, text: str) -> None:
+        self.out.write(f"{self.config.agent.name}> ")
+        self.out.flush()
+        try:
+            record = self.ask(text)
+        except KeyboardInterrupt:
+            self.out.write(self._dim("\n[stopped]") + "\n")
+            return
+        self.out.write(record.text + "\n" + self.footer(record) + "\n")
+        self.out.flush()
 
     def command(self, text: str) -> bool:
         """A /command of the chat; True for /quit."""
