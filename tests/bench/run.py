@@ -65,6 +65,7 @@ SMOKED_ELSEWHERE = frozenset(
         "everyday_sixth",
         "everyday_seventh",
         "everyday_eighth",
+        "everyday_ninth",
     }
 )
 

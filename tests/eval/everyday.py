@@ -53,6 +53,9 @@ SEVENTH_MIN_QUESTIONS = 110
 # An eighth blind held-out set, written as blind again (no rules, none of the seven other sets' questions read).
 EIGHTH_PATH = Path(__file__).resolve().parent / "everyday_eighth.yaml"
 EIGHTH_MIN_QUESTIONS = 110
+# A ninth blind held-out set, written as blind again (no rules, none of the eight other sets' questions read).
+NINTH_PATH = Path(__file__).resolve().parent / "everyday_ninth.yaml"
+NINTH_MIN_QUESTIONS = 110
 
 CLASSES = (
     "time",
@@ -381,6 +384,11 @@ def load_eighth(path: Path = EIGHTH_PATH) -> EverydaySet:
     return load_set(path, all_held=True, min_questions=EIGHTH_MIN_QUESTIONS)
 
 
+def load_ninth(path: Path = NINTH_PATH) -> EverydaySet:
+    """everyday_ninth.yaml, checked as :func:`load_set` does, every question held."""
+    return load_set(path, all_held=True, min_questions=NINTH_MIN_QUESTIONS)
+
+
 # The blind held-out sets by name, in the order they were written: the bench rows, the tests' fixture.
 BLIND_LOADERS: dict[str, Callable[[], EverydaySet]] = {
     "fresh": load_fresh,
@@ -390,6 +398,7 @@ BLIND_LOADERS: dict[str, Callable[[], EverydaySet]] = {
     "sixth": load_sixth,
     "seventh": load_seventh,
     "eighth": load_eighth,
+    "ninth": load_ninth,
 }
 
 
