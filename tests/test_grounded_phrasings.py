@@ -1,4 +1,4 @@
-"""Phrasings of the fifth to eighth blind everyday sets that no rule took (read after each set was measured, as
+"""Phrasings of the fifth to ninth blind everyday sets that no rule took (read after each set was measured, as
 their headers say): each is taken by the topic that knows the answer, and the answer is exact."""
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ from appliance.grounded.units import UNITS
         ("wait are you just chatgpt in a box or what", "self", "who"),
         ("how many degrees is it out there right now?", "weather", "temperature"),  # not the living room's sensor
         ("wait what number did you say", "conversation", "yours"),
+        ("put some music on spotify for me, something chill", "abilities", "play"),
+        ("do my messages go off to some cloud server or do they stay on the pi?", "abilities", "cloud"),  # no job's
+        ("does the fan turn off at night", "schedules", "about"),
     ],
 )
 def test_the_topic_that_knows_takes_it_first(message: str, kind: str, what: str) -> None:

@@ -93,7 +93,8 @@ _MAKE = re.compile(
 # pretend to do ("please ring my daughter and tell her I'll be late" got "happy to help with her homework")
 _ACT = re.compile(
     r"^(?:(?:can|could|would|will) (?:you|u) (?:please |pls )?)?(?:ring|call|phone|text|message|e-?mail|send|book"
-    r"|order|buy|pay|transfer|play|stream|record|post|tweet|cancel|unlock|lock|open|close|start|stop|turn|switch|dim"
+    r"|order|buy|pay|transfer|play|put|stream|record|post|tweet|cancel|unlock|lock|open|close|start|stop|turn|switch|dim"
+    r"|add|delete|remove|water|feed|vacuum|hoover|clean|wake|heat|cool|charge|download|install|print|scan"
     r"|look up|search|google|find|check|read (?:me|out)|tell (?:him|her|them|my|mum|mom|dad|the))\b"
 )
 

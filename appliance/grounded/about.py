@@ -77,7 +77,7 @@ _SWITCHING = re.compile(
 _CANNOT = re.compile(r"^(?:order|buy|book|pay for|shop for|purchase|reserve)\b")
 # "play some music in the kitchen": no speaker or media player is among the devices
 _PLAY = re.compile(
-    r"^(?:(?:can|could|would) you )?(?:please )?(?:play|put on|stream) (?:me )?(?:some |a |the |my |any )?"
+    r"^(?:(?:can|could|would) you )?(?:please )?(?:play|put on|put|stream) (?:me )?(?:some |a |the |my |any )?"
     r"(?:music|songs?|radio|podcasts?|playlist|album|tunes|audiobook)\b"
 )
 _WILL_REMEMBER = re.compile(
