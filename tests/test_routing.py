@@ -236,7 +236,7 @@ def test_a_cloud_outage_gives_the_local_answer_as_local_fallback(
 
     async def body(r: Routed) -> None:
         r.fake.fail_next(failure, 10)
-        record, events = await r.ask("What is the capital of France?")
+        record, events = await r.ask("Tell me a joke about France.")  # a request to make something: no fact
         assert record.route == "local_fallback" and record.blocked == "cloud_failed"
         assert "fake failed" in record.reason and "answered locally" in record.reason
         assert record.text and record.model == local_model.name
@@ -244,6 +244,28 @@ def test_a_cloud_outage_gives_the_local_answer_as_local_fallback(
         assert r.fake.requests  # it was tried
 
     scenario(flavour, config, local_model, body)
+
+
+@pytest.mark.parametrize("asked", ["What is the capital of France?", "/cloud What year did World War II end?"])
+def test_a_cloud_outage_declines_a_question_of_fact_the_packaged_model_would_guess(
+    asked: str, config: Config, local_model: LocalModel
+) -> None:
+    """A README walk: /cloud with the provider down showed the 135M's "The year 2023 was the end of World War II."
+    A model the catalog says guesses (answers: false) is not asked a question of fact the cloud failed to answer."""
+    config.routing.min_confidence = 1.0
+
+    async def body(r: Routed) -> None:
+        r.fake.fail_next("500", 10)
+        record, events = await r.ask(asked)
+        assert record.text.startswith("I can't answer that reliably: it needs a stronger model than the small one")
+        assert "the cloud model could not be reached just now" in record.text and "2023" not in record.text
+        assert record.route == "local_fallback" and record.blocked == "cloud_failed" and record.model == ""
+        assert "fake" in record.reason and "guesses at questions of fact" in record.reason
+        assert record.why == ("user_cloud" if asked.startswith("/cloud") else "looks_hard")
+        assert r.fake.requests  # the cloud was tried first
+        assert "".join(d["delta"] for k, d in events if k == "text").endswith(record.text)  # shown as it is
+
+    scenario("openai", config, local_model, body)
 
 
 def test_a_cloud_timeout_falls_back_and_a_dead_provider_is_then_skipped(

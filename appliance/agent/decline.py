@@ -102,13 +102,19 @@ _ACT = re.compile(
 async def guesses(question: str, ctx: RoutingContext, model_name: str) -> bool:
     """Whether ``question`` asks something of fact and would go to a model that guesses at such questions, with
     the cloud not to be asked (nor the Pi asked on purpose with /local): then it is declined rather than guessed."""
+    # /local asks the small model on purpose; /cloud that the cloud may not answer would get its guess instead
+    if ctx.forced == "local" or ctx.mode == "cloud_first" or ctx.cloud_blocked() is None:
+        return False
+    return would_guess(question, model_name)
+
+
+def would_guess(question: str, model_name: str) -> bool:
+    """Whether ``model_name`` would guess at ``question``: a question of fact or a request to act, on a model the
+    catalog says guesses (``answers: false``). A cloud that failed leaves such a question to be declined too."""
     from appliance.grounded.base import plain
     from appliance.grounded.desk import asks
     from appliance.llm import models
 
-    # /local asks the small model on purpose; /cloud that the cloud may not answer would get its guess instead
-    if ctx.forced == "local" or ctx.mode == "cloud_first" or ctx.cloud_blocked() is None:
-        return False
     entry = models.load_catalog().get(model_name)
     if entry is None or entry.answers:
         return False  # a model the catalog does not know, or one whose answers may be shown
@@ -142,11 +148,21 @@ class DeclineDesk:
         self._open: dict[str, _Declined] = {}
 
     def decline(
-        self, question: str, session: str, ctx: RoutingContext, started: float, *, guessed: bool = False
+        self,
+        question: str,
+        session: str,
+        ctx: RoutingContext,
+        started: float,
+        *,
+        guessed: bool = False,
+        failed: str = "",
     ) -> ReplyRecord:
         """The reply to a question the Pi will not manage and the cloud may not answer, with what would help;
-        ``guessed``: declined because the model on the Pi guesses at questions of fact (:func:`guesses`)."""
+        ``guessed``: declined because the model on the Pi guesses at questions of fact (:func:`guesses`);
+        ``failed``: the cloud was asked and failed (its error), and the Pi's model would only guess."""
         blocked = ctx.cloud_blocked() or ("", "the cloud may not be used")
+        if failed:
+            blocked = ("cloud_failed", f"the cloud failed ({failed})")
         why = _PLAINLY.get(blocked[0], "the cloud may not answer it now")
         if blocked[0] == "budget" and ctx.budget_off:
             why = f"the cloud is switched off here ({ctx.budget_off}: 0)"
@@ -230,4 +246,5 @@ _PLAINLY = {
     "offline": "the network is down",
     "circuit_open": "the cloud model kept failing and is paused",
     "budget": "the cloud budget is used up",
+    "cloud_failed": "the cloud model could not be reached just now",
 }

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from appliance.agent import context
 from appliance.agent.context import Workspace
-from appliance.agent.decline import DECLINED, UNATTENDED, DeclineDesk, guesses
+from appliance.agent.decline import DECLINED, UNATTENDED, DeclineDesk, guesses, would_guess
 from appliance.agent.escalation import CloudRoute, CloudUse, Forced
 from appliance.agent.intent import Intent, IntentMatcher
 from appliance.agent.intents_run import run_intent
@@ -278,6 +278,8 @@ class Agent:
         actions: list[ToolResult] = []
         use = CloudUse()
         route = "local"
+        # a cloud that fails leaves a question of fact to be declined, not guessed at by a model that guesses
+        stats.declines = channel not in UNATTENDED and context_.forced != "local" and would_guess(text, self.model.name)
         try:
             final, decision, route = await self._answer(
                 local_messages,
@@ -288,6 +290,13 @@ class Agent:
                 use,
                 stats,
             )
+            if route == "declined":
+                record = self.declines.decline(
+                    text, session, context_, stats.started, guessed=True, failed=stats.cloud_error or "it failed"
+                )
+                record.actions = [a.as_action() for a in actions + use.actions]
+                emit("text", {"delta": record.text})
+                return await self._finish(record, conversation, session, emit, use, person=person)
             # a local answer the guard left nothing of is the honest sentence (local_turn.honest)
             final = final if route == "cloud" else honest(final, stats)
         except asyncio.CancelledError:
@@ -373,6 +382,8 @@ class Agent:
             cloud, decision = await self._try_cloud(conversation, tool_choice, decision, use, stats)
             if cloud is not None:
                 return cloud, decision, "cloud"
+            if stats.declines:  # the Pi's model would only guess at it: declined (DeclineDesk), not guessed
+                return None, decision, "declined"
             return await self._local_or_raise(await messages(), tool_choice, actions, stats), decision, "local_fallback"
         if decision.wanted_cloud:  # /cloud, but the cloud may not be used now
             final = await self._local_or_raise(await messages(), tool_choice, actions, stats)
@@ -391,6 +402,8 @@ class Agent:
         if stats.error is not None:  # the local model failed too: its error, with the cloud's in the message
             message = f"{stats.error.message}; the cloud could not answer either ({stats.cloud_error})"
             raise type(stats.error)(message, fix=stats.error.fix) from None
+        if stats.declines:  # the Pi's model would only guess at it: declined, not its guess shown
+            return None, decision, "declined"
         if final is None or outcome.aborted_early:
             final = await self._local_or_raise(await messages(), tool_choice, actions, stats)  # this time to the end
         return final, decision, "local_fallback"
@@ -422,7 +435,7 @@ class Agent:
                 messages, tools, emit=stats.emit_, client=stats.client, use=use, turn=stats.tools
             )
         except CloudError as exc:
-            log.warning("cloud failed, answering locally: %s", exc.message)
+            log.warning("cloud failed, the Pi answers or declines: %s", exc.message)
             stats.cloud_error = exc.message
             stats.emit_("reroute", {"route": "local", "reason": f"{self.cloud.name} failed"})
             stats.partial = ""

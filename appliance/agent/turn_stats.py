@@ -33,6 +33,7 @@ class TurnStats:
     watch: bool = False  # stop the local answer when its confidence collapses, and escalate cloud_tools
     error: ModelError | None = None  # why the last local attempt failed
     cloud_error: str = ""  # why the cloud could not answer
+    declines: bool = False  # a cloud that fails: the question is declined, the Pi's model would only guess (decline.py)
     confidence: dict[str, float] = field(default_factory=dict)  # the local answer's
     tools: ToolTurn | None = None  # the turn's tool budget, shared by the local and the cloud rounds
     offered: list[Tool] = field(default_factory=list)  # the tools the local model is shown (ranked)
