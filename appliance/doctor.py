@@ -29,7 +29,10 @@ class Check:
 
 
 def _mb(n: int) -> str:
-    return f"{n // 2**20} MB"
+    """Bytes as `models list` and the README say them (decimal: 98.4 MB), not MiB labelled MB."""
+    from appliance.llm.download import format_size
+
+    return format_size(n)
 
 
 def run_checks(config_file: str | None = None, data_dir: str | None = None) -> Iterator[Check]:

@@ -135,6 +135,59 @@ def test_cancel_by_words_one_several_or_none(config: Config) -> None:
     asyncio.run(main())
 
 
+def test_which_one_takes_the_second_one_a_yes_and_an_answer_in_a_later_process(config: Config) -> None:
+    """A README walk: "cancel the 7:30 fan" asked which, offering a config job chat cannot cancel, and then took
+    neither "morning_fan" nor "the second one" (each `chat -m` a new process): the jobs stayed."""
+    from appliance.agent.schedule_desk import ScheduleDesk
+
+    async def main() -> None:
+        async with home(config, "2026-11-24 18:00") as h:
+            cron = h.scheduler()
+            await cron.add_job(CronJob(id="", schedule="30 7 * * 1-5", device="fan", value="on"), "test")
+            await cron.add_job(CronJob(id="", schedule="30 7 * * 0,6", device="fan", value="on"), "test")
+            record = await h.runtime.agent.turn("cancel the 7:30 fan", channel="memory", chat_id=OWNER)
+            assert record.choices == ["fan_0730_weekdays", "fan_0730_weekends"], record.text
+            second = record.choices[1]
+            # the next message comes from another process (chat -m): a new desk on the same database
+            desk = ScheduleDesk(h.runtime.agent.desk.devices, h.runtime.db)
+            desk.cron = cron
+            h.runtime.agent.desk = desk
+            picked = await h.runtime.agent.turn("the second one", channel="memory", chat_id=OWNER)
+            assert picked.text.startswith(f"Cancelled {second} ("), picked.text
+            assert [row["id"] for row in cron.list_jobs()] == [record.choices[0]]
+            assert h.runtime.db.rows("SELECT key FROM settings WHERE key LIKE 'asked_back:%'") == []  # answered
+
+    asyncio.run(main())
+
+
+def test_a_job_from_the_config_is_not_offered_for_cancelling_and_a_single_choice_takes_yes(config: Config) -> None:
+    async def main() -> None:
+        async with home(config, "2026-11-24 18:00") as h:
+            cron = Scheduler(
+                [CronJob(id="morning_fan", schedule="30 7 * * *", device="fan", value="on")],
+                tz="Europe/Brussels",
+                run_job=make_job_runner(h.runtime.agent, h.runtime.devices, None),
+                notify=h.notifier.notify,
+                db=h.runtime.db,
+                clock=h.clock,
+                devices=list(h.runtime.config.devices),
+            )
+            h.runtime.agent.desk.cron = cron
+            await cron.add_job(CronJob(id="", schedule="30 7 * * 1-5", device="fan", value="on"), "test")
+            record = await h.runtime.agent.turn("cancel the 7:30 fan", channel="memory", chat_id=OWNER)
+            assert record.choices == ["fan_0730_weekdays"], record.text
+            assert record.text.startswith("Cancel fan_0730_weekdays (set fan on, next 2026-11-25 07:30)?")
+            config_job = "morning_fan (set fan on, next 2026-11-25 07:30) comes from the config's scheduler.jobs"
+            assert config_job in record.text
+            picked = await h.runtime.agent.turn("yes", channel="memory", chat_id=OWNER)
+            assert picked.text == "Cancelled fan_0730_weekdays (set fan on, next 2026-11-25 07:30)."
+            assert [row["id"] for row in cron.list_jobs()] == ["morning_fan"]
+            only = await h.runtime.agent.turn("cancel the 7:30 fan", channel="memory", chat_id=OWNER)
+            assert only.text.startswith("Nothing to cancel here: morning_fan") and only.choices == []
+
+    asyncio.run(main())
+
+
 def test_repeating_schedules_are_said_in_words() -> None:
     assert every_words("30 7 * * 1-5") == "every weekday at 07:30"
     assert every_words("daily 09:00") == "every day at 09:00"

@@ -127,7 +127,7 @@ class Agent:
         )
         self._asked: dict[str, tuple[Intent, float]] = {}  # the fast path's open question, per chat, and when
         self.listeners: list[Callable[[ReplyRecord], None]] = []  # told of every finished turn
-        self.desk = ScheduleDesk(devices.infos() if devices is not None else ())  # desk.cron: set by its owner
+        self.desk = ScheduleDesk(devices.infos() if devices is not None else (), db)  # desk.cron: set by its owner
         self.grounding = Grounding(  # its cron, tasks and weather: set by its owner too
             config,
             db,

@@ -5,8 +5,11 @@ it runs; "cancel the 7:30 fan" finds it and cancels it. The ``intent`` route, li
 message it is not sure of goes on to the model, which has the same abilities as tools
 (:mod:`appliance.tools.scheduling`). Here: carry it out on the scheduler (the daemon's, or in
 ``picoagent chat`` one that writes the database the daemon reads) and answer in a sentence. A cancel that
-matches several jobs asks which, with the ids as answers to tap; the answer is taken here (for
-:data:`ASK_TTL_S`). Every failure (an unknown device, a time that has passed) is said, never raised.
+matches several jobs asks which, with the ids as answers to tap; the answer (the id, "the second one", "2",
+or "yes" to a single choice) is taken here for :data:`ASK_TTL_S`, also by the next ``picoagent chat -m``
+(the question is kept in the database's settings). Jobs from the config's ``scheduler.jobs`` are not
+offered: they are not cancelled from chat. Every failure (an unknown device, a time that has passed) is said,
+never raised.
 """
 
 from __future__ import annotations
@@ -23,12 +26,17 @@ from appliance.errors import PicoagentError
 if TYPE_CHECKING:
     from appliance.agent.schedule_words import ScheduleAsk
     from appliance.hardware.device_info import DeviceInfo
+    from appliance.memory.db import Database
     from appliance.tools.scheduling import CronDesk
 
 ASK_TTL_S = 600.0  # how long "which one?" waits for its answer
 _DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
 _DAY_FIELDS = {"1-5": "weekday", "mon-fri": "weekday", "0,6": "Saturday and Sunday", "6,0": "Saturday and Sunday"}
 _UNITS = {"s": "second", "m": "minute", "h": "hour", "d": "day"}
+_ORDINALS = {"first": 0, "1": 0, "1st": 0, "one": 0, "second": 1, "2": 1, "2nd": 1, "two": 1, "third": 2, "3": 2}
+_ORDINALS |= {"3rd": 2, "three": 2, "fourth": 3, "4": 3, "4th": 3, "four": 3, "fifth": 4, "5": 4, "5th": 4}
+_PICK = re.compile(r"^(?:cancel |the |number |no\.? )*(?P<pick>[\w-]+?)(?: one| job)?$")
+_ASKED = "asked_back:cancel:"  # settings key (+ session): a cancel's open "which one?"
 
 
 def day_words(at: datetime, now: datetime) -> str:
@@ -71,10 +79,11 @@ def every_words(schedule: str) -> str:
 class ScheduleDesk:
     """Carries out the scheduling phrases of chat messages on the scheduler, and answers them."""
 
-    def __init__(self, devices: Sequence[DeviceInfo] = ()) -> None:
+    def __init__(self, devices: Sequence[DeviceInfo] = (), db: Database | None = None) -> None:
         self.cron: CronDesk | None = None  # set by whoever has a scheduler (the daemon; `picoagent chat`)
         self.devices = tuple(devices)
-        self._asked: dict[str, tuple[list[str], float]] = {}  # a session's "which one?" and when
+        self.db = db  # where an open "which one?" is kept, for the next process too (chat -m)
+        self._asked: dict[str, tuple[list[str], float]] = {}  # a session's "which one?" and when (time.time)
 
     async def answer(
         self, text: str, session: str, requested_by: str, started: float, force: str | None = None
@@ -103,19 +112,62 @@ class ScheduleDesk:
 
     def _picked(self, session: str, text: str) -> dict[str, Any] | None:
         """The job a person picked from our last "which one?" (None: this message is not that answer)."""
-        asked = self._asked.get(session)
+        asked = self._asked.get(session) or self._kept(session)
         if asked is None or self.cron is None:
             return None
         ids, at = asked
-        if time.monotonic() - at > ASK_TTL_S:
-            del self._asked[session]
+        if time.time() - at > ASK_TTL_S:
+            self._keep(session, None)
             return None
-        choice = text.strip().lower().removeprefix("cancel ").strip()
-        if choice not in ids:
+        said = " ".join(text.strip().lower().strip(" .!?").split())
+        found = _PICK.match(said)
+        pick = found["pick"] if found else ""
+        choice = said.removeprefix("cancel ").strip() if said.removeprefix("cancel ").strip() in ids else ""
+        if not choice and pick in _ORDINALS and _ORDINALS[pick] < len(ids):
+            choice = ids[_ORDINALS[pick]]
+        if not choice and said in ("yes", "yes please", "ok", "do it") and len(ids) == 1:
+            choice = ids[0]
+        if not choice:
             return None
-        del self._asked[session]
-        found = self.cron.find(choice)
-        return found[0] if found else None
+        self._keep(session, None)
+        rows = self.cron.find(choice)
+        return rows[0] if rows else None
+
+    def _keep(self, session: str, ids: list[str] | None) -> None:
+        """Keep (or with None, end) a session's open "which one?", here and in the database."""
+        import json
+
+        key = _ASKED + session
+        if ids is None:
+            self._asked.pop(session, None)
+        else:
+            self._asked[session] = (ids, time.time())
+        if self.db is None:
+            return
+        try:
+            if ids is None:
+                self.db.write("DELETE FROM settings WHERE key = ?", (key,))
+            else:
+                value = json.dumps({"ids": ids, "at": self._asked[session][1]})
+                self.db.write(
+                    "INSERT INTO settings (key, value) VALUES (?, ?)"
+                    " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (key, value),
+                )
+        except PicoagentError:
+            pass  # kept in this process only: the answer still works here
+
+    def _kept(self, session: str) -> tuple[list[str], float] | None:
+        import json
+
+        if self.db is None:
+            return None
+        try:
+            rows = self.db.rows("SELECT value FROM settings WHERE key = ?", (_ASKED + session,))
+            kept = json.loads(rows[0][0]) if rows else None
+        except (PicoagentError, ValueError):
+            return None
+        return (list(kept["ids"]), float(kept["at"])) if isinstance(kept, dict) else None
 
     async def _create(self, ask: ScheduleAsk, now: datetime, requested_by: str, started: float) -> ReplyRecord:
         from appliance.config import CronJob
@@ -148,12 +200,18 @@ class ScheduleDesk:
 
     async def _cancel(self, found: list[dict[str, Any]], words: str, session: str, started: float) -> ReplyRecord:
         assert self.cron is not None
-        if len(found) > 1:
-            self._asked[session] = ([row["id"] for row in found], time.monotonic())
-            lines = "; ".join(f"{row['id']} ({_what(row)})" for row in found)
-            text = f"Several jobs match “{words}”: {lines}. Which one should I cancel?"
-            record = _record(text, f"asked which of {len(found)} jobs to cancel", started)
-            record.choices = [row["id"] for row in found]
+        fixed = [row for row in found if row.get("source") == "config"]
+        if len(found) > 1 or (found and fixed):
+            mine = [row for row in found if row.get("source") != "config"]
+            fixed_said = "; ".join(f"{row['id']} ({_what(row)})" for row in fixed)
+            config = f" {fixed_said} comes from the config's scheduler.jobs: remove it there." if fixed else ""
+            if not mine:
+                return _record(f"Nothing to cancel here:{config}", "the matching jobs come from the config", started)
+            self._keep(session, [row["id"] for row in mine])
+            lines = "; ".join(f"{row['id']} ({_what(row)})" for row in mine)
+            asked = f"Cancel {lines}?" if len(mine) == 1 else f"Several jobs match “{words}”: {lines}. Which one?"
+            record = _record(asked + config, f"asked which of {len(mine)} jobs to cancel", started)
+            record.choices = [row["id"] for row in mine]
             return record
         if not found:
             listed = self.cron.list_jobs()
