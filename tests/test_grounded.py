@@ -465,3 +465,25 @@ def test_what_it_can_do_names_the_chat_channels_that_are_on(config: Config) -> N
     facts.channels = ()
     answer = asyncio.run(ABILITIES.answer(ask_all, facts))
     assert answer is not None and "You can reach me through the web page and the terminal." in answer.text
+
+
+@pytest.mark.parametrize(
+    ("fields", "on", "off"),
+    [
+        ({"driver": "mqtt", "kind": "binary_sensor", "quantity": "motion"}, "detects motion.", "detects no motion"),
+        ({"driver": "mqtt", "kind": "binary_sensor", "quantity": "door"}, "is open.", "is closed."),
+        ({"driver": "motion", "pin": 17}, "detects motion.", "detects no motion"),
+        ({"driver": "button", "pin": 27}, "is pressed.", "is not pressed."),
+        ({"driver": "mqtt", "kind": "binary_sensor", "quantity": "smoke"}, "is on.", "is off."),
+    ],
+)
+def test_an_input_is_said_in_its_own_words_not_pressed_for_a_motion_sensor(
+    fields: dict[str, Any], on: str, off: str
+) -> None:
+    """A README walk: the garage's MQTT motion sensor was "pressed"."""
+    from appliance.agent.intents_run import _input_words
+    from appliance.config import DeviceConfig
+
+    config = DeviceConfig(**fields)
+    assert _input_words("garage", config, True) == f"The garage {on}"
+    assert _input_words("garage", config, False).startswith(f"The garage {off}")

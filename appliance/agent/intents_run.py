@@ -96,9 +96,26 @@ def _reading_words(device: str, shown: list[Any], devices: DeviceRegistry) -> st
     if len(shown) == 1 and shown[0].quantity == "state" and isinstance(shown[0].value, bool):
         kind = next((i.kind for i in devices.infos() if i.name == device), "")
         on = shown[0].value
-        said = ("pressed" if on else "not pressed") if kind == "input" else ("on" if on else "off")
-        return f"The {device.replace('_', ' ')} is {said}."
+        name = device.replace("_", " ")
+        if kind != "input":
+            return f"The {name} is {'on' if on else 'off'}."
+        return _input_words(name, devices.get(device).config, on)
     return f"{device}: " + ", ".join(str(r) for r in shown) + "."
+
+
+def _input_words(name: str, config: Any, on: bool) -> str:
+    """An input's state as its events say it: a motion sensor detects motion or is still, a door is open or
+    closed, a button is pressed or not, another binary sensor is on or off (not "the garage motion is pressed")."""
+    from appliance.hardware.drivers.homeassistant import EVENTS
+
+    events = ("motion", "still") if config.driver == "motion" else EVENTS.get(getattr(config, "quantity", "") or "")
+    if events == ("motion", "still"):
+        return f"The {name} detects motion." if on else f"The {name} detects no motion (still)."
+    if events == ("opened", "closed"):
+        return f"The {name} is {'open' if on else 'closed'}."
+    if config.driver == "button":
+        return f"The {name} is {'pressed' if on else 'not pressed'}."
+    return f"The {name} is {'on' if on else 'off'}."
 
 
 def _history_words(device: str, events: list[Event], zone: tzinfo | None = None, *, pressed: bool = False) -> str:

@@ -241,7 +241,12 @@ class Abilities:
             wanted = str(ask.details["channel"])
             on = getattr(facts.config, wanted).enabled
             name = _CHANNEL_NAMES.get(wanted, wanted.title())
-            said = f"Yes: {name} is on." if on else f"No: {name} is not set up here (see the README's {name} section)."
+            said = (  # set up, not "connected": whether it reaches its servers now is the channel's state, not config
+                f"{name} is set up here ({wanted}.enabled: true); whether it is connected right now, `picoagent "
+                "channels list` or the status page shows."
+                if on
+                else f"No: {name} is not set up here (see the README's {name} section)."
+            )
             return Answer(said, basis=f"the running config ({wanted}.enabled)", kind=self.kind)
         if ask.what == "tool":
             wanted = str(ask.details["tool"]).replace(" ", "_")
