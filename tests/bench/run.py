@@ -66,6 +66,7 @@ SMOKED_ELSEWHERE = frozenset(
         "everyday_seventh",
         "everyday_eighth",
         "everyday_ninth",
+        "everyday_tenth",
     }
 )
 

@@ -56,6 +56,9 @@ EIGHTH_MIN_QUESTIONS = 110
 # A ninth blind held-out set, written as blind again (no rules, none of the eight other sets' questions read).
 NINTH_PATH = Path(__file__).resolve().parent / "everyday_ninth.yaml"
 NINTH_MIN_QUESTIONS = 110
+# A tenth blind held-out set, written as blind again (no rules, none of the nine other sets' questions read).
+TENTH_PATH = Path(__file__).resolve().parent / "everyday_tenth.yaml"
+TENTH_MIN_QUESTIONS = 110
 
 CLASSES = (
     "time",
@@ -389,6 +392,11 @@ def load_ninth(path: Path = NINTH_PATH) -> EverydaySet:
     return load_set(path, all_held=True, min_questions=NINTH_MIN_QUESTIONS)
 
 
+def load_tenth(path: Path = TENTH_PATH) -> EverydaySet:
+    """everyday_tenth.yaml, checked as :func:`load_set` does, every question held."""
+    return load_set(path, all_held=True, min_questions=TENTH_MIN_QUESTIONS)
+
+
 # The blind held-out sets by name, in the order they were written: the bench rows, the tests' fixture.
 BLIND_LOADERS: dict[str, Callable[[], EverydaySet]] = {
     "fresh": load_fresh,
@@ -399,6 +407,7 @@ BLIND_LOADERS: dict[str, Callable[[], EverydaySet]] = {
     "seventh": load_seventh,
     "eighth": load_eighth,
     "ninth": load_ninth,
+    "tenth": load_tenth,
 }
 
 
