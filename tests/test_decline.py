@@ -180,6 +180,11 @@ def test_who_guesses_is_the_catalogs_word_and_only_without_a_cloud_or_a_local_on
     assert asyncio.run(guesses("if i save 45 pounds a week how much is that after a year", off, "smollm2-135m"))
     assert asyncio.run(guesses("could you send an email to my boss", off, "smollm2-135m"))
     assert asyncio.run(guesses("vacuum the living room", off, "smollm2-135m"))
+    # a question after a preposition or a filler, and a sum written out, are questions too (the tenth set)
+    assert asyncio.run(guesses("at what time does the shop open", off, "smollm2-135m"))
+    assert asyncio.run(guesses("roughly when was the fan put on today, whenever it was", off, "smollm2-135m"))
+    assert asyncio.run(guesses("quick maths: 1234 + 5678 and then some", off, "smollm2-135m"))
+    assert not asyncio.run(guesses("on my way home", off, "smollm2-135m"))
     assert not asyncio.run(guesses("I love how much you help", off, "smollm2-135m"))
     assert not asyncio.run(guesses("tell me what you think", off, "smollm2-135m"))  # small talk
     assert not asyncio.run(guesses("thanks a lot!", off, "smollm2-135m"))

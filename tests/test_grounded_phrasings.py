@@ -1,4 +1,4 @@
-"""Phrasings of the fifth to ninth blind everyday sets that no rule took (read after each set was measured, as
+"""Phrasings of the fifth to tenth blind everyday sets that no rule took (read after each set was measured, as
 their headers say): each is taken by the topic that knows the answer, and the answer is exact."""
 
 from __future__ import annotations
@@ -37,6 +37,11 @@ from appliance.grounded.units import UNITS
         ("put some music on spotify for me, something chill", "abilities", "play"),
         ("do my messages go off to some cloud server or do they stay on the pi?", "abilities", "cloud"),  # no job's
         ("does the fan turn off at night", "schedules", "about"),
+        ("have we gone past midday yet or is it still the morning", "time", "past_mark"),
+        ("at what time do you nag me about putting the bins out", "schedules", "about"),
+        ("which day do the plants get watered?", "schedules", "about"),  # not the soil sensor's reading
+        ("quick maths: 1234 + 5678", "arithmetic", "sum"),  # what follows a short label
+        ("bet you can't guess what i had for brekkie this morning", "unknowable", "unseen"),
     ],
 )
 def test_the_topic_that_knows_takes_it_first(message: str, kind: str, what: str) -> None:

@@ -266,6 +266,7 @@ def test_sunset_and_sunrise_are_computed_for_the_place() -> None:
     assert today.text.startswith("Sunset in Ghent is at 16:4") and today.text.endswith("today (Fri 27 Nov).")
     assert tomorrow.text.startswith("Sunrise in Ghent is at 08:2") and "tomorrow (Sat 28 Nov)" in tomorrow.text
     assert today.basis == "computed on the Pi for Ghent (51.05, 3.72)" and today.kind == "sun"
+    assert "(Europe/Brussels)" in today.text  # the time zone named, as the clock's answers name it (a walk)
 
 
 def test_after_sunset_the_next_one_is_said_too_and_a_polar_night_is_said_not_timed() -> None:
@@ -393,7 +394,7 @@ def test_through_the_real_turn_unconfigured_says_what_to_set(config: Config) -> 
     ],
 )
 def test_whether_the_sun_is_up_and_how_long_the_day_is_are_computed(clock: str, question: str, answer: str) -> None:
-    from appliance.weather.sun import sun_day
+    from appliance.weather.sun import said_at, sun_day
 
     zone = ZoneInfo("Europe/Brussels")
     hour, minute = map(int, clock.split(":"))
@@ -406,7 +407,7 @@ def test_whether_the_sun_is_up_and_how_long_the_day_is_are_computed(clock: str, 
     got = asyncio.run(SUN.answer(ask, Facts(config=Config(weather=ghent()), now=lambda: now)))
     assert got is not None
     length = f"{minutes // 60} h {minutes % 60:02d} min"
-    expected = answer.format(rise=f"{sun.sunrise:%H:%M}", set=f"{sun.sunset:%H:%M}", length=length)
+    expected = answer.format(rise=said_at(sun.sunrise), set=said_at(sun.sunset), length=length)
     assert got.text == expected
 
 

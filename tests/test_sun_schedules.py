@@ -86,6 +86,10 @@ def test_the_next_run_is_each_days_own_sunset_on_the_whole_minute() -> None:
     days = [date(2026, 11, 24), date(2026, 11, 25), date(2026, 11, 26)]
     assert seen == [minute_after(sunset(d) - timedelta(minutes=30)) for d in days]
     assert seen[0].strftime("%H:%M") in ("16:18", "16:19")  # timeanddate.com: Ghent sunset 24 Nov 16:48
+    # the answer to "when is sunset?" says the minute the jobs run at (a walk saw 15:43 said, 15:44 scheduled)
+    from appliance.weather.sun import said_at
+
+    assert [said_at(sunset(d)) for d in days] == [f"{minute_after(sunset(d)):%H:%M}" for d in days]
     with pytest.raises(ValueError, match="has no place"):
         schedule.next_after(t)
 

@@ -92,6 +92,6 @@ def _once(sun: Piece, named: Piece | None, now: datetime, place: tuple[float, fl
 
 
 def _once_text(at: datetime) -> str:
-    if at.second or at.microsecond:  # round up: never before the sun's time
-        at = at.replace(second=0, microsecond=0) + timedelta(minutes=1)
-    return f"once {at:%Y-%m-%d %H:%M}"
+    from appliance.weather.sun import minute_up
+
+    return f"once {minute_up(at):%Y-%m-%d %H:%M}"  # rounded up as the sun's answers are: never before its time

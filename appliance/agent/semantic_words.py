@@ -153,6 +153,7 @@ _PAST_VERBS = _words(
 _QUESTION_STARTS = _words(
     "is are am does do how hows what whats wat wats which where when who any tell give show check can could"
 )
+_FILLERS = frozenset({"roughly", "approximately", "about", "just", "so", "ok", "okay", "and", "hey", "um", "er"})
 _TYPOS = {"swich": "switch", "swtich": "switch", "swith": "switch", "trun": "turn", "tunr": "turn", "tun": "turn"}
 # "tell me if the fan is on" asks whether; "if" there is no condition.
 _WHETHER = (("tell", "me", "if"), ("let", "me", "know", "if"), ("check", "if"), ("see", "if"), ("know", "if"))
@@ -289,6 +290,8 @@ def read_message(text: str, vocab: Vocabulary) -> Reading | None:
             if words[i : i + len(phrase)] == phrase:
                 words = words[: i + len(phrase) - 1] + words[i + len(phrase) :]
                 break
+    while len(words) > 1 and words[0] in _FILLERS:  # "roughly when was the fan put on": the question after it
+        words = words[1:]
     suggestion = any(words[: len(p)] == p for p in _SUGGESTIONS)
     if suggestion:
         words = words[next(len(p) for p in _SUGGESTIONS if words[: len(p)] == p) :] or words

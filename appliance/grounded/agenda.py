@@ -40,6 +40,10 @@ _ABOUT = re.compile(
     r"|^how often (?:do|will) (?:i|we) (?:get|hear|have) (?:the |my |a |that )?(.+?) (?:reminder|alarm)s?$"
     r"|^(?:when|(?:on )?(?:which|what) days?|what time|how often) (?:do|will|should|am|must|shall) i"
     r" (?:supposed to |meant to |have to |need to |got to )?(.+)$"
+    r"|^(?:at )?(?:when|(?:on )?(?:which|what) days?|what time|how often) (?:do|will|does|would) you"
+    r" (?:remind|nag|tell|ping|alert|notify|warn|message) (?:me|us)(?: (?:about|of|to))? (?:the |my )?(.+)$"
+    r"|^(?:when|(?:on )?(?:which|what) days?|what time|how often) (?:do|does|will|are|is) (?:the |my )?(.+?)"
+    r" (?:get|gets|be|being) (\w+ed)$"
     r"|^(?:does|do|will) (?:the |my )?(.+?) (?:switch|turn|go|shut) (?:itself |themselves )?(?:on|off)"
     r"(?: (?:in|on|at|every|each|by|during|before|after|tonight|today|tomorrow|automatically|as well|too)\b.*)?$"
     r"|^(?:what time|when) (?:does|will|do) (?:the |my )?(.+?) (?:switch|turn|shut|go)"
@@ -132,7 +136,8 @@ class Agenda:
             words = [w for w in re.findall(r"[a-z0-9]+", str(ask.details["words"])) if len(w) > 2 and w not in _KINDS]
             # what the job does, without its kind ("message: take the bins out"): "messages" is no job's subject
             does = {id(j): re.sub(r"^\w+: ", "", str(j.get("does", ""))).lower() for _, j in upcoming}
-            upcoming = [(at, j) for at, j in upcoming if all(w[:5] in does[id(j)] for w in words)]
+            named = [w for w in words if not w.endswith("ing")] or words  # "putting the bins out": the bins
+            upcoming = [(at, j) for at, j in upcoming if all(w[:5] in does[id(j)] for w in named)]
             if not upcoming:
                 if ask.details.get("strict"):
                     return None  # "when do I see the dentist": nothing scheduled says nothing of the rest of life

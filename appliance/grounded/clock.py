@@ -155,7 +155,12 @@ _PHRASES: tuple[tuple[str, str], ...] = (
         r"(?P<either>(?: or (?:is it |it's )?(?:the )?\w+| (?:the )?(?:morning|afternoon|evening|night))+)?"
         r"(?: yet| already| now| right now)?",
     ),
-    ("past_mark", r"is it (?P<rel>past|after|before) (?P<mark>midday|noon|midnight)(?: yet| already)?"),
+    (
+        "past_mark",
+        r"(?:is it|are we|have we (?:gone|got|gotten)|have we) (?P<rel>past|after|before|beyond|passed)"
+        r" (?P<mark>midday|noon|midnight)(?: yet| already)?"
+        r"(?: or (?:is it |are we )?(?:still )?(?:in )?(?:the )?(?:morning|afternoon|evening|night)(?: still)?)?",
+    ),
     ("date", r"(?:what|which) day of the month is (?:it|today)"),
     ("date", rf"what(?:'s| is| was| will be) (?:the )?date(?: (?:it )?{_DAY})?"),
     ("date", rf"what(?:'s| is| was| will be)(?: the date)? {_DAY}(?:'s|s)? date"),
@@ -333,7 +338,7 @@ def _calendar(what: str, details: dict[str, str], now: datetime, zone: str) -> s
             return f"It's {part}: {clock}."
         return f"{'Yes' if asked == part else 'No'}: it's {part}, {clock}."
     after = now.hour * 60 + now.minute >= (12 * 60 if details["mark"] in ("midday", "noon") else 24 * 60)
-    yes = after if details["rel"] in ("past", "after") else not after
+    yes = after if details["rel"] in ("past", "after", "beyond", "passed") else not after
     return f"{'Yes' if yes else 'No'}: it's {clock}."
 
 

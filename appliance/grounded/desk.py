@@ -76,11 +76,16 @@ Texts = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
 # a question said inside a sentence: "my son wants to know how many legs spiders have", "if I save 45 pounds a week
 # how much is that after a year"
 _INSIDE = (
-    r"\b(?:know|wonder|wondering|wondered|curious|asks|asked|asking|tell me|find out|not sure|no idea|forgot|forget)"
+    r"\b(?:know|wonder|wondering|wondered|curious|asks|asked|asking|tell me|find out|not sure|no idea|forgot|forget"
+    r"|guess)"
     r" (?:how|what|which|who|whom|whose|when|where|why|if|whether)\b"
     r"|(?<!love )(?<!like )\bhow (?:much|many|long|far|old|big|tall|often)\b"
 )
-_ASKS = re.compile(rf"\?|^(?:{_WH})\b|{_AUX}|{_INSIDE}")  # a question, not a request to tell
+# "at what time do you ...", "roughly when was ...": a question after a preposition or a filler word; "quick maths:
+# 1234 + 5678": a sum written out
+_LEAD = r"(?:at|on|in|for|from|by|to|until|since|roughly|approximately|about|just|honestly|actually|so|and|but|ok|okay)"
+_SUM = r"\d\s*[+*×÷=^]\s*\d|\d\s+[-x/]\s+\d"
+_ASKS = re.compile(rf"\?|^(?:{_LEAD} )?(?:{_WH})\b|{_AUX}|{_INSIDE}|{_SUM}")  # a question, not a request to tell
 
 
 def asks(text: str) -> bool:
@@ -96,6 +101,7 @@ def is_question(text: str) -> bool:
     return bool(_QUESTION.search(said)) or "?" in said or any(_QUESTION.search(c.lower()) for c in _clauses(said))
 
 
+_LABEL = re.compile(r"^[a-z' ]{2,24}:\s+(?P<rest>.+)$", re.IGNORECASE)
 _CLAUSE = re.compile(
     r"(?<=[,.;:!?])\s+|\s+[-–—]\s+|\s+(?:and|but|so) (?=(?:what|when|where|who|which|how|is|are|do|does|can)\b)"
 )
@@ -127,7 +133,9 @@ class GroundedDesk:
         found: list[Ask] = []
         core = plain(text)
         first = [p.strip(" ,.;:") for p in _CLAUSE.split(core) if p.strip(" ,.;:")][:1]  # "time check pls, 24h"
-        readings = [r for r in dict.fromkeys([core, text.strip(), *_clauses(core), *first]) if r]
+        labelled = _LABEL.match(core)  # "quick maths: 1234 + 5678": what follows a short label
+        after = [labelled["rest"]] if labelled else []
+        readings = [r for r in dict.fromkeys([core, text.strip(), *_clauses(core), *first, *after]) if r]
         for topic in self.topics:  # each topic's asks, one a reading that it takes: the desk tries them in turn
             taken = [a for reading in readings if (a := topic.match(reading)) is not None]
             found += [

@@ -33,6 +33,8 @@ _UNSEEN = re.compile(
     r"^what (?:colou?r \w+ )?am i (?:wearing|holding|eating|drinking|looking at)\b"
     r"|^what(?:'s| is) in my (?:hand|pocket)\b"
     r"|^how many (?:people|cars|customers) are (?:in|at|on) .+ (?:right now|now|at the moment)$"
+    r"|\bguess what i (?:had|ate|did|bought|got|cooked|made|wore|drank)\b"
+    r"|^what did i (?:have|eat|cook|buy|wear|drink) (?:for|this|last|yesterday|today)\b"
 )
 _NEWS = re.compile(r"^(?:what(?:'s| is| are) (?:the )?(?:latest |today's )?(?:news|headlines)|any news)(?: today)?$")
 

@@ -25,7 +25,7 @@ from datetime import date, datetime, timedelta
 from appliance.grounded.base import Answer, Ask, Facts
 from appliance.grounded.clock import named_date
 from appliance.weather.source import unconfigured
-from appliance.weather.sun import Event, SunDay, sun_day
+from appliance.weather.sun import Event, SunDay, said_at, sun_day
 from appliance.weather.words import ASPECTS, WEEKDAYS, Aspect, period, say
 
 _SPELLED = {
@@ -389,7 +389,7 @@ class SunTopic:
         if at is not None and at < now and not when:  # "when is sunset" after it: today's, then tomorrow's
             later = sun_day(day + timedelta(days=1), weather.latitude, weather.longitude, zone)
             next_one = _said(later, event, now, place)
-            text = f"{event.title()} in {place} was at {at:%H:%M} today. {next_one}."
+            text = f"{event.title()} in {place} was at {said_at(at)} today. {next_one}."
             return Answer(text, basis, self.kind)
         return Answer(f"{_said(sun, event, now, place)}.", basis, self.kind)
 
@@ -403,15 +403,15 @@ def _up_or_length(what: str, sun: SunDay, now: datetime, place: str) -> str:
         minutes = round((sun.sunset - sun.sunrise).total_seconds() / 60)
         return (
             f"The day in {place} is {minutes // 60} h {minutes % 60:02d} min long {_day(sun.day, now)}: "
-            f"sunrise {sun.sunrise:%H:%M}, sunset {sun.sunset:%H:%M}."
+            f"sunrise {said_at(sun.sunrise)}, sunset {said_at(sun.sunset)}."
         )
     up = sun.sunrise <= now < sun.sunset
     yes, no = ("No", "Yes") if what == "dark" else ("Yes", "No")  # "is it dark?" is "is the sun down?"
     if up:
-        return f"{yes}: the sun rose at {sun.sunrise:%H:%M} and sets at {sun.sunset:%H:%M} in {place}."
+        return f"{yes}: the sun rose at {said_at(sun.sunrise)} and sets at {said_at(sun.sunset)} in {place}."
     if now < sun.sunrise:
-        return f"{no}: the sun rises at {sun.sunrise:%H:%M} in {place}."
-    return f"{no}: the sun set at {sun.sunset:%H:%M} in {place}."
+        return f"{no}: the sun rises at {said_at(sun.sunrise)} in {place}."
+    return f"{no}: the sun set at {said_at(sun.sunset)} in {place}."
 
 
 def _said(sun: SunDay, event: Event, now: datetime, place: str) -> str:
@@ -424,7 +424,8 @@ def _said(sun: SunDay, event: Event, now: datetime, place: str) -> str:
             else "below the horizon all day (polar night)"
         )
         return f"There is no {event} in {place} {_day(sun.day, now)}: the sun stays {why}"
-    return f"{event.title()} in {place} is at {at:%H:%M} {_day(at.date(), now)}"
+    zone = getattr(now.tzinfo, "key", None) or now.tzname()  # named, as the clock's answers are: "(Etc/UTC)"
+    return f"{event.title()} in {place} is at {said_at(at)} ({zone}) {_day(at.date(), now)}"
 
 
 def _day(day: date, now: datetime) -> str:

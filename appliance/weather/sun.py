@@ -135,3 +135,16 @@ def next_event(event: Event, after: datetime, latitude: float, longitude: float,
                 return shifted.astimezone(zone)
         day += timedelta(days=1)
     return None
+
+
+def minute_up(at: datetime) -> datetime:
+    """The sun's time on the minute at or after it: what answers say and what sun schedules run at, alike
+    ("sunset is at 15:44" and "turn the porch light on at sunset" at 15:44, never before the sun's time)."""
+    if at.second or at.microsecond:
+        return at.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    return at
+
+
+def said_at(at: datetime) -> str:
+    """ "15:44": the sun's time as answers say it (:func:`minute_up`)."""
+    return f"{minute_up(at):%H:%M}"

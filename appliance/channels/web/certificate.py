@@ -97,8 +97,24 @@ class SiteCertificate:
 
 def curl_command(pin: str, url: str) -> str:
     """curl trusting exactly the key ``pin`` names: --insecure turns off the CA check, which a self-signed
-    certificate cannot pass, and --pinnedpubkey puts a stricter one in its place (curl refuses any other key)."""
-    return f"curl --insecure --pinnedpubkey {pin} {url}"
+    certificate cannot pass, and --pinnedpubkey puts a stricter one in its place (curl refuses any other key).
+    A ``NAME.local`` this machine cannot resolve (no mDNS here) is written as 127.0.0.1: the command is run
+    where it is printed, and the pin, not the name, is what is checked."""
+    return f"curl --insecure --pinnedpubkey {pin} {_resolvable(url)}"
+
+
+def _resolvable(url: str) -> str:
+    import socket
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url).hostname or ""
+    if not host.endswith(".local"):
+        return url
+    try:
+        socket.getaddrinfo(host, None)
+    except (OSError, UnicodeError):
+        return url.replace(f"//{host}", "//127.0.0.1", 1)
+    return url
 
 
 def folder(root: Path) -> Path:
