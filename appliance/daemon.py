@@ -35,9 +35,10 @@ from appliance.channels.web.server import DaemonInfo as DaemonInfo  # where `pic
 from appliance.config import Config, exposed_secrets, load_config
 from appliance.errors import ConfigError, PicoagentError
 from appliance.lifecycle import Chores, Loop, Service, Services
+from appliance.llm.choice import downloads_models
 from appliance.llm.footprint import keep_big_blocks_returnable
 from appliance.reload import Reload, Reloader, changed_keys
-from appliance.runtime import Runtime, downloads_models, local_model, remote_links
+from appliance.runtime import Runtime, local_model, remote_links
 
 if TYPE_CHECKING:
     from appliance.channels.registry import ChannelSet
@@ -271,8 +272,8 @@ class Daemon:
 
     def _model_fetch(self, runtime: Runtime, state: WebState) -> Service:
         """The background pull of the wanted model and the switch to it (appliance/model_fetch.py)."""
+        from appliance.llm.choice import models_dir, wanted_model
         from appliance.model_fetch import ModelFetch
-        from appliance.runtime import models_dir, wanted_model
 
         self.model_fetch = state.model_fetch = ModelFetch(
             models_dir(self.config),

@@ -109,7 +109,7 @@ class ModelFetch:
         switch: Callable[[str], Awaitable[None]],
     ) -> None:
         self.models_dir = models_dir
-        self.wanted = wanted  # the model the config asks for (runtime.wanted_model)
+        self.wanted = wanted  # the model the config asks for (llm.choice.wanted_model)
         self.running = running  # the name of the model serving now
         self.switch = switch  # replace the serving model by the installed one of this name, loaded
         self.pull: PullStatus | None = None

@@ -90,14 +90,14 @@ def run_selftest(config_file: str | None = None) -> int:
     except (ImportError, sqlite3.Error, AttributeError) as exc:
         report("sqlite-vec", str(exc))
 
-    from appliance import runtime
     from appliance.config import load_config
+    from appliance.llm import choice
 
     try:
         config = load_config(config_file)
         report(f"config {config.source}", None)
-        path = runtime.model_path(config)
-        runtime.model_memory_bytes(config, path)
+        path = choice.model_path(config)
+        choice.model_memory_bytes(config, path)
         report(f"model {path.name}", None)
     except PicoagentError as exc:
         report("config and model", exc.for_people())

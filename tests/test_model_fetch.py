@@ -316,7 +316,7 @@ def test_models_list_marks_what_fits_this_board(
 def test_doctor_says_the_wanted_model_is_not_installed_yet_and_how_serve_gets_it(
     auto_config: Config, on_a_1gb_pi3: None
 ) -> None:
-    from appliance.doctor import _check_model
+    from appliance.cli.doctor import _check_model
 
     checks = [c for c in _check_model(auto_config) if c.name == "model"]
     assert checks[0].status == "ok" and checks[0].detail.startswith("smollm2-135m: ")

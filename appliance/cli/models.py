@@ -43,8 +43,8 @@ def _fits(row: Any, mem_bytes: int, context_tokens: int) -> bool | None:
 def cmd_models_list(args: argparse.Namespace) -> int:
     """The catalog with what is installed, selected and fits this board: chat models, then embedding models."""
     from appliance.llm import board, models
+    from appliance.llm.choice import model_spec, models_dir, wanted_model
     from appliance.llm.embeddings import choose_embedding
-    from appliance.runtime import model_spec, models_dir, wanted_model
 
     config = load(args)
     rows = models.list_models(models_dir(config))

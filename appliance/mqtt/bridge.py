@@ -29,8 +29,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from appliance.errors import PicoagentError
+from appliance.hardware.remote.mqtt import MqttLink
 from appliance.mqtt.discovery import ASSISTANT, Topics, assistant_entities, device_entities
-from appliance.mqtt.link import MqttLink
 
 if TYPE_CHECKING:
     from appliance.config import MqttConfig

@@ -1,4 +1,8 @@
-"""`picoagent doctor`: checks what a turn needs, each failure with the fix."""
+"""`picoagent doctor`: checks what a turn needs, each failure with the fix.
+
+Part of the command line (``cli/system.py`` prints what this yields): it reads the channels' state as
+`picoagent channels list` does (``cli/channels.py``), so it sits in ``cli/``, above everything it checks.
+"""
 
 from __future__ import annotations
 
@@ -188,7 +192,7 @@ def _check_mqtt(config: Config) -> Iterator[Check]:
         return
     import asyncio
 
-    from appliance.mqtt.link import probe
+    from appliance.hardware.remote.mqtt import probe
 
     where = f"{'mqtts' if mqtt.tls else 'mqtt'}://{mqtt.host}:{mqtt.port}"
     problem = asyncio.run(probe(mqtt))
@@ -409,16 +413,15 @@ def _check_embeddings(config: Config) -> Iterator[Check]:
 
 
 def _check_model(config: object) -> Iterator[Check]:
-    from appliance import runtime
     from appliance.config import Config
-    from appliance.llm import threads
+    from appliance.llm import choice, threads
     from appliance.llm.local import available_memory_bytes
 
     assert isinstance(config, Config)
     try:
-        path = runtime.model_path(config, fallback=True)  # as `serve` runs it
-        need = runtime.model_memory_bytes(config, path)
-        running, wanted = runtime.model_spec(config, fallback=True), runtime.wanted_model(config)
+        path = choice.model_path(config, fallback=True)  # as `serve` runs it
+        need = choice.model_memory_bytes(config, path)
+        running, wanted = choice.model_spec(config, fallback=True), choice.wanted_model(config)
     except PicoagentError as exc:
         yield Check("model", "fail", exc.message, exc.fix)
         return
