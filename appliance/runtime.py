@@ -207,7 +207,7 @@ def device_registry(
     devices = DeviceRegistry(config, backend, approvals or approval_store(config, db))
     # Every write lands in the events table, whichever process made it (the daemon, or `devices set`
     # with no daemon running), so "when did the fan go on?" has one answer.
-    devices.write_listeners.append(lambda name, value, by: record_write(db, name, value, by))
+    devices.write_listeners.append(lambda name, value, by, _state: record_write(db, name, value, by))
     return devices, RawBusPolicy(config.hardware.raw_access, lambda: backend)
 
 
