@@ -172,8 +172,8 @@ class Daemon:
     async def run(self) -> int:
         """Serve until SIGTERM or SIGINT; returns the exit status. One daemon per data dir (daemon_lock.py):
         a second is refused before it touches anything (the CLI token, daemon.json, the database)."""
+        from appliance.config import data_dir
         from appliance.daemon_lock import DataDirLock
-        from appliance.runtime import data_dir
 
         lock = DataDirLock(data_dir(self.config))
         lock.acquire()
@@ -186,7 +186,7 @@ class Daemon:
         from appliance.channels.web.auth import Auth
         from appliance.channels.web.server import WebServer
         from appliance.channels.web.state import WebState
-        from appliance.runtime import data_dir
+        from appliance.config import data_dir
 
         loop = asyncio.get_running_loop()
         if (exposed := exposed_secrets(self.config.secrets_path)) is not None:
@@ -289,7 +289,7 @@ class Daemon:
         Should it not load (memory, a damaged file), the packaged model serves again and the error is raised.
         """
         from appliance.llm import models
-        from appliance.runtime import models_dir
+        from appliance.llm.choice import models_dir
 
         replacement = local_model(self.config, name=name)
         await asyncio.shield(self.switch_model(replacement, f"{name} is downloaded and verified"))

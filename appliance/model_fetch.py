@@ -2,7 +2,7 @@
 
 With ``llm.model: auto`` (appliance/llm/board.py picks by the board's RAM and CPU) or a catalog name that
 is not installed yet (``model:`` in picoagent-setup.yaml), the daemon starts with the packaged model
-(runtime.model_spec with fallback) and this chore:
+(llm.choice.model_spec with fallback) and this chore:
 
 1. waits for the network: the download host (``$PICOAGENT_MODEL_MIRROR`` or the catalog URL's) must take
    a TCP connection; when it does not, the state is ``no_network``, logged once, retried with backoff;

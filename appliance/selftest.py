@@ -33,13 +33,13 @@ def _embedding_check(config: object, report: Callable[[str, str | None], None]) 
     """The configured embedding model gives a unit vector of its stated width for a sentence."""
     import math
 
-    from appliance import runtime
     from appliance.config import Config
+    from appliance.llm.choice import models_dir
     from appliance.llm.embeddings import LocalEmbedder, choose_embedding
 
     assert isinstance(config, Config)
     try:
-        choice = choose_embedding(config, runtime.models_dir(config))
+        choice = choose_embedding(config, models_dir(config))
         if choice.path is None:
             report("embeddings: the chat model's own" + (f" ({choice.note})" if choice.note else ""), None)
             return

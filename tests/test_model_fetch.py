@@ -198,7 +198,7 @@ def test_first_start_with_auto_pulls_from_the_mirror_and_switches_without_droppi
         models_dir = auto_config.resolve_path(auto_config.data_dir) / "models"
         assert (models_dir / TEST_FILE).stat().st_size == packaged.stat().st_size
         assert models.selected_model(models_dir) == WANTED  # recorded: the next start loads it directly
-        from appliance.runtime import model_spec
+        from appliance.llm.choice import model_spec
 
         assert model_spec(auto_config) == WANTED
 

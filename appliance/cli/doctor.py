@@ -48,10 +48,10 @@ def run_checks(config_file: str | None = None, data_dir: str | None = None) -> I
     yield Check("config", "ok", f"{config.source} is valid")
     yield from _check_secrets(config)
 
-    from appliance import runtime
+    from appliance.config import data_dir as data_dir_of  # the parameter data_dir is the --data-dir given
 
     try:
-        root = runtime.data_dir(config)
+        root = data_dir_of(config)
         probe = root / ".doctor-probe"
         probe.write_text("ok")
         probe.unlink()
@@ -381,12 +381,12 @@ def _check_sqlite(root: Path) -> Iterator[Check]:
 
 def _check_embeddings(config: Config) -> Iterator[Check]:
     """Which embedding model memory and the understanding layer use, and whether it is there."""
-    from appliance import runtime
     from appliance.llm import gguf
+    from appliance.llm.choice import models_dir
     from appliance.llm.embeddings import choose_embedding
 
     try:
-        choice = choose_embedding(config, runtime.models_dir(config))
+        choice = choose_embedding(config, models_dir(config))
     except PicoagentError as exc:
         yield Check("embeddings", "fail", exc.message, exc.fix)
         return
@@ -464,11 +464,11 @@ def _check_model(config: object) -> Iterator[Check]:
 
 def _check_runner(config: Config, path: Path) -> Iterator[Check]:
     """Weight repacking for this CPU, the runner's crashes (runner.json), and a few tokens in a model runner."""
-    from appliance import runtime
+    from appliance.config import data_dir
     from appliance.llm.proof import prove
     from appliance.llm.runner_client import FIX, ModelRunner
 
-    runner = ModelRunner(weight_repack=config.llm.weight_repack, state_dir=runtime.data_dir(config))
+    runner = ModelRunner(weight_repack=config.llm.weight_repack, state_dir=data_dir(config))
     choice = runner.choice
     yield Check(
         "weight repacking",

@@ -131,7 +131,7 @@ def _row_json(row: Any, active: str, wanted: str, fits: bool | None) -> dict[str
 def cmd_models_pull(args: argparse.Namespace) -> int:
     """Download, assemble or convert a catalog model into the models folder (or --to DIR)."""
     from appliance.llm import models
-    from appliance.runtime import models_dir
+    from appliance.llm.choice import models_dir
 
     config = load(args)
     entry = models.get_entry(args.name)
@@ -155,7 +155,7 @@ def cmd_models_pull(args: argparse.Namespace) -> int:
 def cmd_models_use(args: argparse.Namespace) -> int:
     """Choose the chat model picoagent runs."""
     from appliance.llm import models
-    from appliance.runtime import models_dir
+    from appliance.llm.choice import models_dir
 
     config = load(args)
     chosen = models.select_model(args.name, models_dir(config))
