@@ -122,8 +122,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 # (importer, imported): why this upward import stays.
 ALLOWED: dict[tuple[str, str], str] = {
     ("appliance.update", "appliance.update_cli"): (
-        "a release's boot updater runs `python -m appliance.update_cli` of the new release, and the old "
-        "update.py re-exports what the installed boot updater still imports (see MODULES in update.py)"
+        "boot-time updaters already on devices build their zip with `from appliance.update import main` "
+        "(boot_updater.py MAIN and MODULES), so update.main stays and hands over to update_cli.main"
     ),
 }
 
