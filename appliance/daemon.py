@@ -35,9 +35,10 @@ from appliance.channels.web.server import DaemonInfo as DaemonInfo  # where `pic
 from appliance.config import Config, exposed_secrets, load_config
 from appliance.errors import ConfigError, PicoagentError
 from appliance.lifecycle import Chores, Loop, Service, Services
+from appliance.llm.choice import downloads_models
 from appliance.llm.footprint import keep_big_blocks_returnable
 from appliance.reload import Reload, Reloader, changed_keys
-from appliance.runtime import Runtime, downloads_models, local_model, remote_links
+from appliance.runtime import Runtime, local_model, remote_links
 
 if TYPE_CHECKING:
     from appliance.channels.registry import ChannelSet
@@ -171,8 +172,8 @@ class Daemon:
     async def run(self) -> int:
         """Serve until SIGTERM or SIGINT; returns the exit status. One daemon per data dir (daemon_lock.py):
         a second is refused before it touches anything (the CLI token, daemon.json, the database)."""
+        from appliance.config import data_dir
         from appliance.daemon_lock import DataDirLock
-        from appliance.runtime import data_dir
 
         lock = DataDirLock(data_dir(self.config))
         lock.acquire()
@@ -185,7 +186,7 @@ class Daemon:
         from appliance.channels.web.auth import Auth
         from appliance.channels.web.server import WebServer
         from appliance.channels.web.state import WebState
-        from appliance.runtime import data_dir
+        from appliance.config import data_dir
 
         loop = asyncio.get_running_loop()
         if (exposed := exposed_secrets(self.config.secrets_path)) is not None:
@@ -271,8 +272,8 @@ class Daemon:
 
     def _model_fetch(self, runtime: Runtime, state: WebState) -> Service:
         """The background pull of the wanted model and the switch to it (appliance/model_fetch.py)."""
+        from appliance.llm.choice import models_dir, wanted_model
         from appliance.model_fetch import ModelFetch
-        from appliance.runtime import models_dir, wanted_model
 
         self.model_fetch = state.model_fetch = ModelFetch(
             models_dir(self.config),
@@ -288,7 +289,7 @@ class Daemon:
         Should it not load (memory, a damaged file), the packaged model serves again and the error is raised.
         """
         from appliance.llm import models
-        from appliance.runtime import models_dir
+        from appliance.llm.choice import models_dir
 
         replacement = local_model(self.config, name=name)
         await asyncio.shield(self.switch_model(replacement, f"{name} is downloaded and verified"))

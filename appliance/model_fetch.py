@@ -2,7 +2,7 @@
 
 With ``llm.model: auto`` (appliance/llm/board.py picks by the board's RAM and CPU) or a catalog name that
 is not installed yet (``model:`` in picoagent-setup.yaml), the daemon starts with the packaged model
-(runtime.model_spec with fallback) and this chore:
+(llm.choice.model_spec with fallback) and this chore:
 
 1. waits for the network: the download host (``$PICOAGENT_MODEL_MIRROR`` or the catalog URL's) must take
    a TCP connection; when it does not, the state is ``no_network``, logged once, retried with backoff;
@@ -109,7 +109,7 @@ class ModelFetch:
         switch: Callable[[str], Awaitable[None]],
     ) -> None:
         self.models_dir = models_dir
-        self.wanted = wanted  # the model the config asks for (runtime.wanted_model)
+        self.wanted = wanted  # the model the config asks for (llm.choice.wanted_model)
         self.running = running  # the name of the model serving now
         self.switch = switch  # replace the serving model by the installed one of this name, loaded
         self.pull: PullStatus | None = None

@@ -214,7 +214,7 @@ class Reloader:
 
     def _tools(self, old: Config, new: Config) -> None:
         """The registry's limits, the tools built from settings registered again, approvals, MCP servers."""
-        from appliance.runtime import data_dir
+        from appliance.config import data_dir
         from appliance.tools import shell, web_fetch, web_search
         from appliance.tools import workspace as workspace_tools
 

@@ -15,8 +15,9 @@ from appliance.agent import skills
 from appliance.agent.context import Workspace
 from appliance.agent.escalation import CloudRoute
 from appliance.agent.loop import Agent
-from appliance.config import Config
+from appliance.config import Config, data_dir
 from appliance.llm.base import ServedModel
+from appliance.llm.choice import model_path, model_spec, models_dir
 from appliance.llm.fair_queue import FairScheduler
 from appliance.llm.runner_client import ModelRunner
 from appliance.llm.runner_models import RunnerModel, runner_for
@@ -39,78 +40,6 @@ if TYPE_CHECKING:
     from appliance.weather.source import WeatherSource
 
 log = logging.getLogger(__name__)
-
-AUTO = "auto"  # llm.model's value for the board's choice (appliance.llm.board.AUTO, not imported unless used)
-
-
-def data_dir(config: Config) -> Path:
-    """The state folder this config names (created when missing)."""
-    path = config.resolve_path(config.data_dir)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def models_dir(config: Config) -> Path:
-    """Where pulled models live."""
-    return data_dir(config) / "models"
-
-
-def wanted_model(config: Config) -> str:
-    """The model this config asks for: llm.model (``auto``: the one chosen with `models use`, else this
-    board's choice, appliance/llm/board.py), else the one chosen with `models use`, else the default."""
-    from appliance.llm import models
-
-    spec = config.llm.model
-    if spec == AUTO:
-        from appliance.llm import board  # only for auto: the idle daemon's memory is at its limit
-
-        return models.selected_model(models_dir(config)) or board.choose_for(board.read_board())
-    if spec and ("/" in spec or spec.endswith(".gguf")):
-        return str(config.resolve_path(spec))  # a path: relative to the config file's folder
-    return spec or models.selected_model(models_dir(config)) or models.default_model_name()
-
-
-def downloads_models(config: Config) -> bool:
-    """Whether llm.model may name a model to download in the background: auto, or a catalog name."""
-    from appliance.llm import models
-
-    return config.llm.model == AUTO or config.llm.model in models.load_catalog()
-
-
-def model_spec(config: Config, *, fallback: bool = False) -> str:
-    """Which model to run now: the wanted one (:func:`wanted_model`), or the packaged default while the
-    wanted catalog model is not installed yet, with ``llm.model: auto`` or ``fallback`` (the daemon, which
-    downloads the wanted one in the background: appliance/model_fetch.py)."""
-    from appliance.llm import models
-
-    wanted = wanted_model(config)
-    entry = models.load_catalog().get(wanted)
-    if entry is None or not (fallback or config.llm.model == AUTO):
-        return wanted
-    if entry.kind == "chat" and models.installed_path(entry, models_dir(config)) is None:
-        return models.default_model_name()
-    return wanted
-
-
-def model_path(config: Config, *, fallback: bool = False) -> Path:
-    """The model file to run (ModelNotFoundError with the fix when it is not there)."""
-    from appliance.llm import models
-
-    spec = model_spec(config, fallback=fallback)
-    entry = models.load_catalog().get(spec)
-    if entry is not None:
-        models.require_chat(entry)  # a file given by path is checked when it loads
-    return models.resolve_model(spec, models_dir(config))
-
-
-def model_memory_bytes(config: Config, path: Path) -> int:
-    """The RAM the chat model at ``path`` needs with this config's context, KV type and micro-batch."""
-    from appliance.llm import footprint, gguf
-
-    llm = config.llm
-    ubatch = None if llm.ubatch_size == "auto" else int(llm.ubatch_size)
-    kind, micro = footprint.resolved(llm.kv_type, llm.batch_size, ubatch)
-    return gguf.estimate_memory_bytes(path, llm.context_tokens, micro, kind)
 
 
 def model_runner(config: Config) -> ModelRunner:
@@ -250,9 +179,11 @@ def remote_links(config: Config) -> dict[str, Any]:
 
         links["homeassistant"] = HomeAssistantClient(config.homeassistant)
     if config.mqtt.enabled:
-        from appliance.mqtt.link import MqttLink
+        from appliance.hardware.drivers.mqtt import BrokerLink
+        from appliance.hardware.remote.mqtt import MqttLink
 
-        links["mqtt"] = MqttLink(config.mqtt)
+        link: BrokerLink = MqttLink(config.mqtt)  # typed so that mypy holds the link to what its devices use
+        links["mqtt"] = link
     return links
 
 
@@ -276,7 +207,7 @@ def device_registry(
     devices = DeviceRegistry(config, backend, approvals or approval_store(config, db))
     # Every write lands in the events table, whichever process made it (the daemon, or `devices set`
     # with no daemon running), so "when did the fan go on?" has one answer.
-    devices.write_listeners.append(lambda name, value, by: record_write(db, name, value, by))
+    devices.write_listeners.append(lambda name, value, by, _state: record_write(db, name, value, by))
     return devices, RawBusPolicy(config.hardware.raw_access, lambda: backend)
 
 

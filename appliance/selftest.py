@@ -33,13 +33,13 @@ def _embedding_check(config: object, report: Callable[[str, str | None], None]) 
     """The configured embedding model gives a unit vector of its stated width for a sentence."""
     import math
 
-    from appliance import runtime
     from appliance.config import Config
+    from appliance.llm.choice import models_dir
     from appliance.llm.embeddings import LocalEmbedder, choose_embedding
 
     assert isinstance(config, Config)
     try:
-        choice = choose_embedding(config, runtime.models_dir(config))
+        choice = choose_embedding(config, models_dir(config))
         if choice.path is None:
             report("embeddings: the chat model's own" + (f" ({choice.note})" if choice.note else ""), None)
             return
@@ -90,14 +90,14 @@ def run_selftest(config_file: str | None = None) -> int:
     except (ImportError, sqlite3.Error, AttributeError) as exc:
         report("sqlite-vec", str(exc))
 
-    from appliance import runtime
     from appliance.config import load_config
+    from appliance.llm import choice
 
     try:
         config = load_config(config_file)
         report(f"config {config.source}", None)
-        path = runtime.model_path(config)
-        runtime.model_memory_bytes(config, path)
+        path = choice.model_path(config)
+        choice.model_memory_bytes(config, path)
         report(f"model {path.name}", None)
     except PicoagentError as exc:
         report("config and model", exc.for_people())

@@ -26,8 +26,8 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import McpError as SdkError
 
 from appliance.agent.context import tool_call_schema
+from appliance.cli.doctor import _check_mcp
 from appliance.config import Config, McpServerConfig
-from appliance.doctor import _check_mcp
 from appliance.mcp import adapt, protocol
 from appliance.mcp.client import McpClients, McpServer, safe_env
 from appliance.mcp.server import McpToolServer

@@ -198,7 +198,7 @@ def test_first_start_with_auto_pulls_from_the_mirror_and_switches_without_droppi
         models_dir = auto_config.resolve_path(auto_config.data_dir) / "models"
         assert (models_dir / TEST_FILE).stat().st_size == packaged.stat().st_size
         assert models.selected_model(models_dir) == WANTED  # recorded: the next start loads it directly
-        from appliance.runtime import model_spec
+        from appliance.llm.choice import model_spec
 
         assert model_spec(auto_config) == WANTED
 
@@ -316,7 +316,7 @@ def test_models_list_marks_what_fits_this_board(
 def test_doctor_says_the_wanted_model_is_not_installed_yet_and_how_serve_gets_it(
     auto_config: Config, on_a_1gb_pi3: None
 ) -> None:
-    from appliance.doctor import _check_model
+    from appliance.cli.doctor import _check_model
 
     checks = [c for c in _check_model(auto_config) if c.name == "model"]
     assert checks[0].status == "ok" and checks[0].detail.startswith("smollm2-135m: ")

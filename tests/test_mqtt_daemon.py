@@ -229,6 +229,52 @@ def test_a_broker_restart_loses_no_state(config: Config, broker: Broker) -> None
     asyncio.run(main())
 
 
+def test_a_command_reads_the_device_once_and_publishes_its_state_once(config: Config, broker: Broker) -> None:
+    """A command over MQTT goes bridge -> registry and back once: the write's own read is the state published."""
+    from appliance.daemon import Daemon
+
+    config = _mqtt_config(config, broker)
+
+    async def main() -> None:
+        daemon = Daemon(config, host="127.0.0.1", port=0)
+        served = asyncio.ensure_future(daemon.run())
+        await started(daemon, served)
+        bridge, devices = daemon.mqtt, daemon.runtime.devices
+        assert bridge is not None and devices is not None
+        watcher = await asyncio.to_thread(Watcher, broker, "picoagent/porch_light/state")
+        await eventually(lambda: watcher.latest("picoagent/porch_light/state") is not None, what="the first state")
+        await eventually(lambda: not bridge._tasks, what="the bridge done with its first states")
+
+        # Count on the real driver and the real link: every read of the relay, every state sent for it.
+        driver, link = devices.get("porch_light").driver, bridge.link
+        reads: list[str] = []
+        published: list[bytes] = []
+        read, publish = driver.read, link.publish
+
+        def counted_read() -> Any:
+            reads.append("porch_light")
+            return read()
+
+        def counted_publish(topic: str, payload: str | bytes, **options: Any) -> None:
+            if topic == "picoagent/porch_light/state":
+                published.append(payload.encode() if isinstance(payload, str) else payload)
+            publish(topic, payload, **options)
+
+        driver.read, link.publish = counted_read, counted_publish
+        watcher.clear()
+        watcher.publish("picoagent/porch_light/set", "ON")
+        await eventually(lambda: (_json(watcher, "picoagent/porch_light/state") or {}).get("state") == "ON")
+        # Everything the command set off has run: its task and any it spawned (the write listener's) are done.
+        await eventually(lambda: bridge.commands == 1 and not bridge._tasks, what="the command handled")
+        assert (len(reads), [json.loads(p) for p in published]) == (1, [{"state": "ON"}])
+        assert [payload for _, payload, _ in watcher.messages] == [b'{"state": "ON"}']
+        daemon.stopping.set()
+        assert await served == 0
+        watcher.close()
+
+    asyncio.run(main())
+
+
 def test_nothing_mqtt_or_home_assistant_is_imported_when_they_are_off(tmp_path: Path) -> None:
     """The idle daemon's memory is at its limit: with mqtt: and homeassistant: off none of their code loads."""
     config = load_config(CHECKOUT_CONFIG)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from appliance.config import MqttConfig
-from appliance.mqtt import link as link_module
-from appliance.mqtt.link import MqttLink, probe
+from appliance.hardware.remote import mqtt as link_module
+from appliance.hardware.remote.mqtt import MqttLink, probe
 from tests.helpers import eventually, free_port
 from tests.mqtt_broker import PASSWORD, USER, Broker, Watcher, running
 
@@ -172,7 +172,7 @@ def test_a_handler_that_fails_on_what_anyone_publishes_is_logged_once_a_minute(
         assert link.connected
         await link.stop()
 
-    with caplog.at_level("ERROR", logger="appliance.mqtt.link"):
+    with caplog.at_level("ERROR", logger="appliance.hardware.remote.mqtt"):
         asyncio.run(main())
     watcher.close()
     failures = [r for r in caplog.records if "the handler of pa/in failed" in r.getMessage()]

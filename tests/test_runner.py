@@ -201,14 +201,14 @@ def test_weight_repack_auto_is_off_exactly_where_the_cpu_has_amx(tmp_path: Path)
 
 
 def test_embeddings_from_the_runner_are_the_in_process_ones(runner: ModelRunner, config: object) -> None:
-    from appliance import runtime
     from appliance.config import Config
+    from appliance.llm.choice import model_path, models_dir
     from appliance.llm.embeddings import LocalEmbedder, embedder_for
     from appliance.llm.runner_models import RunnerEmbedder
 
     assert isinstance(config, Config)
-    model = chat(runner, runtime.model_path(config))
-    remote = embedder_for(config, model, runtime.models_dir(config), runner)
+    model = chat(runner, model_path(config))
+    remote = embedder_for(config, model, models_dir(config), runner)
     assert isinstance(remote, RunnerEmbedder) and remote.worker is None
     local = LocalEmbedder(remote.path, context_tokens=128, threads=1, batch_threads=1)
     texts = ["is it stuffy in the living room", "turn on the porch light"]

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from appliance.cli.doctor import _check_sandbox
 from appliance.config import Config, ShellConfig
-from appliance.doctor import _check_sandbox
 from appliance.runtime import base_registry
 from appliance.tools import sandbox, seccomp, shell
 from appliance.tools.registry import ToolRegistry

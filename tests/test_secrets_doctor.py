@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from appliance.doctor import Check, run_checks
+from appliance.cli.doctor import Check, run_checks
 from tests.fakes.cloud_api import FakeCloud
 from tests.helpers import config_file, free_port, picoagent, serve_log_line
 

@@ -13,8 +13,8 @@ import pytest
 from appliance.agent import skills
 from appliance.agent.context import Workspace, system_prompt
 from appliance.agent.skills import SkillCatalog
+from appliance.cli.doctor import _check_skills
 from appliance.daemon import Daemon
-from appliance.doctor import _check_skills
 from appliance.errors import ToolError
 from appliance.tools import builtin
 from appliance.tools.registry import ToolRegistry

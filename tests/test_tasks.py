@@ -19,7 +19,7 @@ import pytest
 
 from appliance.agent.context import Workspace
 from appliance.agent.loop import Agent
-from appliance.agent.record import Action, ReplyRecord
+from appliance.agent.record import ReplyRecord
 from appliance.config import Config, TasksConfig
 from appliance.errors import DatabaseError, PicoagentError, UsageError
 from appliance.llm.scripted import ScriptedModel
@@ -37,6 +37,7 @@ from appliance.tasks import (
     task_prompt,
 )
 from appliance.tools.registry import ToolRegistry
+from appliance.tools.result import Action
 from tests.agents import MeteredModel
 from tests.fakes.clock import ManualClock
 

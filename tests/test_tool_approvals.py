@@ -20,12 +20,12 @@ from appliance.agent.context import TOOL_CALL_START
 from appliance.channels.web.app import build_app
 from appliance.channels.web.auth import Auth
 from appliance.channels.web.state import STATE, WebState
-from appliance.config import Config, McpServerConfig
+from appliance.config import Config, McpServerConfig, data_dir
 from appliance.config.checks import BUILTIN_TOOLS, check_require_approval
 from appliance.errors import ConfigError
 from appliance.hardware.approvals import ApprovalError
 from appliance.llm.scripted import ScriptedModel
-from appliance.runtime import Runtime, data_dir, tool_registry
+from appliance.runtime import Runtime, tool_registry
 from appliance.tools.approvals import ToolRun
 from tests.fakes.clock import ManualClock
 from tests.helpers import needs_bwrap

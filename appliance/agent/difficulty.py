@@ -37,6 +37,18 @@ SHIPPED = Path(__file__).with_name("difficulty.json")
 
 
 @dataclass(frozen=True)
+class Difficulty:
+    """How likely a message needs a stronger model, judged from its meaning alone, and the calibrated bar."""
+
+    p_cloud: float
+    hard_above: float  # at or above it, edge_first sends the message to the cloud without a local attempt
+
+    def looks_hard(self) -> bool:
+        """Whether the message clears the bar."""
+        return self.p_cloud >= self.hard_above
+
+
+@dataclass(frozen=True)
 class DifficultyModel:
     """Fitted weights over one embedding model's vectors, and the bar for "clearly needs the cloud"."""
 

@@ -7,11 +7,12 @@ from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
 from appliance.agent.intent import Intent
-from appliance.agent.record import Action, ReplyRecord, Timings
+from appliance.agent.record import ReplyRecord, Timings
 from appliance.errors import PicoagentError
 from appliance.hardware.devices import DeviceRegistry
 from appliance.hardware.events import HISTORY_DAYS, Event, device_history
 from appliance.memory.db import Database
+from appliance.tools.result import Action
 
 
 def _value_words(value: bool | float | None) -> str:

@@ -1,7 +1,9 @@
 """The reply record: what a turn produced and how, as every channel shows or returns it.
 
-Its parts are typed (:class:`Action`, :class:`Timings`); ``as_dict()`` gives the JSON that the API, the
-``/ws`` stream and the stored message meta carry, with the keys and their order as they always were.
+Its parts are typed: :class:`Timings`, and each tool call or device act an
+:class:`~appliance.tools.result.Action`, which lives beside the tool result it is made from (below the agent).
+``as_dict()`` gives the JSON that the API, the ``/ws`` stream and the stored message meta carry, with the
+keys and their order as they always were.
 """
 
 from __future__ import annotations
@@ -9,32 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-
-@dataclass(frozen=True)
-class Action:
-    """One tool call a turn made (or a device the intent path drove), and what came of it."""
-
-    tool: str
-    arguments: dict[str, Any]
-    ok: bool
-    result: Any = None  # a tool's text; the intent path's device data (a set result, readings, events)
-    error: str | None = None
-    duration_s: float = 0.0
-    cached: bool = False  # reused from an identical read-only call moments ago
-    outside: str = ""  # the outside source its text came from ("" when none), e.g. "a web page"
-
-    def as_dict(self) -> dict[str, Any]:
-        """The action as JSON-ready data (``cached`` and ``outside`` only when set)."""
-        return {
-            "tool": self.tool,
-            "arguments": self.arguments,
-            "ok": self.ok,
-            "result": self.result,
-            "error": self.error,
-            "duration_s": self.duration_s,
-            **({"cached": True} if self.cached else {}),
-            **({"outside": self.outside} if self.outside else {}),
-        }
+from appliance.tools.result import Action
 
 
 @dataclass(frozen=True)

@@ -20,19 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from appliance.agent.difficulty import Difficulty
+
 Route = Literal["local", "cloud"]
-
-
-@dataclass(frozen=True)
-class Difficulty:
-    """How likely a message needs a stronger model, judged from its meaning alone, and the calibrated bar."""
-
-    p_cloud: float
-    hard_above: float  # at or above it, edge_first sends the message to the cloud without a local attempt
-
-    def looks_hard(self) -> bool:
-        """Whether the message clears the bar."""
-        return self.p_cloud >= self.hard_above
 
 
 @dataclass(frozen=True)

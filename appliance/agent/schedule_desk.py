@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from appliance.agent.record import Action, ReplyRecord, Timings
+from appliance.agent.record import ReplyRecord, Timings
 from appliance.errors import PicoagentError
+from appliance.tools.result import Action
 
 if TYPE_CHECKING:
     from appliance.agent.schedule_words import ScheduleAsk

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from appliance.agent import difficulty
+from appliance.agent.difficulty import Difficulty
 from appliance.agent.intent import Intent
-from appliance.agent.router import Difficulty
 from appliance.agent.semantic import SemanticDevices
 from appliance.agent.tool_rank import ToolRanker
 from appliance.config import Config

@@ -75,7 +75,7 @@ def add_telegram_parser(
 def cmd_passwd(args: argparse.Namespace) -> int:
     """Set the web password, or show the first one."""
     from appliance.channels.web.auth import Auth
-    from appliance.runtime import data_dir
+    from appliance.config import data_dir
 
     config = load(args)
     root = data_dir(config)

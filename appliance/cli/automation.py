@@ -58,9 +58,8 @@ def local_scheduler(config: Config, db: Database, run_job: Any = None, *, lenien
 
     ``lenient``: a broken workspace/cron.yaml is logged and left out (chat goes on), not raised.
     """
-    from appliance.config import load_jobs
+    from appliance.config import data_dir, load_jobs
     from appliance.errors import ConfigError
-    from appliance.runtime import data_dir
     from appliance.schedule.jobs import make_job_runner
     from appliance.schedule.scheduler import Scheduler
 

@@ -24,8 +24,8 @@ def load(args: argparse.Namespace, *, log_stream: Any = None) -> Config:
 
 def open_db(config: Config) -> Database:
     """This process's own connection to the appliance's database (WAL: it works beside the daemon's)."""
+    from appliance.config import data_dir
     from appliance.memory.db import Database
-    from appliance.runtime import data_dir
 
     return Database(data_dir(config) / "picoagent.db")
 

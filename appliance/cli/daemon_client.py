@@ -20,9 +20,9 @@ def daemon_get(config: Config, path: str, body: dict[str, Any] | None = None, *,
     import urllib.error
     import urllib.request
 
+    from appliance.config import data_dir
     from appliance.daemon import DaemonInfo
     from appliance.errors import PicoagentError
-    from appliance.runtime import data_dir
 
     root = data_dir(config)
     try:

@@ -135,7 +135,7 @@ def cmd_memory_prune(args: argparse.Namespace) -> int:
 
 def cmd_memory_export(args: argparse.Namespace) -> int:
     """MEMORY.md and HISTORY.md in the workspace."""
-    from appliance.runtime import data_dir
+    from appliance.config import data_dir
 
     config = load(args)
     with _Memory(config, vectors=False) as store:

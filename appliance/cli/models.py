@@ -43,8 +43,8 @@ def _fits(row: Any, mem_bytes: int, context_tokens: int) -> bool | None:
 def cmd_models_list(args: argparse.Namespace) -> int:
     """The catalog with what is installed, selected and fits this board: chat models, then embedding models."""
     from appliance.llm import board, models
+    from appliance.llm.choice import model_spec, models_dir, wanted_model
     from appliance.llm.embeddings import choose_embedding
-    from appliance.runtime import model_spec, models_dir, wanted_model
 
     config = load(args)
     rows = models.list_models(models_dir(config))
@@ -131,7 +131,7 @@ def _row_json(row: Any, active: str, wanted: str, fits: bool | None) -> dict[str
 def cmd_models_pull(args: argparse.Namespace) -> int:
     """Download, assemble or convert a catalog model into the models folder (or --to DIR)."""
     from appliance.llm import models
-    from appliance.runtime import models_dir
+    from appliance.llm.choice import models_dir
 
     config = load(args)
     entry = models.get_entry(args.name)
@@ -155,7 +155,7 @@ def cmd_models_pull(args: argparse.Namespace) -> int:
 def cmd_models_use(args: argparse.Namespace) -> int:
     """Choose the chat model picoagent runs."""
     from appliance.llm import models
-    from appliance.runtime import models_dir
+    from appliance.llm.choice import models_dir
 
     config = load(args)
     chosen = models.select_model(args.name, models_dir(config))

@@ -185,7 +185,7 @@ def homeassistant_line(hass: dict[str, Any]) -> str:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     """Check everything a turn needs; each failure comes with its fix."""
-    from appliance.doctor import run_checks
+    from appliance.cli.doctor import run_checks
 
     failures = 0
     for check in run_checks(getattr(args, "config", None), getattr(args, "data_dir", None)):

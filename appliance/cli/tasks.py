@@ -78,7 +78,7 @@ class _TaskTable:
 
 def cmd_tasks_add(args: argparse.Namespace) -> int:
     """Queue a task, with its budgets and route."""
-    from appliance.runtime import model_spec
+    from appliance.llm.choice import model_spec
     from appliance.tasks.capable import check_task
 
     config = load(args)

@@ -90,7 +90,8 @@ def cmd_tools_run(args: argparse.Namespace) -> int:
 
 async def _with_mcp(config: Config, registry: Any, work: Any) -> Any:
     """Start the MCP servers into ``registry``, await ``work``, stop them (all on one event loop)."""
-    from appliance.runtime import data_dir, mcp_clients
+    from appliance.config import data_dir
+    from appliance.runtime import mcp_clients
 
     clients = mcp_clients(config, registry, data_dir(config) / "workspace")
     if clients is None:
@@ -116,7 +117,7 @@ def _cli_tools(config: Config) -> tuple[Any, Any, Any]:
 def cmd_skills_list(args: argparse.Namespace) -> int:
     """The skills in the workspace and the SKILL.md files that could not be used."""
     from appliance.agent.context import Workspace
-    from appliance.runtime import data_dir
+    from appliance.config import data_dir
 
     config = load(args)
     catalog = Workspace(data_dir(config) / "workspace").skills
@@ -141,7 +142,7 @@ def cmd_skills_list(args: argparse.Namespace) -> int:
 
 
 def _workspace(args: argparse.Namespace) -> Any:
-    from appliance.runtime import data_dir
+    from appliance.config import data_dir
 
     return data_dir(load(args)) / "workspace"
 

@@ -346,3 +346,10 @@ def _similar(a: str, b: str) -> bool:
     import difflib
 
     return difflib.SequenceMatcher(None, a.lower(), b.lower()).ratio() >= 0.75
+
+
+def data_dir(config: Config) -> Path:
+    """The state folder this config names (created when missing)."""
+    path = config.resolve_path(config.data_dir)
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,6 +1,6 @@
 """The ``mqtt:`` section: the broker picoagent talks to, and what it publishes there for Home Assistant.
 
-Off by default. When on, the daemon keeps one connection (appliance/mqtt/link.py) and announces its
+Off by default. When on, the daemon keeps one connection (appliance/hardware/remote/mqtt.py) and announces its
 devices and itself with Home Assistant's MQTT discovery (appliance/mqtt/discovery.py). The password is a
 ``${MQTT_PASSWORD}`` reference into the secrets file, never the password itself. Devices with ``driver: mqtt``
 (any MQTT device: Zigbee2MQTT, Tasmota, ESPHome) are read and set through that same connection

@@ -183,8 +183,10 @@ class DeviceRegistry:
         self.approvals = approvals
         self.devices: dict[str, Device] = {}
         self.listeners: list[Callable[[str, str], None]] = []  # (device, event) from inputs
-        # (device, value, requested_by) after every write that happened: the events table keeps them
-        self.write_listeners: list[Callable[[str, bool | float, str], None]] = []
+        # (device, value, requested_by, state) after every write that happened, with the state read back
+        # under the write's lock: the events table keeps the write, the MQTT bridge publishes the state
+        # (so a write is read once, wherever it came from)
+        self.write_listeners: list[Callable[[str, bool | float, str, list[Reading]], None]] = []
         backend.prepare(config.devices)
         for name, device_config in config.devices.items():
             try:
@@ -299,7 +301,7 @@ class DeviceRegistry:
         log.info("%s set to %s", device.name, value)
         for listener in list(self.write_listeners):
             try:
-                listener(device.name, value, requested_by)
+                listener(device.name, value, requested_by, list(state))
             except Exception:  # a record that could not be kept must not undo the write
                 log.exception("write listener failed")
         return state

@@ -32,7 +32,9 @@ MiB = 1024 * 1024
 GiB = 1024 * MiB
 SYSTEM_RESERVE_BYTES = 160 * MiB  # Debian with journald, sshd, avahi (~100 MiB) and the idle daemon (~50 MiB)
 
-AUTO = "auto"  # llm.model's value (and picoagent-setup.yaml's model:) that asks for this table's choice (runtime.AUTO)
+AUTO = (
+    "auto"  # llm.model's value (and picoagent-setup.yaml's model:) that asks for this table's choice (llm.choice.AUTO)
+)
 
 
 @dataclass(frozen=True)

@@ -100,11 +100,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.packaged and not args.config:  # the install's check: no config needed (an image has none yet)
             model, setting = _packaged(), args.weight_repack or "auto"
         else:
-            from appliance import runtime
             from appliance.config import load_config
+            from appliance.llm.choice import model_path
 
             config = load_config(args.config)
-            model = args.model or (_packaged() if args.packaged else runtime.model_path(config))
+            model = args.model or (_packaged() if args.packaged else model_path(config))
             setting = args.weight_repack or config.llm.weight_repack
     except PicoagentError as exc:
         print(f"error: {exc.for_people()}", file=sys.stderr)

@@ -3,12 +3,15 @@
 :class:`MqttBridge` is the daemon's ``mqtt`` service. At every (re)connect of the link it publishes the
 discovery messages (appliance/mqtt/discovery.py, retained) and every device's state; then:
 
-- **state on change**: a write (from any channel, an approval, a schedule) and an input event (a press,
-  motion) make it read that device and publish its state document; every ``mqtt.state_interval_s`` all
-  devices are read and published again (sensors change without events), with the assistant's state;
+- **state on change**: a write (from any channel, an approval, a schedule, a command here) publishes the
+  state the registry read back under the write's lock (its write listener hands it over: no second read);
+  an input event (a press, motion) makes it read that device and publish its state document; every
+  ``mqtt.state_interval_s`` all devices are read and published again (sensors change without events),
+  with the assistant's state;
 - **commands** on ``<base>/<device>/set`` (``ON``/``OFF``) and ``<base>/<device>/brightness/set`` (0-100) go
   through :meth:`DeviceRegistry.set` with ``requested_by="mqtt"``: the allow list, the rate limit and
-  approvals apply exactly as to a Telegram or chat write. A write needing a person is a pending approval
+  approvals apply exactly as to a Telegram or chat write, and its state goes out once, as any write's
+  (one read, one publish per command). A write needing a person is a pending approval
   like any other (the status page, ``/approve`` in a person's chat, ``picoagent approvals``) and the entity's
   attributes say ``{"pending_approval": true}`` until it is decided: never its id, which every client of the
   broker would read (the bridge keeps it to itself); a refused command's reason is its ``last_error``;
@@ -29,8 +32,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from appliance.errors import PicoagentError
+from appliance.hardware.remote.mqtt import MqttLink
 from appliance.mqtt.discovery import ASSISTANT, Topics, assistant_entities, device_entities
-from appliance.mqtt.link import MqttLink
 
 if TYPE_CHECKING:
     from appliance.config import MqttConfig
@@ -166,15 +169,17 @@ class MqttBridge:
         await asyncio.gather(*(self.publish_state(d.name) for d in self._devices()))
         self.publish_assistant()
 
-    async def publish_state(self, name: str) -> None:
-        """Read one device and publish its state document (a failed read is its attributes' last_error)."""
+    async def publish_state(self, name: str, readings: list[Reading] | None = None) -> None:
+        """Publish one device's state document: ``readings`` (a write's, read back under its lock), else read
+        it now (a failed read is its attributes' last_error)."""
         assert self.devices is not None
-        try:
-            readings = await asyncio.wait_for(self.devices.read(name), DEVICE_READ_TIMEOUT_S)
-        except (PicoagentError, TimeoutError, OSError) as exc:
-            message = exc.message if isinstance(exc, PicoagentError) else f"reading failed: {exc or 'timed out'}"
-            self._set_attributes(name, last_error=message)
-            return
+        if readings is None:
+            try:
+                readings = await asyncio.wait_for(self.devices.read(name), DEVICE_READ_TIMEOUT_S)
+            except (PicoagentError, TimeoutError, OSError) as exc:
+                message = exc.message if isinstance(exc, PicoagentError) else f"reading failed: {exc or 'timed out'}"
+                self._set_attributes(name, last_error=message)
+                return
         self.link.publish(self.topics.state(name), json.dumps(state_document(readings)), retain=True)
         await self._check_pending(name)
 
@@ -220,16 +225,19 @@ class MqttBridge:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _soon(self, name: str) -> None:
-        """Publish a device's state soon, from any thread."""
+    def _soon(self, name: str, readings: list[Reading] | None = None) -> None:
+        """Publish a device's state soon (``readings``, else read then), from any thread."""
         loop = self._loop
         if loop is None or loop.is_closed():
             return
         with contextlib.suppress(RuntimeError):  # the loop is closing: the daemon stops
-            loop.call_soon_threadsafe(lambda: self._spawn(self.publish_state(name)))
+            loop.call_soon_threadsafe(lambda: self._spawn(self.publish_state(name, readings)))
 
-    def _on_write(self, name: str, _value: bool | float, _requested_by: str) -> None:
-        self._soon(name)
+    def _on_write(self, name: str, _value: bool | float, _requested_by: str, state: list[Reading]) -> None:
+        # A device whose reads are not allowed (allow: [set]) is not published from the write's read-back
+        # either: publish_state's read says why in its attributes, as for every other read.
+        readable = self.devices is not None and "read" in self.devices.get(name).allowed
+        self._soon(name, state if readable else None)
 
     def _on_input(self, name: str, _event: str) -> None:
         self._soon(name)
@@ -266,5 +274,4 @@ class MqttBridge:
             self._pending[name] = result.pending.id
             self._set_attributes(name, pending_approval=True, last_error=None)
             return
-        self._set_attributes(name, last_error=None)
-        self.link.publish(self.topics.state(name), json.dumps(state_document(result.state)), retain=True)
+        self._set_attributes(name, last_error=None)  # its state goes out from the write listener (_on_write)

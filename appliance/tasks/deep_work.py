@@ -36,8 +36,9 @@ from appliance.tools.trust import TurnTrust
 if TYPE_CHECKING:
     from appliance.agent.escalation import Forced
     from appliance.agent.loop import Agent
-    from appliance.agent.record import Action, ReplyRecord
+    from appliance.agent.record import ReplyRecord
     from appliance.config import Config
+    from appliance.tools.result import Action
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,8 @@
 """What one tool call gave back: the record the model reads, plugins may replace, and a reply keeps.
 
 It lives apart from the registry so that the plugin hooks (``appliance/plugins.py``), which the registry
-runs, can name it without importing the registry.
+runs, can name it without importing the registry. :class:`Action` is the call as a reply record
+(``appliance/agent/record.py``) keeps it: it lives here, below the agent, as the tools make it.
 """
 
 from __future__ import annotations
@@ -9,7 +10,32 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from appliance.agent.record import Action
+
+@dataclass(frozen=True)
+class Action:
+    """One tool call a turn made (or a device the intent path drove), and what came of it."""
+
+    tool: str
+    arguments: dict[str, Any]
+    ok: bool
+    result: Any = None  # a tool's text; the intent path's device data (a set result, readings, events)
+    error: str | None = None
+    duration_s: float = 0.0
+    cached: bool = False  # reused from an identical read-only call moments ago
+    outside: str = ""  # the outside source its text came from ("" when none), e.g. "a web page"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The action as JSON-ready data (``cached`` and ``outside`` only when set)."""
+        return {
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "ok": self.ok,
+            "result": self.result,
+            "error": self.error,
+            "duration_s": self.duration_s,
+            **({"cached": True} if self.cached else {}),
+            **({"outside": self.outside} if self.outside else {}),
+        }
 
 
 @dataclass
@@ -48,4 +74,4 @@ class ToolResult:
         return self.as_action().as_dict()
 
 
-__all__ = ["ToolResult"]
+__all__ = ["Action", "ToolResult"]

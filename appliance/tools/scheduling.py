@@ -25,7 +25,7 @@ from appliance.tools.trust import OutsideText
 
 if TYPE_CHECKING:
     from appliance.config import CronJob
-    from appliance.tasks import TaskStore
+    from appliance.tasks.store import TaskStore
 
 _SHOWN = ("id", "schedule", "does", "next_run", "last_run", "last_ok", "paused", "source")
 _IN = re.compile(r"in (\d+) ?(m|min|mins|minutes?|h|hours?|d|days?)")

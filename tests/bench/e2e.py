@@ -334,8 +334,8 @@ async def _drive(tmp: Path, messages: list[str], *, preload: bool, understanding
 def model_files(config: Path, data: Path, api_key: str) -> tuple[str, str]:
     """The file names of the chat model and the embedding model this config runs ("" for none)."""
     from appliance.config import load_config
+    from appliance.llm.choice import model_path, models_dir
     from appliance.llm.embeddings import choose_embedding
-    from appliance.runtime import model_path, models_dir
 
     loaded = load_config(config, data_dir=data, environ=_env(api_key))
     embedding = choose_embedding(loaded, models_dir(loaded)).path

@@ -201,7 +201,7 @@ def bigger_models() -> list[Path]:
     """The catalog chat models installed in the checkout's data dir, other than the packaged default."""
     from appliance.config import CHECKOUT_CONFIG, load_config
     from appliance.llm import models
-    from appliance.runtime import models_dir
+    from appliance.llm.choice import models_dir
 
     folder = models_dir(load_config(CHECKOUT_CONFIG))
     default = models.default_model_name()

@@ -25,20 +25,21 @@ from pathlib import Path
 from appliance.config import CHECKOUT_CONFIG, load_config
 from appliance import runtime
 from appliance.llm import footprint
+from appliance.llm.choice import model_path, models_dir
 from appliance.llm.base import ChatMessage, GenerationRequest
 from appliance.llm.embeddings import embedder_for
 
 mode, data = sys.argv[1], sys.argv[2]
 config = load_config(CHECKOUT_CONFIG, data_dir=data)
 config.llm.prompt_state = False
-path = runtime.model_path(config)
+path = model_path(config)
 if mode == "runner":
     model = runtime.local_model(config)
-    embedder = embedder_for(config, model, runtime.models_dir(config), model.runner)
+    embedder = embedder_for(config, model, models_dir(config), model.runner)
 else:
     from appliance.llm.local import LocalModel
     model = LocalModel(path, context_tokens=config.llm.context_tokens, kv_type=config.llm.kv_type)
-    embedder = embedder_for(config, model, runtime.models_dir(config))
+    embedder = embedder_for(config, model, models_dir(config))
 asyncio.run(model.load())
 embedder.embed(["is it stuffy in the living room"])
 ttfts = []

@@ -31,7 +31,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from appliance.hardware.buses import HardwareError
 from appliance.hardware.drivers.base import Buses, DriverSpec, Kind, Reading, Sensor, Wiring
@@ -48,13 +48,37 @@ CONFIRM_S = 2.0  # how long a write waits for the device to report its new state
 LOG_EVERY_S = 60.0  # at most one line per device in this long about the states it could not read
 
 
+class BrokerLink(Protocol):
+    """What a device needs of the broker connection: :class:`appliance.hardware.remote.mqtt.MqttLink` (the
+    config reads this driver's table, so the driver names the link by what it does, not by import)."""
+
+    @property
+    def connected(self) -> bool:
+        """Whether the broker is connected now."""
+        ...
+
+    def status(self) -> dict[str, Any]:
+        """The link's state: broker, connected, last_error."""
+        ...
+
+    def subscribe(
+        self, topic_filter: str, callback: Callable[[str, bytes], None], *, replay_retained: bool = True
+    ) -> None:
+        """Call ``callback(topic, payload)`` for each message on ``topic_filter``, across reconnects."""
+        ...
+
+    def publish(self, topic: str, payload: str | bytes, *, retain: bool = False, qos: int = 1) -> None:
+        """Send a message (from any thread)."""
+        ...
+
+
 class MqttDevice:
     """One device on the broker: its state topic's last state, its command topic's payloads."""
 
     clock = staticmethod(time.monotonic)  # for the log's throttle (a test moves it)
 
-    def __init__(self, link: Any, wiring: Wiring) -> None:
-        self.link = link  # appliance.mqtt.link.MqttLink
+    def __init__(self, link: BrokerLink, wiring: Wiring) -> None:
+        self.link = link
         self.kind = wiring.kind
         self.state_topic = wiring.state_topic
         self.command_topic = wiring.command_topic

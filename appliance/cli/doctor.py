@@ -1,4 +1,8 @@
-"""`picoagent doctor`: checks what a turn needs, each failure with the fix."""
+"""`picoagent doctor`: checks what a turn needs, each failure with the fix.
+
+Part of the command line (``cli/system.py`` prints what this yields): it reads the channels' state as
+`picoagent channels list` does (``cli/channels.py``), so it sits in ``cli/``, above everything it checks.
+"""
 
 from __future__ import annotations
 
@@ -47,10 +51,10 @@ def run_checks(config_file: str | None = None, data_dir: str | None = None) -> I
     yield Check("config", "ok", f"{config.source} is valid")
     yield from _check_secrets(config)
 
-    from appliance import runtime
+    from appliance.config import data_dir as data_dir_of  # the parameter data_dir is the --data-dir given
 
     try:
-        root = runtime.data_dir(config)
+        root = data_dir_of(config)
         probe = root / ".doctor-probe"
         probe.write_text("ok")
         probe.unlink()
@@ -191,7 +195,7 @@ def _check_mqtt(config: Config) -> Iterator[Check]:
         return
     import asyncio
 
-    from appliance.mqtt.link import probe
+    from appliance.hardware.remote.mqtt import probe
 
     where = f"{'mqtts' if mqtt.tls else 'mqtt'}://{mqtt.host}:{mqtt.port}"
     problem = asyncio.run(probe(mqtt))
@@ -380,12 +384,12 @@ def _check_sqlite(root: Path) -> Iterator[Check]:
 
 def _check_embeddings(config: Config) -> Iterator[Check]:
     """Which embedding model memory and the understanding layer use, and whether it is there."""
-    from appliance import runtime
     from appliance.llm import gguf
+    from appliance.llm.choice import models_dir
     from appliance.llm.embeddings import choose_embedding
 
     try:
-        choice = choose_embedding(config, runtime.models_dir(config))
+        choice = choose_embedding(config, models_dir(config))
     except PicoagentError as exc:
         yield Check("embeddings", "fail", exc.message, exc.fix)
         return
@@ -412,16 +416,15 @@ def _check_embeddings(config: Config) -> Iterator[Check]:
 
 
 def _check_model(config: object) -> Iterator[Check]:
-    from appliance import runtime
     from appliance.config import Config
-    from appliance.llm import threads
+    from appliance.llm import choice, threads
     from appliance.llm.local import available_memory_bytes
 
     assert isinstance(config, Config)
     try:
-        path = runtime.model_path(config, fallback=True)  # as `serve` runs it
-        need = runtime.model_memory_bytes(config, path)
-        running, wanted = runtime.model_spec(config, fallback=True), runtime.wanted_model(config)
+        path = choice.model_path(config, fallback=True)  # as `serve` runs it
+        need = choice.model_memory_bytes(config, path)
+        running, wanted = choice.model_spec(config, fallback=True), choice.wanted_model(config)
     except PicoagentError as exc:
         yield Check("model", "fail", exc.message, exc.fix)
         return
@@ -464,11 +467,11 @@ def _check_model(config: object) -> Iterator[Check]:
 
 def _check_runner(config: Config, path: Path) -> Iterator[Check]:
     """Weight repacking for this CPU, the runner's crashes (runner.json), and a few tokens in a model runner."""
-    from appliance import runtime
+    from appliance.config import data_dir
     from appliance.llm.proof import prove
     from appliance.llm.runner_client import FIX, ModelRunner
 
-    runner = ModelRunner(weight_repack=config.llm.weight_repack, state_dir=runtime.data_dir(config))
+    runner = ModelRunner(weight_repack=config.llm.weight_repack, state_dir=data_dir(config))
     choice = runner.choice
     yield Check(
         "weight repacking",
