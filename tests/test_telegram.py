@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from appliance.channels.pairing import create_code, is_paired
+from appliance.channels.registry import ChannelSet
 from appliance.channels.telegram.channel import TelegramChannel
-from appliance.channels.telegram.pairing import create_pairing_code, is_paired, owner_target
 from appliance.channels.telegram.text import MESSAGE_LIMIT, split_message
 from appliance.channels.web.app import build_app
 from appliance.channels.web.auth import Auth
@@ -242,10 +243,10 @@ def test_commands_answer(config: Config) -> None:
         status = await command("/status")
         assert "Model scripted" in status and "queue 0" in status and "Devices 5" in status
         assert await command("/cloud") == "The next message is answered on the Pi: routing.mode is local_only."
-        assert h.channel.forced_route == {str(OWNER): "cloud"}
+        assert h.channel.commands.forced_route == {str(OWNER): "cloud"}
         assert await command("/local") == "The next message stays on the Pi."
         await command("hello")
-        assert h.channel.forced_route == {}  # used by that message
+        assert h.channel.commands.forced_route == {}  # used by that message
         assert "stays on the Pi" in await command("/private on")
         assert await h.runtime.db.call(h.runtime.db.is_private, "telegram", str(OWNER))
         assert "routed as configured" in await command("/private off")
@@ -354,53 +355,53 @@ def test_approve_runs_exactly_the_stored_action_once(config: Config) -> None:
 
 def test_pairing_works_once_and_only_once(config: Config) -> None:
     async def scenario(h: Harness) -> None:
-        code = create_pairing_code(h.runtime.db, clock=h.clock)
+        code = create_code(h.runtime.db, "telegram", clock=h.clock)
         wrong = f"{(int(code) + 1) % 10**6:06d}"
         h.fake.push_message(222, 222, wrong)
         await h.settle()
-        assert not is_paired(h.runtime.db, 222) and not h.fake.bot_messages(222)
+        assert not is_paired("telegram", h.runtime.db, 222) and not h.fake.bot_messages(222)
 
         h.fake.push_message(222, 222, code)
         [paired] = await h.reply_to(222)
-        assert paired["text"] == "Paired: you can talk to me now." and is_paired(h.runtime.db, 222)
+        assert paired["text"] == "Paired: you can talk to me now." and is_paired("telegram", h.runtime.db, 222)
 
         h.fake.push_message(333, 333, code)  # the same code again
         await h.settle()
-        assert not is_paired(h.runtime.db, 333) and not h.fake.bot_messages(333)
+        assert not is_paired("telegram", h.runtime.db, 333) and not h.fake.bot_messages(333)
 
         h.fake.push_message(222, 222, "hello")
         await h.reply_to(222, 2)
         assert h.model.history[-1].messages[-1].content == "hello"
-        assert owner_target(h.runtime.config.telegram, h.runtime.db) == ("telegram", str(OWNER))
+        assert h.channel.owner_target() == str(OWNER)
 
-        link_code = create_pairing_code(h.runtime.db, clock=h.clock)
+        link_code = create_code(h.runtime.db, "telegram", clock=h.clock)
         h.fake.push_message(777, 777, f"/start {link_code}")  # what a t.me/<bot>?start=<code> link sends
         [paired] = await h.reply_to(777)
-        assert paired["text"] == "Paired: you can talk to me now." and is_paired(h.runtime.db, 777)
+        assert paired["text"] == "Paired: you can talk to me now." and is_paired("telegram", h.runtime.db, 777)
 
     run(config, scenario)
 
 
 def test_guessing_codes_is_cut_off(config: Config) -> None:
     async def scenario(h: Harness) -> None:
-        code = create_pairing_code(h.runtime.db, clock=h.clock)
+        code = create_code(h.runtime.db, "telegram", clock=h.clock)
         guesses = [f"{(int(code) + i) % 10**6:06d}" for i in range(1, 6)]
         for guess in guesses:
             h.fake.push_message(444, 444, guess)
         await h.settle()
         h.fake.push_message(444, 444, code)  # right, but after five wrong guesses this hour
         await h.settle()
-        assert not is_paired(h.runtime.db, 444) and not h.fake.bot_messages(444)
+        assert not is_paired("telegram", h.runtime.db, 444) and not h.fake.bot_messages(444)
 
     run(config, scenario)
 
 
 def test_an_expired_code_does_nothing(config: Config) -> None:
     async def scenario(h: Harness) -> None:
-        code = create_pairing_code(h.runtime.db, ttl_s=600, clock=lambda: h.clock.now - 601)
+        code = create_code(h.runtime.db, "telegram", ttl_s=600, clock=lambda: h.clock.now - 601)
         h.fake.push_message(555, 555, code)
         await h.settle()
-        assert not is_paired(h.runtime.db, 555)
+        assert not is_paired("telegram", h.runtime.db, 555)
 
     run(config, scenario)
 
@@ -540,7 +541,8 @@ async def web_client(h: Harness, *, channel: bool = True) -> AsyncIterator[TestC
     """The daemon's web app (with the Telegram channel wired in, as the daemon does) on a real socket."""
     state = WebState(h.runtime, Auth(h.runtime.db))
     if channel:
-        state.telegram = h.channel
+        state.channels = ChannelSet(h.runtime.config)
+        state.channels.channels["telegram"] = h.channel
     async with TestClient(TestServer(build_app(state))) as client:
         yield client
 
