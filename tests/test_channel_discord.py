@@ -405,29 +405,6 @@ def test_a_proactive_message_waits_while_discord_is_down_and_arrives_when_it_is_
     run(config, scenario)
 
 
-def test_a_restart_mid_delivery_loses_nothing_and_sends_nothing_twice(config: Config) -> None:
-    async def scenario(h: Harness) -> None:
-        long_text = " ".join(["first half"] * 150) + "\n\n" + " ".join(["second half"] * 150)  # two messages
-        h.fake.dm_channel(OWNER)
-        h.fake.fail_next(MESSAGES, 1, kind="network", after=2)  # the long message's second piece is lost
-        h.outbox.enqueue("discord", str(OWNER), "before the restart", "event")
-        h.outbox.enqueue("discord", str(OWNER), long_text, "event")
-        await h.channel.delivery.deliver_due()
-        await eventually(lambda: len(h.fake.calls_of(MESSAGES)) == 3, 5, "the lost piece")
-        await h.channel.stop()  # the pass in flight finished: what went out is marked
-        h.outbox.enqueue("discord", str(OWNER), "while stopped", "event")
-        h.clock.advance(60)
-        h.channel = h.new_channel()
-        await h.channel.start()  # nothing else: its own loop delivers
-        await eventually(lambda: h.outbox.pending_count("discord") == 0, 5, "the pending messages")
-        first, *pieces, last = h.fake.sent_texts(h.dm())
-        assert (first, last) == ("before the restart", "while stopped")
-        assert "\n\n".join(pieces) == long_text and len(pieces) == 2  # each piece once
-        assert [status for _, status in rows(h)] == ["sent", "sent", "sent"]
-
-    run(config, scenario)
-
-
 def test_a_reply_that_cannot_be_shown_goes_to_the_outbox(config: Config) -> None:
     async def scenario(h: Harness) -> None:
         h.channel.config.edit_interval_s = 60.0  # one message, the final one: no partial reply to retry it

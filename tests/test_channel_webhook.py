@@ -342,26 +342,6 @@ def test_a_receiver_that_refuses_the_signature_is_not_retried_for_nothing(config
     run(config, scenario)
 
 
-def test_a_restart_mid_delivery_loses_nothing_and_sends_nothing_twice(config: Config) -> None:
-    async def scenario(h: Harness) -> None:
-        await h.channel.delivery.stop()
-        h.outbox.enqueue("webhook", "ha", "first", "event")
-        await h.channel.delivery.deliver_due()
-        h.outbox.enqueue("webhook", "ha", "second", "event")
-        h.outbox.enqueue("webhook", "ha", "third", "event")
-        h.receiver.fail_next(1, 500)  # "second" fails; "third" waits behind it
-        await h.channel.delivery.deliver_due()
-        await h.channel.stop()  # the daemon stops with "second" and "third" pending
-        h.clock.advance(10)
-        h.outbox.enqueue("webhook", "ha", "while stopped", "event")
-        h.channel = h.new_channel()
-        await h.channel.start()  # nothing else: its own loop delivers
-        await eventually(lambda: h.outbox.pending_count("webhook") == 0, what="the pending messages")
-        assert h.receiver.texts == ["first", "second", "third", "while stopped"]
-
-    run(config, scenario)
-
-
 def test_proactive_messages_go_to_the_first_bridge_that_may_carry_them(config: Config) -> None:
     async def scenario(h: Harness) -> None:
         hooks = h.runtime.config.webhooks

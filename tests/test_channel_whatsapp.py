@@ -146,17 +146,6 @@ def test_an_owners_message_is_answered_with_the_footer(config: Config) -> None:
     run(config, scenario)
 
 
-def test_a_stranger_gets_nothing_and_costs_nothing(config: Config, caplog: pytest.LogCaptureFixture) -> None:
-    async def scenario(h: Harness) -> None:
-        with caplog.at_level(logging.INFO):
-            for text in ("hello", "/status", "turn on the porch light"):
-                assert await h.says(STRANGER, text) == 200  # Meta must not re-send it
-        assert h.fake.sent() == [] and h.model.history == [] and h.pin(17) is False
-        assert len([r for r in caplog.records if STRANGER in r.getMessage()]) == 1  # one rate-limited line
-
-    run(config, scenario)
-
-
 def test_pairing_with_a_code_lets_a_new_number_in(config: Config) -> None:
     async def scenario(h: Harness) -> None:
         code = create_code(h.runtime.db, "whatsapp", clock=h.clock)
@@ -377,25 +366,6 @@ def test_a_proactive_message_waits_while_whatsapp_is_unreachable_and_goes_when_i
                 assert fake.sent_texts(OWNER) == ["The living room is over 28 °C.", "Backup finished"]
 
     asyncio.run(main())
-
-
-def test_a_restart_mid_delivery_loses_nothing_and_sends_nothing_twice(config: Config) -> None:
-    async def scenario(h: Harness) -> None:
-        await h.channel.delivery.stop()  # these passes are the test's
-        h.outbox.enqueue("whatsapp", OWNER, "first", "event")
-        await h.channel.delivery.deliver_due()
-        h.outbox.enqueue("whatsapp", OWNER, "second", "event")
-        h.outbox.enqueue("whatsapp", OWNER, "third", "event")
-        h.fake.fail_next(1, "network")  # the connection drops while "second" is sent: Graph never got it
-        await h.channel.delivery.deliver_due()
-        assert h.fake.sent_texts(OWNER) == ["first"]
-        await h.channel.stop()  # the daemon stops with "second" and "third" pending
-        h.clock.advance(10)
-        h.outbox.enqueue("whatsapp", OWNER, "while stopped", "event")
-        h.channel = h.new_channel()
-        await h.channel.start()  # nothing else: its own loop delivers
-        await eventually(lambda: h.outbox.pending_count("whatsapp") == 0, what="the pending messages")
-        assert h.fake.sent_texts(OWNER) == ["first", "second", "third", "while stopped"]  # each once, in order
 
 
 def test_a_reply_that_cannot_be_sent_goes_to_the_outbox(config: Config) -> None:

@@ -163,24 +163,6 @@ def test_an_ordinary_message_streams_the_models_reply(config: Config) -> None:
     run(config, scenario, model)
 
 
-def test_a_stranger_gets_nothing_and_costs_nothing(config: Config, caplog: pytest.LogCaptureFixture) -> None:
-    async def scenario(h: Harness) -> None:
-        caplog.set_level(logging.WARNING, logger="appliance.channels")  # the channel's and its doorkeeper's
-        h.fake.push_message(STRANGER, STRANGER, "turn on the porch light")
-        h.fake.push_message(STRANGER, STRANGER, "tell me a secret")
-        h.fake.push_message(STRANGER, STRANGER, "/status")
-        await h.settle()
-        h.fake.push_message(OWNER, OWNER, "hello")
-        await h.reply_to(OWNER)
-        assert h.pin(17) is False
-        assert not [c for c in h.fake.calls if c.params.get("chat_id") == STRANGER]
-        assert len(h.model.history) == 1  # the owner's message only
-        ignored = [r for r in caplog.records if str(STRANGER) in r.getMessage()]
-        assert len(ignored) == 1  # one log line per stranger per minute, not one per message
-
-    run(config, scenario)
-
-
 def test_group_messages_are_answered_only_when_the_bot_is_addressed(config: Config) -> None:
     async def scenario(h: Harness) -> None:
         h.fake.push_message(OWNER, GROUP, "what a nice day", chat_type="group")
@@ -460,23 +442,6 @@ def test_flood_control_is_honoured_and_permanent_errors_give_up(config: Config) 
         await drain(h)
         assert h.fake.sent_texts(OWNER) == ["first", "second"]
         assert rows(h) == [("first", "sent"), ("second", "sent"), ("to nobody", "failed")]
-
-    run(config, scenario)
-
-
-def test_a_restart_resumes_pending_messages(config: Config) -> None:
-    async def scenario(h: Harness) -> None:
-        h.fake.add_chat(OWNER)
-        h.fake.fail_next("sendMessage", 1, kind="network")
-        h.outbox.enqueue("telegram", str(OWNER), "before the restart", "event")
-        await h.channel.deliver_due()
-        await h.channel.stop()
-        h.outbox.enqueue("telegram", str(OWNER), "while stopped", "event")
-        h.clock.advance(10)
-        h.channel = h.new_channel()
-        await h.channel.start()  # nothing else: its own loop delivers
-        await h.fake.wait_for(lambda: len(h.fake.sent_texts(OWNER)) == 2, what="the pending messages")
-        assert h.fake.sent_texts(OWNER) == ["before the restart", "while stopped"]
 
     run(config, scenario)
 

@@ -125,6 +125,7 @@ class Doorkeeper:
         self.redeem = redeem  # (db, code, user id, name, clock=...) -> bool, on the database thread
         self.clock = clock
         self._strangers = RateLimiter(1, 60.0)  # at most one log line per unknown user per minute
+        self.turned_away_total = 0  # messages and taps from strangers since the start (none was processed)
         self._code_attempts = RateLimiter(CODE_ATTEMPTS_PER_HOUR, 3600.0)
         self._all_code_attempts = RateLimiter(ALL_CODE_ATTEMPTS_PER_HOUR, 3600.0)
 
@@ -146,6 +147,7 @@ class Doorkeeper:
 
     def turned_away(self, user_id: UserId, name: str) -> None:
         """A stranger wrote: say so in the log, once a minute per stranger at most."""
+        self.turned_away_total += 1
         if self._strangers.hit(str(user_id)) == 0:
             log.warning("%s: ignored user %s (%s): not allowed and not paired", self.channel, user_id, name)
 

@@ -103,7 +103,7 @@ class FakeTelegram:
         self._update_ids = itertools.count(1)
         self._message_ids: dict[int, itertools.count[int]] = {}
         self._callback_ids = itertools.count(1)
-        self._failures: dict[str, deque[tuple[FailureKind, int]]] = {}
+        self._failures: dict[str, deque[tuple[FailureKind, int] | None]] = {}
         self._arrived = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self._closing = False
@@ -202,9 +202,12 @@ class FakeTelegram:
         )
         return query_id
 
-    def fail_next(self, method: str, n: int = 1, kind: FailureKind = "network", *, retry_after: int = 1) -> None:
-        """Make the next ``n`` calls of ``method`` fail: network (connection dropped), 429, 500, 403 or 400."""
-        self._failures.setdefault(method, deque()).extend([(kind, retry_after)] * n)
+    def fail_next(
+        self, method: str, n: int = 1, kind: FailureKind = "network", *, retry_after: int = 1, after: int = 0
+    ) -> None:
+        """Make ``n`` calls of ``method`` fail, ``after`` more succeeded: network (connection dropped), 429, 500,
+        403 or 400."""
+        self._failures.setdefault(method, deque()).extend([None] * after + [(kind, retry_after)] * n)
 
     def user(self, user_id: int) -> dict[str, Any]:
         """The User object of a (human) user id."""
@@ -271,8 +274,9 @@ class FakeTelegram:
             return _error(401, "Unauthorized")
         params = await self._params(request)
         failures = self._failures.get(method)
-        if failures:
-            kind, retry_after = failures.popleft()
+        failure = failures.popleft() if failures else None
+        if failure is not None:
+            kind, retry_after = failure
             self.calls.append(ApiCall(method, params, kind))
             if kind == "network":
                 # Drop the connection without an answer: the client sees a network error.

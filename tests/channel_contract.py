@@ -1,0 +1,326 @@
+"""Every chat channel seen the same way, for the contract suite (tests/test_channel_contract.py).
+
+A :class:`Platform` is one channel on its test harness (the fake servers of the channel's own suite:
+Telegram's Bot API, Discord's REST and gateway, Slack's Web API and Socket Mode, dovecot and aiosmtpd,
+Meta's Graph API, a signed webhook request and its receiver, and the in-memory platform), through the
+channel's real library: what the owner and a stranger type, what reached the owner's chat, a send the
+platform loses, a restart. A new channel adds its class here and one line in :data:`PLATFORMS`; the
+contract's tests then run on it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
+
+from appliance.channels.base import ChatChannel
+from appliance.channels.discord.text import MESSAGE_LIMIT as DISCORD_LIMIT
+from appliance.channels.slack.text import MESSAGE_LIMIT as SLACK_LIMIT
+from appliance.channels.telegram.text import MESSAGE_LIMIT as TELEGRAM_LIMIT
+from appliance.channels.whatsapp.graph import TEXT_LIMIT as WHATSAPP_LIMIT
+from appliance.config import Config
+from appliance.llm.scripted import ScriptedModel
+from appliance.outbox import Outbox
+from appliance.runtime import Runtime
+from tests import test_channel_base as memory
+from tests import test_channel_discord as discord
+from tests import test_channel_email as email
+from tests import test_channel_slack as slack
+from tests import test_channel_webhook as webhook
+from tests import test_channel_whatsapp as whatsapp
+from tests import test_telegram as telegram
+from tests.helpers import eventually
+from tests.test_automation_commands import automation
+
+if TYPE_CHECKING:
+    from tests.fakes.mail_servers import MailServers
+
+
+class Platform:
+    """One channel on its harness ``h`` (which has ``channel``, ``runtime``, ``outbox``, ``model``, ``clock``)."""
+
+    name = ""
+    limit: int | None = None  # a message's length limit: a longer one is delivered in pieces; None: one message
+    people = True  # False: its senders are not people the Pi knows (commands that decide are refused there)
+    stranger = ""  # the id a stranger writes with, as the log names them ("": no one is turned away by name)
+
+    def __init__(self, h: Any) -> None:
+        self.h = h
+
+    @property
+    def channel(self) -> ChatChannel:
+        """The running channel (a new one after :meth:`restart`)."""
+        return self.h.channel  # type: ignore[no-any-return]
+
+    @property
+    def runtime(self) -> Runtime:
+        return self.h.runtime  # type: ignore[no-any-return]
+
+    @property
+    def outbox(self) -> Outbox:
+        return self.h.outbox  # type: ignore[no-any-return]
+
+    @property
+    def model(self) -> ScriptedModel:
+        return self.h.model  # type: ignore[no-any-return]
+
+    def pin(self, number: int) -> bool:
+        """A GPIO pin of the simulated Pi."""
+        assert self.runtime.devices is not None
+        return bool(self.runtime.devices.backend.pin_factory.pin(number).state)
+
+    @property
+    def owner_chat(self) -> str:
+        """The owner's chat as the outbox names it."""
+        target = self.channel.owner_target()
+        assert target is not None
+        return target
+
+    async def owner_says(self, text: str) -> list[str]:
+        """The owner types a line; the texts of the answers to it."""
+        raise NotImplementedError
+
+    async def stranger_says(self, text: str) -> None:
+        """Someone not allowed (nor paired) writes; returns once the channel turned the message away."""
+        before = self.channel.doorkeeper.turned_away_total
+        self.stranger_writes(text)
+        await eventually(lambda: self.channel.doorkeeper.turned_away_total > before, 5, "the stranger turned away")
+
+    def stranger_writes(self, text: str) -> None:
+        """The platform hands a stranger's message to the channel."""
+        raise NotImplementedError
+
+    def to_stranger(self) -> list[str]:
+        """What the channel said to the stranger."""
+        raise NotImplementedError
+
+    def owner_got(self) -> list[str]:
+        """The texts that reached the owner's chat, in order."""
+        raise NotImplementedError
+
+    def lose_next(self, after: int) -> None:
+        """The platform takes ``after`` more sends, then loses one (the connection drops, or a 5xx)."""
+        raise NotImplementedError
+
+    def new_channel(self) -> ChatChannel:
+        return self.h.new_channel()  # type: ignore[no-any-return]
+
+    async def restart(self) -> None:
+        """Stop the channel (as the daemon does) and start a new one on the same database and outbox."""
+        await self.h.channel.stop()
+        self.h.channel = self.new_channel()
+        await self.h.channel.start()
+
+
+class OnMemory(Platform):
+    name = "memory"
+    stranger = memory.STRANGER
+
+    async def owner_says(self, text: str) -> list[str]:
+        before = len(memory.said_to(self.h.channel, f"dm-{memory.OWNER}"))
+        await self.h.channel.handle(memory.dm(memory.OWNER, text))
+        return memory.said_to(self.h.channel, f"dm-{memory.OWNER}")[before:]
+
+    async def stranger_says(self, text: str) -> None:
+        await self.h.channel.handle(memory.dm(memory.STRANGER, text))
+
+    def to_stranger(self) -> list[str]:
+        return memory.said_to(self.h.channel, f"dm-{memory.STRANGER}")
+
+
+class OnTelegram(Platform):
+    name = "telegram"
+    stranger = str(telegram.STRANGER)
+    limit = TELEGRAM_LIMIT
+
+    async def owner_says(self, text: str) -> list[str]:
+        before = len(self.h.fake.bot_messages(telegram.OWNER))
+        self.h.fake.push_message(telegram.OWNER, telegram.OWNER, text)
+        return [str(m["text"]) for m in (await self.h.reply_to(telegram.OWNER, before + 1))[before:]]
+
+    def stranger_writes(self, text: str) -> None:
+        self.h.fake.push_message(telegram.STRANGER, telegram.STRANGER, text)
+
+    def to_stranger(self) -> list[str]:
+        """Every call to the stranger's chat (not even "typing…")."""
+        return [c.method for c in self.h.fake.calls if c.params.get("chat_id") == telegram.STRANGER]
+
+    def owner_got(self) -> list[str]:
+        return self.h.fake.sent_texts(telegram.OWNER)  # type: ignore[no-any-return]
+
+    def lose_next(self, after: int) -> None:
+        self.h.fake.add_chat(telegram.OWNER)  # the owner pressed Start once
+        self.h.fake.fail_next("sendMessage", 1, kind="network", after=after)
+
+
+class OnDiscord(Platform):
+    name = "discord"
+    stranger = str(discord.STRANGER)
+    limit = DISCORD_LIMIT
+
+    async def owner_says(self, text: str) -> list[str]:
+        before = len(self.h.fake.bot_messages(self.h.dm()))
+        self.h.fake.push_message(discord.OWNER, text)
+        return [str(m["content"]) for m in (await self.h.replies(self.h.dm(), before + 1))[before:]]
+
+    def stranger_writes(self, text: str) -> None:
+        self.h.fake.push_message(discord.STRANGER, text)
+
+    def to_stranger(self) -> list[str]:
+        return [str(m["content"]) for m in self.h.fake.bot_messages(self.h.dm(discord.STRANGER))]
+
+    def owner_got(self) -> list[str]:
+        return self.h.fake.sent_texts(self.h.dm())  # type: ignore[no-any-return]
+
+    def lose_next(self, after: int) -> None:
+        self.h.fake.dm_channel(discord.OWNER)
+        self.h.fake.fail_next(discord.MESSAGES, 1, kind="network", after=after)
+
+
+class OnSlack(Platform):
+    name = "slack"
+    stranger = slack.STRANGER
+    limit = SLACK_LIMIT
+
+    async def owner_says(self, text: str) -> list[str]:
+        before = len(self.h.fake.bot_messages(self.h.dm))
+        self.h.fake.push_dm(slack.OWNER, text)
+        return [str(m["text"]) for m in (await self.h.replies(self.h.dm, before + 1))[before:]]
+
+    def stranger_writes(self, text: str) -> None:
+        self.h.fake.push_dm(slack.STRANGER, text)
+
+    def to_stranger(self) -> list[str]:
+        return self.h.fake.sent_texts(str(self.h.fake.im_with(slack.STRANGER)["id"]))  # type: ignore[no-any-return]
+
+    def owner_got(self) -> list[str]:
+        return self.h.fake.sent_texts(self.h.dm)  # type: ignore[no-any-return]
+
+    def lose_next(self, after: int) -> None:
+        self.h.fake.fail_next("chat.postMessage", 1, "network", after=after)
+
+
+class OnEmail(Platform):
+    name = "email"
+    stranger = email.STRANGER
+
+    async def owner_says(self, text: str) -> list[str]:
+        before = len(self.h.mail.smtp.to(self.h.owner.address))
+        await self.h.write(text, f"asking {text}")
+        return [email.text_of(m) for m in (await self.h.replies(before + 1))[before:]]
+
+    async def stranger_says(self, text: str) -> None:
+        before = self.channel.doorkeeper.turned_away_total
+        await self.h.write(text, f"from a stranger: {text}", sender=email.STRANGER)
+        await eventually(lambda: self.channel.doorkeeper.turned_away_total > before, 10, "the stranger turned away")
+
+    def to_stranger(self) -> list[str]:
+        return [email.text_of(r.message) for r in self.h.mail.smtp.to(email.STRANGER)]
+
+    def owner_got(self) -> list[str]:
+        return [email.text_of(r.message).rstrip("\n") for r in self.h.mail.smtp.to(self.h.owner.address)]
+
+    def lose_next(self, after: int) -> None:
+        self.h.mail.smtp.refuse_next(1, after=after)
+
+
+class OnWhatsApp(Platform):
+    name = "whatsapp"
+    stranger = whatsapp.STRANGER
+    limit = WHATSAPP_LIMIT
+
+    async def owner_says(self, text: str) -> list[str]:
+        before = len(self.h.fake.sent_texts(whatsapp.OWNER))
+        assert await self.h.says(whatsapp.OWNER, text) == 200
+        return self.h.fake.sent_texts(whatsapp.OWNER)[before:]  # type: ignore[no-any-return]
+
+    async def stranger_says(self, text: str) -> None:
+        assert await self.h.says(whatsapp.STRANGER, text) == 200  # Meta must not re-send it
+
+    def to_stranger(self) -> list[str]:
+        return self.h.fake.sent_texts(whatsapp.STRANGER)  # type: ignore[no-any-return]
+
+    def owner_got(self) -> list[str]:
+        return self.h.fake.sent_texts(whatsapp.OWNER)  # type: ignore[no-any-return]
+
+    def lose_next(self, after: int) -> None:
+        self.h.fake.fail_next(1, "network", after=after)
+
+
+class OnWebhook(Platform):
+    """A bridge: its caller proves itself with the bridge's secret; one without it is the stranger."""
+
+    name = "webhook"
+    people = False
+
+    async def owner_says(self, text: str) -> list[str]:
+        self.h.clock.advance(1)  # each request signed a second apart: none is a replay of the one before
+        status, answer = await self.h.ask({"text": text, "chat": "kitchen"})
+        assert status == 200, answer
+        return [str(answer["text"])]
+
+    async def stranger_says(self, text: str) -> None:
+        self.h.clock.advance(1)
+        status, _answer = await self.h.ask({"text": text, "chat": "kitchen"}, secret="not-the-bridges-secret")
+        assert status == 401
+
+    def to_stranger(self) -> list[str]:
+        return []  # a refused request is answered 401 and nothing else
+
+    def owner_got(self) -> list[str]:
+        return self.h.receiver.texts  # type: ignore[no-any-return]
+
+    def lose_next(self, after: int) -> None:
+        self.h.receiver.fail_next(1, 500, after=after)
+
+
+def attach_automation(channel: ChatChannel, runtime: Runtime) -> None:
+    """/tasks and /schedule as in the daemon: a real scheduler (one job) and task store on the runtime's file."""
+    channel.commands.automation.attach(*automation(runtime), None)
+
+
+@contextlib.asynccontextmanager
+async def started(kind: type[Platform], harness: contextlib.AbstractAsyncContextManager[Any]) -> AsyncIterator[Any]:
+    async with harness as h:
+        attach_automation(h.channel, h.runtime)
+        yield kind(h)
+
+
+Opener = Callable[[Config, "MailServers | None"], contextlib.AbstractAsyncContextManager[Platform]]
+
+
+def _memory(config: Config, _mail: MailServers | None) -> contextlib.AbstractAsyncContextManager[Platform]:
+    @contextlib.asynccontextmanager
+    async def opened() -> AsyncIterator[Platform]:
+        async with memory.board(config) as channel:
+            attach_automation(channel, channel.runtime)
+            yield OnMemory(_Bare(channel))
+
+    return opened()
+
+
+class _Bare:
+    """The memory platform has no harness of its own: the channel is all there is."""
+
+    def __init__(self, channel: Any) -> None:
+        self.channel = channel
+        self.runtime = channel.runtime
+        self.outbox = channel.outbox
+        self.model = channel.runtime.model
+
+
+def _email(config: Config, mail: MailServers | None) -> contextlib.AbstractAsyncContextManager[Platform]:
+    assert mail is not None
+    return started(OnEmail, email.harness(config, mail))
+
+
+PLATFORMS: dict[str, Opener] = {
+    "memory": _memory,
+    "telegram": lambda config, _mail: started(OnTelegram, telegram.telegram(config)),
+    "discord": lambda config, _mail: started(OnDiscord, discord.discord_bot(config)),
+    "slack": lambda config, _mail: started(OnSlack, slack.slack(config)),
+    "email": _email,
+    "whatsapp": lambda config, _mail: started(OnWhatsApp, whatsapp.whatsapp(config)),
+    "webhook": lambda config, _mail: started(OnWebhook, webhook.bridges(config)),
+}
