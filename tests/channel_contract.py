@@ -103,6 +103,18 @@ class Platform:
         """The platform takes ``after`` more sends, then loses one (the connection drops, or a 5xx)."""
         raise NotImplementedError
 
+    async def go_down(self) -> None:
+        """The platform cannot be reached (the network is gone)."""
+        raise NotImplementedError
+
+    async def come_back(self) -> None:
+        """The platform can be reached again."""
+        raise NotImplementedError
+
+    def refuse_credentials(self) -> str:
+        """Put a credential the platform refuses into the config; the reason the channel gives."""
+        raise NotImplementedError
+
     def new_channel(self) -> ChatChannel:
         return self.h.new_channel()  # type: ignore[no-any-return]
 
@@ -122,8 +134,19 @@ class OnMemory(Platform):
         await self.h.channel.handle(memory.dm(memory.OWNER, text))
         return memory.said_to(self.h.channel, f"dm-{memory.OWNER}")[before:]
 
+    refused = ""  # set by refuse_credentials: what the next channel's connect is told
+
     async def stranger_says(self, text: str) -> None:
         await self.h.channel.handle(memory.dm(memory.STRANGER, text))
+
+    def refuse_credentials(self) -> str:
+        self.refused = "the memory platform refused the token"
+        return self.refused
+
+    def new_channel(self) -> ChatChannel:
+        return memory.platform_class("memory")(
+            self.runtime.config.discord, self.runtime, self.outbox, refuse=self.refused
+        )
 
     def to_stranger(self) -> list[str]:
         return memory.said_to(self.h.channel, f"dm-{memory.STRANGER}")
@@ -153,6 +176,17 @@ class OnTelegram(Platform):
         self.h.fake.add_chat(telegram.OWNER)  # the owner pressed Start once
         self.h.fake.fail_next("sendMessage", 1, kind="network", after=after)
 
+    async def go_down(self) -> None:
+        self.h.fake.add_chat(telegram.OWNER)
+        await self.h.fake.close()
+
+    async def come_back(self) -> None:
+        await self.h.fake.come_back()
+
+    def refuse_credentials(self) -> str:
+        self.runtime.config.telegram.token = "999:WRONG"
+        return "Telegram refused telegram.token"
+
 
 class OnDiscord(Platform):
     name = "discord"
@@ -177,6 +211,17 @@ class OnDiscord(Platform):
         self.h.fake.dm_channel(discord.OWNER)
         self.h.fake.fail_next(discord.MESSAGES, 1, kind="network", after=after)
 
+    async def go_down(self) -> None:
+        self.h.fake.dm_channel(discord.OWNER)
+        await self.h.fake.go_offline()
+
+    async def come_back(self) -> None:
+        await self.h.fake.go_online()
+
+    def refuse_credentials(self) -> str:
+        self.runtime.config.discord.token = "WRONG.TOKEN"
+        return discord.REFUSED
+
 
 class OnSlack(Platform):
     name = "slack"
@@ -199,6 +244,17 @@ class OnSlack(Platform):
 
     def lose_next(self, after: int) -> None:
         self.h.fake.fail_next("chat.postMessage", 1, "network", after=after)
+
+    async def go_down(self) -> None:
+        self._port = self.h.fake.port
+        await self.h.fake.close()
+
+    async def come_back(self) -> None:
+        await self.h.fake.start(self._port)
+
+    def refuse_credentials(self) -> str:
+        self.runtime.config.slack.bot_token = "xoxb-revoked"
+        return "Slack refused slack.bot_token (invalid_auth)"
 
 
 class OnEmail(Platform):
@@ -224,6 +280,16 @@ class OnEmail(Platform):
     def lose_next(self, after: int) -> None:
         self.h.mail.smtp.refuse_next(1, after=after)
 
+    async def go_down(self) -> None:
+        self.h.mail.smtp.stop()
+
+    async def come_back(self) -> None:
+        self.h.mail.smtp.start()
+
+    def refuse_credentials(self) -> str:
+        self.runtime.config.email.password = "wrong"
+        return "the SMTP server refused email.username/password"
+
 
 class OnWhatsApp(Platform):
     name = "whatsapp"
@@ -246,6 +312,16 @@ class OnWhatsApp(Platform):
 
     def lose_next(self, after: int) -> None:
         self.h.fake.fail_next(1, "network", after=after)
+
+    async def go_down(self) -> None:
+        await self.h.fake.close()
+
+    async def come_back(self) -> None:
+        await self.h.fake.come_back()
+
+    def refuse_credentials(self) -> str:
+        self.runtime.config.whatsapp.access_token = "EAAG-EXPIRED"
+        return "WhatsApp refused whatsapp.access_token"
 
 
 class OnWebhook(Platform):
@@ -273,6 +349,12 @@ class OnWebhook(Platform):
 
     def lose_next(self, after: int) -> None:
         self.h.receiver.fail_next(1, 500, after=after)
+
+    async def go_down(self) -> None:
+        await self.h.receiver.go_down()
+
+    async def come_back(self) -> None:
+        await self.h.receiver.come_back()
 
 
 def attach_automation(channel: ChatChannel, runtime: Runtime) -> None:

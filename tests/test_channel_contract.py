@@ -20,7 +20,9 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+from appliance.channels.registry import state_of
 from appliance.config import Config
+from appliance.notify import Notifier
 from tests.channel_contract import PLATFORMS, Platform
 from tests.helpers import eventually
 
@@ -46,6 +48,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
 }
 ANSWERED_EVERYWHERE = ("/help", "/start")  # where the senders are not people, every other command is refused
 DELIVERING = [name for name in PLATFORMS if name != "memory"]  # the memory platform has no server to lose a send
+REFUSING = [name for name in PLATFORMS if name != "webhook"]  # a bridge has no credential of its own to log in with
 
 
 def run(
@@ -142,5 +145,48 @@ def test_a_restart_mid_delivery_loses_nothing_and_sends_nothing_twice(
         assert (first, after, stopped) == ("before the restart", "after it", "while stopped")
         assert "\n\n".join(sent) == text and len(sent) == pieces  # each piece once, in order
         assert {status for (status,) in p.runtime.db.rows("SELECT status FROM outbox")} == {"sent"}
+
+    run(name, config, request, scenario)
+
+
+@pytest.mark.parametrize("name", DELIVERING)
+def test_a_proactive_message_while_the_channel_is_down_arrives_once_when_it_is_back(
+    name: str, config: Config, request: pytest.FixtureRequest
+) -> None:
+    async def scenario(p: Platform) -> None:
+        notifier = Notifier(p.outbox, {name: p.channel}, lambda: [name], clock=p.h.clock)
+        await p.go_down()
+        notifier.notify("Doorbell: pressed", "event")
+        p.channel.notify_wakeup()
+        await eventually(lambda: p.runtime.db.value("SELECT attempts FROM outbox") == 1, 10, "a failed attempt")
+        assert p.runtime.db.rows("SELECT text, status FROM outbox") == [("Doorbell: pressed", "pending")]
+        await p.come_back()
+
+        def delivered() -> bool:
+            if p.owner_got():
+                return True
+            p.h.clock.advance(60)  # past the retry's backoff (a pass before the reconnection backs off more)
+            p.channel.notify_wakeup()
+            return False
+
+        await eventually(delivered, 15, "the delivery")
+        assert p.owner_got() == ["Doorbell: pressed"]  # once
+        assert p.runtime.db.rows("SELECT text, status FROM outbox") == [("Doorbell: pressed", "sent")]
+        await eventually(lambda: p.channel.up, 15, "the channel to be up")
+
+    run(name, config, request, scenario)
+
+
+@pytest.mark.parametrize("name", REFUSING)
+def test_a_refused_credential_leaves_the_channel_off_with_the_reason(
+    name: str, config: Config, request: pytest.FixtureRequest
+) -> None:
+    async def scenario(p: Platform) -> None:
+        await p.channel.stop()
+        reason = p.refuse_credentials()
+        p.h.channel = p.new_channel()
+        await asyncio.wait_for(p.channel.start(), 10)  # a refusal is not retried: start returns
+        assert not p.channel.up and (p.channel.problem or "").startswith(reason), p.channel.problem
+        assert state_of(p.channel) == {"name": name, "enabled": True, "up": False, "detail": p.channel.problem}
 
     run(name, config, request, scenario)

@@ -117,12 +117,12 @@ class FakeTelegram:
         return f"http://127.0.0.1:{self.port}/bot"
 
     async def start(self) -> None:
-        """Listen on a free port of 127.0.0.1."""
+        """Listen on 127.0.0.1 (a free port the first time, the same port when it comes back)."""
         app = web.Application()
         app.router.add_route("*", "/{bot_token}/{method}", self._handle)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port)
         await site.start()
         self.port = self._runner.addresses[0][1]
 
@@ -133,6 +133,12 @@ class FakeTelegram:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+    async def come_back(self) -> None:
+        """Listen again on the same port (the network is back)."""
+        if self._runner is None:
+            self._closing = False
+            await self.start()
 
     async def __aenter__(self) -> FakeTelegram:
         await self.start()
