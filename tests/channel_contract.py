@@ -10,11 +10,12 @@ contract's tests then run on it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
-from appliance.channels.base import ChatChannel
+from appliance.channels.base import ChatChannel, button_command
 from appliance.channels.discord.text import MESSAGE_LIMIT as DISCORD_LIMIT
 from appliance.channels.slack.text import MESSAGE_LIMIT as SLACK_LIMIT
 from appliance.channels.telegram.text import MESSAGE_LIMIT as TELEGRAM_LIMIT
@@ -81,6 +82,19 @@ class Platform:
         """The owner types a line; the texts of the answers to it."""
         raise NotImplementedError
 
+    async def press(self, data: str) -> None:
+        """The owner presses the button ``data`` under the last message to them; where the platform shows no
+        buttons, they type the command the message names instead."""
+        answers = await self.owner_says(button_command(data))
+        assert answers, f"no answer to {button_command(data)}"
+
+    repeat_logged = True  # the channel logs a message that arrives again ("... arrived again")
+
+    async def again(self) -> None:
+        """The platform delivers the owner's last message a second time (its ack was lost); returns once the
+        channel took it in (where ``repeat_logged``: it logs that it recognised it)."""
+        raise NotImplementedError
+
     async def stranger_says(self, text: str) -> None:
         """Someone not allowed (nor paired) writes; returns once the channel turned the message away."""
         before = self.channel.doorkeeper.turned_away_total
@@ -129,15 +143,27 @@ class OnMemory(Platform):
     name = "memory"
     stranger = memory.STRANGER
 
+    sent = 0
+
     async def owner_says(self, text: str) -> list[str]:
         before = len(memory.said_to(self.h.channel, f"dm-{memory.OWNER}"))
-        await self.h.channel.handle(memory.dm(memory.OWNER, text))
+        self.sent += 1
+        self.last = memory.dm(memory.OWNER, text, remote_id=f"m{self.sent}")
+        await self.h.channel.handle(self.last)
         return memory.said_to(self.h.channel, f"dm-{memory.OWNER}")[before:]
+
+    async def again(self) -> None:
+        await self.h.channel.handle(self.last)
 
     refused = ""  # set by refuse_credentials: what the next channel's connect is told
 
     async def stranger_says(self, text: str) -> None:
         await self.h.channel.handle(memory.dm(memory.STRANGER, text))
+
+    def owner_got(self) -> list[str]:
+        return memory.said_to(self.h.channel, f"dm-{memory.OWNER}") + [
+            text for chat, text in self.h.channel.delivered if chat == memory.OWNER
+        ]
 
     def refuse_credentials(self) -> str:
         self.refused = "the memory platform refused the token"
@@ -161,6 +187,16 @@ class OnTelegram(Platform):
         before = len(self.h.fake.bot_messages(telegram.OWNER))
         self.h.fake.push_message(telegram.OWNER, telegram.OWNER, text)
         return [str(m["text"]) for m in (await self.h.reply_to(telegram.OWNER, before + 1))[before:]]
+
+    async def press(self, data: str) -> None:
+        [message] = [m for m in self.h.fake.bot_messages(telegram.OWNER) if data in telegram.buttons(m)][-1:]
+        query = self.h.fake.push_callback(telegram.OWNER, telegram.OWNER, message["message_id"], data)
+        await self.h.fake.wait_for(lambda: self.h.fake.callback_answers[query] is not None, what="the answer")
+        await self.h.settle()
+
+    async def again(self) -> None:
+        assert await self.h.channel.feed_update(self.h.fake.pushed[-1])  # as a webhook post Telegram repeats
+        await self.h.settle()
 
     def stranger_writes(self, text: str) -> None:
         self.h.fake.push_message(telegram.STRANGER, telegram.STRANGER, text)
@@ -195,8 +231,18 @@ class OnDiscord(Platform):
 
     async def owner_says(self, text: str) -> list[str]:
         before = len(self.h.fake.bot_messages(self.h.dm()))
-        self.h.fake.push_message(discord.OWNER, text)
+        self.last = self.h.fake.push_message(discord.OWNER, text)
         return [str(m["content"]) for m in (await self.h.replies(self.h.dm(), before + 1))[before:]]
+
+    async def press(self, data: str) -> None:
+        [message] = [m for m in self.h.fake.bot_messages(self.h.dm()) if data in discord.buttons(m)][-1:]
+        press = self.h.fake.push_button(discord.OWNER, self.h.dm(), message["id"], data)
+        await eventually(lambda: press["id"] in self.h.fake.callbacks, 5, "the press's answer")
+        await self.h.settle()
+
+    async def again(self) -> None:
+        self.h.fake.dispatch("MESSAGE_CREATE", dict(self.last))  # a resumed gateway replays it
+        await self.h.settle()
 
     def stranger_writes(self, text: str) -> None:
         self.h.fake.push_message(discord.STRANGER, text)
@@ -230,8 +276,17 @@ class OnSlack(Platform):
 
     async def owner_says(self, text: str) -> list[str]:
         before = len(self.h.fake.bot_messages(self.h.dm))
-        self.h.fake.push_dm(slack.OWNER, text)
+        self.last = self.h.fake.push_dm(slack.OWNER, text)
         return [str(m["text"]) for m in (await self.h.replies(self.h.dm, before + 1))[before:]]
+
+    async def press(self, data: str) -> None:
+        [message] = [m for m in self.h.fake.bot_messages(self.h.dm) if data in slack.buttons(m)][-1:]
+        await self.h.fake.acked(slack.tap(self.h, slack.OWNER, self.h.dm, message, data))
+        await self.h.settle()
+
+    async def again(self) -> None:
+        await self.h.fake.acked(await self.h.fake.redeliver(slack.envelope_of(self.h, self.last)))
+        await self.h.settle()
 
     def stranger_writes(self, text: str) -> None:
         self.h.fake.push_dm(slack.STRANGER, text)
@@ -263,8 +318,14 @@ class OnEmail(Platform):
 
     async def owner_says(self, text: str) -> list[str]:
         before = len(self.h.mail.smtp.to(self.h.owner.address))
-        await self.h.write(text, f"asking {text}")
+        self.last = await self.h.write(text, f"asking {text}")
         return [email.text_of(m) for m in (await self.h.replies(before + 1))[before:]]
+
+    repeat_logged = False  # a mail answered before is only marked read
+
+    async def again(self) -> None:
+        await asyncio.to_thread(self.h.box.deliver, self.last)  # the same mail in the INBOX again
+        await self.h.stored(lambda found: found and all(m.seen for m in found), "the copy read")
 
     async def stranger_says(self, text: str) -> None:
         before = self.channel.doorkeeper.turned_away_total
@@ -300,6 +361,10 @@ class OnWhatsApp(Platform):
         before = len(self.h.fake.sent_texts(whatsapp.OWNER))
         assert await self.h.says(whatsapp.OWNER, text) == 200
         return self.h.fake.sent_texts(whatsapp.OWNER)[before:]  # type: ignore[no-any-return]
+
+    async def again(self) -> None:
+        assert (await self.h.meta.resend()).status == 200  # Meta did not get our 200 in time
+        await self.h.settle()
 
     async def stranger_says(self, text: str) -> None:
         assert await self.h.says(whatsapp.STRANGER, text) == 200  # Meta must not re-send it

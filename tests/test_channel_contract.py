@@ -2,14 +2,16 @@
 
 One module, parametrised over :data:`tests.channel_contract.PLATFORMS` (Telegram, Discord, Slack, e-mail,
 WhatsApp, the webhook bridges, and the in-memory platform of the shared core): the owner is answered with
-the footer; a stranger is not processed; every command of the shared set typed by the owner is answered;
-a restart in the middle of a delivery loses nothing and sends nothing twice; a refused credential leaves
-the channel off with the reason. A new channel gets all of it by adding its :class:`Platform` there.
+the footer; a stranger is not processed (one log line); every command of the shared set typed by the
+owner is answered, and a button does what its command does; an approval acts once, also when the
+platform sends it again; a restart in the middle of a delivery loses nothing and sends nothing twice; a
+proactive message sent while the platform is down arrives once when it is back; a refused credential
+leaves the channel off with the reason. A new channel gets all of it by adding its :class:`Platform` there.
 
 A new command needs its line in ``EXPECTED``, or :func:`test_every_command_has_an_expected_answer`
-(tests/test_channel_commands.py) fails. The MQTT notify topic is not here on purpose: it carries
-messages, not commands (issue 31, finding 1); it has no stranger (the broker's ACL is its allowlist)
-and takes no proactive messages (appliance/mqtt/chat.py).
+(tests/test_channel_commands.py) fails. The MQTT notify topic is not here: it carries messages, not
+commands (issue 31, finding 1); it has no stranger (the broker's ACL is its allowlist), no credential of
+its own and takes no proactive messages (appliance/mqtt/chat.py; tests/test_channel_people.py).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from appliance.channels.registry import state_of
-from appliance.config import Config
+from appliance.config import Config, DeviceConfig
 from appliance.notify import Notifier
 from tests.channel_contract import PLATFORMS, Platform
 from tests.helpers import eventually
@@ -114,6 +116,17 @@ def test_every_command_typed_by_the_owner_is_answered(
     assert not wrong, f"on {name}:\n" + "\n".join(wrong)
 
 
+@pytest.mark.parametrize("name", [name for name in PLATFORMS if name != "webhook"])  # only people use buttons
+def test_a_button_does_what_its_command_does(name: str, config: Config, request: pytest.FixtureRequest) -> None:
+    async def scenario(p: Platform) -> None:
+        assert any(a.startswith("Devices") for a in await p.owner_says("/devices"))
+        assert p.pin(27) is False
+        await p.press("dev:toggle:fan")  # a tap where the platform shows buttons, else the reply command
+        assert p.pin(27) is True
+
+    run(name, config, request, scenario)
+
+
 def long_text(limit: int | None) -> str:
     """Two paragraphs: two messages where the platform has a length limit, else one."""
     size = int(limit * 0.6) if limit else 200
@@ -188,5 +201,34 @@ def test_a_refused_credential_leaves_the_channel_off_with_the_reason(
         await asyncio.wait_for(p.channel.start(), 10)  # a refusal is not retried: start returns
         assert not p.channel.up and (p.channel.problem or "").startswith(reason), p.channel.problem
         assert state_of(p.channel) == {"name": name, "enabled": True, "up": False, "detail": p.channel.problem}
+
+    run(name, config, request, scenario)
+
+
+@pytest.mark.parametrize("name", list(PLATFORMS))
+def test_an_approval_acts_once_also_when_the_platform_sends_it_again(
+    name: str, config: Config, request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture
+) -> None:
+    config.devices["heater"] = DeviceConfig(driver="relay", pin=5, approval="required")
+
+    async def scenario(p: Platform) -> None:
+        caplog.set_level(logging.INFO, logger="appliance.channels")
+        devices = p.runtime.devices
+        assert devices is not None
+        pending = (await devices.set("heater", "on", requested_by="model")).pending
+        assert pending is not None
+        answers = await p.owner_says(f"/approve {pending.id}")
+        decided = devices.approvals.get(pending.id)
+        if not p.people:  # a bridge's caller is not a person: it decides nothing
+            assert decided.status == "pending" and p.pin(5) is False
+            assert any("/approve needs a person" in a for a in answers), answers
+            return
+        assert decided.status == "approved" and decided.decided_by.startswith(f"{name}:") and p.pin(5) is True
+        said = len(p.model.history), p.runtime.db.value("SELECT COUNT(*) FROM messages"), len(p.owner_got())
+        await p.again()
+        if p.repeat_logged:
+            await eventually(lambda: any("arrived again" in r.getMessage() for r in caplog.records), 10, "the repeat")
+        assert devices.approvals.get(pending.id).decided_at == decided.decided_at  # decided once
+        assert (len(p.model.history), p.runtime.db.value("SELECT COUNT(*) FROM messages"), len(p.owner_got())) == said
 
     run(name, config, request, scenario)

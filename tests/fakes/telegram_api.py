@@ -96,6 +96,7 @@ class FakeTelegram:
         self.blocked: set[int] = set()  # chats whose user blocked the bot (403)
         self.callback_answers: dict[str, dict[str, Any] | None] = {}  # query id -> answer (None: not yet)
         self._updates: list[dict[str, Any]] = []
+        self.pushed: list[dict[str, Any]] = []  # every update pushed, with its update_id (to post one again)
         self.webhook_url = ""  # set by setWebhook, cleared by deleteWebhook
         self.webhook_secret = ""
         self.webhook_allowed_updates: list[str] = []
@@ -221,6 +222,7 @@ class FakeTelegram:
 
     def _push(self, update: dict[str, Any]) -> None:
         numbered = {"update_id": next(self._update_ids), **update}
+        self.pushed.append(numbered)
         if self.webhook_url:
             self.webhook_updates.append(numbered)
             return
