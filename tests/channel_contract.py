@@ -13,7 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
 
 from appliance.channels.base import ChatChannel, button_command
 from appliance.channels.discord.text import MESSAGE_LIMIT as DISCORD_LIMIT
@@ -34,9 +37,6 @@ from tests import test_telegram as telegram
 from tests.helpers import eventually
 from tests.test_automation_commands import automation
 
-if TYPE_CHECKING:
-    from tests.fakes.mail_servers import MailServers
-
 
 class Platform:
     """One channel on its harness ``h`` (which has ``channel``, ``runtime``, ``outbox``, ``model``, ``clock``)."""
@@ -45,6 +45,9 @@ class Platform:
     limit: int | None = None  # a message's length limit: a longer one is delivered in pieces; None: one message
     people = True  # False: its senders are not people the Pi knows (commands that decide are refused there)
     stranger = ""  # the id a stranger writes with, as the log names them ("": no one is turned away by name)
+    strangers = True  # someone not allowed can write (and must not be processed)
+    delivers = True  # a platform server the outbox delivers to, that can lose a send and go down
+    credential = True  # a token or password the platform can refuse
 
     def __init__(self, h: Any) -> None:
         self.h = h
@@ -141,6 +144,7 @@ class Platform:
 
 class OnMemory(Platform):
     name = "memory"
+    delivers = False  # no server to lose a send
     stranger = memory.STRANGER
 
     sent = 0
@@ -394,6 +398,7 @@ class OnWebhook(Platform):
 
     name = "webhook"
     people = False
+    credential = False  # no login of its own: a receiver refusing its signature fails that message
 
     async def owner_says(self, text: str) -> list[str]:
         self.h.clock.advance(1)  # each request signed a second apart: none is a replay of the one before
@@ -427,47 +432,102 @@ def attach_automation(channel: ChatChannel, runtime: Runtime) -> None:
     channel.commands.automation.attach(*automation(runtime), None)
 
 
+class OnMqtt(Platform):
+    """The notify topic: whoever the broker lets publish writes there; the reply is published, retained."""
+
+    name = "mqtt"
+    people = False
+    strangers = delivers = credential = False  # the broker's ACL is its allowlist; no proactive messages here
+
+    async def owner_says(self, text: str) -> list[str]:
+        watcher = self.h.watcher
+        watcher.clear()
+        watcher.publish("picoagent/notify", text)
+        await eventually(lambda: watcher.latest("picoagent/notify/reply") is not None, 10, "a reply")
+        await eventually(lambda: self.channel.turns_in_flight == 0, 5, "the turn to end")
+        return [(watcher.latest("picoagent/notify/reply") or b"").decode()]
+
+
+@dataclass
+class _Parts:
+    """What a platform without a harness of its own (the memory platform, MQTT chat) is made of."""
+
+    channel: Any
+    runtime: Runtime
+    outbox: Outbox
+    model: ScriptedModel
+    watcher: Any = None
+
+
 @contextlib.asynccontextmanager
-async def started(kind: type[Platform], harness: contextlib.AbstractAsyncContextManager[Any]) -> AsyncIterator[Any]:
+async def _started(kind: type[Platform], harness: contextlib.AbstractAsyncContextManager[Any]) -> AsyncIterator[Any]:
     async with harness as h:
         attach_automation(h.channel, h.runtime)
         yield kind(h)
 
 
-Opener = Callable[[Config, "MailServers | None"], contextlib.AbstractAsyncContextManager[Platform]]
+@contextlib.asynccontextmanager
+async def _memory(config: Config, _request: pytest.FixtureRequest) -> AsyncIterator[Platform]:
+    async with memory.board(config) as channel:
+        attach_automation(channel, channel.runtime)
+        yield OnMemory(_Parts(channel, channel.runtime, channel.outbox, channel.runtime.model))
 
 
-def _memory(config: Config, _mail: MailServers | None) -> contextlib.AbstractAsyncContextManager[Platform]:
-    @contextlib.asynccontextmanager
-    async def opened() -> AsyncIterator[Platform]:
-        async with memory.board(config) as channel:
-            attach_automation(channel, channel.runtime)
-            yield OnMemory(_Bare(channel))
+@contextlib.asynccontextmanager
+async def _mqtt(config: Config, request: pytest.FixtureRequest) -> AsyncIterator[Platform]:
+    """The daemon's MQTT parts on a real broker: the link, the bridge and its notify chat."""
+    from appliance.config import MqttConfig
+    from appliance.mqtt.bridge import MqttBridge
+    from appliance.mqtt.chat import MqttChat
+    from appliance.runtime import remote_links
+    from tests.mqtt_broker import Watcher, running
 
-    return opened()
+    with running(request.getfixturevalue("tmp_path") / "mosquitto") as broker:
+        config.mqtt = MqttConfig(enabled=True, host="127.0.0.1", port=broker.port, state_interval_s=60)
+        links = remote_links(config)
+        runtime = Runtime.open(config, model=ScriptedModel(), links=links)
+        link = links["mqtt"]
+        bridge = MqttBridge(config.mqtt, runtime.devices, link=link)
+        bridge.chat = chat = MqttChat(config.mqtt, runtime, Outbox(runtime.db), link)
+        watcher = Watcher(broker, "picoagent/#")
+        await link.start()
+        await bridge.start()
+        try:
+            await eventually(lambda: link.connected and chat.up, 10, "the link")
+            attach_automation(chat, runtime)
+            yield OnMqtt(_Parts(chat, runtime, chat.outbox, runtime.model, watcher))  # type: ignore[arg-type]
+        finally:
+            await bridge.stop()
+            await link.stop()
+            watcher.close()
+            runtime.close()
 
 
-class _Bare:
-    """The memory platform has no harness of its own: the channel is all there is."""
+Opener = Callable[[Config, pytest.FixtureRequest], contextlib.AbstractAsyncContextManager[Platform]]
 
-    def __init__(self, channel: Any) -> None:
-        self.channel = channel
-        self.runtime = channel.runtime
-        self.outbox = channel.outbox
-        self.model = channel.runtime.model
-
-
-def _email(config: Config, mail: MailServers | None) -> contextlib.AbstractAsyncContextManager[Platform]:
-    assert mail is not None
-    return started(OnEmail, email.harness(config, mail))
-
-
+# name -> how to open it (fixtures such as the mail servers are taken only where they are used)
 PLATFORMS: dict[str, Opener] = {
     "memory": _memory,
-    "telegram": lambda config, _mail: started(OnTelegram, telegram.telegram(config)),
-    "discord": lambda config, _mail: started(OnDiscord, discord.discord_bot(config)),
-    "slack": lambda config, _mail: started(OnSlack, slack.slack(config)),
-    "email": _email,
-    "whatsapp": lambda config, _mail: started(OnWhatsApp, whatsapp.whatsapp(config)),
-    "webhook": lambda config, _mail: started(OnWebhook, webhook.bridges(config)),
+    "telegram": lambda config, _request: _started(OnTelegram, telegram.telegram(config)),
+    "discord": lambda config, _request: _started(OnDiscord, discord.discord_bot(config)),
+    "slack": lambda config, _request: _started(OnSlack, slack.slack(config)),
+    "email": lambda config, request: _started(OnEmail, email.harness(config, request.getfixturevalue("mail"))),
+    "whatsapp": lambda config, _request: _started(OnWhatsApp, whatsapp.whatsapp(config)),
+    "webhook": lambda config, _request: _started(OnWebhook, webhook.bridges(config)),
+    "mqtt": _mqtt,
 }
+KINDS: dict[str, type[Platform]] = {
+    "memory": OnMemory,
+    "telegram": OnTelegram,
+    "discord": OnDiscord,
+    "slack": OnSlack,
+    "email": OnEmail,
+    "whatsapp": OnWhatsApp,
+    "webhook": OnWebhook,
+    "mqtt": OnMqtt,
+}
+
+
+def having(what: str) -> list[str]:
+    """The platforms a part of the contract applies to (``strangers``, ``delivers``, ``credential``, ``people``)."""
+    return [name for name, kind in KINDS.items() if getattr(kind, what)]

@@ -1,17 +1,17 @@
 """The contract every chat channel passes, each through its real library against its fake platform.
 
 One module, parametrised over :data:`tests.channel_contract.PLATFORMS` (Telegram, Discord, Slack, e-mail,
-WhatsApp, the webhook bridges, and the in-memory platform of the shared core): the owner is answered with
-the footer; a stranger is not processed (one log line); every command of the shared set typed by the
+WhatsApp, the webhook bridges, MQTT chat, and the in-memory platform of the shared core; where a part does
+not apply, the platform's class says why, see :func:`~tests.channel_contract.having`): the owner is answered
+with the footer; a stranger is not processed (one log line); every command of the shared set typed by the
 owner is answered, and a button does what its command does; an approval acts once, also when the
 platform sends it again; a restart in the middle of a delivery loses nothing and sends nothing twice; a
 proactive message sent while the platform is down arrives once when it is back; a refused credential
 leaves the channel off with the reason. A new channel gets all of it by adding its :class:`Platform` there.
 
 A new command needs its line in ``EXPECTED``, or :func:`test_every_command_has_an_expected_answer`
-(tests/test_channel_commands.py) fails. The MQTT notify topic is not here: it carries messages, not
-commands (issue 31, finding 1); it has no stranger (the broker's ACL is its allowlist), no credential of
-its own and takes no proactive messages (appliance/mqtt/chat.py; tests/test_channel_people.py).
+(tests/test_channel_commands.py) fails. On the MQTT notify topic and a webhook bridge the senders are not
+people the Pi knows: every command but /help is refused there, and an approval is never decided.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import pytest
 from appliance.channels.registry import state_of
 from appliance.config import Config, DeviceConfig
 from appliance.notify import Notifier
-from tests.channel_contract import PLATFORMS, Platform
+from tests.channel_contract import PLATFORMS, Platform, having
 from tests.helpers import eventually
 
-pytest_plugins = ["tests.fakes.mail_servers"]
+pytest_plugins = ["tests.fakes.mail_servers"]  # the e-mail platform's dovecot and SMTP
 
 # command -> (what the owner types, words its answer must hold)
 EXPECTED: dict[str, tuple[str, str]] = {
@@ -49,17 +49,13 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "schedule": ("/schedule", "Scheduled: 1 job."),
 }
 ANSWERED_EVERYWHERE = ("/help", "/start")  # where the senders are not people, every other command is refused
-DELIVERING = [name for name in PLATFORMS if name != "memory"]  # the memory platform has no server to lose a send
-REFUSING = [name for name in PLATFORMS if name != "webhook"]  # a bridge has no credential of its own to log in with
 
 
 def run(
     name: str, config: Config, request: pytest.FixtureRequest, scenario: Callable[[Platform], Awaitable[None]]
 ) -> None:
-    mail = request.getfixturevalue("mail") if name == "email" else None  # dovecot only where it is used
-
     async def main() -> None:
-        async with PLATFORMS[name](config, mail) as platform:
+        async with PLATFORMS[name](config, request) as platform:
             await scenario(platform)
 
     asyncio.run(main())
@@ -75,7 +71,7 @@ def test_the_owner_is_answered_with_the_footer(name: str, config: Config, reques
     run(name, config, request, scenario)
 
 
-@pytest.mark.parametrize("name", list(PLATFORMS))
+@pytest.mark.parametrize("name", having("strangers"))
 def test_a_stranger_is_not_processed_and_costs_one_log_line(
     name: str, config: Config, request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -116,7 +112,7 @@ def test_every_command_typed_by_the_owner_is_answered(
     assert not wrong, f"on {name}:\n" + "\n".join(wrong)
 
 
-@pytest.mark.parametrize("name", [name for name in PLATFORMS if name != "webhook"])  # only people use buttons
+@pytest.mark.parametrize("name", having("people"))  # buttons are for people
 def test_a_button_does_what_its_command_does(name: str, config: Config, request: pytest.FixtureRequest) -> None:
     async def scenario(p: Platform) -> None:
         assert any(a.startswith("Devices") for a in await p.owner_says("/devices"))
@@ -134,7 +130,7 @@ def long_text(limit: int | None) -> str:
     return f"{first}\n\n{second}"
 
 
-@pytest.mark.parametrize("name", DELIVERING)
+@pytest.mark.parametrize("name", having("delivers"))
 def test_a_restart_mid_delivery_loses_nothing_and_sends_nothing_twice(
     name: str, config: Config, request: pytest.FixtureRequest
 ) -> None:
@@ -162,7 +158,7 @@ def test_a_restart_mid_delivery_loses_nothing_and_sends_nothing_twice(
     run(name, config, request, scenario)
 
 
-@pytest.mark.parametrize("name", DELIVERING)
+@pytest.mark.parametrize("name", having("delivers"))
 def test_a_proactive_message_while_the_channel_is_down_arrives_once_when_it_is_back(
     name: str, config: Config, request: pytest.FixtureRequest
 ) -> None:
@@ -190,7 +186,7 @@ def test_a_proactive_message_while_the_channel_is_down_arrives_once_when_it_is_b
     run(name, config, request, scenario)
 
 
-@pytest.mark.parametrize("name", REFUSING)
+@pytest.mark.parametrize("name", having("credential"))
 def test_a_refused_credential_leaves_the_channel_off_with_the_reason(
     name: str, config: Config, request: pytest.FixtureRequest
 ) -> None:
