@@ -30,7 +30,8 @@ from appliance.llm.scripted import ScriptedModel
 from appliance.outbox import Outbox
 from appliance.runtime import Runtime
 from tests.agents import SlowModel
-from tests.fakes.clock import ManualClock
+from tests.channel_harness import ChannelHarness, Clock, opened
+from tests.channel_harness import run as run_on
 from tests.fakes.discord_api import INTENT_MESSAGE_CONTENT, FakeDiscord
 from tests.helpers import eventually, started, wait_healthy
 
@@ -45,22 +46,10 @@ EDITS = "PATCH /channels/{channel_id}/messages/{message_id}"
 CALLBACK = "POST /interactions/{interaction_id}/{interaction_token}/callback"
 
 
-class Clock(ManualClock):
-    start = 1_800_000_000.0
-
-
-@dataclass
-class Harness:
+@dataclass(kw_only=True)
+class Harness(ChannelHarness):
     fake: FakeDiscord
-    runtime: Runtime
     channel: DiscordChannel
-    outbox: Outbox
-    model: ScriptedModel
-    clock: Clock
-
-    def pin(self, number: int) -> bool:
-        assert self.runtime.devices is not None
-        return bool(self.runtime.devices.backend.pin_factory.pin(number).state)
 
     def dm(self, user: int = OWNER) -> str:
         """The DM channel's id between the bot and a user."""
@@ -95,27 +84,17 @@ async def discord_bot(config: Config, model: ScriptedModel | None = None, **fake
         dc = config.discord
         dc.enabled, dc.token, dc.api_base_url = True, TOKEN, api.api_base
         dc.allow_from, dc.channels, dc.edit_interval_s = [str(OWNER)], [str(LISTENED)], 0.2
-        model = model or ScriptedModel()
-        clock = Clock()
-        runtime = Runtime.open(config, model=model)
-        try:
-            outbox = Outbox(runtime.db, clock=clock)
-            harness = Harness(api, runtime, DiscordChannel(dc, runtime, outbox, clock=clock), outbox, model, clock)
-            await harness.channel.start()
-            try:
-                yield harness
-            finally:
-                await harness.channel.stop()
-        finally:
-            runtime.close()
+
+        def make(runtime: Runtime, outbox: Outbox, clock: Clock, model: ScriptedModel) -> Harness:
+            channel = DiscordChannel(dc, runtime, outbox, clock=clock)
+            return Harness(fake=api, runtime=runtime, channel=channel, outbox=outbox, model=model, clock=clock)
+
+        async with opened(config, model, make) as harness:
+            yield harness
 
 
 def run(config: Config, scenario: Callable[[Harness], Awaitable[None]], model: ScriptedModel | None = None) -> None:
-    async def main() -> None:
-        async with discord_bot(config, model) as harness:
-            await scenario(harness)
-
-    asyncio.run(main())
+    run_on(discord_bot(config, model), scenario)
 
 
 def buttons(message: dict[str, Any]) -> dict[str, str]:

@@ -30,7 +30,8 @@ from appliance.llm.scripted import ScriptedModel
 from appliance.notify import Notifier
 from appliance.outbox import Outbox
 from appliance.runtime import Runtime
-from tests.fakes.clock import ManualClock
+from tests.channel_harness import ChannelHarness, Clock
+from tests.channel_harness import run as run_on
 from tests.fakes.graph_api import FakeGraph, MetaWebhook
 from tests.helpers import eventually
 
@@ -39,24 +40,12 @@ STRANGER = "4917600000000"
 VERIFY_TOKEN = "verify-me-0123456789"
 
 
-class Clock(ManualClock):
-    start = 1_800_000_000.0
-
-
-@dataclass
-class Harness:
+@dataclass(kw_only=True)
+class Harness(ChannelHarness):
     fake: FakeGraph
-    runtime: Runtime
     channel: WhatsAppChannel
-    outbox: Outbox
-    model: ScriptedModel
-    clock: Clock
     meta: MetaWebhook
     client: TestClient[Any, Any]
-
-    def pin(self, number: int) -> bool:
-        assert self.runtime.devices is not None
-        return bool(self.runtime.devices.backend.pin_factory.pin(number).state)
 
     async def settle(self) -> None:
         """Until every post's events were handled and every answer finished."""
@@ -67,15 +56,6 @@ class Harness:
         posted = await self.meta.post(self.fake.text_message(wa_id, text))
         await self.settle()
         return posted.status
-
-    async def drain(self, seconds: int = 60) -> None:
-        """A delivery pass every (test) second until nothing is pending."""
-        for _ in range(seconds):
-            await self.channel.delivery.deliver_due()
-            if self.outbox.pending_count("whatsapp") == 0:
-                return
-            self.clock.advance(1)
-        raise AssertionError(f"the outbox did not empty: {self.rows()}")
 
     def rows(self) -> list[tuple[str, str, str | None]]:
         return self.runtime.db.rows("SELECT text, status, last_error FROM outbox ORDER BY id")
@@ -109,7 +89,16 @@ async def whatsapp(config: Config, *, fake: FakeGraph | None = None, start: bool
         state.channels = channels
         client: TestClient[Any, Any] = await stack.enter_async_context(TestClient(TestServer(build_app(state))))
         meta = MetaWebhook(str(client.make_url("/whatsapp/webhook")), fake.app_secret)
-        harness = Harness(fake, runtime, channel, outbox, model, clock, meta, client)
+        harness = Harness(
+            fake=fake,
+            runtime=runtime,
+            channel=channel,
+            outbox=outbox,
+            model=model,
+            clock=clock,
+            meta=meta,
+            client=client,
+        )
         if start:
             await channel.start()
         try:
@@ -119,11 +108,7 @@ async def whatsapp(config: Config, *, fake: FakeGraph | None = None, start: bool
 
 
 def run(config: Config, scenario: Callable[[Harness], Awaitable[None]]) -> None:
-    async def main() -> None:
-        async with whatsapp(config) as harness:
-            await scenario(harness)
-
-    asyncio.run(main())
+    run_on(whatsapp(config), scenario)
 
 
 # --- who may talk, and the replies --------------------------------------------------------------------

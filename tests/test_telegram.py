@@ -35,7 +35,8 @@ from appliance.notify import Notifier
 from appliance.outbox import Outbox
 from appliance.runtime import Runtime
 from tests.agents import SlowModel
-from tests.fakes.clock import ManualClock
+from tests.channel_harness import ChannelHarness, Clock, opened
+from tests.channel_harness import run as run_on
 from tests.fakes.telegram_api import FakeTelegram, utf16_len
 
 TOKEN = "123:TEST"
@@ -46,22 +47,10 @@ WEBHOOK_URL = "https://pi.example.net/telegram/webhook"
 WEBHOOK_SECRET = "s3cret-token_0123456789"
 
 
-class Clock(ManualClock):
-    start = 1_800_000_000.0
-
-
-@dataclass
-class Harness:
+@dataclass(kw_only=True)
+class Harness(ChannelHarness):
     fake: FakeTelegram
-    runtime: Runtime
     channel: TelegramChannel
-    outbox: Outbox
-    model: ScriptedModel
-    clock: Clock
-
-    def pin(self, number: int) -> bool:
-        assert self.runtime.devices is not None
-        return bool(self.runtime.devices.backend.pin_factory.pin(number).state)
 
     async def settle(self, timeout: float = 5.0) -> None:
         """Wait until every update was fetched and handled (gate and handlers), and every answer finished."""
@@ -93,27 +82,17 @@ async def telegram(config: Config, model: ScriptedModel | None = None) -> AsyncI
         tg = config.telegram
         tg.enabled, tg.token, tg.api_base_url, tg.allow_from = True, TOKEN, fake.base_url, [OWNER]
         tg.edit_interval_s, tg.poll_timeout_s = 0.2, 2
-        model = model or ScriptedModel()
-        clock = Clock()
-        runtime = Runtime.open(config, model=model)
-        try:
-            outbox = Outbox(runtime.db, clock=clock)
-            harness = Harness(fake, runtime, TelegramChannel(tg, runtime, outbox, clock=clock), outbox, model, clock)
-            await harness.channel.start()
-            try:
-                yield harness
-            finally:
-                await harness.channel.stop()
-        finally:
-            runtime.close()
+
+        def make(runtime: Runtime, outbox: Outbox, clock: Clock, model: ScriptedModel) -> Harness:
+            channel = TelegramChannel(tg, runtime, outbox, clock=clock)
+            return Harness(fake=fake, runtime=runtime, channel=channel, outbox=outbox, model=model, clock=clock)
+
+        async with opened(config, model, make) as harness:
+            yield harness
 
 
 def run(config: Config, scenario: Callable[[Harness], Awaitable[None]], model: ScriptedModel | None = None) -> None:
-    async def main() -> None:
-        async with telegram(config, model) as harness:
-            await scenario(harness)
-
-    asyncio.run(main())
+    run_on(telegram(config, model), scenario)
 
 
 def buttons(message: dict[str, Any]) -> dict[str, str]:
@@ -395,16 +374,6 @@ def rows(h: Harness) -> list[tuple[str, str]]:
     return h.runtime.db.rows("SELECT text, status FROM outbox ORDER BY id")
 
 
-async def drain(h: Harness, seconds: int = 60) -> None:
-    """Run a delivery pass every (test) second until nothing is pending."""
-    for _ in range(seconds):
-        await h.channel.deliver_due()
-        if h.outbox.pending_count("telegram") == 0:
-            return
-        h.clock.advance(1)
-    raise AssertionError(f"the outbox did not empty: {rows(h)}")
-
-
 def test_dropped_connections_lose_nothing_and_duplicate_nothing(config: Config) -> None:
     async def scenario(h: Harness) -> None:
         h.fake.add_chat(OWNER)  # the owner pressed Start once
@@ -413,7 +382,7 @@ def test_dropped_connections_lose_nothing_and_duplicate_nothing(config: Config) 
         h.fake.fail_next("sendMessage", 2, kind="network")
         for text in texts:
             notifier.notify(text, "event")
-        await drain(h)
+        await h.drain(60)
         assert h.fake.sent_texts(OWNER) == texts  # each exactly once, in order
         attempts = [c.params["text"] for c in h.fake.calls_of("sendMessage")]
         assert attempts == [texts[0], texts[0], *texts]  # nothing overtook the message being retried
@@ -439,7 +408,7 @@ def test_flood_control_is_honoured_and_permanent_errors_give_up(config: Config) 
         h.fake.fail_next("sendMessage", 1, kind="500")
         h.outbox.enqueue("telegram", str(OWNER), "second", "event")
         h.outbox.enqueue("telegram", "999", "to nobody", "event")  # a chat the bot cannot reach
-        await drain(h)
+        await h.drain(60)
         assert h.fake.sent_texts(OWNER) == ["first", "second"]
         assert rows(h) == [("first", "sent"), ("second", "sent"), ("to nobody", "failed")]
 
@@ -454,7 +423,7 @@ def test_a_reply_that_cannot_be_delivered_goes_to_the_outbox(config: Config) -> 
         h.fake.fail_next("sendMessage", 1, kind="network")
         h.fake.push_message(OWNER, OWNER, "are you there?")
         await h.settle()
-        await drain(h)
+        await h.drain(60)
         [(text, status)] = rows(h)
         assert text.startswith("echo: are you there?\n\nlocal · scripted · ") and status == "sent"
         assert [m["text"] for m in h.fake.bot_messages(OWNER)] == [text]
