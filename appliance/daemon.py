@@ -42,7 +42,6 @@ from appliance.runtime import Runtime, local_model, remote_links
 
 if TYPE_CHECKING:
     from appliance.channels.registry import ChannelSet
-    from appliance.channels.telegram.channel import TelegramChannel
     from appliance.channels.web.server import WebServer
     from appliance.channels.web.state import WebState
     from appliance.hardware.events import ThresholdWatcher
@@ -148,7 +147,6 @@ class Daemon:
         self.web: WebServer | None = None
         self.outbox: Outbox | None = None
         self.notifier: Notifier | None = None
-        self.telegram: TelegramChannel | None = None
         self.channels: ChannelSet | None = None
         self.task_store: TaskStore | None = None
         self.task_runner: TaskRunner | None = None
@@ -343,10 +341,9 @@ class Daemon:
                 continue
             channels.channels[name] = channel
             services.append(channel)
-        self.telegram = state.telegram = channels.get("telegram")  # type: ignore[assignment]
         self.notifier = notifier = Notifier(
             self.outbox,
-            channels.channels,  # type: ignore[arg-type]
+            channels.channels,
             lambda: list(config.notify.owner) or enabled_names(config),
             fallback_after_s=lambda: config.notify.fallback_after_s,
             feed_keep=lambda: config.notify.feed_keep,

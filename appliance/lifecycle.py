@@ -23,7 +23,9 @@ LOOP_STOP_S = 5.0  # a cancelled loop may need a moment (the task runner puts it
 class Service(Protocol):
     """What the daemon starts and stops."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """What the log calls it."""
 
     async def start(self) -> None:
         """Begin; raise a PicoagentError for a person when this service cannot run."""

@@ -17,7 +17,7 @@ import pytest
 from appliance.channels.base import Incoming, as_text, button_command
 from appliance.channels.commands import Button, Said
 from appliance.channels.pairing import create_code, prune_inbound
-from appliance.channels.registry import CHANNELS, build, state_of
+from appliance.channels.registry import CHANNELS, build
 from appliance.cli.channels import feed_lines
 from appliance.config import Config, DeviceConfig
 from appliance.llm.scripted import ScriptedModel
@@ -232,14 +232,6 @@ def test_every_channels_delivery_fails_a_message_its_send_raises_for_and_sends_t
             runtime.close()
 
     asyncio.run(main())
-
-
-def test_a_refused_channel_stays_off_with_its_reason(config: Config) -> None:
-    async def scenario(ch: MemoryChannel) -> None:
-        assert not ch.up and ch.problem == "the memory platform refused the token"
-        assert state_of(ch) == {"name": "memory", "enabled": True, "up": False, "detail": ch.problem}
-
-    run(config, scenario, refuse="the memory platform refused the token")
 
 
 def test_buttons_become_the_commands_that_do_the_same() -> None:

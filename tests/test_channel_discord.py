@@ -30,7 +30,8 @@ from appliance.llm.scripted import ScriptedModel
 from appliance.outbox import Outbox
 from appliance.runtime import Runtime
 from tests.agents import SlowModel
-from tests.fakes.clock import ManualClock
+from tests.channel_harness import ChannelHarness, Clock, opened
+from tests.channel_harness import run as run_on
 from tests.fakes.discord_api import INTENT_MESSAGE_CONTENT, FakeDiscord
 from tests.helpers import eventually, started, wait_healthy
 
@@ -45,22 +46,10 @@ EDITS = "PATCH /channels/{channel_id}/messages/{message_id}"
 CALLBACK = "POST /interactions/{interaction_id}/{interaction_token}/callback"
 
 
-class Clock(ManualClock):
-    start = 1_800_000_000.0
-
-
-@dataclass
-class Harness:
+@dataclass(kw_only=True)
+class Harness(ChannelHarness):
     fake: FakeDiscord
-    runtime: Runtime
     channel: DiscordChannel
-    outbox: Outbox
-    model: ScriptedModel
-    clock: Clock
-
-    def pin(self, number: int) -> bool:
-        assert self.runtime.devices is not None
-        return bool(self.runtime.devices.backend.pin_factory.pin(number).state)
 
     def dm(self, user: int = OWNER) -> str:
         """The DM channel's id between the bot and a user."""
@@ -95,27 +84,17 @@ async def discord_bot(config: Config, model: ScriptedModel | None = None, **fake
         dc = config.discord
         dc.enabled, dc.token, dc.api_base_url = True, TOKEN, api.api_base
         dc.allow_from, dc.channels, dc.edit_interval_s = [str(OWNER)], [str(LISTENED)], 0.2
-        model = model or ScriptedModel()
-        clock = Clock()
-        runtime = Runtime.open(config, model=model)
-        try:
-            outbox = Outbox(runtime.db, clock=clock)
-            harness = Harness(api, runtime, DiscordChannel(dc, runtime, outbox, clock=clock), outbox, model, clock)
-            await harness.channel.start()
-            try:
-                yield harness
-            finally:
-                await harness.channel.stop()
-        finally:
-            runtime.close()
+
+        def make(runtime: Runtime, outbox: Outbox, clock: Clock, model: ScriptedModel) -> Harness:
+            channel = DiscordChannel(dc, runtime, outbox, clock=clock)
+            return Harness(fake=api, runtime=runtime, channel=channel, outbox=outbox, model=model, clock=clock)
+
+        async with opened(config, model, make) as harness:
+            yield harness
 
 
 def run(config: Config, scenario: Callable[[Harness], Awaitable[None]], model: ScriptedModel | None = None) -> None:
-    async def main() -> None:
-        async with discord_bot(config, model) as harness:
-            await scenario(harness)
-
-    asyncio.run(main())
+    run_on(discord_bot(config, model), scenario)
 
 
 def buttons(message: dict[str, Any]) -> dict[str, str]:
@@ -401,29 +380,6 @@ def test_a_proactive_message_waits_while_discord_is_down_and_arrives_when_it_is_
         await eventually(lambda: rows(h) == [("Doorbell: pressed", "sent")], 5, "the delivery")
         texts = await h.replies(h.dm(), 2)
         assert texts[0]["content"] == "Doorbell: pressed" and texts[1]["content"].startswith("echo: are you back?")
-
-    run(config, scenario)
-
-
-def test_a_restart_mid_delivery_loses_nothing_and_sends_nothing_twice(config: Config) -> None:
-    async def scenario(h: Harness) -> None:
-        long_text = " ".join(["first half"] * 150) + "\n\n" + " ".join(["second half"] * 150)  # two messages
-        h.fake.dm_channel(OWNER)
-        h.fake.fail_next(MESSAGES, 1, kind="network", after=2)  # the long message's second piece is lost
-        h.outbox.enqueue("discord", str(OWNER), "before the restart", "event")
-        h.outbox.enqueue("discord", str(OWNER), long_text, "event")
-        await h.channel.delivery.deliver_due()
-        await eventually(lambda: len(h.fake.calls_of(MESSAGES)) == 3, 5, "the lost piece")
-        await h.channel.stop()  # the pass in flight finished: what went out is marked
-        h.outbox.enqueue("discord", str(OWNER), "while stopped", "event")
-        h.clock.advance(60)
-        h.channel = h.new_channel()
-        await h.channel.start()  # nothing else: its own loop delivers
-        await eventually(lambda: h.outbox.pending_count("discord") == 0, 5, "the pending messages")
-        first, *pieces, last = h.fake.sent_texts(h.dm())
-        assert (first, last) == ("before the restart", "while stopped")
-        assert "\n\n".join(pieces) == long_text and len(pieces) == 2  # each piece once
-        assert [status for _, status in rows(h)] == ["sent", "sent", "sent"]
 
     run(config, scenario)
 

@@ -34,7 +34,8 @@ from appliance.llm.scripted import ScriptedModel
 from appliance.notify import Notifier, recent
 from appliance.outbox import Outbox
 from appliance.runtime import Runtime
-from tests.fakes.clock import ManualClock
+from tests.channel_harness import ChannelHarness, Clock, opened
+from tests.channel_harness import run as run_on
 from tests.helpers import ROOT, eventually, wait_for
 
 if TYPE_CHECKING:  # the module is a pytest plugin: pytest imports it first, so its asserts are rewritten
@@ -43,10 +44,6 @@ if TYPE_CHECKING:  # the module is a pytest plugin: pytest imports it first, so 
 pytest_plugins = ["tests.fakes.mail_servers"]
 
 STRANGER = "stranger@else.test"
-
-
-class Clock(ManualClock):
-    start = 1_800_000_000.0
 
 
 class BlockedModel(ScriptedModel):
@@ -63,15 +60,11 @@ class BlockedModel(ScriptedModel):
         return await super().generate(request)
 
 
-@dataclass
-class Harness:
+@dataclass(kw_only=True)
+class Harness(ChannelHarness):
     mail: MailServers
     owner: Mailbox
-    runtime: Runtime
     channel: EmailChannel
-    outbox: Outbox
-    model: ScriptedModel
-    clock: Clock
 
     @property
     def box(self) -> Mailbox:
@@ -98,15 +91,6 @@ class Harness:
                 return found
             await asyncio.sleep(0.02)
         raise AssertionError(f"{what} did not happen: {[(m.uid, sorted(m.flags)) for m in found]}")
-
-    async def drain(self, seconds: int = 120) -> None:
-        """A delivery pass every (test) second until the outbox is empty."""
-        for _ in range(seconds):
-            await self.channel.delivery.deliver_due()
-            if self.outbox.pending_count("email") == 0:
-                return
-            self.clock.advance(1)
-        raise AssertionError(f"the outbox did not empty: {rows(self)}")
 
     def new_channel(self) -> EmailChannel:
         return EmailChannel(self.runtime.config.email, self.runtime, self.outbox, clock=self.clock)
@@ -149,21 +133,15 @@ async def harness(
     if owner is None:
         owner = mail.dovecot.mailbox()
         configure(config, mail, owner)
-    model = model or ScriptedModel()
-    clock = Clock()
-    runtime = Runtime.open(config, model=model)
-    try:
-        outbox = Outbox(runtime.db, clock=clock)
-        h = Harness(
-            mail, owner, runtime, EmailChannel(config.email, runtime, outbox, clock=clock), outbox, model, clock
+
+    def make(runtime: Runtime, outbox: Outbox, clock: Clock, model: ScriptedModel) -> Harness:
+        channel = EmailChannel(config.email, runtime, outbox, clock=clock)
+        return Harness(
+            mail=mail, owner=owner, runtime=runtime, channel=channel, outbox=outbox, model=model, clock=clock
         )
-        await h.channel.start()
-        try:
-            yield h
-        finally:
-            await h.channel.stop()
-    finally:
-        runtime.close()
+
+    async with opened(config, model, make) as h:
+        yield h
 
 
 def run(
@@ -173,11 +151,7 @@ def run(
     model: ScriptedModel | None = None,
     owner: Mailbox | None = None,
 ) -> None:
-    async def main() -> None:
-        async with harness(config, mail, model, owner) as h:
-            await scenario(h)
-
-    asyncio.run(main())
+    run_on(harness(config, mail, model, owner), scenario)
 
 
 # --- answers -------------------------------------------------------------------------------------------

@@ -30,7 +30,8 @@ from appliance.notify import Notifier
 from appliance.outbox import Outbox
 from appliance.runtime import Runtime
 from tests.agents import SlowModel
-from tests.fakes.clock import ManualClock
+from tests.channel_harness import ChannelHarness, Clock, opened
+from tests.channel_harness import run as run_on
 from tests.fakes.slack_api import BOT_USER_ID, FakeSlack
 from tests.helpers import ROOT, started
 
@@ -41,27 +42,15 @@ STRANGER = "U0STRANGER"
 ROOM = "C0ROOM"
 
 
-class Clock(ManualClock):
-    start = 1_800_000_000.0
-
-
-@dataclass
-class Harness:
+@dataclass(kw_only=True)
+class Harness(ChannelHarness):
     fake: FakeSlack
-    runtime: Runtime
     channel: SlackChannel
-    outbox: Outbox
-    model: ScriptedModel
-    clock: Clock
 
     @property
     def dm(self) -> str:
         """The owner's DM with the app."""
         return str(self.fake.im_with(OWNER)["id"])
-
-    def pin(self, number: int) -> bool:
-        assert self.runtime.devices is not None
-        return bool(self.runtime.devices.backend.pin_factory.pin(number).state)
 
     async def settle(self, timeout: float = 5.0) -> None:
         """Until every envelope was acknowledged and handled, and every answer finished."""
@@ -97,29 +86,19 @@ async def slack(config: Config, model: ScriptedModel | None = None) -> AsyncIter
     async with FakeSlack(BOT_TOKEN, APP_TOKEN) as fake:
         fake.add_user(OWNER, "ann")  # a member of the workspace
         slack_config(config, fake)
-        model = model or ScriptedModel()
-        clock = Clock()
-        runtime = Runtime.open(config, model=model)
-        try:
-            outbox = Outbox(runtime.db, clock=clock)
-            harness = Harness(fake, runtime, None, outbox, model, clock)  # type: ignore[arg-type]
+
+        def make(runtime: Runtime, outbox: Outbox, clock: Clock, model: ScriptedModel) -> Harness:
+            harness = Harness(fake=fake, runtime=runtime, channel=None, outbox=outbox, model=model, clock=clock)
             harness.channel = harness.new_channel()
-            await harness.channel.start()
+            return harness
+
+        async with opened(config, model, make) as harness:
             assert harness.channel.up, harness.channel.problem
-            try:
-                yield harness
-            finally:
-                await harness.channel.stop()
-        finally:
-            runtime.close()
+            yield harness
 
 
 def run(config: Config, scenario: Callable[[Harness], Awaitable[None]], model: ScriptedModel | None = None) -> None:
-    async def main() -> None:
-        async with slack(config, model) as harness:
-            await scenario(harness)
-
-    asyncio.run(main())
+    run_on(slack(config, model), scenario)
 
 
 def buttons(message: dict[str, Any]) -> dict[str, str]:

@@ -29,7 +29,8 @@ from appliance.llm.scripted import ScriptedModel
 from appliance.notify import Notifier
 from appliance.outbox import Outbox
 from appliance.runtime import Runtime
-from tests.fakes.clock import ManualClock
+from tests.channel_harness import ChannelHarness, Clock
+from tests.channel_harness import run as run_on
 from tests.fakes.webhook_receiver import WebhookReceiver, signed_request
 from tests.helpers import eventually
 
@@ -37,18 +38,10 @@ SECRET = "ha-secret-0123456789abcdef"
 SCRIPT_SECRET = "script-secret-0123456789"
 
 
-class Clock(ManualClock):
-    start = 1_800_000_000.0
-
-
-@dataclass
-class Harness:
+@dataclass(kw_only=True)
+class Harness(ChannelHarness):
     receiver: WebhookReceiver
-    runtime: Runtime
     channel: WebhookChannel
-    outbox: Outbox
-    model: ScriptedModel
-    clock: Clock
     client: TestClient[Any, Any]
 
     async def ask(
@@ -64,15 +57,6 @@ class Harness:
 
     def notifier(self) -> Notifier:
         return Notifier(self.outbox, {"webhook": self.channel}, lambda: ["webhook"], clock=self.clock)
-
-    async def drain(self, seconds: int = 120) -> None:
-        """A delivery pass every (test) second until nothing is pending."""
-        for _ in range(seconds):
-            await self.channel.delivery.deliver_due()
-            if self.outbox.pending_count("webhook") == 0:
-                return
-            self.clock.advance(1)
-        raise AssertionError(f"the outbox did not empty: {self.rows()}")
 
     def rows(self) -> list[tuple[str, str, str | None]]:
         return self.runtime.db.rows("SELECT text, status, last_error FROM outbox ORDER BY id")
@@ -101,7 +85,9 @@ async def bridges(config: Config, model: ScriptedModel | None = None) -> AsyncIt
         state = WebState(runtime, Auth(runtime.db))
         state.channels = channels
         client: TestClient[Any, Any] = await stack.enter_async_context(TestClient(TestServer(build_app(state))))
-        harness = Harness(receiver, runtime, channel, outbox, model, clock, client)
+        harness = Harness(
+            receiver=receiver, runtime=runtime, channel=channel, outbox=outbox, model=model, clock=clock, client=client
+        )
         await channel.start()
         try:
             yield harness
@@ -110,11 +96,7 @@ async def bridges(config: Config, model: ScriptedModel | None = None) -> AsyncIt
 
 
 def run(config: Config, scenario: Callable[[Harness], Awaitable[None]], model: ScriptedModel | None = None) -> None:
-    async def main() -> None:
-        async with bridges(config, model) as harness:
-            await scenario(harness)
-
-    asyncio.run(main())
+    run_on(bridges(config, model), scenario)
 
 
 # --- requests in ---------------------------------------------------------------------------------------
@@ -338,26 +320,6 @@ def test_a_receiver_that_refuses_the_signature_is_not_retried_for_nothing(config
         assert refused[1] == "failed" and "HTTP 401" in str(refused[2]) and "secret" in str(refused[2])
         assert nowhere == ("nowhere to go", "failed", "webhooks.script.url is empty: nowhere to post it")
         assert len(h.receiver.received) == 1
-
-    run(config, scenario)
-
-
-def test_a_restart_mid_delivery_loses_nothing_and_sends_nothing_twice(config: Config) -> None:
-    async def scenario(h: Harness) -> None:
-        await h.channel.delivery.stop()
-        h.outbox.enqueue("webhook", "ha", "first", "event")
-        await h.channel.delivery.deliver_due()
-        h.outbox.enqueue("webhook", "ha", "second", "event")
-        h.outbox.enqueue("webhook", "ha", "third", "event")
-        h.receiver.fail_next(1, 500)  # "second" fails; "third" waits behind it
-        await h.channel.delivery.deliver_due()
-        await h.channel.stop()  # the daemon stops with "second" and "third" pending
-        h.clock.advance(10)
-        h.outbox.enqueue("webhook", "ha", "while stopped", "event")
-        h.channel = h.new_channel()
-        await h.channel.start()  # nothing else: its own loop delivers
-        await eventually(lambda: h.outbox.pending_count("webhook") == 0, what="the pending messages")
-        assert h.receiver.texts == ["first", "second", "third", "while stopped"]
 
     run(config, scenario)
 

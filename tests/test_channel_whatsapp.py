@@ -30,7 +30,8 @@ from appliance.llm.scripted import ScriptedModel
 from appliance.notify import Notifier
 from appliance.outbox import Outbox
 from appliance.runtime import Runtime
-from tests.fakes.clock import ManualClock
+from tests.channel_harness import ChannelHarness, Clock
+from tests.channel_harness import run as run_on
 from tests.fakes.graph_api import FakeGraph, MetaWebhook
 from tests.helpers import eventually
 
@@ -39,24 +40,12 @@ STRANGER = "4917600000000"
 VERIFY_TOKEN = "verify-me-0123456789"
 
 
-class Clock(ManualClock):
-    start = 1_800_000_000.0
-
-
-@dataclass
-class Harness:
+@dataclass(kw_only=True)
+class Harness(ChannelHarness):
     fake: FakeGraph
-    runtime: Runtime
     channel: WhatsAppChannel
-    outbox: Outbox
-    model: ScriptedModel
-    clock: Clock
     meta: MetaWebhook
     client: TestClient[Any, Any]
-
-    def pin(self, number: int) -> bool:
-        assert self.runtime.devices is not None
-        return bool(self.runtime.devices.backend.pin_factory.pin(number).state)
 
     async def settle(self) -> None:
         """Until every post's events were handled and every answer finished."""
@@ -67,15 +56,6 @@ class Harness:
         posted = await self.meta.post(self.fake.text_message(wa_id, text))
         await self.settle()
         return posted.status
-
-    async def drain(self, seconds: int = 60) -> None:
-        """A delivery pass every (test) second until nothing is pending."""
-        for _ in range(seconds):
-            await self.channel.delivery.deliver_due()
-            if self.outbox.pending_count("whatsapp") == 0:
-                return
-            self.clock.advance(1)
-        raise AssertionError(f"the outbox did not empty: {self.rows()}")
 
     def rows(self) -> list[tuple[str, str, str | None]]:
         return self.runtime.db.rows("SELECT text, status, last_error FROM outbox ORDER BY id")
@@ -109,7 +89,16 @@ async def whatsapp(config: Config, *, fake: FakeGraph | None = None, start: bool
         state.channels = channels
         client: TestClient[Any, Any] = await stack.enter_async_context(TestClient(TestServer(build_app(state))))
         meta = MetaWebhook(str(client.make_url("/whatsapp/webhook")), fake.app_secret)
-        harness = Harness(fake, runtime, channel, outbox, model, clock, meta, client)
+        harness = Harness(
+            fake=fake,
+            runtime=runtime,
+            channel=channel,
+            outbox=outbox,
+            model=model,
+            clock=clock,
+            meta=meta,
+            client=client,
+        )
         if start:
             await channel.start()
         try:
@@ -119,11 +108,7 @@ async def whatsapp(config: Config, *, fake: FakeGraph | None = None, start: bool
 
 
 def run(config: Config, scenario: Callable[[Harness], Awaitable[None]]) -> None:
-    async def main() -> None:
-        async with whatsapp(config) as harness:
-            await scenario(harness)
-
-    asyncio.run(main())
+    run_on(whatsapp(config), scenario)
 
 
 # --- who may talk, and the replies --------------------------------------------------------------------
@@ -142,17 +127,6 @@ def test_an_owners_message_is_answered_with_the_footer(config: Config) -> None:
         conversation = h.runtime.db.conversation("whatsapp", OWNER)
         history = [m.content for m in h.runtime.db.recent_messages(conversation, 10)]
         assert history == ["hello there", "echo: hello there"]
-
-    run(config, scenario)
-
-
-def test_a_stranger_gets_nothing_and_costs_nothing(config: Config, caplog: pytest.LogCaptureFixture) -> None:
-    async def scenario(h: Harness) -> None:
-        with caplog.at_level(logging.INFO):
-            for text in ("hello", "/status", "turn on the porch light"):
-                assert await h.says(STRANGER, text) == 200  # Meta must not re-send it
-        assert h.fake.sent() == [] and h.model.history == [] and h.pin(17) is False
-        assert len([r for r in caplog.records if STRANGER in r.getMessage()]) == 1  # one rate-limited line
 
     run(config, scenario)
 
@@ -377,25 +351,6 @@ def test_a_proactive_message_waits_while_whatsapp_is_unreachable_and_goes_when_i
                 assert fake.sent_texts(OWNER) == ["The living room is over 28 °C.", "Backup finished"]
 
     asyncio.run(main())
-
-
-def test_a_restart_mid_delivery_loses_nothing_and_sends_nothing_twice(config: Config) -> None:
-    async def scenario(h: Harness) -> None:
-        await h.channel.delivery.stop()  # these passes are the test's
-        h.outbox.enqueue("whatsapp", OWNER, "first", "event")
-        await h.channel.delivery.deliver_due()
-        h.outbox.enqueue("whatsapp", OWNER, "second", "event")
-        h.outbox.enqueue("whatsapp", OWNER, "third", "event")
-        h.fake.fail_next(1, "network")  # the connection drops while "second" is sent: Graph never got it
-        await h.channel.delivery.deliver_due()
-        assert h.fake.sent_texts(OWNER) == ["first"]
-        await h.channel.stop()  # the daemon stops with "second" and "third" pending
-        h.clock.advance(10)
-        h.outbox.enqueue("whatsapp", OWNER, "while stopped", "event")
-        h.channel = h.new_channel()
-        await h.channel.start()  # nothing else: its own loop delivers
-        await eventually(lambda: h.outbox.pending_count("whatsapp") == 0, what="the pending messages")
-        assert h.fake.sent_texts(OWNER) == ["first", "second", "third", "while stopped"]  # each once, in order
 
 
 def test_a_reply_that_cannot_be_sent_goes_to_the_outbox(config: Config) -> None:

@@ -308,3 +308,50 @@ def test_tokens_made_before_scopes_keep_owner_power_and_new_ones_default_to_chat
             db.write("UPDATE api_tokens SET scope = 'root' WHERE name = 'new'")
     finally:
         db.close()
+
+
+def test_telegram_pairing_made_before_the_shared_tables_moves_there_with_nothing_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34: Telegram's own pairing tables move into the shared ones: its paired users (in pairing order),
+    who used which code, and a code printed by the older picoagent, not used yet, which still pairs."""
+    from appliance.channels import pairing
+
+    path = tmp_path / "picoagent.db"
+    index = [m.__name__ for m in MIGRATIONS].index("_m16_telegram_pairing_shared")
+    monkeypatch.setattr(db_module, "MIGRATIONS", MIGRATIONS[:index])
+    old = Database(path)
+
+    def old_hash(code: str) -> str:  # as appliance/channels/telegram/pairing.py hashed a code
+        return hashlib.sha256(f"picoagent-telegram-pairing:{code}".encode()).hexdigest()
+
+    old.write("INSERT INTO telegram_users (user_id, name, paired_at) VALUES (333, 'Second', 20.0)")
+    old.write("INSERT INTO telegram_users (user_id, name, paired_at) VALUES (222, 'First', 10.0)")
+    used = "INSERT INTO telegram_pairing (code_hash, created_at, expires_at, used_by, used_at) VALUES (?, ?, ?, ?, ?)"
+    old.write(used, (old_hash("111111"), 5.0, 605.0, 222, 10.0))
+    unused = "INSERT INTO telegram_pairing (code_hash, created_at, expires_at) VALUES (?, ?, ?)"
+    old.write(unused, (old_hash("424242"), 1000.0, 1600.0))
+    old.close()
+    monkeypatch.setattr(db_module, "MIGRATIONS", MIGRATIONS)
+    db = Database(path)
+    try:
+        tables = {r[0] for r in db.rows("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert not tables & {"telegram_users", "telegram_pairing"}
+        assert pairing.paired_users(db, "telegram") == ["222", "333"]  # first paired first, as before
+        assert pairing.is_paired("telegram", db, 222) and not pairing.is_paired("discord", db, 222)
+        assert db.rows("SELECT user_id, name, paired_at FROM channel_users ORDER BY paired_at") == [
+            ("222", "First", 10.0),
+            ("333", "Second", 20.0),
+        ]
+        assert db.rows("SELECT channel, used_by, used_at FROM channel_pairing ORDER BY created_at") == [
+            ("telegram", "222", 10.0),
+            ("telegram", None, None),
+        ]
+        # The code the older picoagent printed pairs once, on Telegram only; the used one stays used.
+        assert not pairing.redeem("discord", db, "424242", 444, "Else", clock=lambda: 1100.0)
+        assert not pairing.redeem("telegram", db, "111111", 444, "Else", clock=lambda: 100.0)
+        assert pairing.redeem("telegram", db, "424242", 444, "Third", clock=lambda: 1100.0)
+        assert not pairing.redeem("telegram", db, "424242", 555, "Fourth", clock=lambda: 1100.0)
+        assert pairing.paired_users(db, "telegram") == ["222", "333", "444"]
+    finally:
+        db.close()

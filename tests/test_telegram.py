@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from appliance.channels.pairing import create_code, is_paired
+from appliance.channels.registry import ChannelSet
 from appliance.channels.telegram.channel import TelegramChannel
-from appliance.channels.telegram.pairing import create_pairing_code, is_paired, owner_target
 from appliance.channels.telegram.text import MESSAGE_LIMIT, split_message
 from appliance.channels.web.app import build_app
 from appliance.channels.web.auth import Auth
@@ -34,7 +35,8 @@ from appliance.notify import Notifier
 from appliance.outbox import Outbox
 from appliance.runtime import Runtime
 from tests.agents import SlowModel
-from tests.fakes.clock import ManualClock
+from tests.channel_harness import ChannelHarness, Clock, opened
+from tests.channel_harness import run as run_on
 from tests.fakes.telegram_api import FakeTelegram, utf16_len
 
 TOKEN = "123:TEST"
@@ -45,22 +47,10 @@ WEBHOOK_URL = "https://pi.example.net/telegram/webhook"
 WEBHOOK_SECRET = "s3cret-token_0123456789"
 
 
-class Clock(ManualClock):
-    start = 1_800_000_000.0
-
-
-@dataclass
-class Harness:
+@dataclass(kw_only=True)
+class Harness(ChannelHarness):
     fake: FakeTelegram
-    runtime: Runtime
     channel: TelegramChannel
-    outbox: Outbox
-    model: ScriptedModel
-    clock: Clock
-
-    def pin(self, number: int) -> bool:
-        assert self.runtime.devices is not None
-        return bool(self.runtime.devices.backend.pin_factory.pin(number).state)
 
     async def settle(self, timeout: float = 5.0) -> None:
         """Wait until every update was fetched and handled (gate and handlers), and every answer finished."""
@@ -92,27 +82,17 @@ async def telegram(config: Config, model: ScriptedModel | None = None) -> AsyncI
         tg = config.telegram
         tg.enabled, tg.token, tg.api_base_url, tg.allow_from = True, TOKEN, fake.base_url, [OWNER]
         tg.edit_interval_s, tg.poll_timeout_s = 0.2, 2
-        model = model or ScriptedModel()
-        clock = Clock()
-        runtime = Runtime.open(config, model=model)
-        try:
-            outbox = Outbox(runtime.db, clock=clock)
-            harness = Harness(fake, runtime, TelegramChannel(tg, runtime, outbox, clock=clock), outbox, model, clock)
-            await harness.channel.start()
-            try:
-                yield harness
-            finally:
-                await harness.channel.stop()
-        finally:
-            runtime.close()
+
+        def make(runtime: Runtime, outbox: Outbox, clock: Clock, model: ScriptedModel) -> Harness:
+            channel = TelegramChannel(tg, runtime, outbox, clock=clock)
+            return Harness(fake=fake, runtime=runtime, channel=channel, outbox=outbox, model=model, clock=clock)
+
+        async with opened(config, model, make) as harness:
+            yield harness
 
 
 def run(config: Config, scenario: Callable[[Harness], Awaitable[None]], model: ScriptedModel | None = None) -> None:
-    async def main() -> None:
-        async with telegram(config, model) as harness:
-            await scenario(harness)
-
-    asyncio.run(main())
+    run_on(telegram(config, model), scenario)
 
 
 def buttons(message: dict[str, Any]) -> dict[str, str]:
@@ -160,24 +140,6 @@ def test_an_ordinary_message_streams_the_models_reply(config: Config) -> None:
         assert len(model.history) == 1
 
     run(config, scenario, model)
-
-
-def test_a_stranger_gets_nothing_and_costs_nothing(config: Config, caplog: pytest.LogCaptureFixture) -> None:
-    async def scenario(h: Harness) -> None:
-        caplog.set_level(logging.WARNING, logger="appliance.channels")  # the channel's and its doorkeeper's
-        h.fake.push_message(STRANGER, STRANGER, "turn on the porch light")
-        h.fake.push_message(STRANGER, STRANGER, "tell me a secret")
-        h.fake.push_message(STRANGER, STRANGER, "/status")
-        await h.settle()
-        h.fake.push_message(OWNER, OWNER, "hello")
-        await h.reply_to(OWNER)
-        assert h.pin(17) is False
-        assert not [c for c in h.fake.calls if c.params.get("chat_id") == STRANGER]
-        assert len(h.model.history) == 1  # the owner's message only
-        ignored = [r for r in caplog.records if str(STRANGER) in r.getMessage()]
-        assert len(ignored) == 1  # one log line per stranger per minute, not one per message
-
-    run(config, scenario)
 
 
 def test_group_messages_are_answered_only_when_the_bot_is_addressed(config: Config) -> None:
@@ -242,10 +204,10 @@ def test_commands_answer(config: Config) -> None:
         status = await command("/status")
         assert "Model scripted" in status and "queue 0" in status and "Devices 5" in status
         assert await command("/cloud") == "The next message is answered on the Pi: routing.mode is local_only."
-        assert h.channel.forced_route == {str(OWNER): "cloud"}
+        assert h.channel.commands.forced_route == {str(OWNER): "cloud"}
         assert await command("/local") == "The next message stays on the Pi."
         await command("hello")
-        assert h.channel.forced_route == {}  # used by that message
+        assert h.channel.commands.forced_route == {}  # used by that message
         assert "stays on the Pi" in await command("/private on")
         assert await h.runtime.db.call(h.runtime.db.is_private, "telegram", str(OWNER))
         assert "routed as configured" in await command("/private off")
@@ -354,53 +316,53 @@ def test_approve_runs_exactly_the_stored_action_once(config: Config) -> None:
 
 def test_pairing_works_once_and_only_once(config: Config) -> None:
     async def scenario(h: Harness) -> None:
-        code = create_pairing_code(h.runtime.db, clock=h.clock)
+        code = create_code(h.runtime.db, "telegram", clock=h.clock)
         wrong = f"{(int(code) + 1) % 10**6:06d}"
         h.fake.push_message(222, 222, wrong)
         await h.settle()
-        assert not is_paired(h.runtime.db, 222) and not h.fake.bot_messages(222)
+        assert not is_paired("telegram", h.runtime.db, 222) and not h.fake.bot_messages(222)
 
         h.fake.push_message(222, 222, code)
         [paired] = await h.reply_to(222)
-        assert paired["text"] == "Paired: you can talk to me now." and is_paired(h.runtime.db, 222)
+        assert paired["text"] == "Paired: you can talk to me now." and is_paired("telegram", h.runtime.db, 222)
 
         h.fake.push_message(333, 333, code)  # the same code again
         await h.settle()
-        assert not is_paired(h.runtime.db, 333) and not h.fake.bot_messages(333)
+        assert not is_paired("telegram", h.runtime.db, 333) and not h.fake.bot_messages(333)
 
         h.fake.push_message(222, 222, "hello")
         await h.reply_to(222, 2)
         assert h.model.history[-1].messages[-1].content == "hello"
-        assert owner_target(h.runtime.config.telegram, h.runtime.db) == ("telegram", str(OWNER))
+        assert h.channel.owner_target() == str(OWNER)
 
-        link_code = create_pairing_code(h.runtime.db, clock=h.clock)
+        link_code = create_code(h.runtime.db, "telegram", clock=h.clock)
         h.fake.push_message(777, 777, f"/start {link_code}")  # what a t.me/<bot>?start=<code> link sends
         [paired] = await h.reply_to(777)
-        assert paired["text"] == "Paired: you can talk to me now." and is_paired(h.runtime.db, 777)
+        assert paired["text"] == "Paired: you can talk to me now." and is_paired("telegram", h.runtime.db, 777)
 
     run(config, scenario)
 
 
 def test_guessing_codes_is_cut_off(config: Config) -> None:
     async def scenario(h: Harness) -> None:
-        code = create_pairing_code(h.runtime.db, clock=h.clock)
+        code = create_code(h.runtime.db, "telegram", clock=h.clock)
         guesses = [f"{(int(code) + i) % 10**6:06d}" for i in range(1, 6)]
         for guess in guesses:
             h.fake.push_message(444, 444, guess)
         await h.settle()
         h.fake.push_message(444, 444, code)  # right, but after five wrong guesses this hour
         await h.settle()
-        assert not is_paired(h.runtime.db, 444) and not h.fake.bot_messages(444)
+        assert not is_paired("telegram", h.runtime.db, 444) and not h.fake.bot_messages(444)
 
     run(config, scenario)
 
 
 def test_an_expired_code_does_nothing(config: Config) -> None:
     async def scenario(h: Harness) -> None:
-        code = create_pairing_code(h.runtime.db, ttl_s=600, clock=lambda: h.clock.now - 601)
+        code = create_code(h.runtime.db, "telegram", ttl_s=600, clock=lambda: h.clock.now - 601)
         h.fake.push_message(555, 555, code)
         await h.settle()
-        assert not is_paired(h.runtime.db, 555)
+        assert not is_paired("telegram", h.runtime.db, 555)
 
     run(config, scenario)
 
@@ -412,16 +374,6 @@ def rows(h: Harness) -> list[tuple[str, str]]:
     return h.runtime.db.rows("SELECT text, status FROM outbox ORDER BY id")
 
 
-async def drain(h: Harness, seconds: int = 60) -> None:
-    """Run a delivery pass every (test) second until nothing is pending."""
-    for _ in range(seconds):
-        await h.channel.deliver_due()
-        if h.outbox.pending_count("telegram") == 0:
-            return
-        h.clock.advance(1)
-    raise AssertionError(f"the outbox did not empty: {rows(h)}")
-
-
 def test_dropped_connections_lose_nothing_and_duplicate_nothing(config: Config) -> None:
     async def scenario(h: Harness) -> None:
         h.fake.add_chat(OWNER)  # the owner pressed Start once
@@ -430,7 +382,7 @@ def test_dropped_connections_lose_nothing_and_duplicate_nothing(config: Config) 
         h.fake.fail_next("sendMessage", 2, kind="network")
         for text in texts:
             notifier.notify(text, "event")
-        await drain(h)
+        await h.drain(60)
         assert h.fake.sent_texts(OWNER) == texts  # each exactly once, in order
         attempts = [c.params["text"] for c in h.fake.calls_of("sendMessage")]
         assert attempts == [texts[0], texts[0], *texts]  # nothing overtook the message being retried
@@ -456,26 +408,9 @@ def test_flood_control_is_honoured_and_permanent_errors_give_up(config: Config) 
         h.fake.fail_next("sendMessage", 1, kind="500")
         h.outbox.enqueue("telegram", str(OWNER), "second", "event")
         h.outbox.enqueue("telegram", "999", "to nobody", "event")  # a chat the bot cannot reach
-        await drain(h)
+        await h.drain(60)
         assert h.fake.sent_texts(OWNER) == ["first", "second"]
         assert rows(h) == [("first", "sent"), ("second", "sent"), ("to nobody", "failed")]
-
-    run(config, scenario)
-
-
-def test_a_restart_resumes_pending_messages(config: Config) -> None:
-    async def scenario(h: Harness) -> None:
-        h.fake.add_chat(OWNER)
-        h.fake.fail_next("sendMessage", 1, kind="network")
-        h.outbox.enqueue("telegram", str(OWNER), "before the restart", "event")
-        await h.channel.deliver_due()
-        await h.channel.stop()
-        h.outbox.enqueue("telegram", str(OWNER), "while stopped", "event")
-        h.clock.advance(10)
-        h.channel = h.new_channel()
-        await h.channel.start()  # nothing else: its own loop delivers
-        await h.fake.wait_for(lambda: len(h.fake.sent_texts(OWNER)) == 2, what="the pending messages")
-        assert h.fake.sent_texts(OWNER) == ["before the restart", "while stopped"]
 
     run(config, scenario)
 
@@ -488,7 +423,7 @@ def test_a_reply_that_cannot_be_delivered_goes_to_the_outbox(config: Config) -> 
         h.fake.fail_next("sendMessage", 1, kind="network")
         h.fake.push_message(OWNER, OWNER, "are you there?")
         await h.settle()
-        await drain(h)
+        await h.drain(60)
         [(text, status)] = rows(h)
         assert text.startswith("echo: are you there?\n\nlocal · scripted · ") and status == "sent"
         assert [m["text"] for m in h.fake.bot_messages(OWNER)] == [text]
@@ -540,7 +475,8 @@ async def web_client(h: Harness, *, channel: bool = True) -> AsyncIterator[TestC
     """The daemon's web app (with the Telegram channel wired in, as the daemon does) on a real socket."""
     state = WebState(h.runtime, Auth(h.runtime.db))
     if channel:
-        state.telegram = h.channel
+        state.channels = ChannelSet(h.runtime.config)
+        state.channels.channels["telegram"] = h.channel
     async with TestClient(TestServer(build_app(state))) as client:
         yield client
 

@@ -1,10 +1,14 @@
 """A chat channel is its platform plus this: the inbound pipeline, the lifecycle and delivery every channel shares.
 
-A platform (Discord, Slack, e-mail, WhatsApp, a webhook bridge) subclasses :class:`ChatChannel` and writes
-only what is its own: :meth:`~ChatChannel.connect` and :meth:`~ChatChannel.disconnect`, how a message is
-shown (:meth:`~ChatChannel.say`, and :meth:`~ChatChannel.streamed_reply` where it can edit a message as
-it grows), and how one stored outbound message is sent (:meth:`~ChatChannel.deliver`). It turns what the
-platform receives into an :class:`Incoming` and hands it to :meth:`~ChatChannel.handle`, which:
+A platform (Telegram, Discord, Slack, e-mail, WhatsApp, a webhook bridge, MQTT chat) subclasses
+:class:`ChatChannel` and writes only what is its own: :meth:`~ChatChannel.connect` and
+:meth:`~ChatChannel.disconnect`, how a message is shown (:meth:`~ChatChannel.say`, and
+:meth:`~ChatChannel.streamed_reply` where it can edit a message as it grows, usually an
+:class:`~appliance.channels.core.EditedReply`), and how one piece of a stored outbound message is sent
+(:meth:`~ChatChannel.pieces`, :meth:`~ChatChannel.send_piece`, :meth:`~ChatChannel.verdict`; the outbox
+delivery piece by piece, keeping only the unsent rest, is :meth:`~ChatChannel.deliver`, once). It turns
+what the platform receives into an :class:`Incoming` and hands it to :meth:`~ChatChannel.handle` (a button
+press to :meth:`~ChatChannel.tap`), which:
 
 1. lets in only the allowlist and the paired (a stranger costs one rate-limited log line; a 6-digit code
    in a private chat pairs them, see ``picoagent channels pair``),
@@ -16,7 +20,8 @@ platform receives into an :class:`Incoming` and hands it to :meth:`~ChatChannel.
 
 A connection that fails raises :class:`ChannelDown`: the channel stays off with the reason in
 :attr:`~ChatChannel.problem` (``picoagent status``, ``doctor``, the log) and retries in the background
-unless the reason is permanent (a refused token). The daemon never stops for a channel.
+unless the reason is permanent (a refused token). The daemon never stops for a channel. Every channel
+passes the same contract suite (tests/test_channel_contract.py).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import functools
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -46,6 +51,15 @@ CONNECT_RETRY_S = (5, 15, 30, 60, 120, 300)
 STOP_GRACE_S = 10.0
 PAIRED = "Paired: you can talk to me now."
 FAILED = "Something went wrong on the Pi while answering; the log has the details."
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a failed send of one piece of a stored message means (:meth:`ChatChannel.verdict`)."""
+
+    outcome: Outcome  # "retry" (with backoff), "paused" (the platform asked to wait) or "failed" (never)
+    reason: str  # stored with the message and logged, for people
+    wait_s: float | None = None  # "paused": delivery waits this long; None: untouched until the channel is back
 
 
 class ChannelDown(Exception):
@@ -179,9 +193,21 @@ class ChatChannel(ABC):
     async def say(self, incoming: Incoming, said: Said) -> None:
         """Show a message (text and buttons) in answer to ``incoming``; raise when it could not be shown."""
 
-    @abstractmethod
-    async def deliver(self, message: OutMessage) -> Outcome:
-        """Send one stored outbox message and mark it (sent, retry, failed) in the outbox, as Telegram does."""
+    def pieces(self, message: OutMessage) -> Sequence[Any]:
+        """A stored message as the messages that carry it (within the platform's limit); none when empty."""
+        raise NotImplementedError(f"{self.name}: a channel writes pieces/send_piece/verdict, or deliver")
+
+    async def send_piece(self, message: OutMessage, piece: Any) -> str:
+        """Send one piece of a stored message; returns the platform's id of what was sent."""
+        raise NotImplementedError(f"{self.name}: a channel writes pieces/send_piece/verdict, or deliver")
+
+    def verdict(self, exc: Exception) -> Verdict | None:
+        """What a failed :meth:`send_piece` means; None: not the platform's error (the delivery pass decides)."""
+        return None
+
+    def unsent_text(self, pieces: Sequence[Any], first_unsent: int) -> str:
+        """The text of the pieces not sent yet, as the outbox keeps it."""
+        return "\n\n".join(str(piece) for piece in pieces[first_unsent:])
 
     def streamed_reply(self, incoming: Incoming) -> StreamedReply | None:
         """A reply shown while it grows (edits of one message); None: one message at the end."""
@@ -291,9 +317,13 @@ class ChatChannel(ABC):
 
     # --- the inbound pipeline ------------------------------------------------------------------------
 
+    async def is_allowed(self, user_id: str) -> bool:
+        """Whether a user is in the channel's allow_from or was paired."""
+        return await self.doorkeeper.is_allowed(user_id)
+
     async def admit(self, incoming: Incoming) -> bool:
         """True for an allowed person; a stranger gets nothing (a pairing code in a private chat aside)."""
-        if await self.doorkeeper.is_allowed(incoming.user_id):
+        if await self.is_allowed(incoming.user_id):
             return True
         match = pairing.PAIRING_CODE.fullmatch(incoming.text.strip()) if incoming.private else None
         if match:
@@ -346,7 +376,7 @@ class ChatChannel(ABC):
 
     async def tap(self, incoming: Incoming, data: str) -> Tapped | None:
         """A button press (``incoming`` says who and where; its remote_id is the press's id): its answer."""
-        if not await self.doorkeeper.is_allowed(incoming.user_id):
+        if not await self.is_allowed(incoming.user_id):
             self.doorkeeper.turned_away(incoming.user_id, incoming.user_name)
             return Tapped("not allowed", alert=True)
         if not await self.first_time(incoming.remote_id):
@@ -419,10 +449,50 @@ class ChatChannel(ABC):
             await self.db.call(self.outbox.enqueue, self.name, incoming.chat_id, text, "reply", incoming.meta)
             self.delivery.wakeup()
 
-    async def keep_unsent(self, message: OutMessage, pieces: list[str], first_unsent: int) -> None:
-        """After some pieces of a long message went out, keep only the rest, so a retry repeats nothing."""
-        if first_unsent:
-            await self.db.call(self.outbox.keep_unsent, message.id, "\n\n".join(pieces[first_unsent:]))
+    # --- delivery of the outbox ---------------------------------------------------------------------
+
+    async def deliver(self, message: OutMessage) -> Outcome:
+        """Send one stored message piece by piece and mark it in the outbox: sent once every piece went;
+        after a failure only the unsent rest is kept, so a retry (after a restart too) repeats nothing."""
+        pieces = self.pieces(message)
+        if not pieces:
+            await self.db.call(self.outbox.mark_failed, message.id, "the message is empty")
+            return "failed"
+        remote_id = ""
+        for i, piece in enumerate(pieces):
+            try:
+                remote_id = await self.send_piece(message, piece)
+            except Exception as exc:
+                verdict = self.verdict(exc)
+                if verdict is None:
+                    raise
+                return await self._not_sent(message, pieces, i, verdict)
+        await self.db.call(self.outbox.mark_sent, message.id, remote_id)
+        return "sent"
+
+    async def deliver_due(self) -> int:
+        """One delivery pass of the outbox now; returns how many messages the platform accepted."""
+        return await self.delivery.deliver_due()
+
+    async def _not_sent(self, message: OutMessage, pieces: Sequence[Any], i: int, verdict: Verdict) -> Outcome:
+        if verdict.outcome == "failed":
+            await self.db.call(self.outbox.mark_failed, message.id, verdict.reason)
+            log.warning(
+                "%s: message %d to %s cannot be delivered: %s", self.name, message.id, message.chat_id, verdict.reason
+            )
+            return "failed"
+        if i:  # some pieces went out: only the rest is sent again
+            await self.db.call(self.outbox.keep_unsent, message.id, self.unsent_text(pieces, i))
+        if verdict.outcome == "paused":
+            if verdict.wait_s is None:
+                return "paused"  # untouched: it goes once the channel is back
+            self.delivery.pause(verdict.wait_s)
+            await self.db.call(self.outbox.mark_retry, message, verdict.reason, verdict.wait_s)
+            log.info("%s: %s; sending again in %g s", self.name, verdict.reason, verdict.wait_s)
+            return "paused"
+        await self.db.call(self.outbox.mark_retry, message, verdict.reason)
+        log.info("%s: message %d not delivered (%s); will retry", self.name, message.id, verdict.reason)
+        return "retry"
 
     async def _handled(self, incoming: Incoming) -> None:
         if incoming.remote_id:

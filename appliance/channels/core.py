@@ -1,7 +1,7 @@
 """What every chat channel shares, so that a channel is only its platform.
 
-A chat channel (Telegram today; Discord, Slack, e-mail next) is made of the same parts, and only the
-last step of each is the platform's:
+A chat channel (Telegram, Discord, Slack, e-mail, WhatsApp, a webhook bridge, MQTT chat) is made of the
+same parts, and only the last step of each is the platform's:
 
 - :class:`Doorkeeper`: who may talk. The channel's allowlist and the users paired with a one-time
   code; a stranger costs nothing (no turn, no model call, no reply) and may only send a code, a few
@@ -10,10 +10,13 @@ last step of each is the platform's:
   or why it did not although it should have. The terminal's detailed form comes from here too.
 - :class:`StreamedReply`: a reply shown while it grows, pushed at most once per ``interval_s`` by a
   throttled loop; the platform only says how to show a text (send, or edit what is shown).
+  :class:`EditedReply` is the loop of sending one message per piece and editing it as it grows
+  (Telegram, Discord, Slack): the platform says how to split, post, edit and read its errors.
 - :mod:`appliance.channels.commands`: the command set (/status, /devices, /approve, ...) and its
   buttons, answered as text and buttons the platform renders.
 - Proactive messages go through the outbox (:class:`appliance.outbox.Delivery`): the platform
-  supplies ``send`` for one stored message; ordering, retries and flood control are shared.
+  supplies ``send`` for one stored message; ordering, retries and flood control are shared, and
+  sending it piece by piece is :meth:`appliance.channels.base.ChatChannel.deliver`.
 """
 
 from __future__ import annotations
@@ -122,6 +125,7 @@ class Doorkeeper:
         self.redeem = redeem  # (db, code, user id, name, clock=...) -> bool, on the database thread
         self.clock = clock
         self._strangers = RateLimiter(1, 60.0)  # at most one log line per unknown user per minute
+        self.turned_away_total = 0  # messages and taps from strangers since the start (none was processed)
         self._code_attempts = RateLimiter(CODE_ATTEMPTS_PER_HOUR, 3600.0)
         self._all_code_attempts = RateLimiter(ALL_CODE_ATTEMPTS_PER_HOUR, 3600.0)
 
@@ -143,6 +147,7 @@ class Doorkeeper:
 
     def turned_away(self, user_id: UserId, name: str) -> None:
         """A stranger wrote: say so in the log, once a minute per stranger at most."""
+        self.turned_away_total += 1
         if self._strangers.hit(str(user_id)) == 0:
             log.warning("%s: ignored user %s (%s): not allowed and not paired", self.channel, user_id, name)
 
@@ -206,3 +211,97 @@ class StreamedReply(ABC):
         if self.on_screen:
             await asyncio.sleep(max(0.0, self.last_push + self.interval_s - time.monotonic()))
         return await self.show(text, final=True, choices=choices or [])
+
+
+Trouble = Literal["shown", "gone", "again", "unsent"]
+
+
+class EditedReply(StreamedReply):
+    """A reply sent at its first text and edited as it grows: one message per piece of the text.
+
+    A piece already shown unchanged is not sent again; the buttons go under the last piece. A platform
+    writes :meth:`split`, :meth:`post`, :meth:`edit` and :meth:`trouble` (what a failed push means), and
+    may show "typing…" (:meth:`send_typing`, every :attr:`typing_every_s`) until the first piece is out.
+    """
+
+    typing_every_s = 0.0  # 0: the platform shows no "typing…"
+
+    def __init__(self, interval_s: float) -> None:
+        super().__init__(interval_s)
+        self.shown: list[tuple[Any, str]] = []  # per piece: the platform's message reference and what it shows
+
+    @property
+    def on_screen(self) -> bool:
+        """Whether a first message was sent."""
+        return bool(self.shown)
+
+    @abstractmethod
+    def split(self, text: str) -> list[str]:
+        """The pieces of a text, each within the platform's message limit."""
+
+    @abstractmethod
+    def markup(self, choices: list[str]) -> Any:
+        """The buttons for the answers a reply offers (None for none)."""
+
+    @abstractmethod
+    async def post(self, piece: str, markup: Any, *, first: bool) -> Any:
+        """Send a new message; returns the platform's reference to it (for later edits)."""
+
+    @abstractmethod
+    async def edit(self, ref: Any, piece: str, markup: Any) -> None:
+        """Change what a sent message shows."""
+
+    @abstractmethod
+    async def trouble(self, exc: Exception, *, final: bool, last_try: bool) -> Trouble:
+        """What a failed push means: ``shown`` (it showed that already), ``gone`` (nothing will reach the
+        chat), ``again`` (push it once more now), ``unsent`` (the rest goes to the outbox); raise when
+        the error is not the platform's."""
+
+    def rest(self, pieces: list[str], first_unsent: int) -> str:
+        """What was not shown, as the outbox keeps it."""
+        return "\n\n".join(pieces[first_unsent:])
+
+    async def send_typing(self) -> None:
+        """Show "typing…" once (a platform that shows it)."""
+
+    async def run(self) -> None:
+        """Push the growing text (the shared throttle), showing "typing…" until the first piece is out."""
+        typing = asyncio.ensure_future(self._typing()) if self.typing_every_s else None
+        try:
+            await super().run()
+        finally:
+            if typing is not None:
+                typing.cancel()
+
+    async def _typing(self) -> None:
+        while not self.shown:
+            await self.send_typing()
+            await asyncio.sleep(self.typing_every_s)
+
+    async def show(self, text: str, *, final: bool, choices: list[str]) -> str:
+        """Send or edit one message per piece; returns what could not be shown (of a final text)."""
+        pieces = self.split(text)
+        markup = self.markup(choices)
+        for i, piece in enumerate(pieces):
+            extra = markup if i == len(pieces) - 1 else None  # "Turn the fan on?" [yes] [no]
+            if i < len(self.shown) and self.shown[i][1] == piece and extra is None:
+                continue
+            for attempt in range(2):
+                self.last_push = time.monotonic()
+                try:
+                    if i < len(self.shown):
+                        await self.edit(self.shown[i][0], piece, extra)
+                        self.shown[i] = (self.shown[i][0], piece)
+                    else:
+                        self.shown.append((await self.post(piece, extra, first=not self.shown), piece))
+                    break
+                except Exception as exc:
+                    what = await self.trouble(exc, final=final, last_try=attempt == 1)
+                    if what == "shown":
+                        self.shown[i] = (self.shown[i][0], piece)
+                        break
+                    if what == "gone":
+                        return ""
+                    if what == "unsent":
+                        return self.rest(pieces, i) if final else ""
+        return ""

@@ -1,8 +1,10 @@
-"""Pairing with any chat channel but Telegram, and the messages a channel has handled: no platform library needed.
+"""Pairing with any chat channel, and the messages a channel has handled: no platform library needed.
 
 ``picoagent channels pair NAME`` stores a one-time 6-digit code for that channel (only its hash); whoever
-sends it to the assistant there, in a private chat, within its lifetime is paired, once. Telegram keeps
-its own tables (appliance/channels/telegram/pairing.py), older than these. :func:`first_time` records a
+sends it to the assistant there, in a private chat, within its lifetime is paired, once. The CLI and
+the daemon's owner lookup import this module alone, so neither loads a platform library (nor the runtime)
+just to pair or to find the owner's chat. Telegram had tables of its own until migration 16 moved its
+rows here; its codes keep the hash they had (:data:`LEGACY_SALT`). :func:`first_time` records a
 platform's message id, so a message the platform delivers twice (a retried webhook, a re-sent envelope)
 is handled once, across restarts.
 """
@@ -22,11 +24,16 @@ from appliance.memory.db import Database
 log = logging.getLogger(__name__)
 
 CODE_TTL_S = 600.0
-PAIRING_CODE = re.compile(r"(?:/(?:start|pair)\s+)?(\d{6})")  # a bare code, or /pair CODE
+# A bare code, /pair CODE, or what a t.me/<bot>?start=<code> link sends (/start@bot CODE in a group).
+PAIRING_CODE = re.compile(r"(?:/(?:start|pair)(?:@\w+)?\s+)?(\d{6})")
+# Telegram's codes were hashed this way before its rows moved into channel_pairing: an unused code
+# printed by an older picoagent still works after the upgrade.
+LEGACY_SALT = {"telegram": "picoagent-telegram-pairing:"}
 
 
 def _code_hash(channel: str, code: str) -> str:
-    return hashlib.sha256(f"picoagent-pairing:{channel}:{code}".encode()).hexdigest()
+    salt = LEGACY_SALT.get(channel, f"picoagent-pairing:{channel}:")
+    return hashlib.sha256(f"{salt}{code}".encode()).hexdigest()
 
 
 def create_code(

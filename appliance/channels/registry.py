@@ -1,7 +1,8 @@
 """Which chat channels exist, how the daemon builds the enabled ones, and what status pages say of each.
 
-A channel is named here once, by the class that implements it; its module is imported only when the
-channel is enabled, so neither the daemon without it nor ``picoagent chat`` loads its platform library.
+A channel is named here once, by its :class:`~appliance.channels.base.ChatChannel` subclass (Telegram
+too: there is no other kind of channel); its module is imported only when the channel is enabled, so
+neither the daemon without it nor ``picoagent chat`` loads its platform library.
 """
 
 from __future__ import annotations
@@ -9,13 +10,13 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from appliance.config import CHANNEL_ORDER, Config
 
 if TYPE_CHECKING:
-    from appliance.channels.commands import ChatCommands
-    from appliance.outbox import Delivery, Outbox
+    from appliance.channels.base import ChatChannel
+    from appliance.outbox import Outbox
     from appliance.runtime import Runtime
     from appliance.schedule.scheduler import Scheduler
     from appliance.tasks import TaskStore
@@ -31,28 +32,6 @@ CHANNELS: dict[str, str] = {
     "whatsapp": "appliance.channels.whatsapp.channel:WhatsAppChannel",
     "webhook": "appliance.channels.webhook:WebhookChannel",
 }
-
-
-class Channel(Protocol):
-    """What the daemon, the notifier and status pages use of a running channel."""
-
-    name: str
-    problem: str | None
-    delivery: Delivery
-    commands: ChatCommands  # /status, /devices ... /tasks, /schedule
-
-    @property
-    def up(self) -> bool:
-        """Whether messages can go out now."""
-
-    def owner_target(self) -> str | None:
-        """The chat proactive messages go to (None: nobody to tell here)."""
-
-    async def start(self) -> None:
-        """Connect (never raises for the platform's refusal or absence)."""
-
-    async def stop(self) -> None:
-        """Disconnect."""
 
 
 def section(config: Config, name: str) -> Any:
@@ -72,11 +51,11 @@ def enabled_names(config: Config) -> list[str]:
     return [name for name in CHANNEL_ORDER if name in CHANNELS and is_enabled(config, name)]
 
 
-def build(name: str, config: Config, runtime: Runtime, outbox: Outbox) -> Channel:
+def build(name: str, config: Config, runtime: Runtime, outbox: Outbox) -> ChatChannel:
     """Import and make one channel (its platform library is imported now, not before)."""
     module_name, _, class_name = CHANNELS[name].partition(":")
     cls = getattr(importlib.import_module(module_name), class_name)
-    channel: Channel = cls(section(config, name), runtime, outbox)
+    channel: ChatChannel = cls(section(config, name), runtime, outbox)
     return channel
 
 
@@ -85,12 +64,12 @@ class ChannelSet:
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.channels: dict[str, Channel] = {}
+        self.channels: dict[str, ChatChannel] = {}
 
-    def __iter__(self) -> Iterator[Channel]:
+    def __iter__(self) -> Iterator[ChatChannel]:
         return iter(self.channels.values())
 
-    def get(self, name: str) -> Channel | None:
+    def get(self, name: str) -> ChatChannel | None:
         """A running channel, or None."""
         return self.channels.get(name)
 
@@ -118,7 +97,7 @@ def off_detail(name: str) -> str:
     return "no bridge under webhooks:" if name == "webhook" else f"{name}.enabled is false"
 
 
-def state_of(channel: Channel) -> dict[str, Any]:
+def state_of(channel: ChatChannel) -> dict[str, Any]:
     """A running channel's state as status pages show it: up with what that means, or why it is not."""
     if channel.up:
         detail = str(getattr(channel, "detail", "") or "connected")

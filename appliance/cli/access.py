@@ -1,7 +1,8 @@
 """`picoagent passwd`, `tokens` and `telegram pair`: who may use the appliance, and with what.
 
-The web password (and the first one the daemon made, until it is changed), API tokens with their scopes,
-and one-time codes that pair a Telegram user with the bot.
+The web password (and the first one the daemon made, until it is changed) and API tokens with their
+scopes. ``telegram pair`` is kept as another name for ``channels pair telegram`` (appliance/cli/channels.py,
+where pairing on every channel lives) and prints the same.
 """
 
 from __future__ import annotations
@@ -65,7 +66,9 @@ def add_telegram_parser(
     """The `telegram` command group."""
     tg = sub.add_parser("telegram", parents=[common], help="the Telegram bot: pair a user")
     gsub = tg.add_subparsers(dest="action", metavar="ACTION", required=True)
-    pair = gsub.add_parser("pair", parents=[common], help="a one-time code: whoever sends it to the bot may talk to it")
+    pair = gsub.add_parser(
+        "pair", parents=[common], help="a one-time code: whoever sends it to the bot may talk to it (channels pair)"
+    )
     pair.add_argument(
         "--ttl", type=float, default=600, metavar="SECONDS", help="how long the code is valid (default 600)"
     )
@@ -195,17 +198,8 @@ def cmd_tokens_revoke(args: argparse.Namespace) -> int:
 
 
 def cmd_telegram_pair(args: argparse.Namespace) -> int:
-    """Print a one-time pairing code for the Telegram bot."""
-    from appliance.channels.telegram.pairing import create_pairing_code
+    """Print a one-time pairing code for the Telegram bot: `channels pair telegram` under its older name."""
+    from appliance.cli.channels import cmd_channels_pair
 
-    config = load(args)
-    db = open_db(config)
-    try:
-        code = create_pairing_code(db, ttl_s=args.ttl)
-    finally:
-        db.close()
-    print(f"send this code to the bot within {args.ttl / 60:g} minutes: {code}")
-    print("it works once; whoever sends it can talk to the assistant")
-    if not config.telegram.enabled:
-        print("note: telegram.enabled is false; the bot must be running for the code to work")
-    return 0
+    args.channel = "telegram"
+    return cmd_channels_pair(args)

@@ -111,14 +111,9 @@ def cmd_channels_pair(args: argparse.Namespace) -> int:
         raise UsageError(f"no chat channel named {name!r}", fix=f"pair on one of: {known}")
     db = open_db(config)
     try:
-        if name == "telegram":
-            from appliance.channels.telegram.pairing import create_pairing_code
+        from appliance.channels.pairing import create_code
 
-            code = create_pairing_code(db, ttl_s=args.ttl)
-        else:
-            from appliance.channels.pairing import create_code
-
-            code = create_code(db, name, ttl_s=args.ttl)
+        code = create_code(db, name, ttl_s=args.ttl)
     finally:
         db.close()
     how_sent = "as the whole body of an e-mail to its address" if name == "email" else "in a private chat"

@@ -474,6 +474,24 @@ def _m15_task_taint(db: sqlite3.Connection) -> None:
     )
 
 
+def _m16_telegram_pairing_shared(db: sqlite3.Connection) -> None:
+    # Telegram is a chat channel like the others (appliance/channels/base.py): its paired users and its
+    # pairing codes (used ones record who paired, unused ones still work) move into the shared tables.
+    # The code hashes move unchanged: Telegram's codes keep their hash (appliance/channels/pairing.py).
+    _script(
+        db,
+        """
+        INSERT OR IGNORE INTO channel_users (channel, user_id, name, paired_at)
+            SELECT 'telegram', CAST(user_id AS TEXT), name, paired_at FROM telegram_users;
+        INSERT OR IGNORE INTO channel_pairing (code_hash, channel, created_at, expires_at, used_by, used_at)
+            SELECT code_hash, 'telegram', created_at, expires_at, CAST(used_by AS TEXT), used_at
+            FROM telegram_pairing;
+        DROP TABLE telegram_users;
+        DROP TABLE telegram_pairing;
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m1_conversations,
     _m2_web_auth,
@@ -490,4 +508,5 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m13_deep_work,
     _m14_tool_approvals,
     _m15_task_taint,
+    _m16_telegram_pairing_shared,
 ]

@@ -154,7 +154,7 @@ class FakeGraph:
         self.calls: list[GraphCall] = []
         self.last_inbound: dict[str, float] = {}  # wa_id -> when the user last wrote (the 24-hour window)
         self.webhook_posts: list[dict[str, Any]] = []  # status payloads Meta would post, oldest first
-        self._failures: deque[FailureKind] = deque()
+        self._failures: deque[FailureKind | None] = deque()
         self._sent_ids = itertools.count(1)
         self._inbound_ids = itertools.count(1)
         self._trace_ids = itertools.count(1)
@@ -198,9 +198,9 @@ class FakeGraph:
 
     # --- what tests inject -------------------------------------------------------------------
 
-    def fail_next(self, n: int = 1, kind: FailureKind = "network") -> None:
-        """Make the next ``n`` requests fail in the given way (see the module docstring)."""
-        self._failures.extend([kind] * n)
+    def fail_next(self, n: int = 1, kind: FailureKind = "network", *, after: int = 0) -> None:
+        """Make ``n`` requests fail in the given way (see the module docstring), ``after`` more succeeded."""
+        self._failures.extend([None] * after + [kind] * n)
 
     def text_message(self, wa_id: str, text: str, *, name: str = "", message_id: str = "") -> dict[str, Any]:
         """The webhook payload Meta posts when ``wa_id`` sends a text (opens that user's 24-hour window)."""
@@ -348,8 +348,9 @@ class FakeGraph:
         """Record the request; the answer when it fails (an injected failure, the token, the number), else None."""
         record.authorization = request.headers.get("Authorization", "")
         self.calls.append(record)
-        if self._failures:
-            kind = self._failures.popleft()
+        failure = self._failures.popleft() if self._failures else None
+        if failure is not None:
+            kind = failure
             record.outcome = kind
             if kind == "network":
                 if request.transport is not None:

@@ -49,6 +49,7 @@ import ssl
 import subprocess
 import tempfile
 import threading
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from email.message import EmailMessage, Message
@@ -431,6 +432,7 @@ class SmtpServer:
         self.logins: list[tuple[str, bool]] = []  # (username, accepted)
         self.holding = 0  # DATA commands that waited at :meth:`hold`
         self._refusal: str | None = None
+        self._next: deque[str | None] = deque()  # refuse_next: per message, a refusal (None: taken)
         self._open = threading.Event()
         self._open.set()
         self._handler = _Handler(self)
@@ -473,6 +475,11 @@ class SmtpServer:
         """Answer DATA with ``code`` (4xx: a temporary failure, 5xx: permanent) until :meth:`accept`."""
         with self._lock:
             self._refusal = code
+
+    def refuse_next(self, n: int = 1, code: str = "451 4.3.0 Try again later", *, after: int = 0) -> None:
+        """Answer ``n`` messages' DATA with ``code``, ``after`` more were accepted."""
+        with self._lock:
+            self._next.extend([None] * after + [code] * n)
 
     def accept(self) -> None:
         """Accept messages again."""
@@ -525,9 +532,10 @@ class SmtpServer:
         message = email.message_from_bytes(raw, policy=email.policy.default)
         assert isinstance(message, EmailMessage)
         with self._lock:
-            if self._refusal is not None:
+            refusal = self._next.popleft() if self._next else self._refusal
+            if refusal is not None:
                 self.refused.append(str(message.get("Message-ID", "")))
-                return self._refusal
+                return refusal
         for rcpt in envelope.rcpt_tos:
             box = self.dovecot.mailboxes.get(rcpt.lower())
             if box is not None:

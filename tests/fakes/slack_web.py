@@ -81,7 +81,7 @@ class SlackWeb:
         self.ephemeral: dict[str, dict[str, Any]] = {}  # ts -> an ephemeral message as its one reader sees it
         self.tickets: set[str] = set()  # Socket Mode tickets handed out by apps.connections.open
         self._response_urls: dict[str, dict[str, Any]] = {}  # url id -> what it answers (channel, message)
-        self._failures: dict[str, deque[tuple[str, int]]] = {}
+        self._failures: dict[str, deque[tuple[str, int] | None]] = {}
         self._holds: dict[str, asyncio.Event] = {}  # method -> released when set
         self.held: dict[str, int] = {}  # method -> calls waiting at its hold now
         self._ts = itertools.count(1)
@@ -149,11 +149,13 @@ class SlackWeb:
         gate = self._holds[method] = asyncio.Event()
         return gate
 
-    def fail_next(self, method: str, n: int = 1, kind: str = "network", *, retry_after: int = 1) -> None:
-        """The next ``n`` calls of ``method`` fail: ``network`` (connection dropped unanswered), ``429``
-        (ratelimited, with Retry-After), ``500``, or any Slack error code (``invalid_auth``, ...).
+    def fail_next(
+        self, method: str, n: int = 1, kind: str = "network", *, retry_after: int = 1, after: int = 0
+    ) -> None:
+        """``n`` calls of ``method`` fail, ``after`` more succeeded: ``network`` (connection dropped
+        unanswered), ``429`` (ratelimited, with Retry-After), ``500``, or any Slack error code (``invalid_auth``, ...).
         ``method`` ``response_url`` makes posts to response URLs fail (network or an HTTP status)."""
-        self._failures.setdefault(method, deque()).extend([(kind, retry_after)] * n)
+        self._failures.setdefault(method, deque()).extend([None] * after + [(kind, retry_after)] * n)
 
     def calls_of(self, method: str, *, ok_only: bool = False) -> list[ApiCall]:
         """The recorded calls of one method, oldest first."""
@@ -190,8 +192,9 @@ class SlackWeb:
         if target["uses"] >= RESPONSE_URL_USES:
             return web.Response(status=404, text="used_url")
         failures = self._failures.get("response_url")
-        if failures:  # fail_next("response_url", ...): network or an HTTP status
-            kind, _ = failures.popleft()
+        failure = failures.popleft() if failures else None
+        if failure is not None:  # fail_next("response_url", ...): network or an HTTP status
+            kind, _ = failure
             if kind == "network" and request.transport is not None:
                 request.transport.abort()
             return web.Response(status=int(kind) if kind.isdigit() else 500, text="internal_error")
@@ -254,8 +257,9 @@ class SlackWeb:
             finally:
                 self.held[method] -= 1
         failures = self._failures.get(method)
-        if failures:
-            kind, retry_after = failures.popleft()
+        failure = failures.popleft() if failures else None
+        if failure is not None:
+            kind, retry_after = failure
             self.calls.append(ApiCall(method, params, kind, token))
             self.wake()
             if kind == "network":

@@ -96,6 +96,7 @@ class FakeTelegram:
         self.blocked: set[int] = set()  # chats whose user blocked the bot (403)
         self.callback_answers: dict[str, dict[str, Any] | None] = {}  # query id -> answer (None: not yet)
         self._updates: list[dict[str, Any]] = []
+        self.pushed: list[dict[str, Any]] = []  # every update pushed, with its update_id (to post one again)
         self.webhook_url = ""  # set by setWebhook, cleared by deleteWebhook
         self.webhook_secret = ""
         self.webhook_allowed_updates: list[str] = []
@@ -103,7 +104,7 @@ class FakeTelegram:
         self._update_ids = itertools.count(1)
         self._message_ids: dict[int, itertools.count[int]] = {}
         self._callback_ids = itertools.count(1)
-        self._failures: dict[str, deque[tuple[FailureKind, int]]] = {}
+        self._failures: dict[str, deque[tuple[FailureKind, int] | None]] = {}
         self._arrived = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self._closing = False
@@ -117,12 +118,12 @@ class FakeTelegram:
         return f"http://127.0.0.1:{self.port}/bot"
 
     async def start(self) -> None:
-        """Listen on a free port of 127.0.0.1."""
+        """Listen on 127.0.0.1 (a free port the first time, the same port when it comes back)."""
         app = web.Application()
         app.router.add_route("*", "/{bot_token}/{method}", self._handle)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port)
         await site.start()
         self.port = self._runner.addresses[0][1]
 
@@ -133,6 +134,12 @@ class FakeTelegram:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+    async def come_back(self) -> None:
+        """Listen again on the same port (the network is back)."""
+        if self._runner is None:
+            self._closing = False
+            await self.start()
 
     async def __aenter__(self) -> FakeTelegram:
         await self.start()
@@ -202,9 +209,12 @@ class FakeTelegram:
         )
         return query_id
 
-    def fail_next(self, method: str, n: int = 1, kind: FailureKind = "network", *, retry_after: int = 1) -> None:
-        """Make the next ``n`` calls of ``method`` fail: network (connection dropped), 429, 500, 403 or 400."""
-        self._failures.setdefault(method, deque()).extend([(kind, retry_after)] * n)
+    def fail_next(
+        self, method: str, n: int = 1, kind: FailureKind = "network", *, retry_after: int = 1, after: int = 0
+    ) -> None:
+        """Make ``n`` calls of ``method`` fail, ``after`` more succeeded: network (connection dropped), 429, 500,
+        403 or 400."""
+        self._failures.setdefault(method, deque()).extend([None] * after + [(kind, retry_after)] * n)
 
     def user(self, user_id: int) -> dict[str, Any]:
         """The User object of a (human) user id."""
@@ -212,6 +222,7 @@ class FakeTelegram:
 
     def _push(self, update: dict[str, Any]) -> None:
         numbered = {"update_id": next(self._update_ids), **update}
+        self.pushed.append(numbered)
         if self.webhook_url:
             self.webhook_updates.append(numbered)
             return
@@ -271,8 +282,9 @@ class FakeTelegram:
             return _error(401, "Unauthorized")
         params = await self._params(request)
         failures = self._failures.get(method)
-        if failures:
-            kind, retry_after = failures.popleft()
+        failure = failures.popleft() if failures else None
+        if failure is not None:
+            kind, retry_after = failure
             self.calls.append(ApiCall(method, params, kind))
             if kind == "network":
                 # Drop the connection without an answer: the client sees a network error.

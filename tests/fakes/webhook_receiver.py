@@ -109,9 +109,9 @@ class WebhookReceiver:
         if self._runner is None:
             await self.start()
 
-    def fail_next(self, n: int = 1, status: int = 500) -> None:
-        """Answer the next ``n`` good posts with ``status`` (e.g. 500 or 503: the bridge retries)."""
-        self._failures.extend([status] * n)
+    def fail_next(self, n: int = 1, status: int = 500, *, after: int = 0) -> None:
+        """Answer ``n`` good posts with ``status`` (e.g. 500 or 503: the bridge retries), ``after`` more were taken."""
+        self._failures.extend([200] * after + [status] * n)
 
     async def __aenter__(self) -> WebhookReceiver:
         await self.start()

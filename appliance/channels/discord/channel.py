@@ -34,14 +34,14 @@ import discord.http
 import yarl
 from discord.gateway import DiscordWebSocket
 
-from appliance.channels.base import ChannelDown, ChatChannel, Incoming
+from appliance.channels.base import ChannelDown, ChatChannel, Incoming, Verdict
 from appliance.channels.commands import Said
 from appliance.channels.core import StreamedReply
 from appliance.channels.discord.slash import Interactions, command_tree
 from appliance.channels.discord.stream import REQUEST_ERRORS, ReplyStream
 from appliance.channels.discord.text import components, split_message, without_mention
 from appliance.config import DiscordConfig
-from appliance.outbox import Outbox, Outcome, OutMessage
+from appliance.outbox import Outbox, OutMessage
 from appliance.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -225,40 +225,29 @@ class DiscordChannel(ChatChannel):
 
     # --- delivery of the outbox ---------------------------------------------------------------------
 
-    async def deliver(self, message: OutMessage) -> Outcome:
-        """Send one stored message (in pieces when long): to its channel, or as a DM to the user it names."""
-        pieces = split_message(message.text)
-        if not pieces:
-            await self.db.call(self.outbox.mark_failed, message.id, "the message is empty")
-            return "failed"
-        remote_id = ""
-        for i, piece in enumerate(pieces):
-            try:
-                where = await self._target(message)
-                sent = await where.send(piece)
-            except _Undeliverable as exc:
-                await self._give_up(message, str(exc))
-                return "failed"
-            except discord.RateLimited as exc:
-                self.delivery.pause(exc.retry_after)
-                await self.keep_unsent(message, pieces, i)
-                wait = f"Discord asked to wait {exc.retry_after:g} s"
-                await self.db.call(self.outbox.mark_retry, message, wait, exc.retry_after)
-                log.info("discord: rate limited, sending again in %g s", exc.retry_after)
-                return "paused"
-            except (discord.Forbidden, discord.NotFound) as exc:
-                await self._give_up(message, exc.text or str(exc))
-                return "failed"
-            except discord.HTTPException as exc:
-                if 400 <= exc.status < 500 and exc.status not in (401, 408):  # refused: retrying will not help
-                    await self._give_up(message, exc.text or str(exc))
-                    return "failed"
-                return await self._retry(message, pieces, i, exc)
-            except REQUEST_ERRORS as exc:  # network errors, Discord's 5xx after discord.py's own retries
-                return await self._retry(message, pieces, i, exc)
-            remote_id = str(sent.id)
-        await self.db.call(self.outbox.mark_sent, message.id, remote_id)
-        return "sent"
+    def pieces(self, message: OutMessage) -> list[str]:
+        """A stored message in pieces within Discord's 2,000 characters."""
+        return split_message(message.text)
+
+    async def send_piece(self, message: OutMessage, piece: str) -> str:
+        """To the channel a reply belongs in, or as a DM to the user the message names."""
+        where = await self._target(message)
+        sent = await where.send(piece)
+        return str(sent.id)
+
+    def verdict(self, exc: Exception) -> Verdict | None:
+        """A refusal gives up; a long rate limit pauses delivery; a network error or a 5xx is retried."""
+        if isinstance(exc, _Undeliverable):
+            return Verdict("failed", str(exc))
+        if isinstance(exc, discord.RateLimited):
+            return Verdict("paused", f"Discord asked to wait {exc.retry_after:g} s", exc.retry_after)
+        if isinstance(exc, (discord.Forbidden, discord.NotFound)):
+            return Verdict("failed", exc.text or str(exc))
+        if isinstance(exc, discord.HTTPException) and 400 <= exc.status < 500 and exc.status not in (401, 408):
+            return Verdict("failed", exc.text or str(exc))  # refused: retrying will not help
+        if isinstance(exc, REQUEST_ERRORS):  # network errors, Discord's 5xx after discord.py's own retries
+            return Verdict("retry", _describe(exc))
+        return None
 
     async def _target(self, message: OutMessage) -> discord.abc.Messageable:
         """Where a stored message goes: the channel in its meta (a reply), else a DM to the user it names."""
@@ -269,16 +258,6 @@ class DiscordChannel(ChatChannel):
         if not SNOWFLAKE.fullmatch(message.chat_id):
             raise _Undeliverable(f"{message.chat_id!r} is not a Discord user id")
         return await self.client.create_dm(discord.Object(int(message.chat_id)))
-
-    async def _give_up(self, message: OutMessage, why: str) -> None:
-        await self.db.call(self.outbox.mark_failed, message.id, why)
-        log.warning("discord: message %d to %s cannot be delivered: %s", message.id, message.chat_id, why)
-
-    async def _retry(self, message: OutMessage, pieces: list[str], first_unsent: int, exc: BaseException) -> Outcome:
-        await self.keep_unsent(message, pieces, first_unsent)
-        await self.db.call(self.outbox.mark_retry, message, _describe(exc))
-        log.info("discord: message %d not delivered (%s); will retry", message.id, _describe(exc))
-        return "retry"
 
 
 class _Client(discord.Client):

@@ -34,7 +34,7 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
@@ -45,14 +45,14 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from appliance.channels.base import ChannelDown, ChatChannel, Incoming
+from appliance.channels.base import ChannelDown, ChatChannel, Incoming, Verdict
 from appliance.channels.commands import Said
 from appliance.channels.core import StreamedReply
 from appliance.channels.pairing import PAIRING_CODE
 from appliance.channels.slack.stream import NETWORK_ERRORS, SlackReply, error_of, retry_after_s
 from appliance.channels.slack.text import ACTION_PREFIX, from_slack, messages, unescape
 from appliance.config import SlackConfig
-from appliance.outbox import Outbox, Outcome, OutMessage
+from appliance.outbox import Outbox, OutMessage
 from appliance.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -409,47 +409,32 @@ class SlackChannel(ChatChannel):
             self._dms[chat_id] = str(opened["channel"]["id"])
         return self._dms[chat_id]
 
-    async def deliver(self, message: OutMessage) -> Outcome:
-        """Send one stored message (in pieces when long); marked in the outbox as it went."""
-        pieces = messages(Said(message.text)) if message.text.strip() else []
-        if not pieces:
-            await self.db.call(self.outbox.mark_failed, message.id, "the message is empty")
-            return "failed"
-        # What was meant for one person only (a slash command's answer) goes to their DM, never the channel.
+    def pieces(self, message: OutMessage) -> list[tuple[str, list[dict[str, Any]]]]:
+        """A stored message as Slack messages: (mrkdwn text, blocks), each within a section's limit."""
+        return messages(Said(message.text)) if message.text.strip() else []
+
+    def unsent_text(self, pieces: Sequence[Any], first_unsent: int) -> str:
+        """The rest as plain text again (it is escaped when sent)."""
+        return unescape("\n\n".join(text for text, _ in pieces[first_unsent:]))
+
+    async def send_piece(self, message: OutMessage, piece: tuple[str, list[dict[str, Any]]]) -> str:
+        """Post a piece in the conversation (its thread); what was meant for one person only (a slash
+        command's answer) goes to their DM, never the channel."""
         private = message.meta.get("response_url") and message.meta.get("user")
         target = str(message.meta["user"]) if private else message.chat_id
-        remote_id = ""
-        for i, (text, blocks) in enumerate(pieces):
-            try:
-                remote_id = await self._post(target, text, blocks, message.meta.get("thread_ts"))
-            except SlackApiError as exc:
-                error, wait_s = error_of(exc), retry_after_s(exc)
-                await self._keep_unsent(message, pieces, i)
-                if wait_s is not None:
-                    self.delivery.pause(wait_s)
-                    await self.db.call(self.outbox.mark_retry, message, f"Slack asked to wait {wait_s:g} s", wait_s)
-                    log.info("slack: rate-limited, sending again in %g s", wait_s)
-                    return "paused"
-                if error in UNDELIVERABLE:
-                    await self.db.call(self.outbox.mark_failed, message.id, error)
-                    log.warning("slack: message %d to %s cannot be delivered: %s", message.id, message.chat_id, error)
-                    return "failed"
-                await self.db.call(self.outbox.mark_retry, message, error)
-                log.info("slack: message %d not delivered (%s); will retry", message.id, error)
-                return "retry"
-            except (SlackClientError, ConnectionError, *NETWORK_ERRORS) as exc:
-                await self._keep_unsent(message, pieces, i)
-                await self.db.call(self.outbox.mark_retry, message, str(exc) or type(exc).__name__)
-                log.info("slack: message %d not delivered (%s); will retry", message.id, exc or type(exc).__name__)
-                return "retry"
-        await self.db.call(self.outbox.mark_sent, message.id, remote_id)
-        return "sent"
+        text, blocks = piece
+        return await self._post(target, text, blocks, message.meta.get("thread_ts"))
 
-    async def _keep_unsent(self, message: OutMessage, pieces: list[tuple[str, Any]], sent: int) -> None:
-        """Part of a long message went out: only the rest is sent again."""
-        if sent:
-            rest = unescape("\n\n".join(text for text, _ in pieces[sent:]))
-            await self.db.call(self.outbox.keep_unsent, message.id, rest)
+    def verdict(self, exc: Exception) -> Verdict | None:
+        """A 429 pauses delivery for its Retry-After; a conversation that cannot be reached gives up."""
+        if isinstance(exc, SlackApiError):
+            error, wait_s = error_of(exc), retry_after_s(exc)
+            if wait_s is not None:
+                return Verdict("paused", f"Slack asked to wait {wait_s:g} s", wait_s)
+            return Verdict("failed" if error in UNDELIVERABLE else "retry", error)
+        if isinstance(exc, (SlackClientError, ConnectionError, *NETWORK_ERRORS)):
+            return Verdict("retry", str(exc) or type(exc).__name__)
+        return None
 
 
 def _has_session(db: Any, channel: str, session: str) -> bool:

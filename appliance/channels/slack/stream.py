@@ -1,7 +1,7 @@
 """A reply streamed into a Slack conversation: posted at the first text, then edited in place with chat.update.
 
-The throttle is the shared :class:`~appliance.channels.core.StreamedReply` (one push per
-``slack.edit_interval_s``; chat.update is in Slack's rate tier 3, about 50 a minute, so 1 s is the
+The throttle and the send-then-edit loop are the shared :class:`~appliance.channels.core.EditedReply`
+(one push per ``slack.edit_interval_s``; chat.update is in Slack's rate tier 3, about 50 a minute, so 1 s is the
 sensible floor). Each piece of :func:`~appliance.channels.slack.text.split_message` is one message,
 posted once and then edited; an unchanged piece is not sent again. A 429 moves the next push to when
 Slack's ``Retry-After`` allows it; for the final text the reply waits that long once (up to
@@ -20,7 +20,7 @@ import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from appliance.channels.core import StreamedReply
+from appliance.channels.core import EditedReply, Trouble
 from appliance.channels.slack.text import button_blocks, choice_buttons, escape, section, split_message, unescape
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ def error_of(exc: SlackApiError) -> str:
     return str(error or exc.response.status_code)
 
 
-class SlackReply(StreamedReply):
+class SlackReply(EditedReply):
     """One answer written into a conversation (a thread when ``thread_ts``): posted, edited as it grows."""
 
     def __init__(self, client: AsyncWebClient, channel: str, thread_ts: str | None, interval_s: float) -> None:
@@ -57,47 +57,46 @@ class SlackReply(StreamedReply):
         self.client = client
         self.channel = channel
         self.thread_ts = thread_ts
-        self.shown: list[tuple[str, str]] = []  # per piece: the message's ts and what it shows
 
-    @property
-    def on_screen(self) -> bool:
-        """Whether a first message was posted."""
-        return bool(self.shown)
+    def split(self, text: str) -> list[str]:
+        """Pieces of the mrkdwn-escaped text within Slack's section limit."""
+        return split_message(escape(text))
 
-    async def show(self, text: str, *, final: bool, choices: list[str]) -> str:
-        """Post or edit one message per piece; returns what could not be shown (of a final text)."""
-        pieces = split_message(escape(text))
-        buttons = button_blocks(choice_buttons(choices)) if final else []
-        for i, piece in enumerate(pieces):
-            blocks = [section(piece)] + (buttons if i == len(pieces) - 1 else [])
-            if i < len(self.shown) and self.shown[i][1] == piece and len(blocks) == 1:
-                continue
-            for attempt in range(2):
-                try:
-                    await self._push(i, piece, blocks)
-                    break
-                except SlackApiError as exc:
-                    wait_s = retry_after_s(exc)
-                    if wait_s is None:
-                        log.warning("slack: showing a reply in %s failed: %s", self.channel, error_of(exc))
-                        return unescape("\n\n".join(pieces[i:])) if final else ""
-                    self.last_push = time.monotonic() + wait_s
-                    if not final or attempt == 1 or wait_s > FINAL_WAIT_MAX_S:
-                        return unescape("\n\n".join(pieces[i:])) if final else ""
-                    log.info("slack: rate-limited; the final reply waits %g s", wait_s)
-                    await asyncio.sleep(wait_s)
-                except (SlackClientError, *NETWORK_ERRORS) as exc:
-                    log.info("slack: showing a reply in %s failed: %s", self.channel, exc or type(exc).__name__)
-                    return unescape("\n\n".join(pieces[i:])) if final else ""
-        return ""
+    def rest(self, pieces: list[str], first_unsent: int) -> str:
+        """What was not shown, unescaped again (the outbox escapes it when it sends)."""
+        return unescape(super().rest(pieces, first_unsent))
 
-    async def _push(self, i: int, piece: str, blocks: list[dict[str, Any]]) -> None:
-        self.last_push = time.monotonic()
-        if i < len(self.shown):
-            await self.client.chat_update(channel=self.channel, ts=self.shown[i][0], text=piece, blocks=blocks)
-            self.shown[i] = (self.shown[i][0], piece)
-        else:
-            sent = await self.client.chat_postMessage(
-                channel=self.channel, text=piece, blocks=blocks, thread_ts=self.thread_ts
-            )
-            self.shown.append((str(sent["ts"]), piece))
+    def markup(self, choices: list[str]) -> list[dict[str, Any]] | None:
+        """Actions blocks with a button per answer (None without answers)."""
+        return button_blocks(choice_buttons(choices)) or None
+
+    async def post(self, piece: str, markup: list[dict[str, Any]] | None, *, first: bool) -> str:
+        """chat.postMessage (in the thread)."""
+        sent = await self.client.chat_postMessage(
+            channel=self.channel, text=piece, blocks=[section(piece), *(markup or [])], thread_ts=self.thread_ts
+        )
+        return str(sent["ts"])
+
+    async def edit(self, ref: str, piece: str, markup: list[dict[str, Any]] | None) -> None:
+        """chat.update."""
+        await self.client.chat_update(
+            channel=self.channel, ts=ref, text=piece, blocks=[section(piece), *(markup or [])]
+        )
+
+    async def trouble(self, exc: Exception, *, final: bool, last_try: bool) -> Trouble:
+        """A 429 moves the next push; the final text waits it out once (up to ``FINAL_WAIT_MAX_S``)."""
+        if isinstance(exc, SlackApiError):
+            wait_s = retry_after_s(exc)
+            if wait_s is None:
+                log.warning("slack: showing a reply in %s failed: %s", self.channel, error_of(exc))
+                return "unsent"
+            self.last_push = time.monotonic() + wait_s
+            if not final or last_try or wait_s > FINAL_WAIT_MAX_S:
+                return "unsent"
+            log.info("slack: rate-limited; the final reply waits %g s", wait_s)
+            await asyncio.sleep(wait_s)
+            return "again"
+        if isinstance(exc, (SlackClientError, *NETWORK_ERRORS)):
+            log.info("slack: showing a reply in %s failed: %s", self.channel, exc or type(exc).__name__)
+            return "unsent"
+        raise exc

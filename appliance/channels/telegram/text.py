@@ -1,7 +1,6 @@
 """Text and buttons within Telegram's limits: 4096 UTF-16 code units a message, 64 bytes of button data.
 
-A long reply is cut (:func:`appliance.channels.text.split_text`) into messages Telegram accepts; the
-footer (:func:`appliance.channels.core.footer`) closes the last one.
+A long reply is cut (:func:`appliance.channels.text.split_text`) into messages Telegram accepts.
 """
 
 from __future__ import annotations
@@ -10,9 +9,7 @@ import re
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from appliance.agent.record import ReplyRecord
 from appliance.channels.commands import Button
-from appliance.channels.core import footer
 from appliance.channels.text import split_text
 
 MESSAGE_LIMIT = 4096  # Telegram's limit for one message, in UTF-16 code units
@@ -22,11 +19,6 @@ CALLBACK_DATA_LIMIT = 64  # bytes of a button's callback data
 def split_message(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
     """Cut a text into messages Telegram accepts: at a paragraph, else a line, else a space, else hard."""
     return split_text(text, limit)
-
-
-def with_footer(record: ReplyRecord) -> str:
-    """A reply as the chat shows it: the text, a blank line, the footer."""
-    return f"{record.text}\n\n{footer(record)}".rstrip()
 
 
 def keyboard(rows: list[list[Button]]) -> InlineKeyboardMarkup | None:

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from appliance.channels.registry import ChannelSet
-    from appliance.channels.telegram.channel import TelegramChannel
     from appliance.channels.web.auth import Auth
     from appliance.hardware.events import EventBus
     from appliance.model_fetch import ModelFetch
@@ -138,8 +137,7 @@ class WebState:
     cron: Scheduler | None = None
     tasks: TaskStore | None = None  # set by the daemon next to cron: /api/tasks and the Tasks card
     task_runner: TaskRunner | None = None  # woken when a task is added or resumed over HTTP
-    telegram: TelegramChannel | None = None  # set by the daemon; receives POST /telegram/webhook
-    channels: ChannelSet | None = None  # the running chat channels (status pages list them)
+    channels: ChannelSet | None = None  # the running chat channels (status pages list them; webhooks reach them)
     notifier: Notifier | None = None  # proactive messages; their feed is on the status page
     readings: dict[str, tuple[float, list[dict[str, Any]]]] = field(default_factory=dict)  # sensor cache
     web: dict[str, Any] = field(default_factory=dict)  # how the daemon serves: url, tls, certificate

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import TYPE_CHECKING, cast
 
 from aiohttp import web
 
 from appliance.channels.web.http import json_error
 from appliance.channels.web.state import STATE
 from appliance.ratelimit import RateLimiter
+
+if TYPE_CHECKING:
+    from appliance.channels.telegram.channel import TelegramChannel
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +32,8 @@ _refusals = RateLimiter(1, 300.0)  # at most one log line per five minutes for r
 
 async def telegram_webhook(request: web.Request) -> web.Response:
     """Check Telegram's secret token, then hand the Update to the Telegram channel."""
-    channel = request.app[STATE].telegram
+    channels = request.app[STATE].channels
+    channel = cast("TelegramChannel | None", channels.get("telegram") if channels is not None else None)
     if channel is None or not channel.uses_webhook:
         return json_error(404, "no Telegram webhook is configured (telegram.webhook_url)")
     if not channel.webhook_secret_ok(request.headers.get(SECRET_HEADER)):

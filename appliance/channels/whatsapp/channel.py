@@ -23,7 +23,7 @@ import asyncio
 import logging
 from typing import Any, ClassVar
 
-from appliance.channels.base import ChannelDown, ChatChannel, Incoming, as_text
+from appliance.channels.base import ChannelDown, ChatChannel, Incoming, Verdict, as_text
 from appliance.channels.commands import Said
 from appliance.channels.text import split_text
 from appliance.channels.whatsapp.graph import (
@@ -36,7 +36,7 @@ from appliance.channels.whatsapp.graph import (
     text_message,
 )
 from appliance.channels.whatsapp.payload import ButtonPress, Event, Failed, Text
-from appliance.outbox import Outcome, OutMessage
+from appliance.outbox import OutMessage
 from appliance.ratelimit import RateLimiter
 
 log = logging.getLogger(__name__)
@@ -196,38 +196,25 @@ class WhatsAppChannel(ChatChannel):
         self.went_down(reason)
         self.delivery.pause(TOKEN_PAUSE_S)
 
-    async def deliver(self, message: OutMessage) -> Outcome:
-        """Send one stored message (in pieces when long) and mark it in the outbox."""
-        pieces = split_text(message.text, TEXT_LIMIT)
-        if not pieces:
-            await self.db.call(self.outbox.mark_failed, message.id, "the message is empty")
-            return "failed"
-        remote_id = ""
-        for i, piece in enumerate(pieces):
-            try:
-                remote_id = await self._send(text_message(message.chat_id, piece))
-            except GraphUnreachable as exc:
-                return await self._retry(message, pieces, i, f"cannot reach the Graph API: {exc}")
-            except GraphError as exc:
-                if exc.kind == "token":
-                    await self.keep_unsent(message, pieces, i)
-                    return "paused"  # untouched: it goes once the token is fixed
-                if exc.kind == "rate":
-                    await self.keep_unsent(message, pieces, i)
-                    await self.db.call(self.outbox.mark_retry, message, str(exc), exc.pause_s)
-                    log.info("whatsapp: rate limit (%s); sending again in %g s", exc.code, exc.pause_s)
-                    return "paused"
-                if exc.kind == "retry":
-                    return await self._retry(message, pieces, i, str(exc))
-                reason = WINDOW_CLOSED if exc.kind == "window" else str(exc)
-                await self.db.call(self.outbox.mark_failed, message.id, reason)
-                log.warning("whatsapp: message %d to %s cannot be delivered: %s", message.id, message.chat_id, reason)
-                return "failed"
-        await self.db.call(self.outbox.mark_sent, message.id, remote_id)
-        return "sent"
+    def pieces(self, message: OutMessage) -> list[str]:
+        """A stored message in pieces within WhatsApp's 4,096 characters."""
+        return split_text(message.text, TEXT_LIMIT)
 
-    async def _retry(self, message: OutMessage, pieces: list[str], first_unsent: int, error: str) -> Outcome:
-        await self.keep_unsent(message, pieces, first_unsent)
-        await self.db.call(self.outbox.mark_retry, message, error)
-        log.info("whatsapp: message %d not delivered (%s); will retry", message.id, error)
-        return "retry"
+    async def send_piece(self, message: OutMessage, piece: str) -> str:
+        """One text message to the number the message names."""
+        return await self._send(text_message(message.chat_id, piece))
+
+    def verdict(self, exc: Exception) -> Verdict | None:
+        """A refused token holds the message (untouched) until it is fixed; a rate limit pauses; a closed
+        24-hour window or a refusal gives up; anything transient is retried."""
+        if isinstance(exc, GraphUnreachable):
+            return Verdict("retry", f"cannot reach the Graph API: {exc}")
+        if not isinstance(exc, GraphError):
+            return None
+        if exc.kind == "token":
+            return Verdict("paused", str(exc))
+        if exc.kind == "rate":
+            return Verdict("paused", str(exc), exc.pause_s)
+        if exc.kind == "retry":
+            return Verdict("retry", str(exc))
+        return Verdict("failed", WINDOW_CLOSED if exc.kind == "window" else str(exc))
