@@ -275,3 +275,25 @@ def run_yaml(example: Example, appliance: Appliance, tmp_path: Path) -> str | No
     except Exception as exc:  # the README's block must load: any failure is the finding
         return f"{type(exc).__name__}: {exc}"
     return None
+
+
+def test_the_home_assistant_script_signs_asks_and_prints_the_reply(appliance: Appliance, tmp_path: Path) -> None:
+    """The README's `picoagent_ask.py`, saved as written and run as Home Assistant's shell_command runs it (over
+    plain http, the module's daemon; the certificate argument is the same ssl call test_web_tls makes)."""
+    from tests.readme_examples import _fences
+
+    lines = (ROOT / "README.md").read_text().splitlines()
+    [script] = [b for _, _, kind, b in _fences(lines) if kind == "python" and "X-Picoagent-Signature" in "\n".join(b)]
+    saved = tmp_path / "picoagent_ask.py"
+    saved.write_text("\n".join(script) + "\n")
+    url = f"http://127.0.0.1:{appliance.port}/api/webhook/home_assistant"
+    asked = subprocess.run(
+        [sys.executable, str(saved), url, WEBHOOK_SECRET, "what time is it?"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert asked.returncode == 0, asked.stderr
+    assert re.match(r"It's \d\d:\d\d \(", asked.stdout), asked.stdout  # the grounded clock's answer, printed
+    wrong = subprocess.run(
+        [sys.executable, str(saved), url, "0" * 64, "what time is it?"], capture_output=True, text=True, timeout=60
+    )
+    assert wrong.returncode != 0 and "HTTP Error 401" in wrong.stderr  # a wrong secret is refused

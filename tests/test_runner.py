@@ -239,3 +239,20 @@ def test_a_model_loaded_in_this_process_gets_the_auto_decision_too(monkeypatch: 
         assert lib.llama_model_default_params().use_extra_bufts is True
     finally:
         local.apply_repack(here)  # this process's own decision again
+
+
+def test_an_answer_to_a_request_its_caller_cancelled_is_dropped_not_raised() -> None:
+    """A daemon stopped right after start cancelled a pending request's future; the reader thread then died
+    of InvalidStateError answering it (a traceback in the daemon's last lines, seen by the README test)."""
+    from concurrent.futures import Future
+
+    from appliance.llm.runner_client import _settle
+
+    gone: Future[object] = Future()
+    gone.cancel()
+    _settle(gone, error=RuntimeError("the model runner was stopped"))
+    _settle(gone, result="late")
+    assert gone.cancelled()
+    waited: Future[object] = Future()
+    _settle(waited, result="the answer")
+    assert waited.result() == "the answer"

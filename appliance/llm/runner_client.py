@@ -309,7 +309,7 @@ class ModelRunner:
             self._retired.discard(id(conn))
         if closing or (returncode == 0 and not failed):
             for entry in failed:
-                entry.future.set_exception(ModelCrashed("the model runner was stopped", fix="try again"))
+                _settle(entry.future, error=ModelCrashed("the model runner was stopped", fix="try again"))
             return
         self._crashed(returncode, failed)
 
@@ -328,9 +328,9 @@ class ModelRunner:
         with self._lock:
             self._pending.pop(rid, None)
         if kind == "ok":
-            entry.future.set_result(message[2])
+            _settle(entry.future, result=message[2])
         else:
-            entry.future.set_exception(_error(*message[2:]))
+            _settle(entry.future, error=_error(*message[2:]))
 
     def _watch(self, rid: int, entry: Pending, logprob: float) -> None:
         """Each token: pass on a cancel from the daemon's side, and ask routing whether to give up."""
@@ -359,7 +359,7 @@ class ModelRunner:
         log.error("%s", sentence)
         error = ModelCrashed(f"the local model crashed ({how}) while answering", fix=FIX)
         for entry in failed:
-            entry.future.set_exception(error)
+            _settle(entry.future, error=error)
         for listener in self.listeners:
             with contextlib.suppress(Exception):
                 listener(sentence)
@@ -439,3 +439,15 @@ def _error(module: str, name: str, message: str, fix: str | None) -> PicoagentEr
     except (ImportError, AttributeError, TypeError):
         pass
     return ModelError(message, fix=fix)
+
+
+def _settle(future: Any, *, result: Any = None, error: BaseException | None = None) -> None:
+    """Answer a request's future, unless its caller already gave up on it (cancelled at a stop): the reader
+    thread must outlive a cancelled request (it died of InvalidStateError at a daemon's quick stop)."""
+    if future.done():
+        return
+    with contextlib.suppress(Exception):  # cancelled between the check and the answer: nobody waits
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
