@@ -67,6 +67,7 @@ SMOKED_ELSEWHERE = frozenset(
         "everyday_eighth",
         "everyday_ninth",
         "everyday_tenth",
+        "everyday_eleventh",
     }
 )
 

@@ -59,6 +59,9 @@ NINTH_MIN_QUESTIONS = 110
 # A tenth blind held-out set, written as blind again (no rules, none of the nine other sets' questions read).
 TENTH_PATH = Path(__file__).resolve().parent / "everyday_tenth.yaml"
 TENTH_MIN_QUESTIONS = 110
+# An eleventh blind held-out set, written as blind again (no rules, none of the ten other sets' questions read).
+ELEVENTH_PATH = Path(__file__).resolve().parent / "everyday_eleventh.yaml"
+ELEVENTH_MIN_QUESTIONS = 110
 
 CLASSES = (
     "time",
@@ -397,6 +400,11 @@ def load_tenth(path: Path = TENTH_PATH) -> EverydaySet:
     return load_set(path, all_held=True, min_questions=TENTH_MIN_QUESTIONS)
 
 
+def load_eleventh(path: Path = ELEVENTH_PATH) -> EverydaySet:
+    """everyday_eleventh.yaml, checked as :func:`load_set` does, every question held."""
+    return load_set(path, all_held=True, min_questions=ELEVENTH_MIN_QUESTIONS)
+
+
 # The blind held-out sets by name, in the order they were written: the bench rows, the tests' fixture.
 BLIND_LOADERS: dict[str, Callable[[], EverydaySet]] = {
     "fresh": load_fresh,
@@ -408,6 +416,7 @@ BLIND_LOADERS: dict[str, Callable[[], EverydaySet]] = {
     "eighth": load_eighth,
     "ninth": load_ninth,
     "tenth": load_tenth,
+    "eleventh": load_eleventh,
 }
 
 
