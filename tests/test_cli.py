@@ -296,3 +296,21 @@ def test_selftest_checks_the_models_and_the_embedding_model(tmp_path: Path) -> N
     assert out.returncode == 0, out.stdout + out.stderr
     assert "[ok  ] embedding model minilm (384 dimensions)" in out.stdout
     assert "self-test passed" in out.stderr
+
+
+def test_pulling_the_embedding_model_the_config_already_uses_says_so(tmp_path: Path) -> None:
+    """`make run`'s install printed "use it: memory.embedding_model: minilm in the config" to a newcomer whose
+    config already said so (a README walk): the hint is for a config that names another one (here: chat)."""
+    where = tmp_path / "models"
+    for name, config in (("minilm", config_file(tmp_path / "etc")), ("chat", config_file(tmp_path / "other"))):
+        if name == "chat":
+            config.write_text(
+                config.read_text().replace("\n  embedding_model: minilm\n", "\n  embedding_model: chat\n")
+            )
+        pulled = picoagent("--config", str(config), "models", "pull", "minilm", "--to", str(where), cwd=tmp_path)
+        assert pulled.returncode == 0, pulled.stderr
+        said = pulled.stdout.splitlines()[-1]
+        if name == "minilm":
+            assert said == "the config already uses it (memory.embedding_model: minilm)"
+        else:
+            assert said == "use it: memory.embedding_model: minilm in the config"

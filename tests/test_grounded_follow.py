@@ -67,6 +67,8 @@ def test_through_the_turn_the_follow_up_goes_to_the_earlier_questions_topic(conf
                     ("a", "ok and what about tmrw"),
                     ("a", "and the day after tomorrow?"),
                     ("b", "what about tomorrow?"),  # no earlier question: the schedules' words, as before
+                    ("c", "what reminders do I have today?"),
+                    ("c", "and tomorrow?"),  # the schedules again (a walk got the clock's overview)
                 ]:
                     record = await runtime.agent.turn(message, channel="api", chat_id=chat)
                     assert (record.route, record.why) == ("intent", "grounded"), record
@@ -76,7 +78,8 @@ def test_through_the_turn_the_follow_up_goes_to_the_earlier_questions_topic(conf
             finally:
                 runtime.close()
 
-    rain, tomorrow, after, agenda = asyncio.run(main())
+    rain, tomorrow, after, agenda, today_jobs, tomorrow_jobs = asyncio.run(main())
+    assert tomorrow_jobs == today_jobs and "schedules" in tomorrow_jobs, tomorrow_jobs  # not "It's 03:23 on ..."
     assert rain.startswith("Rain is likely today in Ghent")
     assert tomorrow.startswith("No rain expected tomorrow in Ghent"), tomorrow
     day_after = today + timedelta(days=2)

@@ -1,4 +1,4 @@
-"""Phrasings of the fifth to tenth blind everyday sets that no rule took (read after each set was measured, as
+"""Phrasings of the fifth to eleventh blind everyday sets that no rule took (read after each set was measured, as
 their headers say): each is taken by the topic that knows the answer, and the answer is exact."""
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ from appliance.grounded.units import UNITS
         ("which day do the plants get watered?", "schedules", "about"),  # not the soil sensor's reading
         ("quick maths: 1234 + 5678", "arithmetic", "sum"),  # what follows a short label
         ("bet you can't guess what i had for brekkie this morning", "unknowable", "unseen"),
+        ("Could you remind me of the name of our dentist?", "memory", "fact"),  # a memory, not "I can set reminders"
+        ("could you remind me what my wifi password is", "memory", "fact"),
     ],
 )
 def test_the_topic_that_knows_takes_it_first(message: str, kind: str, what: str) -> None:

@@ -120,3 +120,18 @@ def test_a_private_or_group_only_secrets_file_draws_no_warning(tmp_path: Path, m
     secrets.chmod(mode)
     (check,) = checks_named("secrets", config, tmp_path / "data")
     assert check.status == "ok"
+
+
+def test_doctor_names_the_notify_owner_channel_the_config_leaves_off_not_one_waiting_for_a_restart(
+    tmp_path: Path,
+) -> None:
+    """A walk: with telegram off and a webhook bridge just added, doctor said "notify.owner lists telegram, webhook,
+    which is not enabled" (the webhook was only waiting for a restart): only telegram is off in the config."""
+    hook = "\nwebhooks:\n  home_assistant:\n    secret: " + "5e" * 32 + "\n"
+    config = config_file(tmp_path / "etc", {"\nwebhooks: {}\n": hook})
+    text = config.read_text()
+    config.write_text(text.replace("\n  owner: []\n", "\n  owner: [telegram, webhook]\n", 1))
+    (check,) = checks_named("notifications", config, tmp_path / "data")
+    assert check.status == "warn"
+    assert check.detail == "notify.owner lists telegram, which is not enabled in the config"
+    assert check.fix == "enable telegram, or take it off notify.owner"

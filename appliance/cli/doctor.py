@@ -168,14 +168,18 @@ def _check_channels(config: Config) -> Iterator[Check]:
                 f"down: {row['detail']}",
                 f"see the {row['name']} section of the README; the log says more",
             )
+    from appliance.channels.registry import is_enabled
+
     enabled = [row["name"] for row in rows if row["enabled"]]
-    listed = [n for n in config.notify.owner if n not in enabled]
+    # the config's word, not the running daemon's: a channel turned on in the file waits for a restart (said above)
+    listed = [n for n in config.notify.owner if not is_enabled(config, n)]
     if listed:
+        which = "which is" if len(listed) == 1 else "which are"
         yield Check(
             "notifications",
             "warn",
-            f"notify.owner lists {', '.join(listed)}, which is not enabled",
-            "enable it, or take it off notify.owner",
+            f"notify.owner lists {', '.join(listed)}, {which} not enabled in the config",
+            f"enable {' and '.join(listed)}, or take {'it' if len(listed) == 1 else 'them'} off notify.owner",
         )
     elif not enabled:
         yield Check(

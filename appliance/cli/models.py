@@ -147,9 +147,21 @@ def cmd_models_pull(args: argparse.Namespace) -> int:
     print(f"{entry.name}: {how.get(result.action, 'downloaded and verified')} at {result.path}")
     if entry.kind == "chat":
         print(f"run it: picoagent models use {entry.name}")
+    elif _config_embedding(args) == entry.name:
+        print(f"the config already uses it (memory.embedding_model: {entry.name})")
     else:
         print(f"use it: memory.embedding_model: {entry.name} in the config")
     return 0
+
+
+def _config_embedding(args: argparse.Namespace) -> str:
+    """The embedding model the config names ("" when the config cannot be read: the hint is printed then)."""
+    from appliance.errors import PicoagentError
+
+    try:
+        return str(load(args).memory.embedding_model)
+    except (PicoagentError, OSError):
+        return ""
 
 
 def cmd_models_use(args: argparse.Namespace) -> int:

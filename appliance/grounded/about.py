@@ -66,7 +66,11 @@ _ABLE = re.compile(
     r"|can you(?: actually| really)?|could you(?: actually| really)?)"
     r" (?P<x>.+?)(?P<if> (?:for me )?if i (?:asked|wanted|told you)(?: (?:you )?to)?| for me)?(?: or not)?$"
 )
-_REMINDING = re.compile(r"^(?:remind me|set (?:up )?(?:a |an )?(?:reminders?|alarms?|timers?|schedules?)|schedule)\b")
+# "remind me to ...", not "remind me of the name of our dentist" (a question of memory)
+_REMINDING = re.compile(
+    r"^(?:remind me(?! (?:of|what|who|whom|which|where|how|why)\b)|set (?:up )?(?:a |an )?(?:reminders?|alarms?"
+    r"|timers?|schedules?)|schedule)\b"
+)
 _WEATHERING = re.compile(r"^(?:check|tell me|get|look up|give me) (?:the )?(?:weather|forecast)\b")
 _REMEMBERING = re.compile(r"^(?:remember|keep|store|note) (?:things|stuff|notes|facts|what i (?:tell|say))\b")
 _SWITCHING = re.compile(

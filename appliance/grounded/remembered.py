@@ -31,8 +31,10 @@ _REMEMBER = re.compile(
     r"|^did i (?:ever )?tell you (?:about )?(?:my |our |the )?(.+)$"
     r"|^what did i (?:tell you|say|write down|note) about (?:my |our |the )?(.+)$"
     r"|^what did i (?:say|tell you) (?:my |our )(.+?) (?:was|is|were|are)$"
-    r"|^(?:do you|can you) (?:still )?(?:remember|recall|know) (?:what|where|when|who) (?:my|our) (.+?)"
-    r" (?:is|are|was|were)$"
+    r"|^(?:do you|can you|could you|would you) (?:still )?(?:remember|recall|know|tell me|remind me)"
+    r" (?:what|where|when|who) (?:my|our) (.+?) (?:is|are|was|were)$"
+    r"|^(?:(?:can|could|would) you )?(?:please )?remind me (?:of )?(?:the (?:name|number|address|date) of )?"
+    r"(?:my|our) (.+?)(?: again)?$"  # "could you remind me of the name of our dentist?"
 )
 _AGE = re.compile(r"^(?:how old am i|what(?:'s| is) my age|when was i born|when is my birthday)$")
 _WHO_AM_I = re.compile(r"^(?:who am i|do you know (?:who i am|my name)|what(?:'s| is) my name|what am i called)$")

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from appliance.tools.scheduling import CronDesk
 
 _CHANNELS = ("telegram", "discord", "slack", "email", "whatsapp")
-_FOLLOWED = {"weather", "sun", "time", "agenda"}  # topics whose question "and tomorrow?" asks again of another day
+_FOLLOWED = {"weather", "sun", "time", "schedules"}  # topics whose question "and tomorrow?" asks again of another day
 _LOOK_BACK = 8  # messages of the chat searched for the question a follow-up continues
 
 
