@@ -281,3 +281,14 @@ def test_nothing_mqtt_or_home_assistant_is_imported_when_they_are_off(tmp_path: 
     assert not config.mqtt.enabled and not config.homeassistant.enabled
     prefixes = ("aiomqtt", "paho", "appliance.mqtt", "appliance.hardware.remote")
     assert modules_loaded_by_serve(CHECKOUT_CONFIG, tmp_path / "data", prefixes) == []
+
+
+def test_the_start_s_burst_of_discovery_publishes_draws_no_backlog_warning() -> None:
+    """A walk's log at every start: "WARNING mqtt: There are 11 pending publish calls." (aiomqtt warns above 10
+    publishes awaiting the broker; discovery sends a config per device and the states at once)."""
+    from appliance.hardware.remote.mqtt import PENDING_WARN, make_client
+
+    async def made() -> int:
+        return int(make_client(MqttConfig(enabled=True, host="127.0.0.1")).pending_calls_threshold)
+
+    assert asyncio.run(made()) == PENDING_WARN >= 100

@@ -92,11 +92,14 @@ def explain(exc: BaseException, config: MqttConfig) -> tuple[str, str]:
     return (f"the broker at {broker}: {text}", "check the mqtt: section and the broker's log")
 
 
+PENDING_WARN = 200  # publishes awaiting the broker's ack before aiomqtt's warning: a real backlog, not a start
+
+
 def make_client(config: MqttConfig, *, will: bool = True) -> aiomqtt.Client:
     """An aiomqtt client as the config says (TLS, credentials, last will); not yet connected."""
     tls = ssl.create_default_context(cafile=config.ca_file or None) if config.tls else None
     last_will = aiomqtt.Will(availability_topic(config), "offline", qos=1, retain=True) if will else None
-    return aiomqtt.Client(
+    client = aiomqtt.Client(
         config.host,
         config.port,
         username=config.username or None,
@@ -108,6 +111,10 @@ def make_client(config: MqttConfig, *, will: bool = True) -> aiomqtt.Client:
         timeout=CONNECT_TIMEOUT_S,
         tls_context=tls,
     )
+    # Discovery publishes a config per device and the states at once (a dozen in a small home): aiomqtt warns
+    # "There are N pending publish calls" above 10, which read as trouble in the log at every start.
+    client.pending_calls_threshold = PENDING_WARN
+    return client
 
 
 async def probe(config: MqttConfig, timeout_s: float = 5.0) -> tuple[str, str] | None:
