@@ -488,6 +488,25 @@ def test_the_interactive_chat_through_the_daemon_reads_lines_commands_and_leaves
     assert "fan: state: on" in cli("devices", "read", "fan", data=serve.data, config=serve.config).stdout
 
 
+def test_a_chat_given_another_config_than_the_daemons_is_told_which_applies(
+    serve: Serve, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A walk: `--config config/try.yaml` (the cloud on) beside `make run`'s daemon on the same data dir was
+    answered "the cloud is switched off here": the daemon's config applied, and nothing said so."""
+    import shutil
+
+    from appliance.cli import main
+
+    other = serve.config.parent / "try.yaml"
+    shutil.copy(serve.config, other)
+    assert main(["--config", str(other), "--data-dir", str(serve.data), "chat", "-m", "what time is it?"]) == 0
+    said = capsys.readouterr()
+    assert f"note: the daemon serving this data dir runs on {serve.config.resolve()}" in said.err
+    assert f"its config applies, not {other.resolve()}" in said.err and said.out.startswith("It's ")
+    assert main(["--config", str(serve.config), "--data-dir", str(serve.data), "chat", "-m", "hi there"]) == 0
+    assert "note:" not in capsys.readouterr().err  # the same config: nothing to say
+
+
 def test_tokens_get_a_scope_that_is_listed_and_can_be_changed(tmp_path: Path) -> None:
     config = write_config(tmp_path / "picoagent.yaml")
     data = tmp_path / "data"

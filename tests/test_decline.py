@@ -11,6 +11,8 @@ import asyncio
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from appliance.agent.decline import ASK_CLOUD, Bigger, DeclineDesk
 from appliance.agent.escalation import CloudRoute
 from appliance.agent.record import ReplyRecord
@@ -235,3 +237,28 @@ def test_a_budget_of_0_says_the_cloud_is_off_by_budget_and_a_spent_one_says_it_i
         assert "the cloud budget is used up" in declined.text
     finally:
         db.close()
+
+
+@pytest.mark.parametrize(("name", "kept"), [("smollm2-135m", False), ("my-own.gguf", True)])
+def test_a_model_that_copies_reads_no_exchange_answered_without_it(config: Config, name: str, kept: bool) -> None:
+    """A walk: after chat jobs, the 135M answered "ok thanks" with "Cancelled write_file tool (...)" and "yes" with
+    "the 7:30 fan is indeed cancelled": it copied the schedule desk's replies from its history, for actions nobody
+    took. A model that guesses (answers: false) reads no exchange the appliance answered without a model."""
+    from appliance.runtime import Runtime
+
+    model = ScriptedModel(name=name)
+    runtime = Runtime.open(config, model=model)
+
+    async def main() -> str:
+        done = await runtime.agent.turn("turn on the fan", channel="api", chat_id="copy")
+        assert done.route == "intent" and model.history == []
+        model.enqueue("You're welcome.")
+        await runtime.agent.turn("ok thanks", channel="api", chat_id="copy")
+        [asked] = [r for r in model.history if r.messages[-1].content == "ok thanks"]
+        return "\n".join(m.content for m in asked.messages)
+
+    try:
+        prompt = asyncio.run(main())
+    finally:
+        runtime.close()
+    assert ("turn on the fan" in prompt) is kept and ("fan" in prompt.split("ok thanks")[0].lower()) is kept

@@ -503,6 +503,7 @@ def test_an_auto_task_whose_cloud_fails_does_not_say_the_person_asked_for_the_cl
             assert "the task's --route auto sends it to the cloud" in ended.error
             assert "smollm2-135m on this Pi cannot plan a task" in ended.error
             assert "answered locally" not in ended.error  # the Pi's fallback answer was not the step's (a walk)
+            assert "the cloud failed (" in ended.error and "the cloud was not used" not in ended.error  # it was tried
             await cloud.close()
             agent.db.close()
 

@@ -264,6 +264,7 @@ def test_a_cloud_outage_declines_a_question_of_fact_the_packaged_model_would_gue
         assert record.why == ("user_cloud" if asked.startswith("/cloud") else "looks_hard")
         assert r.fake.requests  # the cloud was tried first
         assert "".join(d["delta"] for k, d in events if k == "text").endswith(record.text)  # shown as it is
+        assert "cloud_s" in record.as_dict()["timings"]  # the time the cloud took is its own, not the Pi's
 
     scenario("openai", config, local_model, body)
 

@@ -131,6 +131,12 @@ def test_cancel_by_words_one_several_or_none(config: Config) -> None:
             picked = await h.runtime.agent.turn("fan_0600_daily", channel="memory", chat_id=OWNER)
             assert picked.text == "Cancelled fan_0600_daily (set fan on, next 2026-11-25 06:00)."
             assert [row["id"] for row in cron.list_jobs()] == ["fan_2200_daily", "bins_1930"]
+            # no schedule word: a job's when its words name one (a walk got "none of my devices or schedules")
+            bins = await h.runtime.agent.turn("cancel the bins", channel="memory", chat_id=OWNER)
+            assert bins.text == "Cancelled bins_1930 (take the bins out, next 2026-11-24 19:30)."
+            fan = await h.runtime.agent.turn("cancel the fan", channel="memory", chat_id=OWNER)
+            assert fan.text == "Cancelled fan_2200_daily (set fan off, next 2026-11-24 22:00)."
+            assert cron.list_jobs() == []
 
     asyncio.run(main())
 

@@ -754,3 +754,14 @@ def test_a_task_killed_mid_step_resumes_at_its_first_unrecorded_step(tmp_path: P
         # Every recorded step ran exactly once, but the killed one, which ran once more unrecorded.
         killed_unrecorded = n == KILL_STEP and hang != "after"
         assert ran[n] == (2 if killed_unrecorded else 1), (n, ran)
+
+
+def test_tasks_logs_shows_the_whole_error_where_the_list_cuts_it(store: TaskStore) -> None:
+    """A walk: `tasks logs 1` cut the error at "(routing.cloud_provider…", so its fix was never shown."""
+    task = store.add("compare the tariffs")
+    assert store.claim_next() is not None
+    why = "step 1 failed: the cloud was not used (" + "because " * 40 + "); fix: set routing.cloud_provider"
+    store.fail(task.id, why)
+    ended = store.get(task.id)
+    assert ended.describe().endswith("…") and "set routing.cloud_provider" not in ended.describe()
+    assert ended.describe(whole=True).endswith(": " + " ".join(why.split()))

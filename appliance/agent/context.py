@@ -184,15 +184,22 @@ def facts_note(now: datetime, place: str = "") -> ChatMessage:
     return ChatMessage("system", f"Now: {now:%A} {now.day} {now:%B %Y}, {now:%H:%M} ({zone} time).{where}")
 
 
-def history_messages(stored: list[StoredMessage]) -> list[ChatMessage]:
+def history_messages(stored: list[StoredMessage], *, copies: bool = False) -> list[ChatMessage]:
     """Stored messages as prompt messages (tool exchanges are kept as they were shown to the model); a declined
-    question and its decline are left out (the small model repeated the decline as its own answer)."""
+    question and its decline are left out (the small model repeated the decline as its own answer).
+
+    ``copies``: the model copies what it reads (a catalog model with ``answers: false``, the packaged 135M): the
+    exchanges answered without it (route ``intent``: "Cancelled fan_0730 ...", "Reminder set: ...") are left out
+    too. It answered "ok thanks" with "Cancelled write_file tool ..." and "yes" with "the 7:30 fan is indeed
+    cancelled", actions nobody took."""
     out: list[ChatMessage] = []
     for i, message in enumerate(stored):
-        if message.meta.get("declined"):
+        if message.meta.get("declined") or (copies and message.route == "intent"):
             continue
         following = stored[i + 1] if i + 1 < len(stored) else None
         if message.role == "user" and following is not None and following.meta.get("declined"):
+            continue
+        if copies and message.role == "user" and following is not None and following.route == "intent":
             continue
         role = message.role if message.role in ("user", "assistant") else "user"
         out.append(ChatMessage(role, message.content))  # type: ignore[arg-type]

@@ -108,6 +108,14 @@ async def guesses(question: str, ctx: RoutingContext, model_name: str) -> bool:
     return would_guess(question, model_name)
 
 
+def guessing_model(model_name: str) -> bool:
+    """Whether the catalog says ``model_name`` guesses (``answers: false``): it copies what its prompt holds too."""
+    from appliance.llm import models
+
+    entry = models.load_catalog().get(model_name)
+    return entry is not None and not entry.answers
+
+
 def would_guess(question: str, model_name: str) -> bool:
     """Whether ``model_name`` would guess at ``question``: a question of fact or a request to act, on a model the
     catalog says guesses (``answers: false``). A cloud that failed leaves such a question to be declined too."""

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from appliance.agent import context
 from appliance.agent.context import Workspace
-from appliance.agent.decline import DECLINED, UNATTENDED, DeclineDesk, guesses, would_guess
+from appliance.agent.decline import DECLINED, UNATTENDED, DeclineDesk, guesses, guessing_model, would_guess
 from appliance.agent.escalation import CloudRoute, CloudUse, Forced
 from appliance.agent.intent import Intent, IntentMatcher
 from appliance.agent.intents_run import run_intent
@@ -258,7 +258,7 @@ class Agent:
             *([context.facts_note(self.clock(), self.config.weather.place)] if self.clock is not None else []),
             *extra,
             *([remembered] if remembered else []),
-            *context.history_messages(stored),
+            *context.history_messages(stored, copies=guessing_model(self.model.name)),
             ChatMessage("user", text),
         ]
         local_prompt: list[list[ChatMessage]] = []
@@ -295,6 +295,7 @@ class Agent:
                     text, session, context_, stats.started, guessed=True, failed=stats.cloud_error or "it failed"
                 )
                 record.actions = [a.as_action() for a in actions + use.actions]
+                record.timings = replace(record.timings, cloud_s=round(use.seconds, 4), cost_usd=round(use.cost_usd, 6))
                 emit("text", {"delta": record.text})
                 return await self._finish(record, conversation, session, emit, use, person=person)
             # a local answer the guard left nothing of is the honest sentence (local_turn.honest)

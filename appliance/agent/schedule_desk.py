@@ -37,6 +37,10 @@ _UNITS = {"s": "second", "m": "minute", "h": "hour", "d": "day"}
 _ORDINALS = {"first": 0, "1": 0, "1st": 0, "one": 0, "second": 1, "2": 1, "2nd": 1, "two": 1, "third": 2, "3": 2}
 _ORDINALS |= {"3rd": 2, "three": 2, "fourth": 3, "4": 3, "4th": 3, "four": 3, "fifth": 4, "5": 4, "5th": 4}
 _PICK = re.compile(r"^(?:cancel |the |number |no\.? )*(?P<pick>[\w-]+?)(?: one| job)?$")
+# "cancel the fan", "delete the bins": no schedule word, so a job's only when its words name one
+_BARE_CANCEL = re.compile(
+    r"^(?:please )?(?:cancel|delete|remove|drop) (?:the |my |that )?(?P<words>[\w:' -]+?)(?: please)?$"
+)
 _ASKED = "asked_back:cancel:"  # settings key (+ session): a cancel's open "which one?"
 
 
@@ -102,6 +106,10 @@ class ScheduleDesk:
 
         now = datetime.fromtimestamp(self.cron.clock(), self.cron.zone)
         said = understand_schedule(text, now, self.devices, getattr(self.cron, "place", None))
+        if said is None and (bare := _BARE_CANCEL.match(" ".join(text.lower().strip(" .!?").split()))):
+            await self.cron.refresh()  # "cancel the fan" with no schedule word: a job's name, if it names one
+            found = self.cron.find(bare["words"])
+            return await self._cancel(found, bare["words"], session, started) if found else None
         if said is None:
             return None
         if isinstance(said, ScheduleAsk):

@@ -40,6 +40,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     if args.message is not None and _command(args.message):
         return _command_once(args, config, through)  # "chat -m /help": a command of the chat, never a question
     if through is not None:  # the daemon owns the pins and the model: its turns, not ours (chat_daemon.py)
+        _other_config(config)
         return _through_daemon(through, args)
     runtime = Runtime.open(config, start_model=True)
     try:
@@ -127,3 +128,24 @@ def _schedule_tools(runtime: Runtime) -> None:
     scheduling.register(runtime.tools, cron, store, can_work=lambda: can_work(runtime))
     runtime.agent.desk.cron = cron  # the chat fast path's "remind me at 7 ..." (appliance/agent/schedule_desk.py)
     runtime.agent.grounding.cron, runtime.agent.grounding.tasks = cron, store  # "what reminders do I have?"
+
+
+def _other_config(config: Config) -> None:
+    """Say so when the daemon serving this data dir runs on another config file than the one given: its config
+    applies to the chat (a walk's `--config config/try.yaml` with the cloud on was answered "cloud switched off")."""
+    import json
+
+    from appliance.channels.web.server import DaemonInfo
+    from appliance.config import data_dir
+
+    try:
+        theirs = str(json.loads(DaemonInfo.path(data_dir(config)).read_text()).get("config") or "")
+    except (OSError, ValueError, AttributeError):
+        return
+    ours = str(getattr(config, "source", "") or "")
+    if theirs and ours and theirs != ours:
+        print(
+            f"note: the daemon serving this data dir runs on {theirs}; this chat is its turn, so its config applies,"
+            f" not {ours} (give that config its own data_dir, or stop the daemon, to try it)",
+            file=sys.stderr,
+        )

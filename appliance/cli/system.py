@@ -187,14 +187,17 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     """Check everything a turn needs; each failure comes with its fix."""
     from appliance.cli.doctor import run_checks
 
-    failures = 0
+    failures = warnings = 0
     for check in run_checks(getattr(args, "config", None), getattr(args, "data_dir", None)):
         mark = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}[check.status]
         print(f"[{mark}] {check.name}: {check.detail}")
         if check.fix and check.status != "ok":
             print(f"       fix: {check.fix}")
         failures += check.status == "fail"
-    print("all checks passed" if not failures else f"{failures} check(s) failed")
+        warnings += check.status == "warn"
+    # a warning does not fail the check (exit 0), but "all checks passed" under one read as nothing to see
+    warned = f" ({warnings} warning{'s' * (warnings != 1)} above)" if warnings else ""
+    print(f"all checks passed{warned}" if not failures else f"{failures} check(s) failed{warned}")
     return 1 if failures else 0
 
 

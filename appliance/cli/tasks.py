@@ -144,7 +144,7 @@ def cmd_tasks_logs(args: argparse.Namespace) -> int:
         if args.json:
             print_json({"task": task.as_dict(), "steps": [s.as_dict() for s in steps]})
             return 0
-        print(task.describe(), flush=True)
+        print(task.describe(whole=True), flush=True)  # the whole error: its fix is at the end
         for step in steps:
             print(step.describe(), flush=True)
         if not args.follow:
@@ -163,7 +163,7 @@ def cmd_tasks_logs(args: argparse.Namespace) -> int:
                     seen = step.n
         except KeyboardInterrupt:
             return 0  # Ctrl-C ends following; the task goes on
-        print(task.describe(), flush=True)  # how it ended
+        print(task.describe(whole=True), flush=True)  # how it ended
     return 0
 
 

@@ -200,7 +200,8 @@ class DeepWork:
             why = "" if task.route == "cloud" else f"; {self.agent.model.name} on this Pi cannot plan a task"
             raise CloudNotUsed(
                 # the Pi's fallback answer is not the step's: "answered locally" would say it was used
-                f"the cloud was not used ({record.reason.removesuffix(': answered locally')}){why}",
+                f"{'the cloud failed' if record.blocked == 'cloud_failed' else 'the cloud was not used'}"
+                f" ({record.reason.removesuffix(': answered locally')}){why}",
                 fix="`picoagent providers --check` tries the provider"
                 + ("; the task can go on with `--route auto`" if task.route == "cloud" else ""),
             )

@@ -99,10 +99,11 @@ class Task:
             return f"{self.tokens_used:,}/{self.budget_tokens:,} tokens"
         return f"{self.tokens_used:,} tokens"
 
-    def describe(self) -> str:
-        """One line for people."""
+    def describe(self, *, whole: bool = False) -> str:
+        """One line for people (``whole``: the result or error not cut at :data:`LINE_CHARS`: `tasks logs`)."""
         said = " ".join((self.result or self.error or "").split())  # one line: a result may hold several
-        outcome = f": {said[:LINE_CHARS]}…" if len(said) > LINE_CHARS else f": {said}" if said else ""
+        cut = len(said) > LINE_CHARS and not whole
+        outcome = f": {said[:LINE_CHARS]}…" if cut else f": {said}" if said else ""
         state = "partial" if self.partial else self.state
         parent = f"  (subtask of {self.parent_id})" if self.parent_id is not None else ""
         return f"{self.id:>4}  {state:<9}  {self.steps_done} step(s)  {self.usage()}  {self.goal}{parent}{outcome}"

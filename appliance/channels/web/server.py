@@ -48,6 +48,7 @@ class DaemonInfo:
     version: str
     started_at: float
     scheme: str = "http"  # https when web.tls is auto (the CLI then trusts the data dir's certificate only)
+    config: str = ""  # the config file it runs on: a command with another one is told that the daemon's applies
 
     @staticmethod
     def path(root: Path) -> Path:
@@ -124,7 +125,8 @@ class WebServer:
         state.web = {"url": site_url(self.host, self.port, scheme=self.scheme), "tls": self.tls is not None}
         if self.certificate is not None:
             state.web["certificate"] = self.certificate.as_dict()
-        info = DaemonInfo(os.getpid(), self.host, self.port, __version__, state.started_at, self.scheme)
+        source = str(getattr(self.config, "source", "") or "")
+        info = DaemonInfo(os.getpid(), self.host, self.port, __version__, state.started_at, self.scheme, source)
         _write_private(DaemonInfo.path(self.root), json.dumps(info.__dict__))
         self._announce(first_password, auth.initial_password_path)
 
