@@ -18,7 +18,7 @@ import pytest
 from tests.eval.everyday import CLASSES, PLACEHOLDERS, EverydaySet, Fill, Question, fill, grade, skip_reason
 from tests.everyday_blind import BLIND, MAIN, VALUES
 
-LATER = ("third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh")
+LATER = ("third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth")
 SMALLEST = {"fresh": 100, **dict.fromkeys(LATER, 110)}
 EVERY = {"main": MAIN, **BLIND}
 

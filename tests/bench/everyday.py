@@ -45,6 +45,9 @@ Rows:
 - ``everyday_eleventh_right_or_declined`` (with ``everyday_eleventh_general`` and
   ``everyday_eleventh_grounded_p50_ms``): the same three rows on tests/eval/everyday_eleventh.yaml, an eleventh
   blind held-out set, written as blind (none of the rules nor the ten other sets' questions read).
+- ``everyday_twelfth_right_or_declined`` (with ``everyday_twelfth_general`` and
+  ``everyday_twelfth_grounded_p50_ms``): the same three rows on tests/eval/everyday_twelfth.yaml, a twelfth
+  blind held-out set, written as blind (none of the rules nor the eleven other sets' questions read).
 
 ``make bench`` also runs the set with each bigger catalog chat model installed in the checkout's data
 dir (`picoagent models pull ...`), as rows with the model's name.
@@ -113,7 +116,8 @@ def rows(
 ) -> list[dict[str, Any]]:
     """The three report rows (printed) from the appliance's verdicts and the model-alone ones; ``prefix``
     names the set (everyday, everyday_fresh, everyday_third, everyday_fourth, everyday_fifth, everyday_sixth,
-    everyday_seventh, everyday_eighth, everyday_ninth, everyday_tenth, everyday_eleventh)."""
+    everyday_seventh, everyday_eighth, everyday_ninth, everyday_tenth, everyday_eleventh,
+    everyday_twelfth)."""
     goal_classes = {v.cls for v in verdicts} - REPORTED_APART
     share = share_right_or_declined(verdicts, goal_classes)
     base_share = share_right_or_declined(baseline, goal_classes)

@@ -68,6 +68,7 @@ SMOKED_ELSEWHERE = frozenset(
         "everyday_ninth",
         "everyday_tenth",
         "everyday_eleventh",
+        "everyday_twelfth",
     }
 )
 

@@ -62,6 +62,9 @@ TENTH_MIN_QUESTIONS = 110
 # An eleventh blind held-out set, written as blind again (no rules, none of the ten other sets' questions read).
 ELEVENTH_PATH = Path(__file__).resolve().parent / "everyday_eleventh.yaml"
 ELEVENTH_MIN_QUESTIONS = 110
+# A twelfth blind held-out set, written as blind again (no rules, none of the eleven other sets' questions read).
+TWELFTH_PATH = Path(__file__).resolve().parent / "everyday_twelfth.yaml"
+TWELFTH_MIN_QUESTIONS = 110
 
 CLASSES = (
     "time",
@@ -405,6 +408,11 @@ def load_eleventh(path: Path = ELEVENTH_PATH) -> EverydaySet:
     return load_set(path, all_held=True, min_questions=ELEVENTH_MIN_QUESTIONS)
 
 
+def load_twelfth(path: Path = TWELFTH_PATH) -> EverydaySet:
+    """everyday_twelfth.yaml, checked as :func:`load_set` does, every question held."""
+    return load_set(path, all_held=True, min_questions=TWELFTH_MIN_QUESTIONS)
+
+
 # The blind held-out sets by name, in the order they were written: the bench rows, the tests' fixture.
 BLIND_LOADERS: dict[str, Callable[[], EverydaySet]] = {
     "fresh": load_fresh,
@@ -417,6 +425,7 @@ BLIND_LOADERS: dict[str, Callable[[], EverydaySet]] = {
     "ninth": load_ninth,
     "tenth": load_tenth,
     "eleventh": load_eleventh,
+    "twelfth": load_twelfth,
 }
 
 
