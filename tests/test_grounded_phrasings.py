@@ -1,4 +1,4 @@
-"""Phrasings of the fifth to eleventh blind everyday sets that no rule took (read after each set was measured, as
+"""Phrasings of the fifth to twelfth blind everyday sets that no rule took (read after each set was measured, as
 their headers say): each is taken by the topic that knows the answer, and the answer is exact."""
 
 from __future__ import annotations
@@ -44,6 +44,9 @@ from appliance.grounded.units import UNITS
         ("bet you can't guess what i had for brekkie this morning", "unknowable", "unseen"),
         ("Could you remind me of the name of our dentist?", "memory", "fact"),  # a memory, not "I can set reminders"
         ("could you remind me what my wifi password is", "memory", "fact"),
+        ("wats the time rn", "time", "time"),  # chat spellings: "wats" is "what's", "rn" is "right now"
+        ("do i need a coat tonight?", "weather", "cold"),
+        ("remind me when the car's MOT is due, I always forget", "memory", "fact"),
     ],
 )
 def test_the_topic_that_knows_takes_it_first(message: str, kind: str, what: str) -> None:

@@ -169,7 +169,7 @@ def test_weather_questions_are_answered_from_the_forecast_with_its_basis(tmp_pat
     rain, umbrella, tonight, weekend, temperature, today = ask_all(questions, tmp_path)
     assert rain.text == "Rain is likely tomorrow in Ghent: up to 85 % chance, about 6.4 mm (rain)."
     assert umbrella.text == "You should not need one: no rain expected today in Ghent (up to 10 % chance)."
-    assert tonight.text.startswith("Tonight in Ghent it gets down to ")
+    assert tonight.text.startswith("Tonight in Ghent it gets down to ")  # "how cold": the figures, no yes or no
     assert weekend.text == (
         "Partly: this weekend in Ghent, Saturday rain (2 °C to 8 °C), 85 % chance of rain; "
         "Sunday clear sky (-1 °C to 6 °C)."
@@ -459,3 +459,13 @@ def test_a_named_date_past_the_forecast_is_far_and_late_in_a_wet_day_the_whole_d
         "Maybe: rain is possible today in Ghent: up to 40 % chance "
         "(that is the rest of the day; the whole day: up to 80 % chance, about 6.1 mm)."  # 16 wet hours' sum
     ), umbrella
+
+
+def test_a_yes_or_no_about_the_cold_is_answered_yes_or_no_first(tmp_path: Path) -> None:
+    """The twelfth blind set: "do i need a coat tonight?" got "Tonight it gets down to -2 °C", no answer to it."""
+    coat, cold, how = ask_all(
+        ["do I need a coat tonight?", "will it be cold on Sunday", "how cold will it be tonight"], tmp_path
+    )
+    assert coat.text.startswith("Yes: it will be cold. Tonight in Ghent it gets down to "), coat.text
+    assert cold.text.startswith("Yes: it will be freezing. "), cold.text  # Sunday: -1 °C at night
+    assert how.text.startswith("Tonight in Ghent")  # asked how cold: the figures

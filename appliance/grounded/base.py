@@ -62,6 +62,7 @@ _THANKS = re.compile(
 # chat spellings, as whole words: "wat timezone r u set to" is "what timezone are you set to"
 _SLANG = {
     "r": "are", "u": "you", "ur": "your", "wat": "what", "wot": "what", "wht": "what", "whats": "what's",
+    "wats": "what's", "wots": "what's", "rn": "right now", "atm": "at the moment",
     "hows": "how's", "wheres": "where's", "whens": "when's", "whos": "who's", "pls": "please", "plz": "please",
     "plse": "please", "thx": "thanks", "ty": "thanks", "im": "i'm", "dont": "don't", "cant": "can't",
     "doesnt": "doesn't", "isnt": "isn't", "wanna": "want to", "gimme": "give me", "tmrw": "tomorrow",

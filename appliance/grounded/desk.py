@@ -77,7 +77,7 @@ Texts = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
 # how much is that after a year"
 _INSIDE = (
     r"\b(?:know|wonder|wondering|wondered|curious|asks|asked|asking|tell me|find out|not sure|no idea|forgot|forget"
-    r"|guess)"
+    r"|guess|remind me)"
     r" (?:how|what|which|who|whom|whose|when|where|why|if|whether)\b"
     r"|(?<!love )(?<!like )\bhow (?:much|many|long|far|old|big|tall|often)\b"
 )

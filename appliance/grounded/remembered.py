@@ -35,6 +35,8 @@ _REMEMBER = re.compile(
     r" (?:what|where|when|who) (?:my|our) (.+?) (?:is|are|was|were)$"
     r"|^(?:(?:can|could|would) you )?(?:please )?remind me (?:of )?(?:the (?:name|number|address|date) of )?"
     r"(?:my|our) (.+?)(?: again)?$"  # "could you remind me of the name of our dentist?"
+    r"|^(?:(?:can|could|would) you )?(?:please )?remind me (?:when|what|where|who) (?:the |my |our )?(.+?)"
+    r" (?:is|are|was|were)(?: due| on| again)?$"  # "remind me when the car's MOT is due"
 )
 _AGE = re.compile(r"^(?:how old am i|what(?:'s| is) my age|when was i born|when is my birthday)$")
 _WHO_AM_I = re.compile(r"^(?:who am i|do you know (?:who i am|my name)|what(?:'s| is) my name|what am i called)$")

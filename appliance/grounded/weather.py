@@ -26,7 +26,7 @@ from appliance.grounded.base import Answer, Ask, Facts
 from appliance.grounded.clock import named_date
 from appliance.weather.source import unconfigured
 from appliance.weather.sun import Event, SunDay, said_at, sun_day
-from appliance.weather.words import ASPECTS, WEEKDAYS, Aspect, period, say
+from appliance.weather.words import ASPECTS, WEEKDAYS, Aspect, cold_verdict, period, say
 
 _SPELLED = {
     "what's": "what is",
@@ -280,6 +280,9 @@ class WeatherTopic:
             )
             return Answer(text, source.basis(outlook.forecast), self.kind)
         text = say(outlook.forecast, aspect, period(when, now), source.place)
+        yes_no = not re.match(r"\s*(?:how|what|which)\b", ask.text.lower())  # "do I need a coat?", not "how cold?"
+        if aspect == "cold" and yes_no and (verdict := cold_verdict(outlook.forecast, period(when, now))):
+            text = f"{verdict} {text}"
         basis = source.basis(outlook.forecast)
         if outlook.stale:
             fetched = datetime.fromtimestamp(outlook.forecast.fetched_at, now.tzinfo)

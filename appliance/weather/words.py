@@ -143,6 +143,24 @@ def temperature_sentence(forecast: Forecast, span: Period, place: str, *, cold: 
     return f"{_cap(span.label)} in {place}: from {t(low)} to {t(high)}, {_sky_of(forecast, span)}."
 
 
+def cold_verdict(forecast: Forecast, span: Period) -> str:
+    """ "Yes: it will be freezing." for a yes/no question about the cold ("do I need a coat tonight?", "will it be
+    cold?"), said before the figures it rests on: the twelfth blind set read "Tonight it gets down to -2 °C" as no
+    answer to "do I need a coat?". "" when the forecast has no temperatures for the period."""
+    low, high = _range(forecast, span)
+    if low is None or high is None or not covered(forecast, span):
+        return ""
+    if "F" in forecast.unit:  # the thresholds are Celsius
+        low, high = (low - 32) * 5 / 9, (high - 32) * 5 / 9
+    if low <= 0:
+        return "Yes: it will be freezing."
+    if high < 12:
+        return "Yes: it will be cold."
+    if high < 18:
+        return "Probably: it will be cool."
+    return "No: it will be mild."
+
+
 def _now_sentence(forecast: Forecast, place: str) -> str:
     now = forecast.current
     if now is None or now.temperature is None:
