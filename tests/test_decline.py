@@ -151,7 +151,7 @@ def test_a_question_of_fact_is_declined_not_guessed_on_the_packaged_model(config
     assert asked_cloud.reason.startswith(said_why)
     # a request to act that no device or schedule took: said plainly that nothing here does it
     assert ring.text == (
-        "I'm not able to do that here: it is none of my devices or schedules, and the small model on this Pi would "
+        "I'm not able to do that here: no device or schedule of mine does it, and the small model on this Pi would "
         "only pretend to do it (/local asks the small model anyway)."
     )
     assert ring.route == "local" and "ring my daughter" not in [r.messages[-1].content for r in packaged.history]

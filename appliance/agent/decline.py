@@ -197,7 +197,7 @@ class DeclineDesk:
         )
         if guessed and acts(question):  # a request to act: nothing here does it, and the model would pretend
             text = (
-                "I'm not able to do that here: it is none of my devices or schedules, and the small model on this Pi "
+                "I'm not able to do that here: no device or schedule of mine does it, and the small model on this Pi "
                 "would only pretend to do it."
             )
         if guessed:
