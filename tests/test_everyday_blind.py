@@ -15,18 +15,17 @@ from itertools import combinations
 
 import pytest
 
-from tests.eval.everyday import CLASSES, PLACEHOLDERS, EverydaySet, Fill, Question, fill, grade, skip_reason
+from tests.eval.everyday import BLIND_SETS, CLASSES, PLACEHOLDERS, EverydaySet, Fill, Question, fill, grade, skip_reason
 from tests.everyday_blind import BLIND, MAIN, VALUES
 
-LATER = ("third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth")
-SMALLEST = {"fresh": 100, **dict.fromkeys(LATER, 110)}
 EVERY = {"main": MAIN, **BLIND}
+ORDER = list(BLIND)  # in the order they were written (tests/eval/everyday.py BLIND_LOADERS)
 
 
 @pytest.mark.parametrize("name", sorted(BLIND))
 def test_each_blind_set_is_whole_held_and_shaped_like_the_one_before(name: str) -> None:
     questions = BLIND[name].questions
-    assert len(questions) >= SMALLEST[name]
+    assert len(questions) >= BLIND_SETS[name]
     assert {q.split for q in questions} == {"held"} and BLIND[name].half("tune") == []
     assert {q.cls for q in questions} == set(CLASSES)
     model, slack = (MAIN, 3) if name == "fresh" else (BLIND["fresh"], 2)  # the fresh one was shaped like the main
@@ -38,6 +37,18 @@ def test_each_blind_set_is_whole_held_and_shaped_like_the_one_before(name: str) 
     assert any(q.setup == "bare" for q in questions)
     # the main set's honest declines count in every set (later sets add a few general ones, none dropped)
     assert BLIND[name].declines[: len(MAIN.declines)] == MAIN.declines
+    written = ORDER.index(name)
+    if written >= ORDER.index("sixth"):  # from the sixth on: five of each class, follow-ups, more declines
+        counts = Counter(q.cls for q in questions)
+        assert all(counts[c] >= 5 for c in CLASSES), counts
+        assert sum(bool(q.history) for q in questions) >= 5  # follow-ups
+        declining = ("devices", "memory", "weather", "sun", "unknowable")
+        declining += ("abilities",) if written >= ORDER.index("seventh") else ()
+        for cls in declining:  # what it cannot know or does not have
+            assert any(q.expect == "decline" for q in questions if q.cls == cls), cls
+    if written >= ORDER.index("seventh"):  # each copies the set before it's declines whole
+        before = BLIND[ORDER[written - 1]].declines
+        assert BLIND[name].declines[: len(before)] == before
 
 
 @pytest.mark.parametrize(("one", "other"), list(combinations(sorted(EVERY), 2)))

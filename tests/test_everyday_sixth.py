@@ -1,60 +1,13 @@
-"""The sixth blind everyday set (tests/eval/everyday_sixth.yaml): it loads, every question is held and
-checkable, it shares no question with the main set or the five other blind ones, and hand-written replies to
-its questions are graded as a person reads them: right, honestly declined, or wrong.
-
-The other sets' questions are compared here, never printed (the sixth was written without reading them).
+"""The sixth blind everyday set (tests/eval/everyday_sixth.yaml): hand-written replies to its questions graded as a
+person reads them (right, honestly declined, wrong). That it loads whole and held, is checkable and shares no
+question with another set is tests/test_everyday_blind.py's, for every set.
 """
 
 from __future__ import annotations
 
-import re
-from collections import Counter
-
 import pytest
 
-from tests.eval.everyday import CLASSES, SIXTH_MIN_QUESTIONS, Question, fill, grade, load_sixth, skip_reason
-from tests.everyday_blind import BLIND, MAIN, VALUES, judge
-
-SIXTH = load_sixth()
-
-
-def test_the_sixth_set_loads_whole_and_held() -> None:
-    questions = SIXTH.questions
-    assert len(questions) >= SIXTH_MIN_QUESTIONS
-    assert {q.split for q in questions} == {"held"} and SIXTH.half("tune") == []
-    assert {q.cls for q in questions} == set(CLASSES)
-    assert BLIND["sixth"] is not None and [q.id for q in BLIND["sixth"].questions] == [q.id for q in questions]
-    assert SIXTH.declines[: len(MAIN.declines)] == MAIN.declines  # the main set's declines, then a few more
-    counts = Counter(q.cls for q in questions)
-    assert all(counts[c] >= 5 for c in CLASSES), counts
-    for cls in ("devices", "memory", "weather", "sun", "unknowable"):  # things it cannot know or does not have
-        assert any(q.expect == "decline" for q in questions if q.cls == cls), cls
-    assert any(q.setup == "bare" for q in questions)
-    assert sum(bool(q.history) for q in questions) >= 5  # follow-ups
-
-
-@pytest.mark.parametrize("other", ["main", *sorted(n for n in BLIND if n != "sixth")])
-def test_the_sixth_set_shares_no_question_with_another(other: str) -> None:
-    def said(text: str) -> str:
-        return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
-
-    theirs = MAIN if other == "main" else BLIND[other]
-    # counted, never shown: the sixth set was written without reading the other sets' questions
-    shared = len({said(q.q) for q in SIXTH.questions} & {said(q.q) for q in theirs.questions})
-    same_ids = len({q.id for q in SIXTH.questions} & {q.id for q in theirs.questions})
-    assert shared == 0, f"{shared} question(s) of the sixth set are also in {other}"
-    assert same_ids == 0, f"{same_ids} id(s) of the sixth set are also in {other}"
-
-
-@pytest.mark.parametrize("question", SIXTH.questions, ids=[q.id for q in SIXTH.questions])
-def test_every_sixth_question_is_checkable(question: Question) -> None:
-    assert question.placeholders() <= set(VALUES), question.placeholders() - set(VALUES)
-    assert skip_reason(question, VALUES) == ""
-    for pattern in (*question.any_of, *question.all_of, *question.must_not):
-        filled = fill(pattern, VALUES)
-        if filled is not None:
-            re.compile(filled)
-    assert grade(question, "", VALUES, SIXTH.declines)[0] == "wrong"  # an empty reply is never right
+from tests.everyday_blind import judge
 
 
 @pytest.mark.parametrize(

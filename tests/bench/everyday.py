@@ -15,39 +15,10 @@ Rows:
 - ``everyday_general``: general knowledge, right share, reported apart (not in the goal).
 - ``everyday_grounded_p50_ms``: the latency of the replies no model was called for (grounded answers and
   the device fast path), p50; goal <= 20 ms; baseline: the p50 of the replies a model wrote.
-- ``everyday_fresh_right_or_declined`` (with ``everyday_fresh_general`` and
-  ``everyday_fresh_grounded_p50_ms``): the same three rows on tests/eval/everyday_fresh.yaml, a fresh, blind
-  held-out set written without reading the grounded answers' rules (everyday.yaml's held half was read
-  while they were written); same harness, same goal.
-- ``everyday_third_right_or_declined`` (with ``everyday_third_general`` and ``everyday_third_grounded_p50_ms``):
-  the same three rows on tests/eval/everyday_third.yaml, a third blind held-out set written as blind, later.
-- ``everyday_fourth_right_or_declined`` (with ``everyday_fourth_general`` and
-  ``everyday_fourth_grounded_p50_ms``): the same three rows on tests/eval/everyday_fourth.yaml, a fourth blind
-  held-out set, written as blind after the third had been read for tuning.
-- ``everyday_fifth_right_or_declined`` (with ``everyday_fifth_general`` and
-  ``everyday_fifth_grounded_p50_ms``): the same three rows on tests/eval/everyday_fifth.yaml, a fifth blind
-  held-out set, written as blind (none of the rules nor the four other sets' questions read).
-- ``everyday_sixth_right_or_declined`` (with ``everyday_sixth_general`` and
-  ``everyday_sixth_grounded_p50_ms``): the same three rows on tests/eval/everyday_sixth.yaml, a sixth blind
-  held-out set, written as blind (none of the rules nor the five other sets' questions read).
-- ``everyday_seventh_right_or_declined`` (with ``everyday_seventh_general`` and
-  ``everyday_seventh_grounded_p50_ms``): the same three rows on tests/eval/everyday_seventh.yaml, a seventh blind
-  held-out set, written as blind (none of the rules nor the six other sets' questions read).
-- ``everyday_eighth_right_or_declined`` (with ``everyday_eighth_general`` and
-  ``everyday_eighth_grounded_p50_ms``): the same three rows on tests/eval/everyday_eighth.yaml, an eighth blind
-  held-out set, written as blind (none of the rules nor the seven other sets' questions read).
-- ``everyday_ninth_right_or_declined`` (with ``everyday_ninth_general`` and
-  ``everyday_ninth_grounded_p50_ms``): the same three rows on tests/eval/everyday_ninth.yaml, a ninth blind
-  held-out set, written as blind (none of the rules nor the eight other sets' questions read).
-- ``everyday_tenth_right_or_declined`` (with ``everyday_tenth_general`` and
-  ``everyday_tenth_grounded_p50_ms``): the same three rows on tests/eval/everyday_tenth.yaml, a tenth blind
-  held-out set, written as blind (none of the rules nor the nine other sets' questions read).
-- ``everyday_eleventh_right_or_declined`` (with ``everyday_eleventh_general`` and
-  ``everyday_eleventh_grounded_p50_ms``): the same three rows on tests/eval/everyday_eleventh.yaml, an eleventh
-  blind held-out set, written as blind (none of the rules nor the ten other sets' questions read).
-- ``everyday_twelfth_right_or_declined`` (with ``everyday_twelfth_general`` and
-  ``everyday_twelfth_grounded_p50_ms``): the same three rows on tests/eval/everyday_twelfth.yaml, a twelfth
-  blind held-out set, written as blind (none of the rules nor the eleven other sets' questions read).
+- ``everyday_NAME_right_or_declined`` (with ``everyday_NAME_general`` and ``everyday_NAME_grounded_p50_ms``)
+  for each blind held-out set (tests/eval/everyday.py ``BLIND_SETS``: fresh, third ... twelfth): the same three
+  rows on tests/eval/everyday_NAME.yaml, each written without reading the grounded answers' rules nor the sets
+  before it (everyday.yaml's held half was read while the rules were written); same harness, same goal.
 
 ``make bench`` also runs the set with each bigger catalog chat model installed in the checkout's data
 dir (`picoagent models pull ...`), as rows with the model's name.
@@ -115,9 +86,7 @@ def rows(
     verdicts: Sequence[Verdict], baseline: Sequence[Verdict], split: str, model: str, prefix: str = "everyday"
 ) -> list[dict[str, Any]]:
     """The three report rows (printed) from the appliance's verdicts and the model-alone ones; ``prefix``
-    names the set (everyday, everyday_fresh, everyday_third, everyday_fourth, everyday_fifth, everyday_sixth,
-    everyday_seventh, everyday_eighth, everyday_ninth, everyday_tenth, everyday_eleventh,
-    everyday_twelfth)."""
+    names the set (everyday, or everyday_NAME for a blind one: everyday_fresh ... everyday_twelfth)."""
     goal_classes = {v.cls for v in verdicts} - REPORTED_APART
     share = share_right_or_declined(verdicts, goal_classes)
     base_share = share_right_or_declined(baseline, goal_classes)

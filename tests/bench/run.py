@@ -58,17 +58,7 @@ SMOKED_ELSEWHERE = frozenset(
         "workspace_quota",
         "e2e",
         "everyday",
-        "everyday_fresh",
-        "everyday_third",
-        "everyday_fourth",
-        "everyday_fifth",
-        "everyday_sixth",
-        "everyday_seventh",
-        "everyday_eighth",
-        "everyday_ninth",
-        "everyday_tenth",
-        "everyday_eleventh",
-        "everyday_twelfth",
+        *(f"everyday_{name}" for name in everyday.BLIND_SETS),  # every blind set (tests/test_bench_everyday.py)
     }
 )
 

@@ -24,6 +24,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,39 +33,15 @@ import yaml
 from tests.eval.everyday_quantities import normalise, numbers_in, quantities
 
 SET_PATH = Path(__file__).resolve().parent / "everyday.yaml"
-# The fresh, blind held-out set (written without reading the grounded answers' rules): every question held.
-FRESH_PATH = Path(__file__).resolve().parent / "everyday_fresh.yaml"
-FRESH_MIN_QUESTIONS = 100
-# A third blind held-out set, written later and as blind (no rules, no other set's questions read).
-THIRD_PATH = Path(__file__).resolve().parent / "everyday_third.yaml"
-THIRD_MIN_QUESTIONS = 110
-# A fourth blind held-out set, written as blind again (no rules, none of the three other sets' questions read).
-FOURTH_PATH = Path(__file__).resolve().parent / "everyday_fourth.yaml"
-FOURTH_MIN_QUESTIONS = 110
-# A fifth blind held-out set, written as blind again (no rules, none of the four other sets' questions read).
-FIFTH_PATH = Path(__file__).resolve().parent / "everyday_fifth.yaml"
-FIFTH_MIN_QUESTIONS = 110
-# A sixth blind held-out set, written as blind again (no rules, none of the five other sets' questions read).
-SIXTH_PATH = Path(__file__).resolve().parent / "everyday_sixth.yaml"
-SIXTH_MIN_QUESTIONS = 110
-# A seventh blind held-out set, written as blind again (no rules, none of the six other sets' questions read).
-SEVENTH_PATH = Path(__file__).resolve().parent / "everyday_seventh.yaml"
-SEVENTH_MIN_QUESTIONS = 110
-# An eighth blind held-out set, written as blind again (no rules, none of the seven other sets' questions read).
-EIGHTH_PATH = Path(__file__).resolve().parent / "everyday_eighth.yaml"
-EIGHTH_MIN_QUESTIONS = 110
-# A ninth blind held-out set, written as blind again (no rules, none of the eight other sets' questions read).
-NINTH_PATH = Path(__file__).resolve().parent / "everyday_ninth.yaml"
-NINTH_MIN_QUESTIONS = 110
-# A tenth blind held-out set, written as blind again (no rules, none of the nine other sets' questions read).
-TENTH_PATH = Path(__file__).resolve().parent / "everyday_tenth.yaml"
-TENTH_MIN_QUESTIONS = 110
-# An eleventh blind held-out set, written as blind again (no rules, none of the ten other sets' questions read).
-ELEVENTH_PATH = Path(__file__).resolve().parent / "everyday_eleventh.yaml"
-ELEVENTH_MIN_QUESTIONS = 110
-# A twelfth blind held-out set, written as blind again (no rules, none of the eleven other sets' questions read).
-TWELFTH_PATH = Path(__file__).resolve().parent / "everyday_twelfth.yaml"
-TWELFTH_MIN_QUESTIONS = 110
+# The blind held-out sets by name, in the order they were written, and the fewest questions each must have. Each was
+# written without reading the grounded answers' rules nor the sets before it, measured once by `make bench`, and only
+# then read (its header says when): tests/eval/everyday_NAME.yaml, every question held.
+BLIND_SETS: dict[str, int] = {
+    "fresh": 100,
+    **dict.fromkeys(
+        ("third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth"), 110
+    ),
+}
 
 CLASSES = (
     "time",
@@ -358,75 +335,13 @@ def load_set(path: Path = SET_PATH, *, all_held: bool = False, min_questions: in
     return EverydaySet(tuple(questions), declines)
 
 
-def load_fresh(path: Path = FRESH_PATH) -> EverydaySet:
-    """everyday_fresh.yaml, checked as :func:`load_set` does, every question held."""
-    return load_set(path, all_held=True, min_questions=FRESH_MIN_QUESTIONS)
+def load_blind(name: str) -> EverydaySet:
+    """The blind set ``name`` (:data:`BLIND_SETS`), checked as :func:`load_set` does, every question held."""
+    return load_set(SET_PATH.parent / f"everyday_{name}.yaml", all_held=True, min_questions=BLIND_SETS[name])
 
 
-def load_third(path: Path = THIRD_PATH) -> EverydaySet:
-    """everyday_third.yaml, checked as :func:`load_set` does, every question held."""
-    return load_set(path, all_held=True, min_questions=THIRD_MIN_QUESTIONS)
-
-
-def load_fourth(path: Path = FOURTH_PATH) -> EverydaySet:
-    """everyday_fourth.yaml, checked as :func:`load_set` does, every question held."""
-    return load_set(path, all_held=True, min_questions=FOURTH_MIN_QUESTIONS)
-
-
-def load_fifth(path: Path = FIFTH_PATH) -> EverydaySet:
-    """everyday_fifth.yaml, checked as :func:`load_set` does, every question held."""
-    return load_set(path, all_held=True, min_questions=FIFTH_MIN_QUESTIONS)
-
-
-def load_sixth(path: Path = SIXTH_PATH) -> EverydaySet:
-    """everyday_sixth.yaml, checked as :func:`load_set` does, every question held."""
-    return load_set(path, all_held=True, min_questions=SIXTH_MIN_QUESTIONS)
-
-
-def load_seventh(path: Path = SEVENTH_PATH) -> EverydaySet:
-    """everyday_seventh.yaml, checked as :func:`load_set` does, every question held."""
-    return load_set(path, all_held=True, min_questions=SEVENTH_MIN_QUESTIONS)
-
-
-def load_eighth(path: Path = EIGHTH_PATH) -> EverydaySet:
-    """everyday_eighth.yaml, checked as :func:`load_set` does, every question held."""
-    return load_set(path, all_held=True, min_questions=EIGHTH_MIN_QUESTIONS)
-
-
-def load_ninth(path: Path = NINTH_PATH) -> EverydaySet:
-    """everyday_ninth.yaml, checked as :func:`load_set` does, every question held."""
-    return load_set(path, all_held=True, min_questions=NINTH_MIN_QUESTIONS)
-
-
-def load_tenth(path: Path = TENTH_PATH) -> EverydaySet:
-    """everyday_tenth.yaml, checked as :func:`load_set` does, every question held."""
-    return load_set(path, all_held=True, min_questions=TENTH_MIN_QUESTIONS)
-
-
-def load_eleventh(path: Path = ELEVENTH_PATH) -> EverydaySet:
-    """everyday_eleventh.yaml, checked as :func:`load_set` does, every question held."""
-    return load_set(path, all_held=True, min_questions=ELEVENTH_MIN_QUESTIONS)
-
-
-def load_twelfth(path: Path = TWELFTH_PATH) -> EverydaySet:
-    """everyday_twelfth.yaml, checked as :func:`load_set` does, every question held."""
-    return load_set(path, all_held=True, min_questions=TWELFTH_MIN_QUESTIONS)
-
-
-# The blind held-out sets by name, in the order they were written: the bench rows, the tests' fixture.
-BLIND_LOADERS: dict[str, Callable[[], EverydaySet]] = {
-    "fresh": load_fresh,
-    "third": load_third,
-    "fourth": load_fourth,
-    "fifth": load_fifth,
-    "sixth": load_sixth,
-    "seventh": load_seventh,
-    "eighth": load_eighth,
-    "ninth": load_ninth,
-    "tenth": load_tenth,
-    "eleventh": load_eleventh,
-    "twelfth": load_twelfth,
-}
+# The blind sets' loaders by name, in the order they were written: the bench rows, the tests' fixture.
+BLIND_LOADERS: dict[str, Callable[[], EverydaySet]] = {name: partial(load_blind, name) for name in BLIND_SETS}
 
 
 # --- grading ------------------------------------------------------------------------------------------
