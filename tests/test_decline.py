@@ -252,13 +252,13 @@ def test_a_model_that_copies_reads_no_exchange_answered_without_it(config: Confi
     async def main() -> str:
         done = await runtime.agent.turn("turn on the fan", channel="api", chat_id="copy")
         assert done.route == "intent" and model.history == []
-        model.enqueue("You're welcome.")
-        await runtime.agent.turn("ok thanks", channel="api", chat_id="copy")
-        [asked] = [r for r in model.history if r.messages[-1].content == "ok thanks"]
+        model.enqueue("Sounds tiring.")
+        await runtime.agent.turn("I had a long day at work", channel="api", chat_id="copy")
+        [asked] = [r for r in model.history if r.messages[-1].content == "I had a long day at work"]
         return "\n".join(m.content for m in asked.messages)
 
     try:
         prompt = asyncio.run(main())
     finally:
         runtime.close()
-    assert ("turn on the fan" in prompt) is kept and ("fan" in prompt.split("ok thanks")[0].lower()) is kept
+    assert ("turn on the fan" in prompt) is kept and ("fan" in prompt.split("I had a long day")[0].lower()) is kept

@@ -47,6 +47,10 @@ from appliance.grounded.units import UNITS
         ("wats the time rn", "time", "time"),  # chat spellings: "wats" is "what's", "rn" is "right now"
         ("do i need a coat tonight?", "weather", "cold"),
         ("remind me when the car's MOT is due, I always forget", "memory", "fact"),
+        ("ok thanks", "courtesy", "thanks"),  # the 135M recited a memory to it (README walk 5)
+        ("great, thank you so much!", "courtesy", "thanks"),
+        ("good night", "courtesy", "bye"),
+        ("thanks, what time is it?", "time", "time"),  # the question first: thanks are last
     ],
 )
 def test_the_topic_that_knows_takes_it_first(message: str, kind: str, what: str) -> None:

@@ -23,6 +23,7 @@ from appliance.grounded.arithmetic import ARITHMETIC
 from appliance.grounded.base import Answer, Facts, Topic
 from appliance.grounded.clock import CLOCK
 from appliance.grounded.conversation import CONVERSATION
+from appliance.grounded.courtesy import COURTESY
 from appliance.grounded.desk import GroundedDesk, Texts, record_of
 from appliance.grounded.follow import again, follows
 from appliance.grounded.health import HEALTH
@@ -51,7 +52,7 @@ def topics() -> list[Topic]:
     """Every topic, in the order their words rules are tried (the narrowest first)."""
     # the clock before memory ("do you know what time it is"); a memory quoted word for word (LOOKUP) last
     found: list[Topic] = [CONVERSATION, AGENDA, SUN, WEATHER, CLOCK, SELF, ABILITIES, HOUSE, HEALTH, REMEMBERED]
-    found += [UNKNOWABLE, ARITHMETIC, UNITS, LOOKUP]
+    found += [UNKNOWABLE, ARITHMETIC, UNITS, LOOKUP, COURTESY]  # thanks last: "thanks, what time is it?" asks
     return found
 
 
