@@ -134,9 +134,9 @@ def test_a_late_yes_does_not_act(runtime: Runtime, monkeypatch: pytest.MonkeyPat
     devices = runtime.devices
     assert devices is not None
     assert turn(runtime, "it's dark on the porch").choices == ["yes", "no"]
-    now = time.monotonic()
+    now = time.time()
     later = now + runtime.config.hardware.approval_timeout_s + 1
-    monkeypatch.setattr(time, "monotonic", lambda: later)  # the question was asked too long ago
+    monkeypatch.setattr(time, "time", lambda: later)  # the question was asked too long ago
     record = turn(runtime, "yes")
     assert record.actions == [] and asyncio.run(devices.read("porch_light"))[0].value is False
 
@@ -192,3 +192,25 @@ def test_the_dev_set_makes_no_wrong_action_or_read(runtime: Runtime) -> None:
         if got not in expected(row):
             wrong.append((row["say"], got))
     assert wrong == []
+
+
+def test_a_yes_in_the_next_process_answers_the_question_the_last_one_asked(config: Config) -> None:
+    """A README walk: `chat -m "it's dark on the porch"` asked "Turn the porch light on?", and the next `chat -m
+    "yes"` (a process of its own, no daemon) went to the model, which said "Yes." while the light stayed off."""
+    config.memory.extract_after_messages = 0
+    first = Runtime.open(config, model=ScriptedModel())
+    try:
+        assert turn(first, "it's dark on the porch").choices == ["yes", "no"]
+    finally:
+        first.close()
+    model = ScriptedModel()
+    second = Runtime.open(config, model=model)  # the next `chat -m`: a new process on the same data dir
+    try:
+        record = turn(second, "yes")
+        assert record.route == "intent" and model.history == []
+        switched = [(a.tool, a.arguments) for a in record.actions]
+        assert switched == [("device_set", {"name": "porch_light", "value": "on"})]
+        assert asyncio.run(second.devices.read("porch_light"))[0].value is True
+        assert turn(second, "yes").actions == []  # answered: no question waits any more
+    finally:
+        second.close()

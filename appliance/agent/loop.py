@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from appliance.agent import context
+from appliance.agent.asked_back import AskedBack
 from appliance.agent.context import Workspace
 from appliance.agent.decline import DECLINED, UNATTENDED, DeclineDesk, guesses, guessing_model, would_guess
 from appliance.agent.escalation import CloudRoute, CloudUse, Forced
@@ -125,7 +126,7 @@ class Agent:
             if understanding is not None
             else None
         )
-        self._asked: dict[str, tuple[Intent, float]] = {}  # the fast path's open question, per chat, and when
+        self._asked = AskedBack(db)  # the fast path's open question, per chat, and when (also for the next chat -m)
         self.listeners: list[Callable[[ReplyRecord], None]] = []  # told of every finished turn
         self.desk = ScheduleDesk(devices.infos() if devices is not None else (), db)  # desk.cron: set by its owner
         self.grounding = Grounding(  # its cron, tasks and weather: set by its owner too
@@ -196,17 +197,18 @@ class Agent:
         record = record or await self.desk.answer(text, session, stats.client, stats.started, force)
         # What the appliance knows (the time, itself, its schedules, ...) by words, then devices, then by meaning.
         facts = self.grounding.facts(session, conversation, person=person, cloud_allowed=self._cloud_allowed())
-        if record is None and force != "cloud" and session not in self._asked:
+        # a yes/no or "which one?" of ours waits: the message is its answer first
+        if record is None and force != "cloud" and self._asked.get(session) is None:
             record = await self.grounding.reply(text, facts, stats.started, meaning=False)
         intent = self._intent(text, session) if force != "cloud" and record is None else None
         if intent is None and record is None and self.understanding is not None and force != "cloud":
             by_meaning = cfg.grounded_by_meaning
-            if by_meaning and session not in self._asked:  # a paraphrase of a question it knows: before devices
+            if by_meaning and self._asked.get(session) is None:  # a paraphrase of a question it knows: before devices
                 record = await self.grounding.reply(text, facts, stats.started, meaning=True)
             if record is None:
                 intent = await self.understanding.device_intent(text)
                 if intent is not None and intent.action in ("confirm", "ask"):
-                    self._asked[session] = (intent, time.monotonic())
+                    self._asked.put(session, intent)
             if intent is None and record is None and by_meaning and force is None:  # near one (not /local)
                 record = await self.grounding.reply(text, facts, stats.started, meaning=True, near=True)
         if intent is not None and self.devices is not None:
@@ -526,16 +528,16 @@ class Agent:
         """The fast-path intent of a message: an answer to our last question, or a command of its own."""
         if self.intents is None:
             return None
-        asked, at = self._asked.pop(session, (None, 0.0))
+        asked, at = self._asked.pop(session) or (None, 0.0)
         intent = None
         # A question left unanswered for longer than an approval lasts is no longer asked: a late "yes"
         # must not switch something the person has long forgotten about.
-        if asked is not None and time.monotonic() - at <= self.config.hardware.approval_timeout_s:
+        if asked is not None and time.time() - at <= self.config.hardware.approval_timeout_s:
             # "Turn the fan on?" -> "yes"; "which light: porch or kitchen?" -> "porch"
             intent = answer_confirmation(asked, text) if asked.action == "confirm" else self.intents.answer(asked, text)
         intent = intent or self.intents.match(text)
         if intent is not None and intent.action == "ask":
-            self._asked[session] = (intent, time.monotonic())
+            self._asked.put(session, intent)
         return intent
 
     def prefix_messages(self) -> list[ChatMessage]:
