@@ -251,7 +251,7 @@ def test_offline_it_says_so_with_the_kept_forecasts_age_or_that_it_has_none(tmp_
     nothing = WeatherSource(ghent(), tmp_path / "none" / CACHE_FILE, zone=BRUSSELS, clock=clock)
     none = asyncio.run(WEATHER.answer(ask, facts(ghent(), nothing)))
     assert none is not None and none.text == (
-        "I have no forecast for Ghent: the forecast service cannot be reached (ClientConnectorError)."
+        "I have no forecast for Ghent: the forecast service cannot be reached (no connection: is the Pi online?)."
     )
 
 

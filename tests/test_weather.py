@@ -117,7 +117,7 @@ def test_offline_with_nothing_kept_says_there_is_no_forecast(tmp_path: Path) -> 
     source = source_for("http://127.0.0.1:9/v1/forecast", tmp_path, clock)
     outlook = asyncio.run(source.outlook())
     assert outlook.forecast is None and not outlook.stale
-    assert outlook.problem == "the forecast service cannot be reached (ClientConnectorError)"
+    assert outlook.problem == "the forecast service cannot be reached (no connection: is the Pi online?)"
 
 
 def test_a_failed_fetch_is_not_retried_on_every_question(tmp_path: Path) -> None:

@@ -128,7 +128,9 @@ class WeatherSource:
             self._failed(f"the forecast service did not answer within {weather.timeout_s:g} s")
             return
         except aiohttp.ClientError as exc:
-            self._failed(f"the forecast service cannot be reached ({type(exc).__name__})")
+            # said to a person: what failed in words, not the error's class name (a walk read "ClientConnectorError")
+            how = "no connection" if isinstance(exc, aiohttp.ClientConnectionError) else "the connection failed"
+            self._failed(f"the forecast service cannot be reached ({how}: is the Pi online?)")
             return
         except ValueError as exc:  # json.JSONDecodeError is one too
             self._failed(f"the forecast service sent no usable forecast ({exc})")
