@@ -79,6 +79,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "appliance.agent.schedule_vocab",
             "appliance.agent.schedule_sun",
             "appliance.agent.schedule_desk",  # schedules from words, made through the schedule tools
+            "appliance.agent.asked_back",  # the questions asked back, kept until answered (DESIGN: the ask-back store)
             # The reply record, which grounded answers and the schedule desk give and plugins are handed.
             "appliance.agent.record",
         ),

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from appliance.agent.asked_back import Kept
 from appliance.agent.record import ReplyRecord, Timings
 from appliance.errors import PicoagentError
 from appliance.tools.result import Action
@@ -41,7 +42,6 @@ _PICK = re.compile(r"^(?:cancel |the |number |no\.? )*(?P<pick>[\w-]+?)(?: one| 
 _BARE_CANCEL = re.compile(
     r"^(?:please )?(?:cancel|delete|remove|drop) (?:the |my |that )?(?P<words>[\w:' -]+?)(?: please)?$"
 )
-_ASKED = "asked_back:cancel:"  # settings key (+ session): a cancel's open "which one?"
 
 
 def day_words(at: datetime, now: datetime) -> str:
@@ -87,8 +87,8 @@ class ScheduleDesk:
     def __init__(self, devices: Sequence[DeviceInfo] = (), db: Database | None = None) -> None:
         self.cron: CronDesk | None = None  # set by whoever has a scheduler (the daemon; `picoagent chat`)
         self.devices = tuple(devices)
-        self.db = db  # where an open "which one?" is kept, for the next process too (chat -m)
-        self._asked: dict[str, tuple[list[str], float]] = {}  # a session's "which one?" and when (time.time)
+        # a session's open "which one?" (the job ids offered), kept for the next process too (chat -m)
+        self._asked = Kept(db, "asked_back:cancel:")
 
     async def answer(
         self, text: str, session: str, requested_by: str, started: float, force: str | None = None
@@ -121,12 +121,12 @@ class ScheduleDesk:
 
     def _picked(self, session: str, text: str) -> dict[str, Any] | None:
         """The job a person picked from our last "which one?" (None: this message is not that answer)."""
-        asked = self._asked.get(session) or self._kept(session)
+        asked = self._asked.get(session)
         if asked is None or self.cron is None:
             return None
         ids, at = asked
         if time.time() - at > ASK_TTL_S:
-            self._keep(session, None)
+            self._asked.pop(session)
             return None
         said = " ".join(text.strip().lower().strip(" .!?").split())
         found = _PICK.match(said)
@@ -138,45 +138,9 @@ class ScheduleDesk:
             choice = ids[0]
         if not choice:
             return None
-        self._keep(session, None)
+        self._asked.pop(session)
         rows = self.cron.find(choice)
         return rows[0] if rows else None
-
-    def _keep(self, session: str, ids: list[str] | None) -> None:
-        """Keep (or with None, end) a session's open "which one?", here and in the database."""
-        import json
-
-        key = _ASKED + session
-        if ids is None:
-            self._asked.pop(session, None)
-        else:
-            self._asked[session] = (ids, time.time())
-        if self.db is None:
-            return
-        try:
-            if ids is None:
-                self.db.write("DELETE FROM settings WHERE key = ?", (key,))
-            else:
-                value = json.dumps({"ids": ids, "at": self._asked[session][1]})
-                self.db.write(
-                    "INSERT INTO settings (key, value) VALUES (?, ?)"
-                    " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    (key, value),
-                )
-        except PicoagentError:
-            pass  # kept in this process only: the answer still works here
-
-    def _kept(self, session: str) -> tuple[list[str], float] | None:
-        import json
-
-        if self.db is None:
-            return None
-        try:
-            rows = self.db.rows("SELECT value FROM settings WHERE key = ?", (_ASKED + session,))
-            kept = json.loads(rows[0][0]) if rows else None
-        except (PicoagentError, ValueError):
-            return None
-        return (list(kept["ids"]), float(kept["at"])) if isinstance(kept, dict) else None
 
     async def _create(self, ask: ScheduleAsk, now: datetime, requested_by: str, started: float) -> ReplyRecord:
         from appliance.config import CronJob
@@ -216,7 +180,7 @@ class ScheduleDesk:
             config = f" {fixed_said} comes from the config's scheduler.jobs: remove it there." if fixed else ""
             if not mine:
                 return _record(f"Nothing to cancel here:{config}", "the matching jobs come from the config", started)
-            self._keep(session, [row["id"] for row in mine])
+            self._asked.put(session, [row["id"] for row in mine])
             lines = "; ".join(f"{row['id']} ({_what(row)})" for row in mine)
             asked = f"Cancel {lines}?" if len(mine) == 1 else f"Several jobs match “{words}”: {lines}. Which one?"
             record = _record(asked + config, f"asked which of {len(mine)} jobs to cancel", started)

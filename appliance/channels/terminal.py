@@ -84,21 +84,20 @@ class TerminalChat:
             try:
                 runner.run(self.runtime.start_mcp())
                 return chat_loop(
-                    self.out, read, lambda text: self.command(text, runner), lambda t: self._turn(t, runner)
+                    self.out,
+                    read,
+                    lambda text: self.command(text, runner),
+                    lambda text: self._turn(text, runner),
+                    speaker=self.runtime.config.agent.name,
+                    stopped=self._dim("\n[stopped]"),
                 )
             finally:
                 runner.run(self.runtime.stop_mcp())
                 runner.run(self.runtime.close_cloud())
 
-    def _turn(self, text: str, runner: asyncio.Runner) -> None:
-        self.out.write(f"{self.runtime.config.agent.name}> ")
-        self.out.flush()
-        try:
-            record = runner.run(self.ask(text))
-        except KeyboardInterrupt:
-            self.out.write(self._dim("\n[stopped]") + "\n")
-            return
-        self.out.write("\n" + self.footer(record) + "\n")
+    def _turn(self, text: str, runner: asyncio.Runner) -> str:
+        record = runner.run(self.ask(text))  # streamed as it comes: only the footer is left to print
+        return "\n" + self.footer(record)
 
     def command(self, text: str, runner: asyncio.Runner) -> bool:
         """A /command of the chat; True for /quit."""
@@ -117,8 +116,17 @@ class TerminalChat:
         return False
 
 
-def chat_loop(out: TextIO, read: Any, command: Callable[[str], bool], turn: Callable[[str], None]) -> int:
-    """The terminal chat's loop, in process or through the daemon: a line a turn (``turn``), a /command to
+def chat_loop(
+    out: TextIO,
+    read: Any,
+    command: Callable[[str], bool],
+    turn: Callable[[str], str],
+    *,
+    speaker: str,
+    stopped: str,
+) -> int:
+    """The terminal chat's loop, in process or through the daemon: a line a turn (``turn`` runs it after
+    "``speaker``> " and returns what to print under it; Ctrl-C during it prints ``stopped``), a /command to
     ``command`` (True ends the chat; /cloud and /local are turns); Ctrl-C at the prompt says how to leave,
     Ctrl-D leaves; ``read`` is input() by default. Returns the exit status."""
     with contextlib.suppress(ImportError):
@@ -140,4 +148,11 @@ def chat_loop(out: TextIO, read: Any, command: Callable[[str], bool], turn: Call
             if command(text):
                 return 0
             continue
-        turn(text)
+        out.write(f"{speaker}> ")
+        out.flush()
+        try:
+            said = turn(text)
+        except KeyboardInterrupt:
+            said = stopped
+        out.write(said + "\n")
+        out.flush()

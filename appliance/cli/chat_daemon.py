@@ -93,18 +93,13 @@ class DaemonChat:
             f"picoagent · through the running daemon · local model {name} · session {self.session} "
             "· /help for commands\n"
         )
-        return chat_loop(self.out, read, self.command, self._turn)
+        return chat_loop(
+            self.out, read, self.command, self._turn, speaker=self.config.agent.name, stopped=self._dim("\n[stopped]")
+        )
 
-    def _turn(self, text: str) -> None:
-        self.out.write(f"{self.config.agent.name}> ")
-        self.out.flush()
-        try:
-            record = self.ask(text)
-        except KeyboardInterrupt:
-            self.out.write(self._dim("\n[stopped]") + "\n")
-            return
-        self.out.write(record.text + "\n" + self.footer(record) + "\n")
-        self.out.flush()
+    def _turn(self, text: str) -> str:
+        record = self.ask(text)  # the whole reply at once (not streamed), then the footer
+        return record.text + "\n" + self.footer(record)
 
     def command(self, text: str) -> bool:
         """A /command of the chat; True for /quit."""
