@@ -136,6 +136,13 @@ class Daemon:
         self.config = config
         self.host = host or config.web.host
         self.port = port if port is not None else config.web.port
+        # what the command line set over the config: a reload that changes these keys changes nothing, even at
+        # a restart with the same flags, so it says so rather than "restart needed"
+        self.flags = {
+            key: f"{flag} {value}"
+            for key, flag, value in (("web.host", "--host", host), ("web.port", "--port", port))
+            if value is not None
+        }
         self.data_dir_override = data_dir_override
         self.stopping = asyncio.Event()
         self.ready = asyncio.Event()  # set once every service has started and systemd was told READY=1
@@ -551,6 +558,9 @@ class Daemon:
             return
         old = self.config
         waiting = self.reloader.waiting(new)
+        for key in [key for key in waiting if key in self.flags]:
+            waiting.remove(key)
+            log.warning("SIGHUP: %s: the daemon was started with %s, which wins over the config", key, self.flags[key])
         new.llm.weight_repack = old.llm.weight_repack  # the running model runner was started with it
         try:
             replacement = local_model(new, fallback=True) if new.llm != old.llm else None

@@ -70,26 +70,40 @@ def test_an_approval_added_to_a_device_applies_at_the_reload(serve: Serve) -> No
 def test_what_waits_for_a_restart_is_named_in_the_log_status_and_api(serve: Serve) -> None:
     reload(
         serve,
-        lambda text: text.replace("  port: 8080\n", "  port: 8181\n").replace(
+        lambda text: text.replace("  session_days: 7\n", "  session_days: 9\n").replace(
             "    pin: 27\n", "    pin: 5\n    approval: required\n"
         ),
     )
     log = serve.text()
-    assert "SIGHUP: web.port: restart needed" in log
+    assert "SIGHUP: web.session_days: restart needed" in log
     assert "SIGHUP: devices.fan.pin: restart needed" in log
     status = api(serve, "/api/status")
-    assert status["config"]["restart_needed"] == ["devices.fan.pin", "web.port"]
+    assert status["config"]["restart_needed"] == ["devices.fan.pin", "web.session_days"]
     # What could apply did, the rewired fan's approval included: it still drives its old pin until the restart.
     answer = api(serve, "/api/devices/fan", {"value": "on"})
     assert answer["pending_approval"] is not None, answer
     shown = cli("status", data=serve.data, config=serve.config).stdout
-    assert "config: devices.fan.pin, web.port: restart needed" in shown, shown
+    assert "config: devices.fan.pin, web.session_days: restart needed" in shown, shown
     as_json = json.loads(cli("status", "--json", data=serve.data, config=serve.config).stdout)
-    assert as_json["config"]["restart_needed"] == ["devices.fan.pin", "web.port"]
+    assert as_json["config"]["restart_needed"] == ["devices.fan.pin", "web.session_days"]
     # Put back as it was: nothing waits any more.
     reload(
-        serve, lambda text: text.replace("  port: 8181\n", "  port: 8080\n").replace("    pin: 5\n", "    pin: 27\n")
+        serve,
+        lambda text: text.replace("  session_days: 9\n", "  session_days: 7\n").replace(
+            "    pin: 5\n", "    pin: 27\n"
+        ),
     )
+    assert api(serve, "/api/status")["config"]["restart_needed"] == []
+
+
+def test_a_port_given_on_the_command_line_is_not_said_to_wait_for_a_restart(serve: Serve) -> None:
+    """`serve --port N` wins over web.port: a restart with the same command would not apply the file's port
+    either, so the reload says which wins (a README walk read "web.port: restart needed" here)."""
+    reload(serve, lambda text: text.replace("  port: 8080\n", "  port: 8181\n"))
+    log = serve.text()
+    said = f"SIGHUP: web.port: the daemon was started with --port {serve.port}, which wins over the config"
+    assert said in log, log
+    assert "restart needed" not in log
     assert api(serve, "/api/status")["config"]["restart_needed"] == []
 
 

@@ -18,7 +18,7 @@ press to :meth:`~ChatChannel.tap`), which:
 4. runs one turn per conversation at a time, with the route forced by ``/local`` or ``/cloud``, and
    answers with the footer; a reply that cannot be shown goes to the durable outbox.
 
-A connection that fails raises :class:`ChannelDown`: the channel stays off with the reason in
+A connection that fails raises :class:`ChannelDown`: the channel stays down with the reason in
 :attr:`~ChatChannel.problem` (``picoagent status``, ``doctor``, the log) and retries in the background
 unless the reason is permanent (a refused token). The daemon never stops for a channel. Every channel
 passes the same contract suite (tests/test_channel_contract.py).
@@ -277,7 +277,7 @@ class ChatChannel(ABC):
                 await self.disconnect()
             if exc.permanent:
                 log.error(
-                    "%s: %s; the channel is off until the config is fixed and the daemon restarted",
+                    "%s: %s; the channel stays down until the config is fixed and the daemon restarted",
                     self.name,
                     exc.reason,
                 )

@@ -120,7 +120,9 @@ class DiscordChannel(ChatChannel):
         down = _down(exc) if exc is not None else ChannelDown("Discord's gateway closed the connection")
         self.went_down(down.reason)
         if down.permanent:
-            log.error("discord: %s; the channel is off until the config is fixed and the daemon restarted", down.reason)
+            log.error(
+                "discord: %s; the channel stays down until the config is fixed and the daemon restarted", down.reason
+            )
         elif not self._stopping:
             log.warning("discord: %s; reconnecting in the background", down.reason)
             self._connecting = asyncio.ensure_future(self._connect_later())
