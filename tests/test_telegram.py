@@ -210,7 +210,11 @@ def test_commands_answer(config: Config) -> None:
         assert h.channel.commands.forced_route == {}  # used by that message
         assert "stays on the Pi" in await command("/private on")
         assert await h.runtime.db.call(h.runtime.db.is_private, "telegram", str(OWNER))
-        assert "routed as configured" in await command("/private off")
+        off = await command("/private off")
+        assert off == (
+            "This chat is routed as configured: routing.mode is local_only, so every message stays on the Pi anyway. "
+            "/private on keeps it on the Pi."
+        ), off
         answer = await command("/cloud what is up")  # with text: answered at once, on the Pi (local_only)
         assert "what is up" in answer and "routing.mode is local_only" in answer  # the footer says why
         assert "holds 4 messages" in await command("/memory")

@@ -255,13 +255,11 @@ class ChatCommands:
         if words and words[0] in ("on", "off"):
             await self.db.call(self.db.set_private, self.channel, call.chat_id, words[0] == "on")
         private = await self.db.call(self.db.is_private, self.channel, call.chat_id)
-        return [
-            Said(
-                "This chat stays on the Pi: its messages never go to a cloud model. /private off undoes it."
-                if private
-                else "This chat is routed as configured (the cloud only when allowed). /private on keeps it on the Pi."
-            )
-        ]
+        if private:
+            return [Said("This chat stays on the Pi: its messages never go to a cloud model. /private off undoes it.")]
+        mode = self.runtime.config.routing.mode
+        how = _ROUTED.get(mode, f"routing.mode is {mode}")
+        return [Said(f"This chat is routed as configured: {how}. /private on keeps it on the Pi.")]
 
     async def reset(self, call: CommandCall) -> list[Said]:
         """/reset: forget this conversation."""
@@ -430,3 +428,11 @@ def _duration(seconds: float) -> str:
         return f"{minutes} min"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes} min" if hours < 48 else f"{hours // 24} days"
+
+
+# What "routed as configured" means, as /private off says it, by routing.mode.
+_ROUTED = {
+    "local_only": "routing.mode is local_only, so every message stays on the Pi anyway",
+    "edge_first": "routing.mode is edge_first, so the cloud answers only what the Pi's model cannot, when allowed",
+    "cloud_first": "routing.mode is cloud_first, so the cloud answers whenever it is allowed",
+}
