@@ -132,8 +132,11 @@ class Registry:
         """The text exposition of every metric."""
         out: list[str] = []
         for metric in self.metrics:
+            lines = list(metric.lines())
+            if not lines and isinstance(metric, Gauge):
+                continue  # nothing to read here (no thermal zone on this machine): not listed at all
             out += metric.header()
-            out += metric.lines()
+            out += lines
         return "\n".join(out) + "\n"
 
 
