@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from appliance.cli.system import mqtt_line
-from tests.helpers import config_file, free_port, picoagent
+from tests.helpers import config_file, free_port, picoagent, wait_healthy
 from tests.mqtt_broker import PASSWORD, USER, Broker, running
+from tests.test_daemon import Serve
 
 ENABLED = (
     "  # Connect to the broker (off: nothing MQTT is loaded, the daemon runs without a broker).\n  enabled: false\n"
@@ -25,7 +26,7 @@ def broker(tmp_path: Path) -> Iterator[Broker]:
         yield b
 
 
-def _doctor(tmp_path: Path, port: int, secret: str, name: str) -> str:
+def _doctor(tmp_path: Path, port: int, secret: str, name: str, data: Path | None = None) -> str:
     folder = tmp_path / name
     config = config_file(
         folder,
@@ -37,7 +38,8 @@ def _doctor(tmp_path: Path, port: int, secret: str, name: str) -> str:
         },
     )
     (folder / "secrets.env").write_text(f"MQTT_PASSWORD={secret}\n", encoding="utf-8")
-    out = picoagent("doctor", "--config", config, "--data-dir", tmp_path / "data", cwd=tmp_path, timeout=120)
+    data = data or tmp_path / "data"
+    out = picoagent("doctor", "--config", config, "--data-dir", data, cwd=tmp_path, timeout=120)
     assert "Traceback" not in out.stdout + out.stderr
     return out.stdout
 
@@ -54,6 +56,23 @@ def test_doctor_checks_the_broker_login(tmp_path: Path, broker: Broker) -> None:
     nowhere = _doctor(tmp_path, free_port(), PASSWORD, "nowhere")
     assert "[FAIL] mqtt: cannot reach the broker at 127.0.0.1:" in nowhere
     assert "fix: start the broker (systemctl start mosquitto) or fix mqtt.host and mqtt.port" in nowhere
+
+
+def test_doctor_says_a_running_daemon_without_mqtt_needs_a_restart(tmp_path: Path, broker: Broker) -> None:
+    """MQTT turned on in the file while the daemon runs it off: the broker is fine, the daemon is not using it
+    (a README walk read "ok" here and waited for messages that never came)."""
+    (tmp_path / "daemon").mkdir()
+    daemon = Serve(tmp_path / "daemon", free_port())
+    try:
+        wait_healthy(daemon.port)
+        said = _doctor(tmp_path, broker.port, PASSWORD, "on", data=daemon.data)
+    finally:
+        daemon.stop()
+    assert (
+        f"[warn] mqtt: mqtt://127.0.0.1:{broker.port} accepts picoagent as pico; topics under picoagent/, "
+        "discovery under homeassistant/; off in the running daemon (the config turns it on)"
+    ) in said, said
+    assert "fix: systemctl restart picoagent (or restart `picoagent serve`)" in said
 
 
 def test_doctor_says_mqtt_is_off_without_loading_it(tmp_path: Path) -> None:

@@ -154,7 +154,7 @@ def _check_channels(config: Config) -> Iterator[Check]:
     for row in rows:
         name = f"channel {row['name']}"
         if row.get("restart_needed"):  # the running daemon and the config disagree (cli/channels.as_configured)
-            yield Check(name, "warn", row["detail"], "systemctl restart picoagent (or restart `picoagent serve`)")
+            yield Check(name, "warn", row["detail"], RESTART_FIX)
         elif not row["enabled"]:
             yield Check(name, "ok", f"off ({row['detail']})")
         elif row["up"]:
@@ -192,10 +192,18 @@ def _check_channels(config: Config) -> Iterator[Check]:
 
 
 def _check_mqtt(config: Config) -> Iterator[Check]:
-    """Connect to the broker with the config's credentials and TLS, then disconnect (off: one line, no import)."""
+    """Connect to the broker with the config's credentials and TLS, then disconnect (off: one line, no import);
+    a running daemon that runs MQTT otherwise than the config says is told, with the restart that applies it."""
+    from appliance.cli.daemon_client import daemon_get
+
     mqtt = config.mqtt
+    status = daemon_get(config, "/api/status")
+    running = None if status is None else status.get("mqtt") is not None  # None: no daemon runs
     if not mqtt.enabled:
-        yield Check("mqtt", "ok", "off (mqtt.enabled: false)")
+        if running:
+            yield Check("mqtt", "warn", "on in the running daemon; the config turns it off", RESTART_FIX)
+        else:
+            yield Check("mqtt", "ok", "off (mqtt.enabled: false)")
         return
     import asyncio
 
@@ -208,7 +216,15 @@ def _check_mqtt(config: Config) -> Iterator[Check]:
         return
     who = f"as {mqtt.username}" if mqtt.username else "anonymously"
     discovery = f"discovery under {mqtt.discovery_prefix}/" if mqtt.discovery else "discovery off"
-    yield Check("mqtt", "ok", f"{where} accepts picoagent {who}; topics under {mqtt.base_topic}/, {discovery}")
+    accepts = f"{where} accepts picoagent {who}; topics under {mqtt.base_topic}/, {discovery}"
+    if running is False:
+        yield Check("mqtt", "warn", f"{accepts}; off in the running daemon (the config turns it on)", RESTART_FIX)
+    else:
+        yield Check("mqtt", "ok", accepts)
+
+
+# What applies a section the running daemon started without (or with): the same words as a channel's.
+RESTART_FIX = "systemctl restart picoagent (or restart `picoagent serve`)"
 
 
 def _check_skills(root: Path) -> Iterator[Check]:
