@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
 from appliance.agent.router import (
+    Decision,
     Difficulty,
     LocalOutcome,
     RoutingContext,
@@ -121,6 +123,18 @@ def test_the_reason_names_how_the_route_was_asked_for() -> None:
     assert "/cloud" not in api.reason
     local = RoutingContext(mode="edge_first", provider="openai", forced="local", asked_with='"route": "local"')
     assert local.cloud_blocked() == ("user_local", 'you asked for the local model ("route": "local")')
+
+
+def test_a_task_sent_to_the_cloud_is_not_counted_as_a_person_asking() -> None:
+    """A task on --route auto that the local model cannot plan goes to the cloud with ``forced_by``: its
+    decision is ``task_cloud`` (routing stats counted it as ``user_cloud``, a README walk found); a failed
+    cloud then answers locally as a fallback."""
+    words = "the task's --route auto sends it to the cloud"
+    task = RoutingContext(mode="edge_first", provider="openai", forced="cloud", forced_by=words)
+    assert before_local(task) == Decision("cloud", words, "task_cloud", True)
+    down = before_local(replace(task, network_up=False))
+    assert down.route == "local" and down.why == "task_cloud" and down.reason.startswith(words + ", but ")
+    assert local_route(down) == "local_fallback"
 
 
 @pytest.mark.parametrize("mean_prob", [0.9, 0.1])

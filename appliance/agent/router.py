@@ -84,7 +84,8 @@ class Decision:
     """Where a message goes, and why: in words for people, as codes for the statistics.
 
     ``why`` is what decided (``confident``, ``low_confidence``, ``collapsed``, ``guarded``, ``too_long``,
-    ``local_failed``, ``tool_needed``, ``user_cloud``, ``user_local``, ``cloud_first``, ``looks_hard``,
+    ``local_failed``, ``tool_needed``, ``user_cloud``, ``task_cloud`` (no person asked: a task the local model
+    cannot plan, ``forced_by``), ``user_local``, ``cloud_first``, ``looks_hard``,
     ``edge_first``); ``blocked`` is why the cloud was not used although it was wanted (a
     :meth:`RoutingContext.cloud_blocked` code, or ``cloud_failed``), else "".
     """
@@ -120,9 +121,10 @@ def before_local(ctx: RoutingContext) -> Decision:
     blocked = ctx.cloud_blocked()
     if ctx.forced == "cloud":
         asked = ctx.forced_by or f"you asked for the cloud ({ctx.asked_with or '/cloud'})"
+        why = "task_cloud" if ctx.forced_by else "user_cloud"
         if blocked is None:
-            return Decision("cloud", asked, "user_cloud", True)
-        return Decision("local", f"{asked}, but {blocked[1]}", "user_cloud", True, blocked[0])
+            return Decision("cloud", asked, why, True)
+        return Decision("local", f"{asked}, but {blocked[1]}", why, True, blocked[0])
     if ctx.mode == "cloud_first" and blocked is None:
         return Decision("cloud", "routing.mode is cloud_first", "cloud_first", True)
     hard = ctx.difficulty
