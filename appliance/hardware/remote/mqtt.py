@@ -133,6 +133,16 @@ async def probe(config: MqttConfig, timeout_s: float = 5.0) -> tuple[str, str] |
         return explain(exc, config)
 
 
+def _read_when_done(client: aiomqtt.Client) -> None:
+    """Read the error aiomqtt sets on the client's disconnect future when the broker goes away. When the daemon
+    stops at that moment nothing awaits it, and asyncio logged "Future exception was never retrieved" (code
+    128) at the stop (a README walk saw it with the broker and the daemon stopped together). The future is
+    aiomqtt's own (``_disconnected``, set after connecting): looked up, not relied on."""
+    future = getattr(client, "_disconnected", None)
+    if isinstance(future, asyncio.Future):
+        future.add_done_callback(lambda done: None if done.cancelled() else done.exception())
+
+
 class MqttLink:
     """One connection to the broker, kept up in the background; publish from anywhere, subscribe any time.
 
@@ -277,6 +287,7 @@ class MqttLink:
         """One connection: subscribe, announce, resend what is retained, then deliver and send until it drops."""
         client = make_client(self.config)
         async with client:
+            _read_when_done(client)
             self._client = client
             first = self._connections == 0
             self._connections += 1
