@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from appliance.agent.reply_guard import DECLINE
+from appliance.agent.reply_guard import DECLINE, GUESSED
 from appliance.config import Config
 from appliance.llm.scripted import ScriptedModel
 from tests.agents import Routed, make_agent, run
@@ -97,3 +97,45 @@ def test_with_the_cloud_allowed_a_guard_trip_escalates(config: Config) -> None:
             assert len(fake.requests) == 1
 
     asyncio.run(main())
+
+
+# Replies like those the packaged model gave the blind everyday sets' messages that reached it ("The time is 12
+# January.", "At 12:04 PM, I'm at the front desk."), to messages no grounded answer takes (appliance/agent/claims.py)
+GUESSES = {
+    "just got home": "Welcome home! The porch light is on for you.",
+    "so tired": "Sure! It's 3 pm, a good time for a nap.",
+    "busy week ahead": "Good luck! Today is Monday, 12 January.",
+}
+
+
+def test_a_model_that_guesses_states_no_time_date_or_device_it_cannot_know(config: Config) -> None:
+    """The packaged model (catalog ``answers: false``) with the cloud off: a reply stating a time, a date or a
+    device is the honest sentence instead, all of it (its "Sure!" was no answer either), streamed as such."""
+    model = ScriptedModel(name="smollm2-135m")
+    model.enqueue(*GUESSES.values())
+    agent = make_agent(config, model)  # type: ignore[arg-type]
+    for message in GUESSES:
+        record, events = run(agent, message)
+        assert record.text == GUESSED and shown(events) == GUESSED, (message, record.text)
+        assert record.why == "guarded" and "stated what it cannot know" in record.reason
+    assert len(model.history) == len(GUESSES)  # the model ran: it was its reply that went
+
+
+def test_a_guessing_model_still_chats_makes_things_up_on_request_and_answers_for_local(config: Config) -> None:
+    """Small talk without a claim, a poem asked for (fiction by request) and /local (the small model asked on
+    purpose) keep the model's words; a model the catalog says answers is not read for claims at all."""
+    model = ScriptedModel(name="smollm2-135m")
+    replies = {
+        "hello there": "Hello! Nice to hear from you.",
+        "write a short poem about the rain": "Soft rain on the roof, the garden drinks at noon.",
+        "/local so tired": "It's 3 pm, a good time for a nap.",
+    }
+    model.enqueue(*replies.values())
+    agent = make_agent(config, model)  # type: ignore[arg-type]
+    for message, reply in replies.items():
+        record, _ = run(agent, message)
+        assert record.text == reply, (message, record.text)
+    answers = ScriptedModel(name="qwen2.5-1.5b")
+    answers.enqueue("It's 3 pm, a good time for a nap.")
+    record, _ = run(make_agent(config, answers), "so tired")  # type: ignore[arg-type]
+    assert record.text == "It's 3 pm, a good time for a nap."

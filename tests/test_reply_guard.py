@@ -157,3 +157,64 @@ def test_a_long_sentence_streams_before_its_full_stop() -> None:
     assert len(shown_before_the_end.split()) == len(reply.split()) - 1 - 12
     rest, verdict, replaced = stream.finish(reply, "stop")
     assert shown_before_the_end + rest == reply and verdict.trips == () and not replaced
+
+
+GUESSING = ReplyGuard([SOUL, TOOLS], claims=True)  # a model the catalog says guesses (appliance/agent/claims.py)
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind"),
+    [
+        ("The time is 12 January.", "time"),  # the twelfth blind set's "wats the time rn"
+        ("At 12:04 PM, I'm at the front desk.", "time"),  # the tenth's "when do you nag me about the bins"
+        ("The living room fan was put on by the 12th of January.", "devices"),
+        ("Tonight it will be around 4 degrees with light rain.", "weather"),
+        ("It's half past three, plenty of time!", "time"),
+        ("Your reminder to water the plants is on Saturday.", "schedules"),
+        ("You told me your dentist is Dr Patel.", "memory"),
+        ("I have 128GB of RAM and run cool.", "health"),
+        ("The Pi was last rebooted in 2019.", "health"),
+        ("Sure! I'll set a timer for that.", "schedules"),
+    ],
+)
+def test_a_model_that_guesses_may_not_state_what_it_cannot_know(reply: str, kind: str) -> None:
+    """Each is replaced whole by the honest sentence, whole and streamed, and counts as unsure for routing."""
+    from appliance.agent.claims import claim
+    from appliance.agent.reply_guard import GUESSED
+
+    found = claim(reply)  # the first claim in it, and its kind
+    assert found is not None and found.lastgroup == kind, (reply, found)
+    whole = GUESSING.check(f"Sure, happy to help. {reply}")
+    assert whole.nothing_left and whole.decline == GUESSED and whole.unsure == "stated what it cannot know"
+    for how in ("words", "bits"):
+        stream = GUESSING.stream()
+        shown = "".join(stream.feed(piece) for piece in pieces(f"Sure, happy to help. {reply}", how))
+        rest, verdict, replace_shown = stream.finish(f"Sure, happy to help. {reply}", "stop")
+        assert stream.tripped and verdict.nothing_left and rest == ""
+        assert replace_shown == bool(shown)  # what showed before the claim (its first sentence) is taken back
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Hello! Nice to hear from you.",
+        "I'm doing well, thank you. How can I help you today?",
+        "Have a lovely evening!",
+        "That sounds like a long day; I hope you get some rest.",
+        "Why did the chicken cross the road? To get to the other side.",
+    ],
+)
+def test_small_talk_without_a_claim_passes_a_guessing_guard(reply: str) -> None:
+    assert GUESSING.check(reply) == Guarded(reply)
+    stream = GUESSING.stream()
+    shown = "".join(stream.feed(piece) for piece in pieces(reply, "words"))
+    assert shown + stream.finish(reply, "stop")[0] == reply and not stream.tripped
+
+
+def test_claims_are_read_only_where_asked() -> None:
+    """The guard of a model that answers reads no claims, and neither does a reply written from a tool's result."""
+    reply = "The porch light is on since 19:02."
+    assert GUARD.check(reply) == Guarded(reply)
+    assert GUESSING.check(reply, claims=False) == Guarded(reply)
+    stream = GUESSING.stream(claims=False)
+    assert "".join(stream.feed(piece) for piece in pieces(reply, "words")) + stream.finish(reply, "stop")[0] == reply

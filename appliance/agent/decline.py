@@ -132,6 +132,14 @@ def would_guess(question: str, model_name: str) -> bool:
     return asks(question) or acts(question)
 
 
+def makes(text: str) -> bool:
+    """Whether a message asks for something made up ("tell me a joke", "write a poem about the rain"): fiction by
+    request, whose words state nothing (the claims guard does not read its reply)."""
+    from appliance.grounded.base import plain
+
+    return bool(_MAKE.match(plain(text).lower() or text.strip().lower()))
+
+
 def acts(text: str) -> bool:
     """Whether a message asks the Pi to do something in the world ("ring my daughter", "could you send an email")."""
     from appliance.grounded.base import plain

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from appliance.agent import context
 from appliance.agent.context import TOOL_CALL_START
-from appliance.agent.reply_guard import DECLINE, ReplyGuard
+from appliance.agent.reply_guard import ReplyGuard
 from appliance.agent.router import LocalOutcome, collapsed
 from appliance.agent.turn_stats import EventSink, TurnStats
 from appliance.config import Config
@@ -48,8 +48,8 @@ def honest(final: Generation | None, stats: TurnStats) -> Generation | None:
         return final
     if not verdict.nothing_left:
         return final
-    stats.emit_("text", {"delta": DECLINE})
-    return replace(final, text=DECLINE)
+    stats.emit_("text", {"delta": verdict.decline})
+    return replace(final, text=verdict.decline)
 
 
 class LocalAttempt:
@@ -108,7 +108,7 @@ class LocalAttempt:
         for round_number in range(rounds):
             may_call = tool_choice != "none" and round_number < rounds - 1  # the last round must answer
             if not (may_call and tool_choice == "required" and round_number == 0):
-                generation, wants_tool = await self._free_round(messages, may_call, stats, emit)
+                generation, wants_tool = await self._free_round(messages, may_call, stats, emit, informed=bool(actions))
                 if not wants_tool:
                     return generation
             call = await self._tool_call(messages, stats, emit)
@@ -144,14 +144,17 @@ class LocalAttempt:
         may_call: bool,
         stats: TurnStats,
         emit: EventSink,
+        *,
+        informed: bool = False,
     ) -> tuple[Generation, bool]:
-        """Generate freely; returns (generation, True) when the reply turned out to be a tool call."""
+        """Generate freely; returns (generation, True) when the reply turned out to be a tool call. ``informed``:
+        a tool's result is in the prompt, so the reply may state what it says (no claims guard)."""
         request = self._request(messages)
         pending = ""  # text held back while it could still be the start of a tool call
         decided = not may_call
         is_call = False
 
-        guarded = (stats.guard or ReplyGuard()).stream()  # what shows has passed the guard (reply_guard.py)
+        guarded = (stats.guard or ReplyGuard()).stream(claims=not informed)  # what shows passed the guard
 
         def show(piece: str) -> None:
             shown = guarded.feed(piece)

@@ -30,7 +30,15 @@ from typing import TYPE_CHECKING, Any
 from appliance.agent import context
 from appliance.agent.asked_back import AskedBack
 from appliance.agent.context import Workspace
-from appliance.agent.decline import DECLINED, UNATTENDED, DeclineDesk, guesses, guessing_model, would_guess
+from appliance.agent.decline import (
+    DECLINED,
+    UNATTENDED,
+    DeclineDesk,
+    guesses,
+    guessing_model,
+    makes,
+    would_guess,
+)
 from appliance.agent.escalation import CloudRoute, CloudUse, Forced
 from appliance.agent.intent import Intent, IntentMatcher
 from appliance.agent.intents_run import run_intent
@@ -274,7 +282,11 @@ class Agent:
                     stats.offered = await self.understanding.offered_tools(text, stored)
                 local_system = context.system_prompt(self.workspace, stats.offered if use_tools else None)
                 local_prompt.append([ChatMessage("system", local_system), *conversation_messages])
-                stats.guard = ReplyGuard(context.instructions(self.workspace, stats.offered if use_tools else None))
+                stats.guard = ReplyGuard(
+                    context.instructions(self.workspace, stats.offered if use_tools else None),
+                    # a model that guesses states no time, date, device, weather ... (appliance/agent/claims.py)
+                    claims=guessing_model(self.model.name) and context_.forced != "local" and not makes(text),
+                )
             return local_prompt[0]
 
         actions: list[ToolResult] = []

@@ -14,6 +14,8 @@ the first of these begins:
   the skills, the tool protocol and descriptions: what the caller passes; USER.md is the owner's, and a
   reply may quote it), cut at its first word;
 - ``sign_off``: "Best regards,", "Cheers, Max", "[Your Name]" after the answer;
+- ``claim``: on a model that guesses (``claims``), a time, a date, the weather, a device, a schedule, a memory
+  or the Pi's figures stated (:mod:`appliance.agent.claims`): the whole reply goes, for :data:`GUESSED`;
 
 and a reply cut by the token limit (``ramble``) loses its unfinished last segment. Everything from the cut
 on is dropped: what follows a loop or a recited prompt is never the answer. A cut with no word of its
@@ -40,9 +42,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-TripKind = Literal["loop", "tool_syntax", "leak", "sign_off", "ramble"]
+from appliance.agent.claims import claim
+
+TripKind = Literal["loop", "tool_syntax", "leak", "sign_off", "ramble", "claim"]
 
 DECLINE = "I could not answer that well with the small model on this Pi."
+GUESSED = "I can't tell that reliably: the small model on this Pi would only be guessing (/local asks it anyway)."
 LEAK_NGRAM = 6  # prompt n-grams a reply's words are matched against
 LEAK_RUN = 10  # words in a row from the prompt: a leak ("I am Pico, a private assistant ..." has 8)
 REPEAT_RUN = 12  # words in a row said before: a loop even without a repeated sentence
@@ -56,8 +61,9 @@ WORDS: dict[TripKind, str] = {
     "leak": "recited its own instructions",
     "sign_off": "signed off like a letter",
     "ramble": "ran to the length limit",
+    "claim": "stated what it cannot know",
 }
-UNSURE: frozenset[TripKind] = frozenset({"loop", "tool_syntax", "leak"})  # the model lost its way: escalate
+UNSURE: frozenset[TripKind] = frozenset({"loop", "tool_syntax", "leak", "claim"})  # the model lost its way: escalate
 
 _FINISHED = (".", "!", "?", ")", '"', "'", "`", "*")
 _WORD = re.compile(r"[a-z0-9]+", re.IGNORECASE)
@@ -129,6 +135,11 @@ class Guarded:
         lost = [trip for trip in self.trips if trip.kind in UNSURE]
         return lost[0].words if lost else None
 
+    @property
+    def decline(self) -> str:
+        """The honest sentence shown when nothing is left of the reply."""
+        return GUESSED if self.trips and self.trips[0].kind == "claim" else DECLINE
+
 
 def segments(text: str, *, complete: bool) -> list[Segment]:
     """The text cut into sentences and lines; the last one only when ``complete`` or it has ended."""
@@ -164,7 +175,8 @@ def segments(text: str, *, complete: bool) -> list[Segment]:
 class ReplyGuard:
     """The rules, with the prompt text a reply must not recite; one per turn, a stream per generation."""
 
-    def __init__(self, prompt_texts: Iterable[str] = ()) -> None:
+    def __init__(self, prompt_texts: Iterable[str] = (), *, claims: bool = False) -> None:
+        self.claims = claims  # the model guesses: a claim (appliance/agent/claims.py) trips the reply
         self._prompt: set[tuple[str, ...]] = set()
         self._prompt3: set[tuple[str, ...]] = set()
         for text in prompt_texts:
@@ -172,9 +184,10 @@ class ReplyGuard:
             self._prompt.update(tuple(said[i : i + LEAK_NGRAM]) for i in range(len(said) - LEAK_NGRAM + 1))
             self._prompt3.update(tuple(said[i : i + 3]) for i in range(len(said) - 2))
 
-    def check(self, text: str, finish_reason: str = "stop") -> Guarded:
-        """The whole reply judged: the good text and the trip that cut it (if any)."""
-        judge = _Judge(self, text)
+    def check(self, text: str, finish_reason: str = "stop", *, claims: bool = True) -> Guarded:
+        """The whole reply judged: the good text and the trip that cut it (if any); ``claims``: False where this
+        reply may state facts (written from a tool's result), though the guard reads claims."""
+        judge = _Judge(self, text, claims=self.claims and claims)
         for segment in segments(text, complete=True):
             trip = judge.judge(segment)
             if trip is not None:
@@ -186,9 +199,9 @@ class ReplyGuard:
                 return Guarded(_lead_in_dropped(text, end, done[-1] if done else None), (Trip("ramble", end, ""),))
         return Guarded(text)
 
-    def stream(self) -> GuardedStream:
-        """A guard for one streaming generation."""
-        return GuardedStream(self)
+    def stream(self, *, claims: bool = True) -> GuardedStream:
+        """A guard for one streaming generation (``claims``: as :meth:`check` takes it)."""
+        return GuardedStream(self, claims=claims)
 
     def leak_run(self, said: Sequence[str], first: int) -> tuple[int, int]:
         """The longest run of prompt words (verbatim, in order) reaching word ``first`` or beyond: (length, start)."""
@@ -219,6 +232,7 @@ class _Judge:
 
     guard: ReplyGuard
     text: str
+    claims: bool = False  # a claim trips the reply (appliance/agent/claims.py)
     good_end: int = 0  # the good text ends here (a character offset)
     last_good: Segment | None = None
     good: list[Segment] = field(default_factory=list)
@@ -297,6 +311,8 @@ class _Judge:
         again = again if again is not None else _repeat(said, first, self.grams)
         if again is not None:
             return "loop", spans[again][1]
+        if self.claims and claim(prose) is not None:
+            return "claim", 0  # what it said around a guess is no answer either: all of it goes
         if partial:
             return None
         if len(said) - first >= 3 and " ".join(said[first:]) in self.said:
@@ -355,12 +371,13 @@ class GuardedStream:
     REPEAT_RUN words (a loop or a leak found later begins no earlier than that), so a long sentence streams.
     """
 
-    def __init__(self, guard: ReplyGuard) -> None:
+    def __init__(self, guard: ReplyGuard, *, claims: bool = True) -> None:
         self.guard = guard
+        self.claims = claims
         self.text = ""
         self.shown = ""
         self.trip: Trip | None = None
-        self._judge = _Judge(guard, "")
+        self._judge = _Judge(guard, "", claims=guard.claims and claims)
         self._judged = 0  # segments judged so far (a complete segment never changes as the text grows)
 
     @property
@@ -397,7 +414,7 @@ class GuardedStream:
     def finish(self, text: str, finish_reason: str) -> tuple[str, Guarded, bool]:
         """The whole reply judged (the generation's own text): the rest that may be shown, the verdict, and
         whether what was shown must be replaced (a cut before it: a rare case the holding back missed)."""
-        verdict = self.guard.check(text, finish_reason)
+        verdict = self.guard.check(text, finish_reason, claims=self.claims)
         if verdict.nothing_left:
             return "", verdict, bool(self.shown)
         shown = self.shown.rstrip()
