@@ -59,6 +59,21 @@ def test_the_topic_that_knows_takes_it_first(message: str, kind: str, what: str)
 
 
 @pytest.mark.parametrize(
+    "message",
+    [
+        "cheers. and what month was the boiler last looked at?",  # the eighth set's; "You're welcome." (session 41)
+        "cheers. what's the actual date tomorrow?",  # the tenth's: the thanks was a clause of its own
+        "thanks! also, who serviced the boiler?",
+    ],
+)
+def test_thanks_before_a_question_is_never_answered_as_thanks(message: str) -> None:
+    """The courtesy takes only a message that is all thanks: with a question after it, the question is answered
+    (or declined), never "You're welcome." (a liar-model sweep over the blind sets found two)."""
+    taken = [a.kind for a in GroundedDesk(topics()).by_words(message)]
+    assert "courtesy" not in taken, taken
+
+
+@pytest.mark.parametrize(
     ("message", "answer"),
     [
         ("if i take 387 away from 1000 what is left", "1000 − 387 is 613."),

@@ -29,6 +29,7 @@ class _Courtesy:
     unsure: str = ""
     near_exact: bool = True
     examples: tuple[str, ...] = ()  # by words only: "thanks" is close in meaning to too much
+    whole: bool = True  # the whole message only: "cheers. and when was the boiler serviced?" asks (GroundedDesk)
 
     def match(self, text: str) -> Ask | None:
         """An Ask for a message that is only thanks or a goodbye."""

@@ -136,8 +136,11 @@ class GroundedDesk:
         labelled = _LABEL.match(core)  # "quick maths: 1234 + 5678": what follows a short label
         after = [labelled["rest"]] if labelled else []
         readings = [r for r in dict.fromkeys([core, text.strip(), *_clauses(core), *first, *after]) if r]
+        whole = [r for r in dict.fromkeys([core, text.strip()]) if r]
         for topic in self.topics:  # each topic's asks, one a reading that it takes: the desk tries them in turn
-            taken = [a for reading in readings if (a := topic.match(reading)) is not None]
+            # a topic of whole messages (thanks) is not one clause of them: "cheers. what's the date tomorrow?"
+            mine = whole if getattr(topic, "whole", False) else readings
+            taken = [a for reading in mine if (a := topic.match(reading)) is not None]
             found += [
                 a for i, a in enumerate(taken) if all((a.what, a.details) != (b.what, b.details) for b in taken[:i])
             ]
