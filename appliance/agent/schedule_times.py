@@ -31,7 +31,7 @@ from __future__ import annotations
 import calendar
 import re
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from datetime import time as dtime
 from typing import Literal
 
@@ -59,6 +59,7 @@ from appliance.agent.schedule_vocab import (
     VAGUE,
     WEEKDAYS,
 )
+from appliance.schedule.parse import once_after
 
 Words = tuple[str, ...]
 
@@ -555,13 +556,10 @@ def _relative(seconds: int, now: datetime) -> str | Unclear:
         return Unclear("In how many minutes?")
     if seconds > 366 * 86400:
         return Unclear("That is more than a year away: which date?")
-    at = now.astimezone(UTC) + timedelta(seconds=seconds)
-    if at.second or at.microsecond:  # round up: a job never runs before the time asked
-        at = at.replace(second=0, microsecond=0) + timedelta(minutes=1)
-    local = at.astimezone(now.tzinfo)
-    if local.fold:
-        return Unclear(f"{local:%H:%M} happens twice that night (the clocks go back): which one?")
-    return f"once {local:%Y-%m-%d %H:%M}"
+    once, twice = once_after(seconds, now)  # rounded up: a job never runs before the time asked
+    if twice:
+        return Unclear(f"{once[-5:]} happens twice that night (the clocks go back): which one?")
+    return once
 
 
 def _interval(seconds: int) -> str:

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any, Protocol
 
 from appliance.errors import ToolError
+from appliance.schedule.parse import once_after
 from appliance.tools.registry import ToolRegistry, current_turn
 from appliance.tools.trust import OutsideText
 
@@ -51,8 +52,7 @@ def absolute(schedule: str, now: datetime) -> str:
     match = _IN.fullmatch(text)
     if match:
         unit = {"m": 60, "h": 3600, "d": 86400}[match.group(2)[0]]
-        at = now + timedelta(seconds=int(match.group(1)) * unit)
-        return f"once {at:%Y-%m-%d %H:%M}"
+        return once_after(int(match.group(1)) * unit, now)[0]  # rounded up, as the schedule words resolve it
     match = _AT.fullmatch(text)
     if match and int(match.group(2)) < 24 and int(match.group(3)) < 60:
         day = now.date() + timedelta(days=1 if match.group(1) == "tomorrow" else 0)
