@@ -251,3 +251,34 @@ def test_turn_the_porch_light_on_at_sunset_from_chat(config: Config) -> None:
             assert "set weather.latitude and weather.longitude" in text
 
     asyncio.run(main())
+
+
+def test_whats_on_tomorrow_lists_tomorrows_sunset_job(db: Database, config: Config) -> None:
+    """A sun job's run tomorrow is tomorrow's sunset, at the config's place: "what's on tomorrow?" left it out
+    (the grounded agenda only knew its next run, today's; a README walk found it)."""
+    from dataclasses import replace
+
+    from appliance.grounded.agenda import AGENDA
+    from appliance.grounded.base import Facts
+
+    clock = ManualClock(local("2026-11-24 10:00"))
+    cron = Scheduler(
+        [], tz="Europe/Brussels", run_job=lambda job: asyncio.sleep(0, ""), notify=None, db=db, clock=clock, place=GHENT
+    )
+    placed = replace(config, weather=replace(config.weather, latitude=GHENT[0], longitude=GHENT[1]))
+    facts = Facts(config=placed, now=lambda: datetime.fromtimestamp(clock(), BRUSSELS), cron=cron)
+
+    async def main() -> str:
+        await cron.add_job(CronJob(id="", schedule="sunset", device="porch_light", value="on"), "test")
+        ask = AGENDA.match("what's on tomorrow?")
+        assert ask is not None
+        answer = await AGENDA.answer(ask, facts)
+        assert answer is not None
+        return answer.text
+
+    said = asyncio.run(main())
+    tomorrow = minute_after(sunset(date(2026, 11, 25)))
+    assert (
+        said
+        == f"Scheduled tomorrow: set porch_light on tomorrow at {tomorrow:%H:%M} (Wed 25 Nov), every day at sunset."
+    ), said

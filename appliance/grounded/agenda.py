@@ -126,10 +126,12 @@ class Agenda:
         said = str(ask.details.get("said", _said(ask.text)))
         day = _day(said, now.date())
         jobs = [j for j in facts.cron.list_jobs() if j.get("next_run") and not j.get("paused")]
+        lat, lon = facts.config.weather.latitude, facts.config.weather.longitude
+        place = (lat, lon) if lat is not None and lon is not None else None
         if day is not None:
-            upcoming = _runs(jobs, now, datetime.combine(day, dtime(), now.tzinfo), timedelta(days=1))
+            upcoming = _runs(jobs, now, datetime.combine(day, dtime(), now.tzinfo), timedelta(days=1), place)
         elif ask.details.get("week"):
-            upcoming = _runs(jobs, now, now, timedelta(days=7))
+            upcoming = _runs(jobs, now, now, timedelta(days=7), place)
         else:
             upcoming = sorted(((datetime.fromisoformat(j["next_run"]), j) for j in jobs), key=lambda pair: pair[0])
         if ask.what == "about":
@@ -192,16 +194,21 @@ class Agenda:
         return said + "."
 
 
-def _runs(jobs: list[dict[str, Any]], now: datetime, start: datetime, span: timedelta) -> list[tuple[datetime, Any]]:
-    """Every run of ``jobs`` from ``start`` (not before now) for ``span``, in order (a daily job once a day)."""
+def _runs(
+    jobs: list[dict[str, Any]], now: datetime, start: datetime, span: timedelta, place: tuple[float, float] | None
+) -> list[tuple[datetime, Any]]:
+    """Every run of ``jobs`` from ``start`` (not before now) for ``span``, in order (a daily job once a day); a sun
+    job's at ``place`` (tomorrow's sunset is not today's: a README walk found it missing from "what's on tomorrow")."""
     from appliance.errors import PicoagentError
-    from appliance.schedule.parse import parse_schedule
+    from appliance.schedule.parse import SunSchedule, parse_schedule
 
     runs = []
     begin, end = max(start, now), start + span
     for job in jobs:
         try:
             schedule = parse_schedule(str(job.get("schedule", "")))
+            if isinstance(schedule, SunSchedule) and place is not None:
+                schedule = schedule.at_place(*place)
             at = schedule.next_after(begin - timedelta(seconds=1))
             for _ in range(RUNS_A_DAY):
                 if at is None or at >= end:
