@@ -91,6 +91,14 @@ def test_sighup_with_a_broken_config_keeps_serving(serve: Serve) -> None:
     refused = 'refused, keeping the running one: agent.max_rounds: expected an integer, got "five"'
     wait_for(lambda: refused in serve.text(), what="the broken config's refusal in the log")
     wait_healthy(serve.port, timeout=2)
+    # status reads the same file: it says what is wrong and that the daemon keeps its config, in JSON too
+    said = cli("status", data=serve.data, config=serve.config)
+    assert said.returncode == 2 and 'agent.max_rounds: expected an integer, got "five"' in said.stderr, said
+    assert "a running daemon keeps the config it had" in said.stderr
+    as_json = cli("status", "--json", data=serve.data, config=serve.config)
+    answer = json.loads(as_json.stdout)
+    assert as_json.returncode == 2 and answer["running"] is None, answer
+    assert answer["error"].startswith("the config is refused: agent.max_rounds") and "reload" in answer["fix"]
     serve.config.write_text(good.replace("max_rounds: 4", "max_rounds: 3"))
     serve.proc.send_signal(signal.SIGHUP)
     wait_for(lambda: "config reloaded" in serve.text(), what="the reload")

@@ -97,8 +97,20 @@ def runner_line(runner: dict[str, Any]) -> str:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    """Health of the running daemon, or say it is not running."""
-    config = load(args)
+    """Health of the running daemon, or say it is not running (or that the config file is refused)."""
+    from appliance.errors import ConfigError
+
+    try:
+        config = load(args)
+    except ConfigError as exc:  # the daemon, if it runs, keeps the config it had: say so, in JSON too
+        kept = (
+            "a running daemon keeps the config it had until the file is fixed and reloaded (systemctl reload picoagent)"
+        )
+        fix = f"{exc.fix}; {kept}" if exc.fix else kept
+        if args.json:
+            print_json({"running": None, "error": f"the config is refused: {exc.message}", "fix": fix})
+            return ConfigError.exit_code
+        raise ConfigError(exc.message, fix=fix) from None
     status = daemon_get(config, "/api/status")
     if status is None:  # exit 3, as systemctl status says "not running"; a script reads the same in JSON
         fix = "start it with `picoagent serve` or `systemctl start picoagent`"
