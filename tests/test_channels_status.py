@@ -118,6 +118,10 @@ def test_a_channel_the_config_turns_on_while_the_daemon_runs_it_off_says_both_an
                 listed = (await cli("channels", "list")).splitlines()
                 turned_on = "off in the running daemon; the config turns it on: restart picoagent to apply"
                 assert f"telegram  off   {turned_on}" in listed, (when, listed)
+                assert listed[-1] == (  # not "no channel is enabled": the file turns one on
+                    "proactive messages: the status page only (no channel runs; the config turns on telegram: "
+                    "restart picoagent to apply)"
+                ), listed
                 doctor = await cli("doctor")
                 assert f"[warn] channel telegram: {turned_on}" in doctor, (when, doctor)
                 assert "telegram.enabled is false" not in doctor, when

@@ -95,9 +95,20 @@ def cmd_channels_list(args: argparse.Namespace) -> int:
         return 0
     for row in rows:
         print(f"{row['name']:<9} {state_word(row):<5} {row['detail']}")
-    order = config.notify.owner or [r["name"] for r in rows if r["enabled"]]
-    print(f"proactive messages: {' -> '.join(order) if order else 'the status page only (no channel is enabled)'}")
+    print(f"proactive messages: {proactive_words(rows, config)}")
     return 0
+
+
+def proactive_words(rows: list[dict[str, Any]], config: Config) -> str:
+    """Where proactive messages go now, and what a restart changes when the file turns on a channel not running."""
+    running = config.notify.owner or [r["name"] for r in rows if r["enabled"]]
+    waiting = [r["name"] for r in rows if r.get("restart_needed") and not r["enabled"]]  # on in the file only
+    later = f"the config turns on {', '.join(waiting)}: restart picoagent to apply" if waiting else ""
+    if running:
+        return " -> ".join(running) + (f" ({later})" if later else "")
+    return (
+        f"the status page only (no channel runs; {later})" if later else "the status page only (no channel is enabled)"
+    )
 
 
 def cmd_channels_pair(args: argparse.Namespace) -> int:

@@ -166,7 +166,8 @@ def _check_channels(config: Config) -> Iterator[Check]:
                 name,
                 "fail",
                 f"down: {row['detail']}",
-                f"see the {row['name']} section of the README; the log says more",
+                "it reconnects by itself once what the reason names is fixed (the network, the address); a refused "
+                f"token waits for the secrets file to be fixed and a restart (the {row['name']} section of the README)",
             )
     from appliance.channels.registry import is_enabled
 

@@ -31,8 +31,10 @@ from telegram.error import (
     Conflict,
     Forbidden,
     InvalidToken,
+    NetworkError,
     RetryAfter,
     TelegramError,
+    TimedOut,
 )
 from telegram.ext import Application, CallbackQueryHandler, ContextTypes, MessageHandler, filters
 from telegram.warnings import PTBDeprecationWarning
@@ -135,6 +137,16 @@ class TelegramChannel(ChatChannel):
         except InvalidToken:
             log.error("telegram: Fix: copy the token from @BotFather into the secrets file and restart")
             raise ChannelDown(REFUSED, permanent=True) from None
+        except TimedOut:
+            raise ChannelDown("cannot reach Telegram: it did not answer in time (is the Pi online?)") from None
+        except NetworkError as exc:
+            if isinstance(exc, BadRequest):  # PTB makes it a NetworkError too; it is Telegram's answer, in words
+                raise ChannelDown(f"Telegram refused the connection: {exc}") from None
+            # said to a person in words, not httpx's class name (a README walk read "httpx.ConnectError: ...")
+            raise ChannelDown(
+                f"cannot reach Telegram at {self.config.api_base_url.removesuffix('/bot')} (no connection: is the Pi "
+                "online? it retries by itself)"
+            ) from None
         except TelegramError as exc:
             raise ChannelDown(f"cannot reach Telegram: {exc}") from None
         self.detail = f"{'webhook' if self.uses_webhook else 'polling'} as @{app.bot.username}"
