@@ -467,3 +467,15 @@ def test_a_bare_on_reads_as_on_in_either_file(tmp_path: Path) -> None:
     )
     write(tmp_path, "- {id: y, schedule: startup, device: lamp, value: off}\n", name="cron.yaml")
     assert [job.value for job in load_jobs(config.scheduler.jobs, tmp_path, config.devices)] == ["on", "off"]
+
+
+def test_the_secrets_example_names_every_secret_the_readme_and_config_refer_to() -> None:
+    """A newcomer copies config/secrets.env.example: each ${NAME} the README or the config uses is in it (a README
+    walk found MQTT_PASSWORD, DISCORD_BOT_TOKEN and others only in the README's echo lines)."""
+    root = Path(__file__).resolve().parent.parent
+    used = set()
+    for name in ("README.md", "config/picoagent.yaml"):
+        used |= set(re.findall(r"\$\{([A-Z][A-Z0-9_]+)\}", (root / name).read_text(encoding="utf-8")))
+    used.discard("NAME")  # the README's own placeholder
+    listed = set(re.findall(r"^# ([A-Z][A-Z0-9_]+)=", (root / "config/secrets.env.example").read_text(), re.M))
+    assert used - listed == set(), sorted(used - listed)
