@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from appliance.config import CHECKOUT_CONFIG, Config, MqttConfig, load_config
+from appliance.health import cpu_temperature
 from tests.helpers import eventually, modules_loaded_by_serve, started
 from tests.mqtt_broker import Broker, Watcher
 
@@ -146,7 +147,9 @@ def test_discovery_state_commands_and_approvals_over_a_real_broker(config: Confi
                     for used in TEMPLATE_KEY.findall(template + payload.get("brightness_value_template", "")):
                         assert used in document, f"{topic} reads {used} from {payload[key]}: {document}"
         # porch_light and fan (relays), living_room (3 quantities), soil (3), doorbell; the assistant's 5 + notify
-        assert platforms == {"switch": 2, "sensor": 3 + 3 + 5, "binary_sensor": 1, "notify": 1}
+        # (4 where this machine reports no CPU temperature: no sensor is announced that would never read)
+        assistant = 5 if cpu_temperature() is not None else 4
+        assert platforms == {"switch": 2, "sensor": 3 + 3 + assistant, "binary_sensor": 1, "notify": 1}
         assert commands == set(bridge._command_topics) | {"picoagent/notify"}
         bme = json.loads(watcher.latest("homeassistant/sensor/picoagent/living_room_pressure/config") or b"{}")
         assert bme["device_class"] == "atmospheric_pressure" and bme["unit_of_measurement"] == "hPa"
@@ -292,3 +295,16 @@ def test_the_start_s_burst_of_discovery_publishes_draws_no_backlog_warning() -> 
         return int(make_client(MqttConfig(enabled=True, host="127.0.0.1")).pending_calls_threshold)
 
     assert asyncio.run(made()) == PENDING_WARN >= 100
+
+
+def test_no_cpu_temperature_sensor_is_announced_where_the_machine_reports_none() -> None:
+    """A Pi reports its temperature; a machine with no thermal zone gets no "CPU temperature" entity that would
+    never read (a README walk saw it announced here, like the /metrics line)."""
+    from appliance.mqtt.discovery import Topics, assistant_entities
+
+    topics = Topics.of(MqttConfig(enabled=True, host="127.0.0.1"))
+    with_zone = [topic for topic, _ in assistant_entities(topics, "Pico", temperature=True)]
+    without = [topic for topic, _ in assistant_entities(topics, "Pico", temperature=False)]
+    assert [t for t in with_zone if t not in without] == [
+        "homeassistant/sensor/picoagent/assistant_cpu_temperature/config"
+    ]

@@ -147,7 +147,9 @@ class MqttBridge:
         found: list[tuple[str, dict[str, Any]]] = []
         for device in self._devices():
             found += device_entities(self.topics, device.info())
-        return found + assistant_entities(self.topics, self.assistant_name)
+        from appliance.health import cpu_temperature
+
+        return found + assistant_entities(self.topics, self.assistant_name, temperature=cpu_temperature() is not None)
 
     def _devices(self) -> list[Any]:
         """The devices wired to the Pi: one that lives in Home Assistant or on the broker already has its

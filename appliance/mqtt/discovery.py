@@ -225,8 +225,9 @@ def device_entities(topics: Topics, info: DeviceInfo) -> list[tuple[str, dict[st
     return found
 
 
-def assistant_entities(topics: Topics, name: str) -> list[tuple[str, dict[str, Any]]]:
-    """The assistant as a device: its sensors and the notify entity that sends it a message."""
+def assistant_entities(topics: Topics, name: str, *, temperature: bool = True) -> list[tuple[str, dict[str, Any]]]:
+    """The assistant as a device: its sensors and the notify entity that sends it a message; ``temperature``:
+    False on a machine with no thermal zone (no CPU temperature sensor announced that never reads)."""
     device = {
         "identifiers": [f"{topics.node}_{ASSISTANT}"],
         "name": name,
@@ -237,6 +238,8 @@ def assistant_entities(topics: Topics, name: str) -> list[tuple[str, dict[str, A
     state = topics.state(ASSISTANT)
     found: list[tuple[str, dict[str, Any]]] = []
     for key, (label, device_class, unit, icon) in ASSISTANT_SENSORS.items():
+        if key == "cpu_temperature" and not temperature:
+            continue
         object_id = f"{ASSISTANT}_{key}"
         payload = _common(topics, "sensor", object_id, device)
         payload.update(name=label, state_topic=state, value_template="{{ value_json." + key + " }}")

@@ -89,8 +89,9 @@ def refusal(config: Config, route: str, model_name: str) -> UsageError | None:
         f"tasks need a model that can plan and use tools, and {model_name}, the model on this Pi, cannot"
         + (f"; the cloud may not work it either: {cloud}" if route == "auto" else " (the task's route is local)"),
         fix=f"install a bigger model: `picoagent models pull {PLANNER}` ({format_size(planner.size_bytes)}, about "
-        f"{planner.ram_mb} MB of RAM) and set llm.model: {PLANNER}; or let tasks use the cloud (a provider under "
-        "providers:, routing.cloud_provider, routing.mode: edge_first)",
+        f"{planner.ram_mb} MB of RAM; one of the catalog models that plan, which llm.model: auto need not pick "
+        f"here) and set llm.model: {PLANNER}; or let tasks use the cloud (a provider under providers:, "
+        "routing.cloud_provider, routing.mode: edge_first)",
     )
 
 
