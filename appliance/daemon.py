@@ -599,4 +599,4 @@ class Daemon:
         catalog = runtime.workspace.reload_skills()
         skills.sync_tool(runtime.tools, runtime.workspace)
         problems = f"; {len(catalog.problems)} problem(s), see `picoagent skills list`" if catalog.problems else ""
-        log.warning("SIGHUP: %d skill(s) loaded%s", len(catalog), problems)
+        log.info("SIGHUP: %d skill(s) loaded%s", len(catalog), problems)

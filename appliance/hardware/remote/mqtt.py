@@ -302,7 +302,7 @@ class MqttLink:
             for topic_filter in {s.topic_filter for s in self._subscriptions} - subscribed:
                 await self._subscribe(client, topic_filter)
             self.last_error = self.last_fix = None
-            log.warning("mqtt: connected to %s:%s", self.config.host, self.config.port)
+            log.info("mqtt: connected to %s:%s", self.config.host, self.config.port)
             for callback in list(self._connect_callbacks):
                 try:
                     callback()
