@@ -126,7 +126,7 @@ def test_a_guessing_model_still_chats_makes_things_up_on_request_and_answers_for
     purpose) keep the model's words; a model the catalog says answers is not read for claims at all."""
     model = ScriptedModel(name="smollm2-135m")
     replies = {
-        "hello there": "Hello! Nice to hear from you.",
+        "feeling a bit bored": "Sorry to hear that! Maybe a short walk would help.",
         "write a short poem about the rain": "Soft rain on the roof, the garden drinks at noon.",
         "/local so tired": "It's 3 pm, a good time for a nap.",
     }
