@@ -39,7 +39,20 @@ SET_PATH = Path(__file__).resolve().parent / "everyday.yaml"
 BLIND_SETS: dict[str, int] = {
     "fresh": 100,
     **dict.fromkeys(
-        ("third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth"), 110
+        (
+            "third",
+            "fourth",
+            "fifth",
+            "sixth",
+            "seventh",
+            "eighth",
+            "ninth",
+            "tenth",
+            "eleventh",
+            "twelfth",
+            "thirteenth",
+        ),
+        110,
     ),
 }
 
