@@ -7,8 +7,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from appliance.bundle import read_manifest
 from appliance.errors import exit_for_people
+from appliance.ota.bundle import read_manifest
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -105,7 +105,7 @@ def _verify(bundle: Path, pub: Path) -> int:
     """Extract into a temporary directory: the same check a device makes, signature then every hash."""
     import tempfile
 
-    from appliance.bundle import extract_verified, load_public_keys
+    from appliance.ota.bundle import extract_verified, load_public_keys
 
     keys = load_public_keys([pub])
     manifest = read_manifest(bundle, keys)

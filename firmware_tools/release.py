@@ -11,7 +11,7 @@ import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
-from appliance.bundle import BundleError, manifest_for, write_bundle
+from appliance.ota.bundle import BundleError, manifest_for, write_bundle
 
 ROOT = Path(__file__).resolve().parent.parent
 # What a device runs in the unpacked release: a venv from the bundle's wheels, then `picoagent selftest`.
@@ -89,7 +89,7 @@ def build_bundle(
     By default the release is this checkout's tracked files plus ``wheels`` (or wheels built for
     ``arch``); ``tree`` bundles every file of another directory instead (tests, custom releases).
     """
-    from appliance.bundle import load_private_key
+    from appliance.ota.bundle import load_private_key
 
     private = load_private_key(key)
     commit = ""

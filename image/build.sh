@@ -159,8 +159,8 @@ fi
 NOW=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 printf '{"version": "%s", "arch": "aarch64", "installed": "%s"}\n' "$VERSION" "$NOW" > "$ROOT$RELEASE/.release.json"
 ln -sfn "releases/$VERSION" "$ROOT/opt/picoagent/current"
-# picoagent-update-boot.service runs this copy of the updater, outside every release (appliance/boot_updater.py).
-(cd "$ROOT$RELEASE" && python3 -m appliance.boot_updater --root "$ROOT" --release "$ROOT$RELEASE")
+# picoagent-update-boot.service runs this copy of the updater, outside every release (appliance/ota/boot_updater.py).
+(cd "$ROOT$RELEASE" && python3 -m appliance.ota.boot_updater --root "$ROOT" --release "$ROOT$RELEASE")
 
 say "configuration: /etc/picoagent, units, network, SSH, first boot"
 install -d -m 0750 -o 0 -g "$(in_root getent group picoagent | cut -d: -f3)" "$ROOT/etc/picoagent"

@@ -13,7 +13,7 @@
 # Everything installed belongs to root and only root may change it, whoever owns the checkout (say
 # pi): picoagent-update-boot.service and `update apply` run as root, and a release its owner could
 # edit would make that owner root. The boot-time rollback runs /usr/local/lib/picoagent/updater.pyz,
-# written here from the release (appliance/boot_updater.py), never the release's own files.
+# written here from the release (appliance/ota/boot_updater.py), never the release's own files.
 set -eu
 umask 022
 
@@ -61,7 +61,7 @@ if [ -z "$ROOT" ] && [ ! -x "$RELEASE/.venv/bin/picoagent" ]; then
 entry = models.get_entry(models.default_embedding_model_name())
 print("embedding model:", models.pull(entry, models.shipped_models_dir()).path)'
 fi
-# .release.json, written last, is what makes a release complete for the updater (appliance/update.py).
+# .release.json, written last, is what makes a release complete for the updater (appliance/ota/layout.py).
 "$PYTHON" -c 'import json, platform, sys, datetime as d; print(json.dumps({"version": sys.argv[1], "arch": platform.machine(), "installed": d.datetime.now(d.timezone.utc).isoformat(timespec="seconds")}))' \
     "$VERSION" > "$ROOT$RELEASE/.release.json"
 # The current link switches atomically (rename over it), as an OTA update does.
@@ -73,7 +73,7 @@ if [ "$(id -u)" = 0 ]; then
     chmod -R go-w "$ROOT/opt/picoagent"
 fi
 # The boot-time rollback's own copy of the updater, from this release, outside every release.
-(cd "$ROOT$RELEASE" && "$PYTHON" -m appliance.boot_updater --root "${ROOT:-/}")
+(cd "$ROOT$RELEASE" && "$PYTHON" -m appliance.ota.boot_updater --root "${ROOT:-/}")
 
 install -d -m 0750 "$ROOT/etc/picoagent"
 if [ ! -f "$ROOT/etc/picoagent/picoagent.yaml" ]; then

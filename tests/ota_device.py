@@ -1,6 +1,6 @@
-"""A device root the OTA tests drive: its updater run as a real process (`python -m appliance.update`),
+"""A device root the OTA tests drive: its updater run as a real process (`python -m appliance.ota`),
 its "service" a real HTTP server restarted by a real command, bundles signed by the laptop's release
-tool (tests/test_update.py and tests/test_ota_push.py share it)."""
+tool (tests/test_update.py, tests/test_ota_boot_updater.py and tests/test_ota_push.py share it)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from appliance import boot_updater
-from appliance.update import Layout, Updater, release_info
+from appliance.ota import boot_updater
+from appliance.ota.layout import Layout, release_info
+from appliance.ota.updater import Updater
 from firmware_tools import release as host
 from tests.fakes import ota_release
 from tests.helpers import free_port
@@ -23,6 +24,9 @@ from tests.helpers import free_port
 ARCH = os.uname().machine
 REPO = Path(__file__).resolve().parents[1]
 INSTALL = ("/bin/sh", "install.sh")
+# Where OTA was before appliance/ota/: a real release still carries these (appliance/update.py says why).
+OLD_PATHS = ("appliance/update.py", "appliance/update_cli.py", "appliance/bundle.py", "appliance/boot_updater.py")
+TAGGED = "appliance/__init__.py"  # in every boot-time updater, old and new: its last line names the release
 SELFTEST = ("/bin/sh", "selftest.sh")
 
 
@@ -49,11 +53,11 @@ class Device:
     ):
         folder = self.tools / f"tree-{version}-{'-'.join(markers)}-{arch}-{schema}"
         tree = ota_release.make_tree(folder, *markers, schema=schema)
-        if updater:  # the release carries the updater's modules (a real one does), update.py tagged
-            for name in boot_updater.MODULES:
+        if updater:  # the release carries the updater's modules (a real one does), one of them tagged
+            for name in (*boot_updater.modules(REPO), *OLD_PATHS):
                 (tree / name).parent.mkdir(parents=True, exist_ok=True)
                 (tree / name).write_bytes((REPO / name).read_bytes())
-            with (tree / "appliance/update.py").open("a") as f:
+            with (tree / TAGGED).open("a") as f:
                 f.write(f"# {updater}\n")
         out = self.tools / f"{version}-{'-'.join(markers)}-{arch}.bundle"
         return host.build_bundle(
@@ -67,21 +71,25 @@ class Device:
             selftest=SELFTEST,
         )
 
-    def updater_argv(self, action: str, *args: str, timeout: float = 15) -> list[str]:
-        argv = [sys.executable, "-m", "appliance.update", action, "--root", str(self.root)]
+    def updater_argv(self, action: str, *args: str, timeout: float = 15, module: str = "appliance.ota") -> list[str]:
+        argv = [sys.executable, "-m", module, action, "--root", str(self.root)]
         if action in ("apply", "rollback"):
             argv += ["--restart-command", f"{sys.executable} {self.restart} {self.root} {self.port}"]
             argv += ["--health-url", f"http://127.0.0.1:{self.port}/healthz", "--health-timeout", str(timeout)]
         return [*argv, *args]
 
-    def run(self, action: str, *args: str, kill_at: str | None = None, timeout: float = 15):
+    def run(self, action: str, *args: str, kill_at: str | None = None, timeout: float = 15, code: Path | None = None):
+        """Run the updater; ``code``: a tree of an older release's updater to run instead of this checkout's."""
         env = dict(os.environ)
         env.pop("PICOAGENT_UPDATE_KILL_AT", None)
         if kill_at:
             env["PICOAGENT_UPDATE_KILL_AT"] = kill_at
-        return subprocess.run(
-            self.updater_argv(action, *args, timeout=timeout), capture_output=True, text=True, env=env
-        )
+        module = "appliance.ota"
+        if code is not None:
+            env["PYTHONPATH"] = str(code)
+            module = "appliance.update"  # what releases before appliance/ota/ run
+        argv = self.updater_argv(action, *args, timeout=timeout, module=module)
+        return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=code)
 
     def apply(self, bundle: Path, *args: str, **kw):
         return self.run("apply", str(bundle), *args, **kw)

@@ -1,6 +1,6 @@
 """OTA on a device root in a temporary directory: signed bundles, refusals, health, rollback, SIGKILL.
 
-The updater runs as a real process (`python -m appliance.update apply --root ...`), the "service" is a
+The updater runs as a real process (`python -m appliance.ota apply --root ...`), the "service" is a
 real HTTP server restarted by a real command, and kills are real SIGKILLs at each named step.
 """
 
@@ -19,12 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from appliance import boot_updater
-from appliance.bundle import MANIFEST, BundleError, Manifest, parse_version, read_manifest
-from appliance.update import RELEASE_FILE, STEPS, Updater, release_info
+from appliance.ota import boot_updater
+from appliance.ota.bundle import MANIFEST, BundleError, Manifest, parse_version, read_manifest
+from appliance.ota.layout import RELEASE_FILE, release_info
+from appliance.ota.updater import STEPS, Updater
 from firmware_tools import release as host
 from tests.fakes import ota_release
-from tests.ota_device import ARCH, REPO, Device
+from tests.ota_device import ARCH, REPO, TAGGED, Device
 
 
 @pytest.fixture
@@ -267,18 +268,19 @@ def test_a_bundle_of_the_checkout_carries_its_tracked_files_and_wheels(tmp_path:
     path = host.build_bundle(tmp_path, signing[0], arch="aarch64", wheels=wheels, allow_dirty=True)
     manifest = read_manifest(path, [_public(signing[0])])
     names = {f.path for f in manifest.files}
-    assert {"appliance/update.py", "firmware_tools/install-release.sh", "wheels/example-1.0-py3-none-any.whl"} <= names
+    carried = {"appliance/ota/updater.py", "appliance/update.py", "firmware_tools/install-release.sh"}
+    assert {*carried, "wheels/example-1.0-py3-none-any.whl"} <= names
     assert manifest.arch == "aarch64" and manifest.version == host.version() and len(manifest.commit) == 40
     assert manifest.install == host.INSTALL and manifest.selftest == host.SELFTEST
 
 
 def boot_copy(device: Device) -> str:
-    """Which tag the boot-time updater's update.py carries ("" when there is none)."""
+    """Which tag the boot-time updater carries ("" when there is none; tests/ota_device.py TAGGED)."""
     path = boot_updater.target(device.root)
     if not path.exists():
         return ""
     with zipfile.ZipFile(path) as archive:
-        text = archive.read("appliance/update.py").decode()
+        text = archive.read(TAGGED).decode()
     last = text.rstrip().splitlines()[-1]
     return last[2:] if last.startswith("# 1.") else "untagged"
 
@@ -289,7 +291,7 @@ def test_an_update_brings_its_boot_updater_and_nothing_else_replaces_it(device: 
     assert boot_copy(device) == "1.1"  # from the signed, healthy release
     bad = device.apply(device.bundle("1.2", "UNHEALTHY", updater="1.2"), timeout=3)
     assert bad.returncode == 1 and boot_copy(device) == "1.1"  # never from a release that was not healthy
-    (device.layout.releases / "1.1/appliance/update.py").write_text("raise SystemExit('changed')\n")
+    (device.layout.releases / "1.1/appliance/ota/cli.py").write_text("raise SystemExit('changed')\n")
     assert device.run("rollback").returncode == 0 and boot_copy(device) == "1.1"  # a rollback keeps it
     # It is what picoagent-update-boot.service runs: isolated, on its own.
     booted = subprocess.run(
@@ -303,18 +305,18 @@ def test_an_update_brings_its_boot_updater_and_nothing_else_replaces_it(device: 
 
 def test_the_boot_updater_takes_only_checked_modules_that_run(tmp_path: Path) -> None:
     release = tmp_path / "release"
-    for name in boot_updater.MODULES:
+    for name in boot_updater.modules(REPO):
         (release / name).parent.mkdir(parents=True, exist_ok=True)
         (release / name).write_bytes((REPO / name).read_bytes())
-    signed = {name: hashlib.sha256((release / name).read_bytes()).hexdigest() for name in boot_updater.MODULES}
+    signed = {name: hashlib.sha256((release / name).read_bytes()).hexdigest() for name in boot_updater.modules(REPO)}
     first = boot_updater.install(release, tmp_path, signed)
     before = first.read_bytes()
     assert boot_updater.install(release, tmp_path, signed).read_bytes() == before  # the same bytes every time
     (release / "appliance/errors.py").write_text("changed after it was checked\n")
     with pytest.raises(boot_updater.BootUpdaterError, match="differs from its signed manifest"):
         boot_updater.install(release, tmp_path, signed)
-    with pytest.raises(boot_updater.BootUpdaterError, match=r"does not list appliance/update\.py"):
-        boot_updater.install(release, tmp_path, {k: v for k, v in signed.items() if k != "appliance/update.py"})
+    with pytest.raises(boot_updater.BootUpdaterError, match=r"does not list appliance/__init__\.py"):
+        boot_updater.install(release, tmp_path, {k: v for k, v in signed.items() if k != "appliance/__init__.py"})
     (release / "appliance/errors.py").write_text("import a_module_the_zip_lacks\n")
     with pytest.raises(boot_updater.BootUpdaterError, match=r"does not start.*a_module_the_zip_lacks"):
         boot_updater.install(release, tmp_path)  # install-service's way: no manifest, but it must run
@@ -350,7 +352,7 @@ def test_a_manifest_may_not_escape_the_release(tmp_path: Path) -> None:
 
 
 def _public(private: Path):
-    from appliance.bundle import load_public_keys
+    from appliance.ota.bundle import load_public_keys
 
     return load_public_keys([private.with_suffix(".pub")])[0]
 
@@ -417,7 +419,7 @@ def test_the_health_check_follows_the_redirect_to_https_trusting_the_appliance_c
         try:
             url = f"http://127.0.0.1:{site.port}/healthz"
             updater = Updater(root, restart=None, health_url=url, health_timeout_s=3, systemd=False, say=print)
-            return await asyncio.to_thread(updater._wait_healthy, "2.0")
+            return await asyncio.to_thread(updater.health.wait, "2.0")
         finally:
             await runner.cleanup()
 

@@ -37,7 +37,7 @@ def add_upkeep_parsers(
 ) -> None:
     """The `update` and `selftest` commands."""
     update = sub.add_parser("update", help="over-the-air updates of this device (as root)")
-    from appliance.update_cli import add_arguments as update_arguments
+    from appliance.ota.cli import add_arguments as update_arguments
 
     update_arguments(update)
     update.set_defaults(handler=cmd_update)
@@ -214,8 +214,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_update(args: argparse.Namespace) -> int:
-    """`picoagent update check|apply|rollback|boot` (see appliance/update.py)."""
-    from appliance.update_cli import run
+    """`picoagent update check|apply|rollback|boot` (see appliance/ota/)."""
+    from appliance.ota.cli import run
 
     return run(args)
 

@@ -33,11 +33,11 @@ RECENT_REPLIES = 20
 
 
 def _update_status() -> dict[str, Any] | None:
-    """The OTA status of the running release (appliance/update.py), imported on the first status request.
+    """The OTA status of the running release (appliance/ota/updater.py), imported on the first status request.
 
     The update module (bundles, the boot updater, the installer) would otherwise stay in the idle daemon.
     """
-    from appliance.update import running_status
+    from appliance.ota.updater import running_status
 
     return running_status()
 
