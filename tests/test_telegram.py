@@ -463,8 +463,10 @@ def test_a_refused_token_or_an_unreachable_telegram_does_not_stop_the_daemon(con
                 tg.token, tg.api_base_url = TOKEN, "http://127.0.0.1:9/bot"  # nothing listens there
                 channel = TelegramChannel(tg, runtime, Outbox(runtime.db))
                 await channel.start()
-                assert channel.problem == (  # in words, not httpx's "ConnectError: All connection attempts failed"
-                    "cannot reach Telegram at http://127.0.0.1:9 (no connection: is the Pi online? it retries by itself)"
+                # in words, not httpx's "ConnectError: All connection attempts failed"
+                assert channel.problem == (
+                    "cannot reach Telegram at http://127.0.0.1:9 (no connection: is the Pi online? it retries by "
+                    "itself)"
                 ), channel.problem
                 await asyncio.wait_for(channel.stop(), 2)  # the retry in the background is cancelled
             finally:
