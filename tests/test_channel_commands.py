@@ -40,7 +40,11 @@ def test_every_terminal_command_is_answered(config: Config) -> None:
         runtime.close()
     shown = out.getvalue()
     assert "/private on|off" in shown  # /help
-    assert "(this chat stays on the Pi)" in shown and "(this chat routes as configured: routing.mode)" in shown
+    assert (
+        "(this chat stays on the Pi)" in shown
+        and ("(this chat is routed as configured: routing.mode is local_only, so every message stays on the Pi anyway)")
+        in shown
+    )
     assert "(conversation reset)" in shown
     assert "echo: what is up" in shown and "routing.mode is local_only" in shown  # /cloud TEXT: a turn
     assert "unknown command /status; /help lists them" in shown

@@ -257,8 +257,7 @@ class ChatCommands:
         private = await self.db.call(self.db.is_private, self.channel, call.chat_id)
         if private:
             return [Said("This chat stays on the Pi: its messages never go to a cloud model. /private off undoes it.")]
-        mode = self.runtime.config.routing.mode
-        how = _ROUTED.get(mode, f"routing.mode is {mode}")
+        how = routed(self.runtime.config.routing.mode)
         return [Said(f"This chat is routed as configured: {how}. /private on keeps it on the Pi.")]
 
     async def reset(self, call: CommandCall) -> list[Said]:
@@ -428,6 +427,11 @@ def _duration(seconds: float) -> str:
         return f"{minutes} min"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes} min" if hours < 48 else f"{hours // 24} days"
+
+
+def routed(mode: str) -> str:
+    """What "routed as configured" means under ``routing.mode``, as /private off says it in every chat."""
+    return _ROUTED.get(mode, f"routing.mode is {mode}")
 
 
 # What "routed as configured" means, as /private off says it, by routing.mode.

@@ -74,7 +74,13 @@ class TerminalChat:
         if words and words[0].lower() in ("on", "off"):
             await db.call(db.set_private, "terminal", self.session, words[0].lower() == "on")
         private = await db.call(db.is_private, "terminal", self.session)
-        return "(this chat stays on the Pi)" if private else "(this chat routes as configured: routing.mode)"
+        from appliance.channels.commands import routed
+
+        return (
+            "(this chat stays on the Pi)"
+            if private
+            else f"(this chat is routed as configured: {routed(self.runtime.config.routing.mode)})"
+        )
 
     def interactive(self, read: Any = None) -> int:
         """The chat loop; returns the exit status."""

@@ -81,7 +81,13 @@ class DaemonChat:
             private = db.is_private("terminal", self.session)
         finally:
             db.close()
-        return "(this chat stays on the Pi)" if private else "(this chat routes as configured: routing.mode)"
+        from appliance.channels.commands import routed
+
+        return (
+            "(this chat stays on the Pi)"
+            if private
+            else f"(this chat is routed as configured: {routed(self.config.routing.mode)})"
+        )
 
     def interactive(self, read: Any = None) -> int:
         """The chat loop (the in-process chat's: appliance/channels/terminal.py); returns the exit status."""
