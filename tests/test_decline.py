@@ -262,3 +262,19 @@ def test_a_model_that_copies_reads_no_exchange_answered_without_it(config: Confi
     finally:
         runtime.close()
     assert ("turn on the fan" in prompt) is kept and ("fan" in prompt.split("I had a long day")[0].lower()) is kept
+
+
+@pytest.mark.parametrize(
+    ("message", "acting", "making"),
+    [
+        ("make me a coffee pls", True, False),  # the thirteenth blind set: the model pretended to brew it
+        ("could you bring me a glass of water", True, False),
+        ("make me a poem about cats", False, True),  # fiction by request: the model may write it
+        ("make up a story about a dragon", False, True),
+        ("make me laugh", False, False),  # neither: small talk the model may answer
+    ],
+)
+def test_a_request_to_act_and_a_request_to_make_something(message: str, acting: bool, making: bool) -> None:
+    from appliance.agent.decline import acts, makes
+
+    assert (acts(message), makes(message)) == (acting, making)

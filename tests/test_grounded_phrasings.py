@@ -46,6 +46,11 @@ from appliance.grounded.units import UNITS
         ("could you remind me what my wifi password is", "memory", "fact"),
         ("wats the time rn", "time", "time"),  # chat spellings: "wats" is "what's", "rn" is "right now"
         ("do i need a coat tonight?", "weather", "cold"),
+        ("what kind of temperatures are we looking at today?", "weather", "temperature"),  # thirteenth set: a lookup
+        ("bro what time is it", "time", "time"),  # a vocative before the question
+        ("hang on am i chatting to an actual human or a computer programme here", "self", "who"),
+        ("sqrt of 169 pls", "arithmetic", "sum"),
+        ("what time do you nag me about the rubbish?", "schedules", "about"),
         ("remind me when the car's MOT is due, I always forget", "memory", "fact"),
         ("ok thanks", "courtesy", "thanks"),  # the 135M recited a memory to it (README walk 5)
         ("great, thank you so much!", "courtesy", "thanks"),

@@ -218,3 +218,13 @@ def test_claims_are_read_only_where_asked() -> None:
     assert GUESSING.check(reply, claims=False) == Guarded(reply)
     stream = GUESSING.stream(claims=False)
     assert "".join(stream.feed(piece) for piece in pieces(reply, "words")) + stream.finish(reply, "stop")[0] == reply
+
+
+def test_a_word_still_being_written_is_no_claim_yet() -> None:
+    """Streamed, "The lock" may become "The locker code": a claim is read in whole words only (the packaged model's
+    "The locker code is 4512." was cut at "The lock" as a device)."""
+    reply = "The locker code is 4512, noted."
+    for how in ("words", "bits"):
+        stream = GUESSING.stream()
+        shown = "".join(stream.feed(piece) for piece in pieces(reply, how))
+        assert not stream.tripped and shown + stream.finish(reply, "stop")[0] == reply

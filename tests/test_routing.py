@@ -261,7 +261,7 @@ def test_a_cloud_outage_declines_a_question_of_fact_the_packaged_model_would_gue
         assert "the cloud model could not be reached just now" in record.text and "2023" not in record.text
         assert record.route == "local_fallback" and record.blocked == "cloud_failed" and record.model == ""
         assert "fake" in record.reason and "guesses at questions of fact" in record.reason
-        assert record.why == ("user_cloud" if asked.startswith("/cloud") else "looks_hard")
+        assert record.why == ("user_cloud" if asked.startswith("/cloud") else "guesses")
         assert r.fake.requests  # the cloud was tried first
         assert "".join(d["delta"] for k, d in events if k == "text").endswith(record.text)  # shown as it is
         assert "cloud_s" in record.as_dict()["timings"]  # the time the cloud took is its own, not the Pi's

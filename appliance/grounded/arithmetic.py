@@ -36,7 +36,7 @@ _WORDS: tuple[tuple[str, str], ...] = (
     (r"modulo|mod", "%"),
     (r"squared", "**2"),
     (r"cubed", "**3"),
-    (r"(?:the )?square root of|sqrt|√", "sqrt"),
+    (r"(?:the )?(?:square root|sqrt) of|sqrt|√", "sqrt"),
     (r"(?:percent|per cent|%) of", "/100*"),
     (r"\(", "("),
     (r"\)", ")"),

