@@ -72,6 +72,13 @@ def test_a_program_reads_and_resets_its_api_conversation_with_what_the_readme_sh
         reset = await client.post("/api/reset", json={"session": "kitchen"}, headers=bearer(token))
         assert await reset.json() == {"reset": "kitchen", "channel": "api"}
         assert await said(client, token, "?session=kitchen") == []
+        # ?session= names it too, as for /api/history (it reset the default conversation, a README walk found)
+        assert (await client.post("/api/chat", json={"message": "again", "session": "hall"}, headers=bearer(token))).ok
+        assert (await client.post("/api/chat", json={"message": "more"}, headers=bearer(token))).ok
+        reset = await client.post("/api/reset?session=hall", headers=bearer(token))
+        assert await reset.json() == {"reset": "hall", "channel": "api"}
+        assert await said(client, token, "?session=hall") == []
+        assert await said(client, token) == ["more", "echo: more"]  # the default one was left alone
 
     serve(runtime, scenario)
 

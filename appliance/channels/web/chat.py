@@ -126,11 +126,16 @@ async def api_history(request: web.Request) -> web.Response:
 
 async def api_reset(request: web.Request) -> web.Response:
     """Start a new conversation for a session (the old one stays in the database, closed); no body: the
-    caller's own default conversation (see :func:`conversation_named`)."""
+    caller's own default conversation (see :func:`conversation_named`). ``?session=``/``?channel=`` name it as
+    they do for /api/history (a walk's `POST /api/reset?session=kitchen` reset the default one instead); the
+    body's, when both are given."""
     state = request.app[STATE]
     body = await read_optional_json(request)
     found = principal(request)
-    channel, session = conversation_named(found, body.get("channel"), body.get("session"))
+    query = request.query
+    channel, session = conversation_named(
+        found, body.get("channel", query.get("channel")), body.get("session", query.get("session"))
+    )
     await state.runtime.agent.reset(channel, conversation_key(found, session))
     return web.json_response({"reset": session, "channel": channel})
 

@@ -274,6 +274,10 @@ def openapi_document() -> dict[str, Any]:
             "/api/reset": {
                 "post": {
                     "summary": "start a new conversation for a session; no body: the caller's default one",
+                    "parameters": [  # as for /api/history; the body's, when both are given
+                        {"name": "session", "in": "query", "schema": session, "description": SESSION_DEFAULT},
+                        {"name": "channel", "in": "query", "schema": channel, "description": CHANNEL_DEFAULT},
+                    ],
                     "requestBody": _body(
                         {
                             "type": "object",
