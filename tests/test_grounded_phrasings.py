@@ -55,6 +55,10 @@ from appliance.grounded.units import UNITS
         ("ok thanks", "courtesy", "thanks"),  # the 135M recited a memory to it (README walk 5)
         ("great, thank you so much!", "courtesy", "thanks"),
         ("good night", "courtesy", "bye"),
+        ("thanks, bye", "courtesy", "both"),  # the 135M parroted it back (README walk 6)
+        ("thank you, see you later", "courtesy", "both"),
+        ("cheers, good night", "courtesy", "both"),
+        ("ok bye then", "courtesy", "bye"),
         ("thanks, what time is it?", "time", "time"),  # the question first: thanks are last
     ],
 )

@@ -15,8 +15,10 @@ from appliance.grounded.base import Answer, Ask, Facts
 _THANKS = r"(?:thanks|thank you|thank u|thx|ty|cheers|ta|much appreciated|appreciate it)"
 _FINE = r"(?:ok|okay|great|cool|nice|perfect|lovely|brilliant|awesome|got it|good|alright|all right)"
 _WHO = r"(?: (?:a lot|so much|very much|again|mate|pico|buddy))*"
+_BYE = r"(?:bye|bye bye|goodbye|good ?night|night night|see you(?: later| soon| tomorrow)?|see ya|later|take care)"
 _COURTESY = re.compile(
-    rf"^(?:(?:{_FINE})[ ,!.]*)*{_THANKS}{_WHO}[ !.]*$|^(?P<bye>bye|goodbye|good ?night|see you(?: later)?|later)[ !.]*$"
+    rf"^(?:(?:{_FINE})[ ,!.]*)*{_THANKS}{_WHO}(?:[ ,!.]+(?P<both>{_BYE})(?: (?:then|now|pico|mate))?)?[ !.]*$"
+    rf"|^(?P<bye>{_BYE})(?: (?:then|now|pico|mate))?[ !.]*$"
 )
 
 
@@ -36,11 +38,11 @@ class _Courtesy:
         found = _COURTESY.match(" ".join(text.lower().replace("’", "'").split()))
         if found is None:
             return None
-        return Ask(self.kind, "bye" if found["bye"] else "thanks", text=text)
+        return Ask(self.kind, "both" if found["both"] else "bye" if found["bye"] else "thanks", text=text)
 
     async def answer(self, ask: Ask, facts: Facts) -> Answer | None:
         """In kind: "You're welcome." / "Bye for now."."""
-        text = "Bye for now." if ask.what == "bye" else "You're welcome."
+        text = {"bye": "Bye for now.", "both": "You're welcome. Bye for now."}.get(ask.what, "You're welcome.")
         return Answer(text, "a courtesy", self.kind)
 
 
