@@ -94,7 +94,7 @@ def test_sighup_with_a_broken_config_keeps_serving(serve: Serve) -> None:
     # status reads the same file: it says what is wrong and that the daemon keeps its config, in JSON too
     said = cli("status", data=serve.data, config=serve.config)
     assert said.returncode == 2 and 'agent.max_rounds: expected an integer, got "five"' in said.stderr, said
-    assert "a running daemon keeps the config it had" in said.stderr
+    assert "fix: correct that value in the config file; if picoagent is running, it keeps" in said.stderr
     as_json = cli("status", "--json", data=serve.data, config=serve.config)
     answer = json.loads(as_json.stdout)
     assert as_json.returncode == 2 and answer["running"] is None, answer

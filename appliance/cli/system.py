@@ -103,10 +103,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     try:
         config = load(args)
     except ConfigError as exc:  # the daemon, if it runs, keeps the config it had: say so, in JSON too
-        kept = (
-            "a running daemon keeps the config it had until the file is fixed and reloaded (systemctl reload picoagent)"
-        )
-        fix = f"{exc.fix}; {kept}" if exc.fix else kept
+        kept = "if picoagent is running, it keeps the config it had until the file is fixed and reloaded"
+        fix = f"{exc.fix or 'correct that value in the config file'}; {kept} (systemctl reload picoagent)"
         if args.json:
             print_json({"running": None, "error": f"the config is refused: {exc.message}", "fix": fix})
             return ConfigError.exit_code
