@@ -91,6 +91,20 @@ def test_a_question_and_the_models_answer_to_it_are_no_facts(config: Config, tmp
     db.close()
 
 
+def test_a_word_or_two_is_no_fact(config: Config, tmp_path: Path) -> None:
+    """A README walk found "yes" (its answer to "Turn the porch light on?") and "sunset" stored as facts."""
+    model = ScriptedModel()
+    model.enqueue(
+        json.dumps({"facts": ["yes", "sunset", "Porch light at sunset", "The porch light goes on at sunset."]})
+    )
+    keeper, db = keeper_with(tmp_path, config, model, Clock())
+    conversation = db.conversation("terminal", "default")
+    db.add_message(conversation, "user", "yes")
+    db.add_message(conversation, "user", "The porch light goes on at sunset.")
+    assert asyncio.run(keeper.extract(conversation)) == ["Porch light at sunset", "The porch light goes on at sunset."]
+    db.close()
+
+
 def cli(*args: str, data: Path) -> subprocess.CompletedProcess[str]:
     return picoagent("--data-dir", data, "memory", *args, cwd=data, timeout=120)
 

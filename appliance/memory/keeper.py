@@ -336,9 +336,10 @@ _NOT_CONTENT = frozenset({
 
 
 def supported(fact: str, said: str) -> bool:
-    """Whether a fact is in the person's words: more than half its content words (by their first five letters,
-    at a word's start) and every number and name in it ("The user's sister Ada visits on Sunday" in "My sister
-    Ada visits on Sunday"); a fact in nobody's words ("Ada likes tea", said only by the model) is not."""
+    """Whether a fact is in the person's words and says something (three words or more): more than half its
+    content words (by their first five letters, at a word's start) and every number and name in it ("The user's
+    sister Ada visits on Sunday" in "My sister Ada visits on Sunday"); a fact in nobody's words ("Ada likes tea",
+    said only by the model) is not."""
     lowered = said.lower()
 
     def found(word: str) -> bool:
@@ -347,6 +348,8 @@ def supported(fact: str, said: str) -> bool:
     if fact.rstrip().endswith("?"):
         return False  # a question is no fact ("What is the capital of France?" was stored as one)
     tokens = re.findall(r"[A-Za-z0-9]+", fact)
+    if len(tokens) < 3:
+        return False  # "yes" and "sunset" were stored as facts (a README walk): a fact says something of something
     words = [w for w in tokens if w.lower() not in _NOT_CONTENT and (len(w) > 1 or w.isdigit())]
     # every number and name, the first word too unless it is a plain word capitalised ("Paris is ..." is a name)
     names = [w for w in tokens if w[0].isdigit() or (w[0].isupper() and w.lower() not in _NOT_CONTENT)]
