@@ -241,6 +241,15 @@ def test_a_missing_reference_names_the_variable(tmp_path: Path) -> None:
     assert "NOT_SET_ANYWHERE" in (err.fix or "")
 
 
+def test_a_section_switched_off_needs_none_of_its_secrets(tmp_path: Path) -> None:
+    """Telegram switched off with its token's secret removed: the config loads (every command refused it, a README
+    walk found); switched on, the missing secret is named as before."""
+    off = write(tmp_path / "off", "telegram:\n  enabled: false\n  token: ${TELEGRAM_BOT_TOKEN}\n")
+    assert load_config(off, environ={}).telegram.token == ""
+    on = write(tmp_path / "on", "telegram:\n  enabled: true\n  token: ${TELEGRAM_BOT_TOKEN}\n")
+    assert str(refused(on)) == "telegram.token: ${TELEGRAM_BOT_TOKEN} is not set"
+
+
 @pytest.mark.parametrize(
     "yaml_text",
     [

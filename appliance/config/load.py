@@ -193,6 +193,27 @@ class _Lookup(dict[str, str]):
         self.secrets_path = secrets_path
 
 
+class _Unneeded(typing.Mapping[str, str]):
+    """The references of a section that is switched off (``enabled: false``): one that is not set reads as empty
+    rather than refusing the whole config, since nothing uses it until the section is switched on."""
+
+    def __init__(self, lookup: typing.Mapping[str, str]) -> None:
+        self.lookup = lookup
+        self.secrets_path = getattr(lookup, "secrets_path", None)
+
+    def __getitem__(self, name: str) -> str:
+        return self.lookup.get(name, "")
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+    def __iter__(self) -> typing.Iterator[str]:
+        return iter(self.lookup)
+
+    def __len__(self) -> int:
+        return len(self.lookup)
+
+
 def exposed_secrets(path: Path | None) -> str | None:
     """Why the secrets file is too open (every user of the machine can read it), or None.
 
@@ -334,6 +355,8 @@ def _build(
     ]
     if missing:
         raise ConfigError(f"{prefix}{missing[0]}: required, but missing")
+    if "enabled" in fields and raw.get("enabled") is False and lookup is not None:
+        lookup = _Unneeded(lookup)  # a section switched off needs none of its secrets (a walk removed one)
     values = {}
     for name, f in fields.items():
         if name in raw:
