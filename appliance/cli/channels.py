@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from appliance.cli.common import load, open_db, print_json
 from appliance.cli.daemon_client import daemon_get
@@ -37,15 +37,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
 RESTART = "restart picoagent to apply"
 
 
-def channel_rows(config: Config) -> list[dict[str, Any]]:
+def channel_rows(config: Config, status: dict[str, Any] | Literal["ask"] | None = "ask") -> list[dict[str, Any]]:
     """Every channel with its state: the daemon's when it runs (told against the config, :func:`as_configured`),
-    else what the config says."""
+    else what the config says. ``status``: the daemon's /api/status when the caller has it (None: no daemon)."""
     from appliance.channels.registry import CHANNELS, is_enabled, off_detail
     from appliance.config import CHANNEL_ORDER
 
-    status = daemon_get(config, "/api/status")
-    if status is not None and status.get("channels"):
-        return as_configured(list(status["channels"]), config)
+    running = daemon_get(config, "/api/status") if isinstance(status, str) else status
+    if running is not None and running.get("channels"):
+        return as_configured(list(running["channels"]), config)
     rows = []
     for name in CHANNEL_ORDER:
         if name not in CHANNELS:

@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from appliance.errors import ConfigError, PicoagentError
 
@@ -79,8 +79,11 @@ def run_checks(config_file: str | None = None, data_dir: str | None = None) -> I
     yield from _check_mcp(config, root)
     yield from _check_sandbox(config)
     yield from _check_web_search(config)
-    yield from _check_channels(config)
-    yield from _check_mqtt(config)
+    from appliance.cli.daemon_client import daemon_get
+
+    status = daemon_get(config, "/api/status")  # the running daemon's, read once for the checks that tell it
+    yield from _check_channels(config, status)
+    yield from _check_mqtt(config, status)
     yield from _check_homeassistant(config)
 
 
@@ -146,11 +149,11 @@ def _check_homeassistant(config: Config) -> Iterator[Check]:
             yield Check(f"device {name}", "ok", f"{device.entity} is {state['state']}")
 
 
-def _check_channels(config: Config) -> Iterator[Check]:
+def _check_channels(config: Config, status: dict[str, Any] | None) -> Iterator[Check]:
     """Each enabled chat channel's state in the running daemon; where proactive messages go."""
     from appliance.cli.channels import channel_rows
 
-    rows = channel_rows(config)
+    rows = channel_rows(config, status)
     for row in rows:
         name = f"channel {row['name']}"
         if row.get("restart_needed"):  # the running daemon and the config disagree (cli/channels.as_configured)
@@ -192,13 +195,10 @@ def _check_channels(config: Config) -> Iterator[Check]:
         yield Check("notifications", "ok", "proactive messages go to " + " -> ".join(config.notify.owner or enabled))
 
 
-def _check_mqtt(config: Config) -> Iterator[Check]:
+def _check_mqtt(config: Config, status: dict[str, Any] | None) -> Iterator[Check]:
     """Connect to the broker with the config's credentials and TLS, then disconnect (off: one line, no import);
     a running daemon that runs MQTT otherwise than the config says is told, with the restart that applies it."""
-    from appliance.cli.daemon_client import daemon_get
-
     mqtt = config.mqtt
-    status = daemon_get(config, "/api/status")
     running = None if status is None else status.get("mqtt") is not None  # None: no daemon runs
     if not mqtt.enabled:
         if running:
