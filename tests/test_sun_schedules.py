@@ -282,3 +282,34 @@ def test_whats_on_tomorrow_lists_tomorrows_sunset_job(db: Database, config: Conf
         said
         == f"Scheduled tomorrow: set porch_light on tomorrow at {tomorrow:%H:%M} (Wed 25 Nov), every day at sunset."
     ), said
+
+
+def test_this_weeks_schedule_names_each_job_once(db: Database, config: Config) -> None:
+    """Asked "What's on my schedule this week?" after a weekly job's day passed: two daily jobs ran 14 times in the week
+    and the listing of 8 runs left the weekly one out (the liar test caught it on a Saturday morning)."""
+    from appliance.grounded.agenda import AGENDA
+    from appliance.grounded.base import Facts
+
+    clock = ManualClock(local("2026-11-28 10:00"))  # a Saturday, after the plants' 09:00
+    cron = Scheduler(
+        [], tz="Europe/Brussels", run_job=lambda job: asyncio.sleep(0, ""), notify=None, db=db, clock=clock
+    )
+    facts = Facts(config=config, now=lambda: datetime.fromtimestamp(clock(), BRUSSELS), cron=cron)
+
+    async def main() -> str:
+        for schedule, text in (
+            ("daily 19:30", "take the bins out"),
+            ("daily 23:00", "fan"),
+            ("0 9 * * 6", "water the plants"),
+        ):
+            await cron.add_job(CronJob(id="", schedule=schedule, message=text), "test")
+        ask = AGENDA.match("What's on my schedule this week?")
+        assert ask is not None
+        answer = await AGENDA.answer(ask, facts)
+        assert answer is not None
+        return answer.text
+
+    said = asyncio.run(main())
+    assert (
+        said.startswith("3 scheduled: take the bins out today at 19:30") and "water the plants on Sat 5 Dec" in said
+    ), said

@@ -151,7 +151,12 @@ class Agenda:
         if day is not None:
             upcoming = _runs(jobs, now, datetime.combine(day, dtime(), now.tzinfo), timedelta(days=1), place)
         elif ask.details.get("week"):
-            upcoming = _runs(jobs, now, now, timedelta(days=7), place)
+            # each job once, at its next run this week: a daily job's seven runs pushed a weekly one out of the
+            # listing whenever its day had passed (the line says "every day" for the rest)
+            firsts: dict[int, tuple[datetime, Any]] = {}
+            for at, job in _runs(jobs, now, now, timedelta(days=7), place):
+                firsts.setdefault(id(job), (at, job))
+            upcoming = list(firsts.values())
         else:
             upcoming = sorted(((datetime.fromisoformat(j["next_run"]), j) for j in jobs), key=lambda pair: pair[0])
         if ask.what == "about":
