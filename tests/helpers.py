@@ -162,21 +162,25 @@ def settings_of(path: Path) -> dict[str, list[str]]:
     return found
 
 
-def modules_loaded_by_serve(
-    config: Path, data_dir: Path, prefixes: tuple[str, ...], settle_s: float = 0.2
-) -> list[str]:
+def modules_loaded_by_serve(config: Path, data_dir: Path, prefixes: tuple[str, ...]) -> list[str]:
     """The modules starting with ``prefixes`` that a daemon on ``config`` has loaded once it is ready.
 
-    The daemon runs in a fresh interpreter (this one has imported everything already); ``settle_s`` lets its
-    background loops begin before the modules are listed. The idle daemon's memory is at its limit, so
-    suites check with this that what a section needs loads only when the section is on.
+    The daemon runs in a fresh interpreter (this one has imported everything already); the modules are listed
+    once every background loop has begun (each has run up to its first wait), not after a guessed pause. The
+    idle daemon's memory is at its limit, so suites check with this that what a section needs loads only when
+    the section is on.
     """
     import json
 
     script = f"""
-import asyncio, json, sys
+import asyncio, inspect, json, sys
 from appliance.config import load_config
 from appliance.daemon import Daemon
+from appliance.lifecycle import Loop
+
+def begun(loop):
+    coro = loop.task.get_coro() if isinstance(loop.task, asyncio.Task) else None
+    return not inspect.iscoroutine(coro) or inspect.getcoroutinestate(coro) != inspect.CORO_CREATED
 
 async def main():
     config = load_config({str(config)!r}, data_dir={str(data_dir)!r})
@@ -184,7 +188,10 @@ async def main():
     daemon = Daemon(config, host="127.0.0.1", port=0)
     served = asyncio.ensure_future(daemon.run())
     await daemon.ready.wait()
-    await asyncio.sleep({settle_s!r})
+    loops = [s for s in daemon.services.started if isinstance(s, Loop)]
+    assert loops, "a ready daemon runs background loops"
+    while not all(begun(loop) for loop in loops):
+        await asyncio.sleep(0)
     print(json.dumps(sorted(m for m in sys.modules if m.startswith({prefixes!r}))))
     daemon.stopping.set()
     assert await served == 0

@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -104,8 +105,11 @@ def test_a_generation_left_by_its_caller_then_stopped_with_the_runner_logs_no_er
         task.cancel()  # as the daemon's stop cancels the background work
         with pytest.raises(asyncio.CancelledError):
             await task
+        readers = [t for t in threading.enumerate() if t.name == "runner-reader"]
         runner.stop()  # the runtime closes: the cancel is never answered, the request fails as stopped
-        await asyncio.sleep(0.2)  # the reader thread's failure reaches the loop
+        # The reader thread fails the request and ends; what it handed the loop runs before to_thread returns.
+        await asyncio.to_thread(lambda: [t.join(30) for t in readers])
+        assert readers and not any(t.is_alive() for t in readers)
 
     caplog.set_level(logging.DEBUG)
     asyncio.run(scenario())
