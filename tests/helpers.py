@@ -13,14 +13,17 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from appliance.config import CHECKOUT_CONFIG
 from appliance.tools import sandbox
+
+if TYPE_CHECKING:
+    from appliance.hardware.drivers.base import Reading
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_COMMAND = ROOT / ".venv" / "bin" / "picoagent"
@@ -60,6 +63,11 @@ def assert_clean_error(out: subprocess.CompletedProcess[str], code: int) -> None
     assert out.returncode == code, out.stderr
     assert out.stderr.startswith("error: "), out.stderr
     assert "Traceback" not in out.stderr and "Traceback" not in out.stdout
+
+
+def by_quantity(readings: Iterable[Reading]) -> dict[str, float | bool]:
+    """A device's or driver's readings as {quantity: value}."""
+    return {reading.quantity: reading.value for reading in readings}
 
 
 def free_port() -> int:
