@@ -14,10 +14,6 @@ from appliance.llm import models
 from appliance.llm.local import LocalModel
 from appliance.memory.db import Database
 
-# Modules that carry fixtures for more than one suite (taken with pytest_plugins) and are also imported by them:
-# registered before that import, so their asserts read as well as the suites' own.
-pytest.register_assert_rewrite("tests.task_fixtures", "tests.web_auth_app")
-
 if TYPE_CHECKING:
     from appliance.llm.embeddings import LocalEmbedder
     from tests.mqtt_broker import Broker, Watcher

@@ -16,9 +16,10 @@ from appliance.tasks import (
     TaskRunner,
     TaskStore,
 )
+from tests import task_fixtures
 from tests.task_fixtures import Notes, in_state
 
-pytest_plugins = ["tests.task_fixtures"]
+store = task_fixtures.store  # the shared fixture, taken by this module's tests
 
 
 # --- the runner ------------------------------------------------------------------------------------

@@ -39,10 +39,11 @@ from appliance.tasks import (
 )
 from appliance.tools.registry import ToolRegistry
 from appliance.tools.result import Action
+from tests import task_fixtures
 from tests.agents import MeteredModel
 from tests.task_fixtures import ROOT, Notes, counter_agrees, in_state
 
-pytest_plugins = ["tests.task_fixtures"]
+store = task_fixtures.store  # the shared fixture, taken by this module's tests
 
 
 # --- the state machine ---------------------------------------------------------------------------

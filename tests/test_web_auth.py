@@ -27,6 +27,7 @@ from appliance.channels.web.auth import (
 from appliance.errors import UsageError
 from appliance.memory.db import Database
 from appliance.ratelimit import RateLimiter
+from tests import web_auth_app
 from tests.web_auth_app import (
     PASSWORD,
     Clock,
@@ -35,7 +36,8 @@ from tests.web_auth_app import (
     session_cookie,
 )
 
-pytest_plugins = ["tests.web_auth_app"]
+auth = web_auth_app.auth  # the shared fixture, taken by this module's tests
+db_path = web_auth_app.db_path  # the shared fixture, taken by this module's tests
 
 # --- password ----------------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from appliance.channels.web.auth import (
 from appliance.channels.web.login import routes, safe_next
 from appliance.channels.web.login_guard import SCRYPT_SLOTS, LoginGuard, client_key
 from appliance.memory.db import Database
+from tests import web_auth_app
 from tests.helpers import eventually
 from tests.web_auth_app import (
     PASSWORD,
@@ -33,7 +34,7 @@ from tests.web_auth_app import (
     session_cookie,
 )
 
-pytest_plugins = ["tests.web_auth_app"]
+auth = web_auth_app.auth  # the shared fixture, taken by this module's tests
 
 
 # --- login -------------------------------------------------------------------------------------
