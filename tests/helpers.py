@@ -24,6 +24,7 @@ from appliance.tools import sandbox
 
 if TYPE_CHECKING:
     from appliance.hardware.drivers.base import Reading
+    from appliance.llm.runner_client import Pending
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_COMMAND = ROOT / ".venv" / "bin" / "picoagent"
@@ -102,6 +103,22 @@ async def started(daemon: Any, served: asyncio.Future[Any], timeout: float = 20.
     if served.done():
         served.result()  # the daemon's own error, when it failed to start
     assert daemon.ready.is_set(), f"the daemon was not ready within {timeout} s"
+
+
+def runner_generations(monkeypatch: pytest.MonkeyPatch) -> list[Pending]:
+    """Every generation sent to a model runner from now on, as it is sent (its ``logprobs`` grow per token)."""
+    from appliance.llm.runner_client import ModelRunner
+
+    sent: list[Pending] = []
+    send = ModelRunner.request
+
+    def recorded(runner: ModelRunner, what: str, message: tuple[Any, ...], pending: Pending | None = None) -> Any:
+        if pending is not None and what == "generation":
+            sent.append(pending)
+        return send(runner, what, message, pending)
+
+    monkeypatch.setattr(ModelRunner, "request", recorded)
+    return sent
 
 
 def wait_healthy(port: int, timeout: float = 15.0, *, tls_data: Path | None = None) -> None:

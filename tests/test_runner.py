@@ -75,9 +75,10 @@ def test_cancel_and_routing_abort_reach_the_runner(runner: ModelRunner, model_pa
             GenerationRequest(STORY, max_tokens=200, should_stop=lambda logprobs: len(logprobs) >= 5)
         )
         assert aborted.finish_reason == "aborted" and aborted.completion_tokens < 20
-        request = GenerationRequest(STORY, max_tokens=400)
+        streaming = asyncio.Event()
+        request = GenerationRequest(STORY, max_tokens=400, on_token=lambda piece: streaming.set())
         task = asyncio.ensure_future(model.generate(request))
-        await asyncio.sleep(0.5)
+        await asyncio.wait_for(streaming.wait(), 30)  # the runner is generating it
         request.cancel.set()  # as a web client that went away does
         done = await task
         assert done.finish_reason == "cancelled" and done.completion_tokens < 400
