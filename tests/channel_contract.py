@@ -27,13 +27,13 @@ from appliance.config import Config
 from appliance.llm.scripted import ScriptedModel
 from appliance.outbox import Outbox
 from appliance.runtime import Runtime
+from tests import telegram_harness as telegram
 from tests import test_channel_base as memory
 from tests import test_channel_discord as discord
 from tests import test_channel_email as email
 from tests import test_channel_slack as slack
 from tests import test_channel_webhook as webhook
 from tests import test_channel_whatsapp as whatsapp
-from tests import test_telegram as telegram
 from tests.helpers import eventually
 from tests.test_automation_commands import automation
 

@@ -1,7 +1,8 @@
 """What every chat channel's test harness shares: the clock, the runtime around the channel, GPIO, delivery.
 
-Each channel's suite (test_telegram.py, test_channel_*.py) keeps only its platform's part of the harness (the
-fake server, how a person writes there, how to wait for an answer); the contract suite
+Each channel's suite (test_channel_*.py; Telegram's in tests/telegram_harness.py, for its two suites) keeps
+only its platform's part of the harness (the fake server, how a person writes there, how to wait for an
+answer); the contract suite
 (tests/test_channel_contract.py) sees every channel through these harnesses.
 """
 

@@ -13,14 +13,18 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from appliance.config import CHECKOUT_CONFIG
 from appliance.tools import sandbox
+
+if TYPE_CHECKING:
+    from appliance.hardware.drivers.base import Reading
+    from appliance.llm.runner_client import Pending
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_COMMAND = ROOT / ".venv" / "bin" / "picoagent"
@@ -62,6 +66,11 @@ def assert_clean_error(out: subprocess.CompletedProcess[str], code: int) -> None
     assert "Traceback" not in out.stderr and "Traceback" not in out.stdout
 
 
+def by_quantity(readings: Iterable[Reading]) -> dict[str, float | bool]:
+    """A device's or driver's readings as {quantity: value}."""
+    return {reading.quantity: reading.value for reading in readings}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -94,6 +103,22 @@ async def started(daemon: Any, served: asyncio.Future[Any], timeout: float = 20.
     if served.done():
         served.result()  # the daemon's own error, when it failed to start
     assert daemon.ready.is_set(), f"the daemon was not ready within {timeout} s"
+
+
+def runner_generations(monkeypatch: pytest.MonkeyPatch) -> list[Pending]:
+    """Every generation sent to a model runner from now on, as it is sent (its ``logprobs`` grow per token)."""
+    from appliance.llm.runner_client import ModelRunner
+
+    sent: list[Pending] = []
+    send = ModelRunner.request
+
+    def recorded(runner: ModelRunner, what: str, message: tuple[Any, ...], pending: Pending | None = None) -> Any:
+        if pending is not None and what == "generation":
+            sent.append(pending)
+        return send(runner, what, message, pending)
+
+    monkeypatch.setattr(ModelRunner, "request", recorded)
+    return sent
 
 
 def wait_healthy(port: int, timeout: float = 15.0, *, tls_data: Path | None = None) -> None:
@@ -162,21 +187,25 @@ def settings_of(path: Path) -> dict[str, list[str]]:
     return found
 
 
-def modules_loaded_by_serve(
-    config: Path, data_dir: Path, prefixes: tuple[str, ...], settle_s: float = 0.2
-) -> list[str]:
+def modules_loaded_by_serve(config: Path, data_dir: Path, prefixes: tuple[str, ...]) -> list[str]:
     """The modules starting with ``prefixes`` that a daemon on ``config`` has loaded once it is ready.
 
-    The daemon runs in a fresh interpreter (this one has imported everything already); ``settle_s`` lets its
-    background loops begin before the modules are listed. The idle daemon's memory is at its limit, so
-    suites check with this that what a section needs loads only when the section is on.
+    The daemon runs in a fresh interpreter (this one has imported everything already); the modules are listed
+    once every background loop has begun (each has run up to its first wait), not after a guessed pause. The
+    idle daemon's memory is at its limit, so suites check with this that what a section needs loads only when
+    the section is on.
     """
     import json
 
     script = f"""
-import asyncio, json, sys
+import asyncio, inspect, json, sys
 from appliance.config import load_config
 from appliance.daemon import Daemon
+from appliance.lifecycle import Loop
+
+def begun(loop):
+    coro = loop.task.get_coro() if isinstance(loop.task, asyncio.Task) else None
+    return not inspect.iscoroutine(coro) or inspect.getcoroutinestate(coro) != inspect.CORO_CREATED
 
 async def main():
     config = load_config({str(config)!r}, data_dir={str(data_dir)!r})
@@ -184,7 +213,10 @@ async def main():
     daemon = Daemon(config, host="127.0.0.1", port=0)
     served = asyncio.ensure_future(daemon.run())
     await daemon.ready.wait()
-    await asyncio.sleep({settle_s!r})
+    loops = [s for s in daemon.services.started if isinstance(s, Loop)]
+    assert loops, "a ready daemon runs background loops"
+    while not all(begun(loop) for loop in loops):
+        await asyncio.sleep(0)
     print(json.dumps(sorted(m for m in sys.modules if m.startswith({prefixes!r}))))
     daemon.stopping.set()
     assert await served == 0

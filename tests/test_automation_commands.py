@@ -13,9 +13,9 @@ from appliance.config import Config, CronJob
 from appliance.runtime import Runtime
 from appliance.schedule.scheduler import Scheduler
 from appliance.tasks import TaskStore
+from tests.telegram_harness import OWNER, STRANGER, Harness, buttons, telegram
 from tests.test_channel_base import OWNER as MEMORY_OWNER
 from tests.test_channel_base import board, dm, said_to
-from tests.test_telegram import OWNER, STRANGER, Harness, buttons, telegram
 
 NOW = 1_800_000_000.0  # the Telegram harness's clock: 2027-01-15 08:00 UTC
 

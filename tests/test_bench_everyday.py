@@ -58,7 +58,7 @@ def test_the_harness_grades_what_it_asks(tmp_path: Path, capsys: pytest.CaptureF
     assert (future.outcome, future.model_called) in (("wrong", True), ("declined", False)), future
     porch = got["dev-02"]
     assert (porch.outcome, porch.model_called) == ("right", False), porch  # the fast path, or a grounded answer
-    assert 0 < porch.latency_ms < 5000
+    assert porch.latency_ms > 0  # measured (how fast is tests/bench's question, not this one's)
     # 17 x 23: the model's 409 is wrong; once a grounded answer serves it, it is right without the model.
     maths = got["math-02"]
     assert (maths.outcome, maths.model_called) in (("wrong", True), ("right", False)), maths

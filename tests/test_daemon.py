@@ -21,7 +21,15 @@ from pathlib import Path
 import pytest
 
 from appliance.config import CHECKOUT_CONFIG, Config
-from tests.helpers import eventually, free_port, modules_loaded_by_serve, started, wait_for, wait_healthy
+from tests.helpers import (
+    eventually,
+    free_port,
+    modules_loaded_by_serve,
+    runner_generations,
+    started,
+    wait_for,
+    wait_healthy,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -276,6 +284,7 @@ def test_a_memory_extraction_in_flight_at_sigterm_ends_before_the_model_and_logs
     caplog.set_level(logging.DEBUG)
     config.llm.preload = False
     left: list[object] = []
+    generations = runner_generations(monkeypatch)
 
     async def main() -> None:
         daemon = Daemon(config, host="127.0.0.1", port=0)
@@ -289,7 +298,8 @@ def test_a_memory_extraction_in_flight_at_sigterm_ends_before_the_model_and_logs
             runtime.db.add_message(conversation, "user", f"My cat Miso sleeps on the boiler, note {i}.")
         keeper.after_turn(conversation, 0)
         await eventually(lambda: runtime.scheduler.busy, timeout=30, what="the extraction's generation")
-        await asyncio.sleep(0.5)  # the request is in the runner
+        # The request is in the runner: its tokens are coming back.
+        await eventually(lambda: any(p.logprobs for p in generations), timeout=60, what="the runner generating")
         daemon.stopping.set()
         assert await served == 0
         left.extend(task for task in keeper.background if not task.done())

@@ -8,6 +8,7 @@ import pytest
 
 from appliance.errors import PicoagentError
 from appliance.lifecycle import Chores, Loop, Services
+from tests.helpers import eventually
 
 
 class Recorded:
@@ -74,14 +75,17 @@ def test_loops_and_chores_are_cancelled_at_stop() -> None:
         finally:
             ran.append(f"{name} ended")
 
+    async def quick() -> None:
+        ran.append("quick ended")
+
     async def main() -> None:
         chores = Chores()
         services = Services()
         await services.start([chores, Loop("sampler", lambda: forever("loop"))])
         chores.spawn(forever("chore"))
-        chores.spawn(asyncio.sleep(0))  # a finished chore is forgotten, not cancelled
-        await asyncio.sleep(0.01)
+        chores.spawn(quick())  # a finished chore is forgotten, not cancelled
+        await eventually(lambda: "quick ended" in ran and len(chores._running) == 1, what="the quick chore forgotten")
         await services.stop()
 
     asyncio.run(main())
-    assert sorted(ran) == ["chore ended", "loop ended"]
+    assert sorted(ran) == ["chore ended", "loop ended", "quick ended"]  # each once: the quick one not cancelled

@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -148,14 +147,14 @@ def test_servers_that_do_not_start_are_problems_not_errors(tmp_path: Path) -> No
         await clients.stop()
         return clients, servers
 
-    started_at = time.monotonic()
     clients, servers = asyncio.run(scenario())
-    assert time.monotonic() - started_at < 5
     assert clients.problems["hangs"] == "mcp server hangs did not start within 0.5 s"
     assert clients.problems["missing"].startswith(f"mcp server missing: cannot run {tmp_path / 'no-such-server'}")
     assert clients.problems["not_mcp"] == "mcp server not_mcp exited with code 1"
     assert len(clients.registry) == 0
-    assert servers[0]._proc is not None and servers[0]._proc.returncode is not None  # the hung one was stopped
+    hung = servers[0]._proc
+    # The hung one was stopped by a signal, not waited for through its 60 s sleep (which would end it with 0).
+    assert hung is not None and hung.returncode is not None and hung.returncode < 0, hung and hung.returncode
 
 
 def test_doctor_starts_each_server_and_reports_the_broken_one(config: Config, tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from appliance.config import Config
+from tests import telegram_harness as telegram
 from tests import test_channel_slack as slack
-from tests import test_telegram as telegram
 
 FACTS = ["The porch light is on a timer in winter.", "Ann's birthday is on 3 May.", "The router is in the attic."]
 

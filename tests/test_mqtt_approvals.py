@@ -12,10 +12,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import time
 
 from appliance.config import Config, MqttConfig
-from tests.helpers import eventually, started
+from tests.helpers import eventually, started, wait_for
 from tests.mqtt_broker import Broker, Watcher
 
 ALARM = "The alarm code is 7319."
@@ -26,11 +25,10 @@ def retained(broker: Broker) -> dict[str, bytes]:
     """Every retained message on the broker now, as a client subscribing afresh receives them."""
     fresh = Watcher(broker, "#")
     try:
-        wait = 0.0
-        while wait < 1.0:  # retained messages arrive right after the subscription; then nothing more
-            seen = len(fresh.messages)
-            time.sleep(0.2)
-            wait = wait + 0.2 if len(fresh.messages) == seen else 0.0
+        # The broker sends the retained messages right after the subscription, so before the answer to a
+        # message this client publishes after it: once that is back, every retained one is in.
+        fresh.publish("test/retained-end", "end")
+        wait_for(lambda: fresh.latest("test/retained-end") == b"end", what="the end-of-retained marker")
         with fresh.lock:
             return {t: p for t, p, kept in fresh.messages if kept}
     finally:

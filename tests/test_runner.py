@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -74,9 +75,10 @@ def test_cancel_and_routing_abort_reach_the_runner(runner: ModelRunner, model_pa
             GenerationRequest(STORY, max_tokens=200, should_stop=lambda logprobs: len(logprobs) >= 5)
         )
         assert aborted.finish_reason == "aborted" and aborted.completion_tokens < 20
-        request = GenerationRequest(STORY, max_tokens=400)
+        streaming = asyncio.Event()
+        request = GenerationRequest(STORY, max_tokens=400, on_token=lambda piece: streaming.set())
         task = asyncio.ensure_future(model.generate(request))
-        await asyncio.sleep(0.5)
+        await asyncio.wait_for(streaming.wait(), 30)  # the runner is generating it
         request.cancel.set()  # as a web client that went away does
         done = await task
         assert done.finish_reason == "cancelled" and done.completion_tokens < 400
@@ -104,8 +106,11 @@ def test_a_generation_left_by_its_caller_then_stopped_with_the_runner_logs_no_er
         task.cancel()  # as the daemon's stop cancels the background work
         with pytest.raises(asyncio.CancelledError):
             await task
+        readers = [t for t in threading.enumerate() if t.name == "runner-reader"]
         runner.stop()  # the runtime closes: the cancel is never answered, the request fails as stopped
-        await asyncio.sleep(0.2)  # the reader thread's failure reaches the loop
+        # The reader thread fails the request and ends; what it handed the loop runs before to_thread returns.
+        await asyncio.to_thread(lambda: [t.join(30) for t in readers])
+        assert readers and not any(t.is_alive() for t in readers)
 
     caplog.set_level(logging.DEBUG)
     asyncio.run(scenario())

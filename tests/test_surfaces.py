@@ -210,11 +210,11 @@ def probe_web_row(config: Config, who: str) -> Observed:
 @contextlib.asynccontextmanager
 async def platform(name: str, config: Config, mail: MailServers | None) -> AsyncIterator[tuple[Pi, Say]]:
     """The owner typing on ``name``'s harness, and what the harness runs on."""
+    from tests import telegram_harness as telegram
     from tests import test_channel_discord as discord
     from tests import test_channel_email as email
     from tests import test_channel_slack as slack
     from tests import test_channel_whatsapp as whatsapp
-    from tests import test_telegram as telegram
 
     if name == "telegram":
         async with telegram.telegram(config) as th:

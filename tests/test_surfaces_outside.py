@@ -69,7 +69,7 @@ def probe_bridge(config: Config) -> Observed:
 
 
 @contextlib.asynccontextmanager
-async def mqtt_pi(config: Config, folder: Path) -> AsyncIterator[tuple[Pi, Any]]:
+async def mqtt_pi(config: Config, folder: Path) -> AsyncIterator[tuple[Pi, Any, Any]]:
     """The runtime with the daemon's MQTT parts on a real broker: the link, the bridge and the notify chat."""
     from appliance.mqtt.bridge import MqttBridge
     from appliance.mqtt.chat import MqttChat
@@ -91,7 +91,7 @@ async def mqtt_pi(config: Config, folder: Path) -> AsyncIterator[tuple[Pi, Any]]
         await bridge.start()
         try:
             await eventually(lambda: link.connected, what="the link")
-            yield Pi(runtime, model), watcher
+            yield Pi(runtime, model), watcher, bridge
         finally:
             await bridge.stop()
             await link.stop()
@@ -101,7 +101,7 @@ async def mqtt_pi(config: Config, folder: Path) -> AsyncIterator[tuple[Pi, Any]]
 
 def probe_notify(config: Config, folder: Path) -> Observed:
     async def main() -> Observed:
-        async with mqtt_pi(config, folder) as (pi, watcher):
+        async with mqtt_pi(config, folder) as (pi, watcher, _bridge):
 
             async def say(text: str) -> list[str]:
                 """Publish on the notify topic as any client of the broker can; the reply published for it."""
@@ -119,18 +119,21 @@ def probe_set_topics(config: Config, folder: Path) -> Observed:
     """Everything a client can publish on the devices' command topics: only payloads for the device itself."""
 
     async def main() -> Observed:
-        async with mqtt_pi(config, folder) as (pi, watcher):
+        async with mqtt_pi(config, folder) as (pi, watcher, bridge):
             held = await pi.hold_a_write()
             await pi.remember_the_alarm()
             pi.script_fan_on()
+            payloads = ("Good morning, what a day", "/status", f"/approve {held}", "/memory alarm code")
             for topic in ("picoagent/fan/set", "picoagent/gate/set"):
-                for payload in ("Good morning, what a day", "/status", f"/approve {held}", "/memory alarm code"):
+                for payload in payloads:
                     watcher.publish(topic, payload)
             watcher.publish("picoagent/gate/set", "ON")  # the gate's own payload: a write, which waits
             assert pi.runtime.approvals is not None
             desk = pi.runtime.approvals
             await eventually(lambda: len(desk.pending()) == 2, what="the gate's write held")
-            await asyncio.sleep(0.5)  # anything else the payloads set off has happened by now
+            # Every payload reached the bridge and all it set off for them has ended (not a guessed pause).
+            sent = 2 * len(payloads) + 1
+            await eventually(lambda: bridge.commands == sent and not bridge._tasks, what="each payload handled")
             published = b"\n".join(payload for _, payload, _ in list(watcher.messages))
             assert pi.runtime.devices is not None
             gate = any(bool(r.value) for r in await pi.runtime.devices.read("gate") if r.quantity == "state")

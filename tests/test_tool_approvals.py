@@ -29,7 +29,7 @@ from appliance.runtime import Runtime, tool_registry
 from appliance.tools.approvals import ToolRun
 from tests.fakes.clock import ManualClock
 from tests.helpers import needs_bwrap
-from tests.test_telegram import OWNER, Harness, buttons, run
+from tests.telegram_harness import OWNER, Harness, buttons, run
 
 COMMAND = "echo ran >> ran.txt"
 

@@ -6,7 +6,6 @@ import asyncio
 import datetime as dt
 import json
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any, Literal, Optional
 
@@ -145,7 +144,6 @@ def test_get_of_an_unknown_tool_lists_the_known_ones() -> None:
 def registry() -> Iterator[ToolRegistry]:
     """A registry with tools that behave and misbehave."""
     registry = ToolRegistry()
-    release = threading.Event()
 
     @registry.register
     def add(a: int, b: int = 1) -> int:
@@ -168,18 +166,6 @@ def registry() -> Iterator[ToolRegistry]:
         raise ToolError("the door is locked", fix="use the key")
 
     @registry.register
-    def slow_sync() -> str:
-        """Block a thread."""
-        release.wait(10)
-        return "late"
-
-    @registry.register
-    async def slow_async() -> str:
-        """Sleep on the loop."""
-        await asyncio.sleep(10)
-        return "late"
-
-    @registry.register
     async def quick_async(text: str) -> str:
         """Answer at once."""
         return text.upper()
@@ -190,7 +176,6 @@ def registry() -> Iterator[ToolRegistry]:
         return "x" * n
 
     yield registry
-    release.set()  # let the abandoned thread of slow_sync end
 
 
 def test_a_good_call_is_ok(registry: ToolRegistry) -> None:
@@ -240,25 +225,42 @@ def test_a_tool_that_raises_is_a_result(registry: ToolRegistry) -> None:
 
 
 def test_a_sync_tool_past_its_timeout_is_a_result(registry: ToolRegistry) -> None:
-    async def call() -> tuple[ToolResult, float]:
-        started = time.perf_counter()
-        result = await registry.execute("slow_sync", {}, timeout_s=0.2)
-        return result, time.perf_counter() - started
+    release, returned = threading.Event(), threading.Event()
 
-    # asyncio.run returns at once: the abandoned tool thread does not hold up the loop's shutdown.
-    started = time.perf_counter()
-    result, elapsed = asyncio.run(call())
-    assert time.perf_counter() - started < 2.0
-    assert not result.ok and result.error == "timed out after 0.2 s"
-    assert 0.15 < elapsed < 2.0
-    assert 0.15 < result.duration_s < 2.0
+    @registry.register
+    def blocked() -> str:
+        """Block a thread until the test lets it go."""
+        release.wait(60)
+        returned.set()
+        return "late"
+
+    # asyncio.run returns while the tool still blocks: the abandoned thread does not hold up the loop's shutdown.
+    result = asyncio.run(registry.execute("blocked", {}, timeout_s=0.2))
+    try:
+        assert not returned.is_set()
+        assert not result.ok and result.error == "timed out after 0.2 s"
+        assert result.duration_s >= 0.15  # it did wait for the tool, up to its timeout
+    finally:
+        release.set()
+    assert returned.wait(10)  # the thread ends once let go
 
 
 def test_an_async_tool_past_its_timeout_is_a_result(registry: ToolRegistry) -> None:
-    started = time.perf_counter()
-    result = run(registry, "slow_async", {}, timeout_s=0.2)
+    cancelled = threading.Event()
+
+    @registry.register
+    async def sleepy() -> str:
+        """Sleep on the loop far past any timeout."""
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "late"
+
+    result = run(registry, "sleepy", {}, timeout_s=0.2)
     assert not result.ok and result.error == "timed out after 0.2 s"
-    assert time.perf_counter() - started < 2.0
+    assert cancelled.is_set()  # cut at its timeout, not awaited to its end
 
 
 def test_a_dict_result_is_json(registry: ToolRegistry) -> None:

@@ -19,13 +19,13 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
 from appliance.config import CHECKOUT_CONFIG
 from appliance.llm import models
+from tests.browser_checks import get_json, no_card_covers_another, no_horizontal_scroll, post_json, uncovered
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -182,11 +182,6 @@ def page(context: sync_api.BrowserContext) -> Iterator[sync_api.Page]:
     page.close()
 
 
-def _no_horizontal_scroll(page: sync_api.Page) -> None:
-    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-    assert overflow <= 0, f"{page.url} scrolls sideways by {overflow}px at {page.viewport_size}"
-
-
 def test_signing_in_wrong_then_right_lands_on_the_status_page(
     browser: sync_api.Browser, server: Served, requested: list[str]
 ) -> None:
@@ -220,18 +215,19 @@ def test_chat_streams_a_reply_and_keeps_it_across_a_reload(page: sync_api.Page) 
     expect(page.locator(".msg-assistant .msg-text").first).to_contain_text("Paris")
 
 
-def _uncovered(page: sync_api.Page, locator: sync_api.Locator) -> None:
-    """The element is what a person's tap at its centre reaches: visible and not under something else."""
-    expect(locator).to_be_visible()
-    locator.scroll_into_view_if_needed()
-    box = locator.bounding_box()
-    assert box is not None
-    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-    hit = page.evaluate("([x, y]) => document.elementFromPoint(x, y)?.textContent ?? ''", [x, y])
-    assert hit == locator.text_content(), f"the point ({x:.0f}, {y:.0f}) shows {hit!r}, not {locator.text_content()!r}"
+def _asked_in_the_chat(page: sync_api.Page) -> None:
+    """The question asked on the chat page and its local reply in; the status page lists that reply."""
+    page.goto("/chat")
+    expect(page.locator("#conn-text")).to_have_text("connected")
+    before = page.locator(".msg-assistant").count()
+    page.get_by_label("Message").fill(QUESTION)
+    page.get_by_label("Message").press("Enter")
+    expect(page.locator(".msg-assistant").nth(before).locator(".msg-text")).to_contain_text("Paris", timeout=30_000)
+    expect(page.get_by_label("Message")).to_be_enabled()
 
 
 def test_pages_fit_a_phone_and_screenshots_are_saved(page: sync_api.Page) -> None:
+    _asked_in_the_chat(page)  # its own reply to show, whichever tests ran before it
     ARTIFACTS.mkdir(exist_ok=True)
     for size, suffix in ((DESKTOP, "desktop"), (PHONE, "phone")):
         page.set_viewport_size(size)
@@ -239,67 +235,13 @@ def test_pages_fit_a_phone_and_screenshots_are_saved(page: sync_api.Page) -> Non
         expect(page.locator("#updated")).to_contain_text("updated")
         expect(page.locator("#replies .reply").first).to_contain_text("local")
         page.screenshot(path=ARTIFACTS / f"status-{suffix}.png", full_page=True)
-        _no_horizontal_scroll(page)
+        no_horizontal_scroll(page)
 
         page.goto("/chat")
         expect(page.locator("#conn-text")).to_have_text("connected")
         expect(page.locator(".msg-assistant").first).to_contain_text("Paris")
         page.screenshot(path=ARTIFACTS / f"chat-{suffix}.png")
-        _no_horizontal_scroll(page)
-
-
-# Finds, for one card's heading, what a tap at its centre reaches once it is scrolled into view.
-HEADING_HIT = """(id) => {
-  const heading = document.getElementById(id);
-  const card = heading.closest("section.card");
-  const r = heading.getBoundingClientRect();
-  const x = r.left + r.width / 2, y = r.top + r.height / 2;
-  const hit = document.elementFromPoint(x, y);
-  const owner = hit && hit.closest("section.card, header");
-  const name = owner
-    ? owner.querySelector("h2")?.textContent || owner.tagName.toLowerCase()
-    : String(hit && hit.tagName);
-  return {
-    // within a pixel: scrolled into view at the bottom edge, a heading may end 0.4 px below it (sub-pixel layout)
-    inView: r.top >= -1 && r.left >= -1 && r.bottom <= window.innerHeight + 1 && r.right <= window.innerWidth + 1,
-    ours: !!hit && card.contains(hit),
-    shows: name,
-    at: [Math.round(x), Math.round(y)],
-  };
-}"""
-
-# Every pair of cards whose boxes intersect (a grid area shared by two cards draws one over the other).
-CARDS_OVERLAPPING = """() => {
-  const cards = [...document.querySelectorAll("section.card")].filter((c) => c.offsetParent !== null);
-  const pairs = [];
-  for (let i = 0; i < cards.length; i++)
-    for (let j = i + 1; j < cards.length; j++) {
-      const a = cards[i].getBoundingClientRect(), b = cards[j].getBoundingClientRect();
-      if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1)
-        pairs.push(`${cards[i].querySelector("h2").textContent} / ${cards[j].querySelector("h2").textContent}`);
-    }
-  return pairs;
-}"""
-
-
-def _no_card_covers_another(page: sync_api.Page) -> None:
-    """Every card's heading is on screen once scrolled to and is what a tap there reaches; no two cards intersect."""
-    ids = page.evaluate("() => [...document.querySelectorAll('section.card h2')].map((h) => h.id)")
-    assert len(ids) >= 8, ids
-    for heading_id in ids:
-        heading = page.locator(f"#{heading_id}")
-        expect(heading).to_be_visible()
-        heading.scroll_into_view_if_needed()
-        found = page.evaluate(HEADING_HIT, heading_id)
-        assert found["inView"], (
-            f"{heading.text_content()!r} is off screen after scrolling to it at {page.viewport_size}"
-        )
-        assert found["ours"], (
-            f"the {heading.text_content()!r} heading is covered at {page.viewport_size}: "
-            f"a tap at {found['at']} reaches {found['shows']!r}"
-        )
-    overlapping = page.evaluate(CARDS_OVERLAPPING)
-    assert not overlapping, f"cards drawn over each other at {page.viewport_size}: {overlapping}"
+        no_horizontal_scroll(page)
 
 
 @pytest.mark.parametrize("size", [DESKTOP, WIDE, TABLET, PHONE], ids=["desktop", "1280x900", "tablet", "phone"])
@@ -312,15 +254,15 @@ def test_every_status_card_and_device_is_seen_none_under_another(page: sync_api.
     page.route("**/api/status", lambda route: route.abort())
     page.goto("/")
     expect(page.locator("#updated")).to_contain_text("cannot reach")
-    _no_card_covers_another(page)
+    no_card_covers_another(page)
     page.unroute("**/api/status")
     page.goto("/")
     expect(page.locator("#updated")).to_contain_text("updated")
     expect(page.locator("#devices li").first).to_be_visible()
     if size in (TABLET, WIDE):
         page.screenshot(path=ARTIFACTS / f"status-{size['width']}x{size['height']}.png", full_page=True)
-    _no_card_covers_another(page)
-    _uncovered(page, page.locator("#devices li .device-name").first)
+    no_card_covers_another(page)
+    uncovered(page, page.locator("#devices li .device-name").first)
 
 
 def test_the_model_card_shows_the_background_pull_in_one_line(page: sync_api.Page) -> None:
@@ -366,14 +308,14 @@ def test_the_system_card_names_what_a_reload_left_waiting_for_a_restart(page: sy
 def test_the_model_card_shows_how_much_of_the_prompts_was_reused(page: sync_api.Page, size: dict[str, int]) -> None:
     page.set_viewport_size(size)
     page.goto("/")
-    _post(page, "/api/chat", {"message": QUESTION, "session": "prompt-cache"})  # a local turn in the last hour
+    post_json(page, "/api/chat", {"message": QUESTION, "session": "prompt-cache"})  # a local turn in the last hour
     page.goto("/")
     line = page.locator("#m-cache")
     expect(line).to_contain_text(
         re.compile(r"prompt cache: \d+% of \d+ prompt tokens reused in the last hour · prefix (loaded|built)")
     )
-    _uncovered(page, line)
-    _no_horizontal_scroll(page)
+    uncovered(page, line)
+    no_horizontal_scroll(page)
 
 
 @pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["1280", "390"])
@@ -381,12 +323,12 @@ def test_the_model_card_says_when_the_local_model_crashed(page: sync_api.Page, s
     """A real crash: the model runner (the process that maps the model) gets SIGSEGV; the card says so."""
     page.set_viewport_size(size)
     page.goto("/")
-    runner = _get(page, "/api/status")["model"]["runner"]
+    runner = get_json(page, "/api/status")["model"]["runner"]
     if runner["crashes"] == 0:
-        _post(page, "/api/chat", {"message": QUESTION, "session": "crash"})  # the model is loaded and answers
-        os.kill(_get(page, "/api/status")["model"]["runner"]["pid"], signal.SIGSEGV)
+        post_json(page, "/api/chat", {"message": QUESTION, "session": "crash"})  # the model is loaded and answers
+        os.kill(get_json(page, "/api/status")["model"]["runner"]["pid"], signal.SIGSEGV)
         deadline = time.monotonic() + 30
-        while _get(page, "/api/status")["model"]["runner"]["crashes"] == 0:  # the daemon has seen it die
+        while get_json(page, "/api/status")["model"]["runner"]["crashes"] == 0:  # the daemon has seen it die
             assert time.monotonic() < deadline, "the daemon did not notice its runner's crash"
             time.sleep(0.1)
     page.reload()
@@ -394,34 +336,9 @@ def test_the_model_card_says_when_the_local_model_crashed(page: sync_api.Page, s
     expect(line).to_have_text(
         re.compile(r"local model crashed 1× \(last [\d-]+ [\d:]+, signal SIGSEGV\): running again")
     )
-    _uncovered(page, line)
-    _no_horizontal_scroll(page)
-    assert _post(page, "/api/chat", {"message": QUESTION, "session": "crash"})["route"] in ("local", "intent")
-
-
-# Requests from inside the page (the browser's own cookies and, over HTTPS, its trust in the daemon's key).
-FETCH = """async ([path, body]) => {
-  const csrf = (await (await fetch("/api/session")).json()).csrf;
-  const init = body === null ? {} : {
-    method: "POST", headers: {"Content-Type": "application/json", "X-CSRF-Token": csrf}, body: JSON.stringify(body),
-  };
-  const response = await fetch(path, init);
-  return {status: response.status, body: await response.json()};
-}"""
-
-
-def _get(page: sync_api.Page, path: str) -> Any:
-    """GET as the signed-in page does."""
-    answer = page.evaluate(FETCH, [path, None])
-    assert answer["status"] == 200, answer
-    return answer["body"]
-
-
-def _post(page: sync_api.Page, path: str, body: dict[str, object]) -> Any:
-    """POST as the signed-in page does: the session cookie and its CSRF token."""
-    answer = page.evaluate(FETCH, [path, body])
-    assert answer["status"] in (200, 201), answer
-    return answer["body"]
+    uncovered(page, line)
+    no_horizontal_scroll(page)
+    assert post_json(page, "/api/chat", {"message": QUESTION, "session": "crash"})["route"] in ("local", "intent")
 
 
 @pytest.mark.parametrize("size", [WIDE, PHONE], ids=["1280x900", "390x844"])
@@ -432,14 +349,14 @@ def test_switches_on_the_devices_card_set_devices_and_wait_for_approval(
     page.goto("/")
     expect(page.locator("#updated")).to_contain_text("updated")
     fan = page.get_by_role("switch", name="fan", exact=True)
-    _uncovered(page, fan)
+    uncovered(page, fan)
     was = fan.get_attribute("aria-checked")
     fan.click()
     now = "false" if was == "true" else "true"
     expect(fan).to_have_attribute("aria-checked", now)
     fan_row = page.locator("#devices li", has=fan)
     expect(fan_row.locator(".device-detail")).to_contain_text("on" if now == "true" else "off")
-    assert _get(page, "/api/devices/fan")["readings"][0]["value"] is (now == "true")
+    assert get_json(page, "/api/devices/fan")["readings"][0]["value"] is (now == "true")
 
     lamp = page.get_by_role("slider", name="desk_lamp brightness")
     lamp.fill("40")
@@ -452,13 +369,13 @@ def test_switches_on_the_devices_card_set_devices_and_wait_for_approval(
     note = page.locator("#devices li", has=gate).locator(".row-note")
     expect(note).to_have_text(re.compile(r"^waiting for approval \S+$"))
     action = (note.text_content() or "").split()[-1]
-    assert [p["id"] for p in _get(page, "/api/approvals")["pending"]] == [action]
+    assert [p["id"] for p in get_json(page, "/api/approvals")["pending"]] == [action]
     expect(gate).to_have_attribute("aria-checked", "false")  # nothing switched before a person says so
     page.reload()
     expect(page.locator("#devices li", has=page.get_by_role("switch", name="gate")).locator(".row-note")).to_have_text(
         f"waiting for approval {action}"
     )
-    _post(page, f"/api/approvals/{action}/deny", {})
+    post_json(page, f"/api/approvals/{action}/deny", {})
     gate_note = page.locator("#devices li", has=page.get_by_role("switch", name="gate")).locator(".row-note")
     expect(gate_note).to_be_hidden(timeout=15_000)  # the next poll: the approvals list no longer has it
     ARTIFACTS.mkdir(exist_ok=True)
@@ -472,9 +389,9 @@ def test_scheduled_and_tasks_cards_show_jobs_and_tasks_with_working_buttons(
     page.set_viewport_size(size)
     page.goto("/")
     expect(page.locator("#updated")).to_contain_text("updated")
-    job = _post(page, "/api/cron", {"schedule": "daily 19:00", "message": "take the bins out"})
-    task = _post(page, "/api/tasks", {"goal": "list three vegetables", "budget_tokens": 3000, "max_steps": 4})
-    _post(page, f"/api/tasks/{task['id']}/pause", {})
+    job = post_json(page, "/api/cron", {"schedule": "daily 19:00", "message": "take the bins out"})
+    task = post_json(page, "/api/tasks", {"goal": "list three vegetables", "budget_tokens": 3000, "max_steps": 4})
+    post_json(page, f"/api/tasks/{task['id']}/pause", {})
     page.reload()  # rather than waiting for the next poll
 
     row = page.locator(f'#jobs li[data-job="{job["id"]}"]')
@@ -491,8 +408,8 @@ def test_scheduled_and_tasks_cards_show_jobs_and_tasks_with_working_buttons(
     expect(task_row.locator(".item-lines")).to_contain_text("of 3000")
     expect(task_row.locator(".item-lines")).to_contain_text("of 4")
     page.screenshot(path=ARTIFACTS / f"status-automation-{size['width']}.png", full_page=True)
-    _no_card_covers_another(page)
-    _no_horizontal_scroll(page)
+    no_card_covers_another(page)
+    no_horizontal_scroll(page)
 
     row.get_by_role("button", name=re.compile("^Pause")).click()
     expect(row.locator(".item-badges")).to_contain_text("paused")
@@ -540,7 +457,7 @@ def test_a_proactive_message_shows_in_the_feed_live_and_as_a_browser_notificatio
     newest = page.locator("#feed li").first
     expect(newest.locator(".feed-text")).to_have_text(f"porch_check: {ran.stdout.strip()}", timeout=15_000)
     expect(newest.locator(".feed-where")).to_have_text("cron · not sent (no channel)")
-    _uncovered(page, newest.locator(".feed-text"))
+    uncovered(page, newest.locator(".feed-text"))
     page.wait_for_function("(text) => window.__shown.includes(text)", arg=f"porch_check: {ran.stdout.strip()}")
     page.screenshot(path=ARTIFACTS / f"status-feed-{'phone' if size == PHONE else 'desktop'}.png", full_page=True)
     context.close()
@@ -559,9 +476,9 @@ def test_a_question_by_meaning_offers_buttons_and_a_tap_answers_it(page: sync_ap
     expect(reply.locator(".msg-meta")).to_contain_text("intent")
     expect(reply.locator(".msg-meta")).to_contain_text("answered without the model · intent fast path")
     yes, no = reply.get_by_role("button", name="yes"), reply.get_by_role("button", name="no")
-    _uncovered(page, yes)
-    _uncovered(page, no)
-    _no_horizontal_scroll(page)
+    uncovered(page, yes)
+    uncovered(page, no)
+    no_horizontal_scroll(page)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=ARTIFACTS / f"chat-question-{'phone' if size == PHONE else 'desktop'}.png")
     yes.click()
@@ -586,7 +503,12 @@ def test_over_https_plain_http_is_redirected_and_the_session_cookie_is_secure(
     assert session["secure"] and session["httpOnly"]
 
 
-def test_the_browser_never_left_the_appliance(requested: list[str]) -> None:
+def test_the_browser_never_left_the_appliance(page: sync_api.Page, requested: list[str]) -> None:
+    """Every request of this module's browser; this test's own page (status, then chat) when it runs alone."""
+    page.goto("/")
+    expect(page.locator("#updated")).to_contain_text("updated")
+    page.goto("/chat")
+    expect(page.locator("#conn-text")).to_have_text("connected")
     assert requested, "no requests were recorded"
     hosts = {urlsplit(url).hostname for url in requested if not url.startswith(("data:", "about:"))}
     assert hosts == {"127.0.0.1"}, f"requests to other hosts: {sorted(h for h in hosts if h != '127.0.0.1')}"

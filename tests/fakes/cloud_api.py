@@ -10,7 +10,8 @@ one JSON body when the request says ``"stream": false``.
 Tests enqueue replies (:meth:`FakeCloud.enqueue`: text and/or tool calls; default an echo), inject failures
 for the next requests (:meth:`FakeCloud.fail_next`: ``429`` with retry-after, ``500``, ``hang``, ``drop``
 (connection closed without an answer), ``malformed`` (an event that is not JSON)), slow the stream down
-(:attr:`FakeCloud.chunk_delay_s`), and read :attr:`FakeCloud.requests` to assert what was sent.
+(:attr:`FakeCloud.chunk_delay_s`), and read :attr:`FakeCloud.requests` to assert what was sent (and, for a
+stream, how much of it was written before the client went away).
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ class RecordedRequest:
     body: Any
     outcome: str  # "ok", "401", or the injected failure
     at: float = field(default_factory=time.monotonic)
+    events_sent: int = 0  # server-sent events written for it
+    streamed_to_the_end: bool = False  # every event of the reply was written and the stream closed
+    ended: asyncio.Event = field(default_factory=asyncio.Event)  # the server is done streaming it, however that ended
 
 
 @dataclass
@@ -200,11 +204,18 @@ class FakeCloud:
             events = self._anthropic_events(reply, pieces, finish, prompt_tokens)
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await resp.prepare(request)
-        for event in events:
-            await resp.write(event.encode())
-            if self.chunk_delay_s:
-                await asyncio.sleep(self.chunk_delay_s)
-        await resp.write_eof()
+        try:
+            for event in events:
+                await resp.write(event.encode())
+                record.events_sent += 1
+                if self.chunk_delay_s:
+                    await asyncio.sleep(self.chunk_delay_s)
+            await resp.write_eof()
+            record.streamed_to_the_end = True
+        except ConnectionError:
+            pass  # the client went away in the middle of the stream: what it read is in events_sent
+        finally:
+            record.ended.set()
         return resp
 
     def _tool_protocol_error(self, messages: list[dict[str, Any]]) -> str:
