@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 from appliance.config import Config
+from appliance.llm.embeddings import LocalEmbedder
 from appliance.llm.scripted import ScriptedModel
 from appliance.memory.db import Database
 from appliance.memory.keeper import MemoryKeeper
@@ -146,4 +147,27 @@ def test_recall_applies_the_configured_decay(config: Config, tmp_path: Path) -> 
     assert asyncio.run(keeper.recall("bike lock code"))[0] == "bike lock code 1234"  # bm25 alone: the shorter
     config.memory.decay_half_life_days = 30
     assert asyncio.run(keeper.recall("bike lock code"))[0].endswith("now 9876")  # a year older: ranked lower
+    db.close()
+
+
+def test_recall_shows_the_model_only_memories_near_the_message(
+    config: Config, tmp_path: Path, minilm: LocalEmbedder
+) -> None:
+    """A sign-off is near no memory: the small model is shown none, so it cannot read one back ("perfect" got
+    "The key to the garden shed is under the flowerpot", a README walk). A question about it still recalls it."""
+    db = Database(tmp_path / "r.db")
+    store = MemoryStore(
+        db, minilm.embed, model_name="minilm", dimensions=minilm.dimensions, embed_query=minilm.embed_query
+    )  # as runtime.memory_store builds it
+    keeper = MemoryKeeper(config.memory, store, db, ScriptedModel(), context_tokens=1000)
+    store.add_many(
+        [
+            NewMemory("The key to the garden shed is under the flowerpot by the door", "t"),
+            NewMemory("My sister's birthday is on the 4th of May", "t"),
+        ]
+    )
+    for sign_off in ("perfect", "got it", "no that's it", "cheers, that's all", "cool"):
+        assert asyncio.run(keeper.recall(sign_off)) == [], sign_off
+    assert asyncio.run(keeper.recall("where did I leave the shed key?"))[0].startswith("The key to the garden shed")
+    assert asyncio.run(keeper.recall("when is my sister's birthday?"))[0].startswith("My sister's birthday")
     db.close()

@@ -124,11 +124,13 @@ class MemoryKeeper:
         except PicoagentError as exc:
             log.warning("recall failed: %s", exc.message)
             return []
+        # Only what is near by meaning (or found by a rare word): the nearest memory is not always near, and the
+        # small model reads whatever it is shown back ("perfect" got "The key to the garden shed is under the
+        # flowerpot", a README walk). The same bar as `memory search`.
         budget = self.config.recall_tokens * CHARS_PER_TOKEN
         chosen: list[str] = []
-        for hit in hits:
-            memory = getattr(hit, "memory", hit)
-            line = memory.text
+        for hit in hits.relevant():
+            line = hit.memory.text
             if len(line) > budget:
                 break
             budget -= len(line)
