@@ -59,6 +59,13 @@ from appliance.grounded.units import UNITS
         ("thank you, see you later", "courtesy", "both"),
         ("cheers, good night", "courtesy", "both"),
         ("ok bye then", "courtesy", "bye"),
+        ("perfect", "courtesy", "noted"),  # the 135M read a memory back to each of these (README walk 6)
+        ("got it", "courtesy", "noted"),
+        ("cool", "courtesy", "noted"),  # and took this one for the temperature
+        ("no that's it", "courtesy", "done"),
+        ("cheers, that's all", "courtesy", "done"),
+        ("that's all I wanted to know, thanks", "courtesy", "done"),
+        ("nothing else, bye", "courtesy", "done_bye"),
         ("thanks, what time is it?", "time", "time"),  # the question first: thanks are last
     ],
 )
@@ -73,6 +80,9 @@ def test_the_topic_that_knows_takes_it_first(message: str, kind: str, what: str)
         "cheers. and what month was the boiler last looked at?",  # the eighth set's; "You're welcome." (session 41)
         "cheers. what's the actual date tomorrow?",  # the tenth's: the thanks was a clause of its own
         "thanks! also, who serviced the boiler?",
+        "cool, what time is it?",
+        "ok turn on the fan",
+        "that's not it",
     ],
 )
 def test_thanks_before_a_question_is_never_answered_as_thanks(message: str) -> None:

@@ -136,7 +136,7 @@ class GroundedDesk:
         labelled = _LABEL.match(core)  # "quick maths: 1234 + 5678": what follows a short label
         after = [labelled["rest"]] if labelled else []
         readings = [r for r in dict.fromkeys([core, text.strip(), *_clauses(core), *first, *after]) if r]
-        whole = [r for r in dict.fromkeys([core, text.strip()]) if r]
+        whole = [r for r in dict.fromkeys([text.strip(), core]) if r]  # as said first: "great, thank you!" thanks
         for topic in self.topics:  # each topic's asks, one a reading that it takes: the desk tries them in turn
             # a topic of whole messages (thanks) is not one clause of them: "cheers. what's the date tomorrow?"
             mine = whole if getattr(topic, "whole", False) else readings
