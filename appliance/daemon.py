@@ -317,7 +317,10 @@ class Daemon:
         previous, runtime.model = runtime.model, model
         runtime.scheduler.model = model
         closed = asyncio.get_running_loop().run_in_executor(None, previous.close)  # after its current job
-        log.warning("model: %s now serves instead of %s (%s)", model.name, previous.name, reason)
+        if model.name == previous.name:  # the same model again (a reload): "X now serves instead of X" read oddly
+            log.warning("model: %s loaded again (%s)", model.name, reason)
+        else:
+            log.warning("model: %s now serves instead of %s (%s)", model.name, previous.name, reason)
         if self.config.llm.preload:
             self.chores.spawn(self._preload_after(closed))
         return closed

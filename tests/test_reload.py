@@ -301,3 +301,12 @@ def test_the_forecast_the_sun_and_a_sun_job_follow_a_place_given_at_the_reload(t
         assert await served == 0
 
     asyncio.run(main())
+
+
+def test_an_llm_setting_changed_on_the_same_model_says_it_loaded_again(serve: Serve) -> None:
+    """A README walk: after an llm setting changed, the log read "smollm2-135m now serves instead of
+    smollm2-135m". The same model, loaded again with the new settings, says so."""
+    reload(serve, lambda text: text.replace("  seed: 42\n", "  seed: 43\n", 1))
+    wait_for(lambda: "(SIGHUP: the llm settings changed)" in serve.text(), what="the model line")
+    line = [x for x in serve.text().splitlines() if "model: " in x and "SIGHUP: the llm settings changed" in x]
+    assert line and "loaded again" in line[-1] and "instead of" not in line[-1], line
