@@ -437,7 +437,7 @@ class Daemon:
         """Cron jobs (config, workspace/cron.yaml, made in chat) with the model's tools for them, and the heartbeat."""
         from appliance.config import load_jobs
         from appliance.schedule.heartbeat import Heartbeat, device_readings
-        from appliance.schedule.jobs import make_job_runner
+        from appliance.schedule.jobs import make_job_runner, task_queued
         from appliance.schedule.scheduler import Scheduler
         from appliance.tasks.capable import can_work
         from appliance.tools import scheduling
@@ -449,7 +449,7 @@ class Daemon:
         async def start_task(goal: str) -> str:
             task = await runtime.db.call(store.add, goal)
             runner.wake()
-            return f"task {task.id} queued: {task.goal}"
+            return task_queued(task.id, task.goal)
 
         try:
             jobs = load_jobs(sched.jobs, runtime.workspace.root, self.config.devices)

@@ -171,3 +171,18 @@ def test_tasks_run_closes_the_cloud_session_it_used(tmp_path: Path, monkeypatch:
     assert opened and opened[-1].cloud is not None
     session = opened[-1].cloud.provider._session  # what the event loop's end would leave open
     assert session is None or session.closed
+
+
+def test_a_task_job_run_by_hand_says_where_the_tasks_outcome_will_be(tmp_path: Path) -> None:
+    """A README walk: `cron logs` read "task 3 queued" for a task that had since failed. The job only queues the
+    task, so its result names where the task's own outcome is read."""
+    config = config_file(
+        tmp_path / "conf",
+        {"  jobs: []": '  jobs:\n    - {id: tidy, schedule: "daily 03:00", task: "tidy the notes"}'},
+    )
+    ran = picoagent("--config", config, "--data-dir", tmp_path / "data", "cron", "run", "tidy", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == (
+        "task 1 queued: tidy the notes "
+        "(`picoagent tasks run` works it here; `picoagent tasks logs 1` shows how it goes)"
+    ), ran.stdout

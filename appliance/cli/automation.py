@@ -200,7 +200,7 @@ def cmd_cron_run(args: argparse.Namespace) -> int:
         print(answer["result"])
         return 0
     from appliance.runtime import Runtime
-    from appliance.schedule.jobs import make_job_runner
+    from appliance.schedule.jobs import make_job_runner, task_queued
     from appliance.tasks import TaskStore
 
     runtime = Runtime.open(config)
@@ -208,7 +208,7 @@ def cmd_cron_run(args: argparse.Namespace) -> int:
 
         async def queue_task(goal: str) -> str:
             task = await runtime.db.call(TaskStore(runtime.db, settings=config.tasks).add, goal)
-            return f"task {task.id} queued: {task.goal} (`picoagent tasks run` works it here)"
+            return task_queued(task.id, task.goal, first="`picoagent tasks run` works it here; ")
 
         async def run_now() -> str:
             try:

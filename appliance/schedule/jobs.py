@@ -58,6 +58,12 @@ def does(job: CronJob) -> str:
     return f"task: {job.task}"
 
 
+def task_queued(task_id: int, goal: str, *, first: str = "") -> str:
+    """A task job's result: the job only queues the task, so it says where the task's outcome will be (a README
+    walk read "task 3 queued" in `cron logs` for a task that had since failed). ``first``: a step before that."""
+    return f"task {task_id} queued: {goal} ({first}`picoagent tasks logs {task_id}` shows how it goes)"
+
+
 class _Agent(Protocol):
     async def turn(self, text: str, *, channel: str = ..., chat_id: str = ...) -> ReplyRecord: ...
 
