@@ -194,8 +194,9 @@ def test_the_breaker_opens_fails_fast_and_closes_after_the_cool_down(flavour: Fl
     async def scenario(fake: FakeCloud, provider: CloudProvider) -> None:
         fake.fail_next("500", n=3)
         for _ in range(2):
-            with pytest.raises(CloudUnavailable, match="HTTP 500"):
+            with pytest.raises(CloudUnavailable, match="HTTP 500") as failed:
                 await provider.generate(ask())
+            assert "(after 1 attempt)" in str(failed.value), failed.value  # not "1 attempts" (a README walk)
         assert provider.breaker.is_open
         with pytest.raises(CloudUnavailable, match="circuit open"):
             await provider.generate(ask())

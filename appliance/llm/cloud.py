@@ -235,7 +235,7 @@ class CloudProvider:
                         # Text already streamed cannot be taken back, and a wait past the deadline is pointless.
                         if reply.streamed or attempt == self.max_retries or time.monotonic() + delay > deadline:
                             raise CloudUnavailable(
-                                f"{self.name}: {exc} (after {attempt + 1} attempts)",
+                                f"{self.name}: {exc} (after {attempt + 1} attempt{'s' * (attempt != 0)})",
                                 fix="try again later, or check the network and the provider's status page",
                             ) from None
                         log.info("%s: %s; retry %d in %.1f s", self.name, exc, attempt + 1, delay)

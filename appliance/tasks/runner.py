@@ -134,7 +134,8 @@ class TaskRunner:
                 return await self._stop(task, steps, why), steps
             limit = self._limit(task)
             if work_steps(steps) >= limit:
-                return await self._stop(task, steps, f"it took its {limit} steps"), steps
+                why = f"it took its {limit} steps" if limit != 1 else "it took its one step"
+                return await self._stop(task, steps, why), steps
             try:
                 outcome = await self.step(task, list(steps))
             except asyncio.CancelledError:

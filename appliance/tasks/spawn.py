@@ -101,7 +101,8 @@ def register(registry: ToolRegistry, runner: TaskRunner) -> None:
         used = f"{ended.tokens_used:,} tokens"
         if ended.state == "done":
             kind = "stopped with a partial result" if ended.partial else "done"
-            return f"subtask {ended.id} {kind} ({ended.steps_done} steps, {used}): {ended.result}"
+            took = f"{ended.steps_done} step{'s' * (ended.steps_done != 1)}"
+            return f"subtask {ended.id} {kind} ({took}, {used}): {ended.result}"
         if ended.state == "cancelled":
             raise ToolError(f"subtask {ended.id} was cancelled ({used})")
         if ended.state == "error":

@@ -452,5 +452,5 @@ class TaskStore:
             if result is not None and task.state != "cancelled":
                 conn.execute("UPDATE tasks SET state = 'done', result = ? WHERE id = ?", (result, task_id))
         if result is not None and task.state != "cancelled":
-            log.info("task %d: %s -> done after %d step(s)", task_id, task.state, n)
+            log.info("task %d: %s -> done after %d step%s", task_id, task.state, n, "s" * (n != 1))
         return Step(task_id, n, now, kind, content, tokens)
