@@ -356,6 +356,10 @@ def test_cron_add_list_pause_logs_and_cancel_on_the_command_line(tmp_path: Path)
     assert cli("cron", "pause", "fan_0730_weekdays").stdout == "fan_0730_weekdays paused\n"
     listed = cli("cron", "list").stdout
     assert "fan_0730_weekdays 30 7 * * 1-5       PAUSED\n    set fan on (made with `picoagent cron add`)\n" in listed
+    # a second job with a longer schedule: each job's first line still has its columns where the others' are
+    assert cli("cron", "add", "once 2030-11-24 19:00", "--message", "lights").returncode == 0
+    heads = [line for line in cli("cron", "list").stdout.splitlines() if not line.startswith(" ")]
+    assert len(heads) == 2 and len({line.index("PAUSED" if "PAUSED" in line else "next") for line in heads}) == 1, heads
     resumed = cli("cron", "resume", "fan_0730_weekdays").stdout
     assert resumed.startswith("fan_0730_weekdays resumed, next ")
     assert cli("cron", "logs", "fan_0730_weekdays").stdout == "fan_0730_weekdays: no runs yet\n"

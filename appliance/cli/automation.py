@@ -97,12 +97,15 @@ def cmd_cron_list(args: argparse.Namespace) -> int:
         return 0
     if not answer["jobs"]:
         print("no cron jobs (add them in chat, with `cron add`, under scheduler.jobs or in workspace/cron.yaml)")
+    # columns as wide as their longest entry: a chat-made id ("water_0900_sat") or "sunset -30m weekdays" ran over
+    id_width = max(16, *(len(job["id"]) for job in answer["jobs"]))
+    schedule_width = max(18, *(len(job["schedule"]) for job in answer["jobs"]))
     for job in answer["jobs"]:
-        print(_job_lines(job))
+        print(_job_lines(job, id_width, schedule_width))
     return 0
 
 
-def _job_lines(job: dict[str, Any]) -> str:
+def _job_lines(job: dict[str, Any], id_width: int = 16, schedule_width: int = 18) -> str:
     from appliance.schedule.jobs import made
 
     last = "never run"
@@ -112,7 +115,8 @@ def _job_lines(job: dict[str, Any]) -> str:
         last = f"last {job['last_run']} {outcome}" + (f": {lines[0][:70]}" if lines else "")
     source = job.get("made") or made(job.get("source", "config"), job.get("created_by") or "")
     next_run = "PAUSED" if job.get("paused") else f"next {job['next_run'] or 'at start'}"
-    return f"{job['id']:16} {job['schedule']:18} {next_run}\n    {job['does']} ({source})\n    {last}"
+    head = f"{job['id']:{id_width}} {job['schedule']:{schedule_width}} {next_run}"
+    return f"{head}\n    {job['does']} ({source})\n    {last}"
 
 
 def _with_scheduler(config: Config, work: Callable[[Scheduler], Coroutine[Any, Any, Any]]) -> Any:
