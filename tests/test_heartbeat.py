@@ -65,6 +65,7 @@ def test_with_only_comments_the_heartbeat_never_calls_the_model(tmp_path: Path) 
     template = beat.path.read_text(encoding="utf-8")
     assert "- remind me if the soil level is below 30%" in template
     assert "readings" in template
+    assert "[cloud]" not in template  # promised a cloud model "later" that nothing sets up (README walk 6)
     assert heartbeat_tasks(template) == ([], [])
     assert model.history == []
     assert sent == []

@@ -40,8 +40,7 @@ messages you only when one of them needs you. List the checks one per line, for 
 - tell me if the living room is warmer than 28 °C after 22:00
 
 Text inside these comment marks is not read. With no lines outside them nothing runs at all.
-Checks stay on the Pi. A line marked [cloud] is meant for a cloud model later; none is set up,
-so it is checked here like the others.
+The checks and the readings stay on the Pi.
 -->
 """
 HEARTBEAT_SCHEMA: dict[str, Any] = {
