@@ -1,4 +1,14 @@
-"""picoagent: a private AI assistant that lives on a Raspberry Pi."""
+"""picoagent: a private AI assistant that lives on a Raspberry Pi.
+
+Where each concern lives (one package each; README "Layout" has every module, tests/test_layers.py the
+layers and the one-hop test): ``channels/`` every way to chat (the ChatChannel contract, commands,
+pairing, the platforms, the web); ``understanding/`` what a message means before any model (rules, meaning,
+schedule words and times, difficulty, tool ranking, the ask-back store); ``grounded/`` answers from what
+the appliance knows; ``agent/`` the turn (routing, the local and cloud models, acting on what was
+understood); ``schedule/`` the cron scheduler and the heartbeat; ``tasks/`` persistent tasks; ``mqtt/``
+Home Assistant discovery, commands and chat over MQTT (the broker link: ``hardware/remote/``); ``ota/``
+updates over the air; ``daemon.py`` composes the services, ``cli/`` is the ``picoagent`` command.
+"""
 
 import json
 import sys

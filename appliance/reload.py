@@ -188,9 +188,9 @@ class Reloader:
         """What the agent reads a message with, made again from the running config: the devices (names, rooms,
         aliases, what is allowed), agent.devices_by_meaning and local_tools, routing's difficulty settings.
         Cheap: the embeddings are made when first needed (and kept in the database)."""
-        from appliance.agent.intent import IntentMatcher
-        from appliance.agent.understanding import Understanding
         from appliance.grounded.turn import local_zone
+        from appliance.understanding.intent import IntentMatcher
+        from appliance.understanding.meaning import Understanding
 
         agent = self.daemon.runtime.agent
         infos = agent.devices.infos() if agent.devices is not None else []

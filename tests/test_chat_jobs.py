@@ -439,8 +439,8 @@ def test_relative_times_the_model_says_become_once_schedules() -> None:
 def test_the_tool_and_the_schedule_words_resolve_in_n_minutes_alike() -> None:
     """One resolver (schedule/parse.once_after): at 10:00:40 "in 10 minutes" is 10:11 said either way; the
     tool's absolute() truncated it to 10:10 before, 20 s early (issue 34)."""
-    from appliance.agent.schedule_times import find_when, timing
     from appliance.tools.scheduling import absolute
+    from appliance.understanding.schedule_times import find_when, timing
 
     now = local("2026-11-24 10:00").replace(second=40)
     assert absolute("in 10m", now) == "once 2026-11-24 10:11"

@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from appliance.agent import difficulty
 from appliance.agent.router import (
     Difficulty,
     LocalOutcome,
@@ -30,6 +29,7 @@ from appliance.agent.router import (
 from appliance.config import Config
 from appliance.llm.embeddings import LocalEmbedder
 from appliance.llm.local import LocalModel
+from appliance.understanding import difficulty
 from tests.agents import Routed
 from tests.fakes.cloud_api import FakeCloud
 
@@ -79,7 +79,7 @@ def test_weights_for_another_width_are_refused_with_a_log_line(
     minilm: LocalEmbedder, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = _weights(tmp_path, dimensions=768, weights=[0.0] * 768)
-    with caplog.at_level(logging.WARNING, logger="appliance.agent.difficulty"):
+    with caplog.at_level(logging.WARNING, logger="appliance.understanding.difficulty"):
         assert difficulty.for_embedder(minilm, path) is None
         assert difficulty.for_embedder(minilm, path) is None  # asked again: still off, not logged again
     lines = [r.getMessage() for r in caplog.records]
@@ -90,7 +90,7 @@ def test_weights_for_another_model_are_refused(
     minilm: LocalEmbedder, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = _weights(tmp_path, model="bge-small", file="bge-small-en-v1.5.Q8_0.gguf")
-    with caplog.at_level(logging.WARNING, logger="appliance.agent.difficulty"):
+    with caplog.at_level(logging.WARNING, logger="appliance.understanding.difficulty"):
         assert difficulty.for_embedder(minilm, path) is None
     assert "fitted on bge-small's vectors, not minilm's" in caplog.text
     # The same file under another name (a path in memory.embedding_model) is the same model.
@@ -103,7 +103,7 @@ def test_missing_or_broken_weights_turn_the_signal_off(
 ) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text('{"model": "minilm"}', encoding="utf-8")
-    with caplog.at_level(logging.WARNING, logger="appliance.agent.difficulty"):
+    with caplog.at_level(logging.WARNING, logger="appliance.understanding.difficulty"):
         assert difficulty.for_embedder(minilm, tmp_path / "absent.json") is None
         assert difficulty.for_embedder(minilm, broken) is None
     assert "no difficulty weights" in caplog.text and "unreadable" in caplog.text

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from appliance.agent.intent import SETTABLE, Intent, IntentMatcher
 from appliance.errors import ConfigError
 from appliance.hardware.device_info import DeviceInfo
+from appliance.understanding.intent import SETTABLE, Intent, IntentMatcher
 
 HOME = (
     DeviceInfo("porch_light", "switch", "porch", ("porch lamp", "outside light")),

@@ -38,6 +38,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             # The text of a schedule and when it runs: the config checks each job's schedule with it (a leaf
             # in schedule/, which holds scheduling; the package's __init__ imports none of its modules).
             "appliance.schedule.parse",
+            "appliance.schedule.said",  # a schedule said in words: the schedule desk and the grounded agenda
             "appliance.weather.sun",  # pure arithmetic: the sun's times, for sunset jobs and the forecast
         ),
     ),
@@ -62,30 +63,24 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     (
-        "tools and understanding",
+        "tools, and the reply record",
         (
             "appliance.tools",
             "appliance.mcp",
             "appliance.plugins",
             "appliance.weather",
             "appliance.arithmetic",
-            "appliance.grounded",
-            # What a message means before any model (DESIGN.md's understanding/; still in agent/ for now).
-            "appliance.agent.intent",
-            "appliance.agent.semantic",
-            "appliance.agent.semantic_words",
-            "appliance.agent.understanding",
-            "appliance.agent.difficulty",
-            "appliance.agent.tool_rank",
-            "appliance.agent.schedule_words",
-            "appliance.agent.schedule_times",
-            "appliance.agent.schedule_vocab",
-            "appliance.agent.schedule_sun",
-            "appliance.agent.schedule_desk",  # schedules from words, made through the schedule tools
-            "appliance.agent.asked_back",  # the questions asked back, kept until answered (DESIGN: the ask-back store)
             # The reply record, which grounded answers and the schedule desk give and plugins are handed.
             "appliance.agent.record",
         ),
+    ),
+    (
+        "understanding: what a message means before any model (rules, meaning, schedule words, difficulty)",
+        ("appliance.understanding",),
+    ),
+    (
+        "grounded answers: what the appliance knows, said from the facts",
+        ("appliance.grounded",),
     ),
     (
         "agent, schedule and tasks",
@@ -248,3 +243,59 @@ def test_the_check_sees_lazy_and_type_checking_imports() -> None:
         (6, "appliance.cli.common"),
         (7, "appliance.tools.registry"),
     ]
+
+
+# A newcomer's one-hop test (issue 34): each concern is held by one package. A concern is named by what
+# defines it; each of those names is defined (a class or function at the top of a module) once in
+# appliance/, inside its package. Deliberately elsewhere, and so not listed: the MQTT broker link
+# (hardware/remote/mqtt.py, below the devices that use it), the schedule tool (tools/scheduling.py: the
+# model's way to the scheduler) and a schedule said in words (schedule/said.py is in schedule/ anyway).
+CONCERNS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "channels": ("appliance.channels", ("ChatChannel", "ChatCommands", "Doorkeeper", "EditedReply", "ChannelSet")),
+    "understanding": (
+        "appliance.understanding",
+        (
+            "Intent",
+            "IntentMatcher",
+            "SemanticDevices",
+            "read_message",
+            "understand_schedule",
+            "find_when",
+            "timing",
+            "sun_timing",
+            "DifficultyModel",
+            "ToolRanker",
+            "Understanding",
+            "Kept",
+            "AskedBack",
+        ),
+    ),
+    "scheduling": (
+        "appliance.schedule",
+        ("Scheduler", "parse_schedule", "once_after", "JobStore", "Heartbeat", "make_job_runner", "every_words"),
+    ),
+    "MQTT": ("appliance.mqtt", ("MqttBridge", "MqttChat", "Topics", "device_entities", "assistant_entities")),
+    "OTA": ("appliance.ota", ("Updater", "Layout", "HealthCheck", "write_bundle", "extract_verified", "verify_tree")),
+}
+
+
+def _definitions() -> dict[str, list[str]]:
+    """Each class or function name defined at the top of a module in appliance/ -> the modules defining it."""
+    found: dict[str, list[str]] = {}
+    for path in _sources():
+        for node in ast.parse(path.read_text(), filename=str(path)).body:
+            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                found.setdefault(node.name, []).append(module_name(path))
+    return found
+
+
+def test_each_concern_is_one_package() -> None:
+    """Channels, understanding, scheduling, MQTT and OTA: what defines each is in its package, once."""
+    defined = _definitions()
+    astray = {
+        f"{concern}: {name}": defined.get(name, [])
+        for concern, (package, names) in CONCERNS.items()
+        for name in names
+        if len(defined.get(name, [])) != 1 or not defined[name][0].startswith(package + ".")
+    }
+    assert not astray, "defined outside its concern's package, twice, or nowhere: " + repr(astray)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from appliance.agent.escalation import CloudRoute, has_default_route
-from appliance.agent.loop import split_forced
+from appliance.agent.router import split_forced
 from appliance.config import Config
 from appliance.errors import UsageError
 from appliance.llm.base import ChatMessage, GenerationRequest

@@ -67,7 +67,7 @@ def test_a_cloud_request_inside_the_message_quotes_the_command(runtime: Runtime)
 
 
 def test_each_way_of_asking_is_quoted_as_it_was_asked() -> None:
-    from appliance.agent.loop import asked_with
+    from appliance.agent.router import asked_with
 
     assert asked_with("cloud", "api", in_text=False) == '"route": "cloud"'
     assert asked_with("cloud", "api", in_text=True) == "/cloud"  # the message itself said /cloud

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from appliance.agent.schedule_desk import every_words
 from appliance.config import Config, CronJob
 from appliance.llm.scripted import ScriptedModel
 from appliance.notify import Notifier, recent
 from appliance.outbox import Outbox
 from appliance.runtime import Runtime
 from appliance.schedule.jobs import make_job_runner
+from appliance.schedule.said import every_words
 from appliance.schedule.scheduler import Scheduler
 from tests.fakes.chat_platform import MemoryChannel, platform_class
 from tests.fakes.clock import ManualClock

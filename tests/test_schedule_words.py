@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from appliance.agent.schedule_words import CancelAsk, ScheduleAsk, Unclear, understand_schedule
 from appliance.schedule.parse import parse_schedule
+from appliance.understanding.schedule_words import CancelAsk, ScheduleAsk, Unclear, understand_schedule
 from tests.test_intent import HOME
 
 BRUSSELS = ZoneInfo("Europe/Brussels")

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 import yaml
 
-from appliance.agent.intent import IntentMatcher
 from appliance.agent.record import ReplyRecord
 from appliance.config import Config
 from appliance.hardware.events import EventBus
 from appliance.llm.scripted import ScriptedModel
 from appliance.runtime import Runtime
+from appliance.understanding.intent import IntentMatcher
 
 HERE = Path(__file__).resolve().parent
 TABLE = yaml.safe_load((HERE / "eval" / "device_phrasings.yaml").read_text(encoding="utf-8"))

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from appliance.agent.schedule_desk import every_words
-from appliance.agent.schedule_words import ScheduleAsk, Unclear, understand_schedule
 from appliance.config import Config, CronJob, load_config
 from appliance.errors import ConfigError, UsageError
 from appliance.memory.db import Database
 from appliance.schedule.parse import SunSchedule, parse_schedule
+from appliance.schedule.said import every_words
 from appliance.schedule.scheduler import Scheduler
 from appliance.schedule.store import JobStore
+from appliance.understanding.schedule_words import ScheduleAsk, Unclear, understand_schedule
 from appliance.weather.sun import sun_day
 from tests.fakes.clock import ManualClock
 from tests.helpers import write

@@ -1,6 +1,6 @@
 """The honest decline: a question the Pi's model will not manage, when the cloud may not answer it either.
 
-When the difficulty score (:mod:`appliance.agent.difficulty`) puts a message over its bar and routing may
+When the difficulty score (:mod:`appliance.understanding.difficulty`) puts a message over its bar and routing may
 not send it to the cloud (:func:`appliance.agent.router.declines`), no model runs: the reply says so in one
 sentence and offers what would help, as answers to tap (the buttons the schedule desk's "which one?" uses):
 

@@ -6,13 +6,13 @@ import time
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
-from appliance.agent.intent import Intent
 from appliance.agent.record import ReplyRecord, Timings
 from appliance.errors import PicoagentError
 from appliance.hardware.devices import DeviceRegistry
 from appliance.hardware.events import HISTORY_DAYS, Event, device_history
 from appliance.memory.db import Database
 from appliance.tools.result import Action
+from appliance.understanding.intent import Intent
 
 
 def _value_words(value: bool | float | None) -> str:

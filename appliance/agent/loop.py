@@ -7,7 +7,7 @@ sign-off is stopped, cut and never shown; a reply the guard leaves nothing of is
 
 Routing (:mod:`appliance.agent.router` decides, :mod:`appliance.agent.escalation` gathers and runs the
 cloud): the local model answers first unless the user asked for the cloud (``/cloud ...``), the mode
-is cloud_first, or the message looks hard by its meaning (:mod:`appliance.agent.difficulty`). While
+is cloud_first, or the message looks hard by its meaning (:mod:`appliance.understanding.difficulty`). While
 the local answer streams, its token probabilities are watched and the attempt is stopped as soon as
 its confidence collapses; a finished local answer that is unsure (or that the guard cut because the
 model lost its way), a local failure, a prompt too long
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
@@ -28,7 +27,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from appliance.agent import context
-from appliance.agent.asked_back import AskedBack
 from appliance.agent.context import Workspace
 from appliance.agent.decline import (
     DECLINED,
@@ -40,7 +38,6 @@ from appliance.agent.decline import (
     would_guess,
 )
 from appliance.agent.escalation import CloudRoute, CloudUse, Forced
-from appliance.agent.intent import Intent, IntentMatcher
 from appliance.agent.intents_run import run_intent
 from appliance.agent.local_turn import LocalAttempt, ToolChoice, honest
 from appliance.agent.record import ReplyRecord, Timings
@@ -49,14 +46,14 @@ from appliance.agent.router import (
     Decision,
     RoutingContext,
     after_local,
+    asked_with,
     before_local,
     declines,
     local_route,
+    split_forced,
 )
 from appliance.agent.schedule_desk import ScheduleDesk
-from appliance.agent.semantic import answer_confirmation
 from appliance.agent.turn_stats import EventSink, TurnStats
-from appliance.agent.understanding import TextVectors, Understanding
 from appliance.config import Config
 from appliance.errors import UsageError
 from appliance.grounded.turn import Grounding
@@ -68,31 +65,15 @@ from appliance.memory.keeper import MemoryKeeper
 from appliance.plugins import TurnStart
 from appliance.tools.registry import ToolRegistry
 from appliance.tools.result import ToolResult
+from appliance.understanding.asked_back import AskedBack
+from appliance.understanding.intent import Intent, IntentMatcher
+from appliance.understanding.meaning import TextVectors, Understanding
+from appliance.understanding.semantic import answer_confirmation
 
 if TYPE_CHECKING:
     from appliance.llm.embeddings import QueryEmbedder
 
 log = logging.getLogger(__name__)
-
-_FORCED = re.compile(r"/(cloud|local)(?:@\w+)?(?:\s+|$)", re.IGNORECASE)
-
-
-def split_forced(text: str) -> tuple[Forced, str]:
-    """A message's own route request: ``/cloud what is ...`` -> ("cloud", "what is ...")."""
-    stripped = text.lstrip()
-    match = _FORCED.match(stripped)
-    if match is None:
-        return None, text
-    return ("cloud" if match.group(1).lower() == "cloud" else "local"), stripped[match.end() :]
-
-
-def asked_with(route: str, channel: str, *, in_text: bool) -> str:
-    """How a person asked for a route, as reasons quote it: the API's field is not a chat's /cloud."""
-    if channel == "api" and not in_text:
-        return f'"route": "{route}"'
-    if channel == "task" and not in_text:
-        return f"the task's --route {route}"
-    return f"/{route}"
 
 
 def _outside(sources: Sequence[str]) -> dict[str, Any] | None:
@@ -119,7 +100,7 @@ class Agent:
         cloud: CloudRoute | None = None,
         understanding: QueryEmbedder | None = None,
     ) -> None:
-        """``understanding``: a small embedding model (see :mod:`appliance.agent.understanding`); None: rules only."""
+        """``understanding``: a small embedding model (see :mod:`appliance.understanding.meaning`); None: rules only."""
         self.config = config
         self.cloud = cloud
         self.local = LocalAttempt(config, model, tools)

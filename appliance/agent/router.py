@@ -8,21 +8,52 @@ probabilities say it is unsure, the prompt does not fit the local context, the l
 timed out, or a tool the local model cannot drive is needed). When the cloud is needed but not
 allowed, or fails, the local answer stands and the reply says so (route ``local_fallback``).
 
-"Looks hard" is a number the caller brings (:mod:`appliance.agent.difficulty` scores the message's
+"Looks hard" is a number the caller brings (:mod:`appliance.understanding.difficulty` scores the message's
 embedding): this module only compares it with the bar calibration chose. On the calibration set it
 separates the labels far better than the local answer's own token probabilities (tests/eval/REPORT.md).
+
+Forcing a route is one mechanism with several inputs: whatever way a person asks, the turn gets
+``force="cloud"`` (or ``"local"``) and :class:`RoutingContext` carries it as ``forced``, which
+:meth:`RoutingContext.cloud_blocked` and the decisions below read. The inputs: a message that starts with
+``/cloud`` or ``/local`` (:func:`split_forced`, for every path that hands the agent the text: the terminal,
+the web chat, ``picoagent chat -m``, the API); a chat channel's ``/cloud TEXT`` command, or a bare ``/cloud``
+for the chat's next message (``channels/commands.py`` keeps it and passes it as ``force``); the API's
+``"route"`` field; a task's ``--route``; the decline's "ask the cloud" button. :func:`asked_with` says which
+input it was, so a reason quotes what the person did.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from appliance.agent.difficulty import Difficulty
+from appliance.understanding.difficulty import Difficulty
 
 Route = Literal["local", "cloud"]
+
+
+_FORCED = re.compile(r"/(cloud|local)(?:@\w+)?(?:\s+|$)", re.IGNORECASE)
+
+
+def split_forced(text: str) -> tuple[Route | None, str]:
+    """A message's own route request: ``/cloud what is ...`` -> ("cloud", "what is ...")."""
+    stripped = text.lstrip()
+    match = _FORCED.match(stripped)
+    if match is None:
+        return None, text
+    return ("cloud" if match.group(1).lower() == "cloud" else "local"), stripped[match.end() :]
+
+
+def asked_with(route: str, channel: str, *, in_text: bool) -> str:
+    """How a person asked for a route, as reasons quote it: the API's field is not a chat's /cloud."""
+    if channel == "api" and not in_text:
+        return f'"route": "{route}"'
+    if channel == "task" and not in_text:
+        return f"the task's --route {route}"
+    return f"/{route}"
 
 
 @dataclass(frozen=True)

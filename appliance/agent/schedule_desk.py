@@ -1,7 +1,7 @@
 """Schedules from words, without the model: "remind me at 7 to take the bins out" makes the job and says when
 it runs; "cancel the 7:30 fan" finds it and cancels it. The ``intent`` route, like device commands.
 
-:func:`appliance.agent.schedule_words.understand_schedule` reads the message (a rule parser, no model); a
+:func:`appliance.understanding.schedule_words.understand_schedule` reads the message (a rule parser, no model); a
 message it is not sure of goes on to the model, which has the same abilities as tools
 (:mod:`appliance.tools.scheduling`). Here: carry it out on the scheduler (the daemon's, or in
 ``picoagent chat`` one that writes the database the daemon reads) and answer in a sentence. A cancel that
@@ -17,24 +17,22 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from appliance.agent.asked_back import Kept
 from appliance.agent.record import ReplyRecord, Timings
 from appliance.errors import PicoagentError
+from appliance.schedule.said import day_words, every_words
 from appliance.tools.result import Action
+from appliance.understanding.asked_back import Kept
 
 if TYPE_CHECKING:
-    from appliance.agent.schedule_words import ScheduleAsk
     from appliance.hardware.device_info import DeviceInfo
     from appliance.memory.db import Database
     from appliance.tools.scheduling import CronDesk
+    from appliance.understanding.schedule_words import ScheduleAsk
 
 ASK_TTL_S = 600.0  # how long "which one?" waits for its answer
-_DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
-_DAY_FIELDS = {"1-5": "weekday", "mon-fri": "weekday", "0,6": "Saturday and Sunday", "6,0": "Saturday and Sunday"}
-_UNITS = {"s": "second", "m": "minute", "h": "hour", "d": "day"}
 _ORDINALS = {"first": 0, "1": 0, "1st": 0, "one": 0, "second": 1, "2": 1, "2nd": 1, "two": 1, "third": 2, "3": 2}
 _ORDINALS |= {"3rd": 2, "three": 2, "fourth": 3, "4": 3, "4th": 3, "four": 3, "fifth": 4, "5": 4, "5th": 4}
 _PICK = re.compile(r"^(?:cancel |the |number |no\.? )*(?P<pick>[\w-]+?)(?: one| job)?$")
@@ -42,43 +40,6 @@ _PICK = re.compile(r"^(?:cancel |the |number |no\.? )*(?P<pick>[\w-]+?)(?: one| 
 _BARE_CANCEL = re.compile(
     r"^(?:please )?(?:cancel|delete|remove|drop) (?:the |my |that )?(?P<words>[\w:' -]+?)(?: please)?$"
 )
-
-
-def day_words(at: datetime, now: datetime) -> str:
-    """ "today at 19:00 (Tue 24 Nov)", "tomorrow at 07:30 (Wed 25 Nov)", "on Fri 27 Nov at 07:30"."""
-    day = f"{at:%a} {at.day} {at:%b}"
-    if at.date() == now.date():
-        return f"today at {at:%H:%M} ({day})"
-    if at.date() == now.date() + timedelta(days=1):
-        return f"tomorrow at {at:%H:%M} ({day})"
-    return f"on {day} at {at:%H:%M}"
-
-
-def every_words(schedule: str) -> str:
-    """A repeating schedule said: "every weekday at 07:30", "every day at 09:00", "every 2 hours",
-    "every day 30 minutes before sunset"."""
-    parts = schedule.lower().split()
-    sun = re.fullmatch(r"(sunrise|sunset)(?:([+-])(\d+)([mh]))?", parts[0]) if len(parts) == 1 else None
-    if sun is not None:
-        if sun.group(2) is None:
-            return f"every day at {sun.group(1)}"
-        n, unit = int(sun.group(3)), "minute" if sun.group(4) == "m" else "hour"
-        side = "before" if sun.group(2) == "-" else "after"
-        return f"every day {n} {unit}{'' if n == 1 else 's'} {side} {sun.group(1)}"
-    if parts[0] == "daily" and len(parts) == 2:
-        return f"every day at {parts[1]}"
-    if parts[0] == "every" and len(parts) == 2 and parts[1][:-1].isdigit() and parts[1][-1] in _UNITS:
-        n, unit = int(parts[1][:-1]), _UNITS[parts[1][-1]]
-        return f"every {unit}" if n == 1 else f"every {n} {unit}s"
-    if len(parts) == 5 and parts[0].isdigit() and parts[1].isdigit() and parts[2] == parts[3] == "*":
-        at = f"{int(parts[1]):02d}:{int(parts[0]):02d}"
-        if parts[4] == "*":
-            return f"every day at {at}"
-        if parts[4] in _DAY_FIELDS:
-            return f"every {_DAY_FIELDS[parts[4]]} at {at}"
-        if parts[4].isdigit() and int(parts[4]) <= 7:
-            return f"every {_DAYS[int(parts[4]) % 7]} at {at}"
-    return f"on the schedule {schedule}"
 
 
 class ScheduleDesk:
@@ -102,7 +63,7 @@ class ScheduleDesk:
         picked = self._picked(session, text)
         if picked is not None:
             return await self._cancel([picked], text, session, started)
-        from appliance.agent.schedule_words import CancelAsk, ScheduleAsk, understand_schedule
+        from appliance.understanding.schedule_words import CancelAsk, ScheduleAsk, understand_schedule
 
         now = datetime.fromtimestamp(self.cron.clock(), self.cron.zone)
         said = understand_schedule(text, now, self.devices, getattr(self.cron, "place", None))

@@ -176,7 +176,7 @@ def _hard_bar() -> str:
     """ "a message scoring 0.65 or more (the difficulty score), ": edge_first's first signal, as shipped."""
     import json
 
-    from appliance.agent.difficulty import SHIPPED
+    from appliance.understanding.difficulty import SHIPPED
 
     try:
         bar = float(json.loads(SHIPPED.read_text())["hard_above"])

@@ -11,9 +11,9 @@ from datetime import date, datetime, timedelta
 from datetime import time as dtime
 from typing import Any
 
-from appliance.agent.schedule_desk import day_words, every_words
 from appliance.grounded.base import Answer, Ask, Facts
 from appliance.grounded.base import said as _said
+from appliance.schedule.said import day_words, every_words
 
 LISTED = 8  # jobs or tasks named in one answer; the rest are counted
 RUNS_A_DAY = 48  # runs of one job listed for a day at most (an every-30-minutes job)

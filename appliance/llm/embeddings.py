@@ -2,8 +2,8 @@
 
 The default is all-MiniLM-L6-v2 (``minilm`` in the catalog, converted at install by ``bert_gguf``):
 22 M parameters, 384 dimensions, a short message in ~5 ms on one core. One model serves four uses:
-memory recall, device requests by meaning (``agent/semantic.py``), the tools the local model is shown
-(``agent/tool_rank.py``) and the escalation signal (``agent/difficulty.py``). A turn embeds its message
+memory recall, device requests by meaning (``understanding/semantic.py``), the tools the local model is shown
+(``understanding/tool_rank.py``) and the escalation signal (``understanding/difficulty.py``). A turn embeds its message
 once: the last few query vectors are kept (``query_cache``), so every stage after the first reuses it.
 
 A small embedding model (its file says how to pool) runs on one thread of its own, under a lock: a

@@ -110,7 +110,8 @@ def once_after(seconds: float, now: datetime) -> tuple[str, bool]:
     """The ``once`` form of ``now`` plus ``seconds`` in real time, rounded UP to the whole minute (a job never
     runs before the time asked: at 10:00:40 "in 10 minutes" is 10:11), and whether that local time happens
     twice (the clocks going back: the form names the first). The one resolver of "in N minutes": the schedule
-    words (appliance/agent/schedule_times.py) and the schedule tool (appliance/tools/scheduling.py) both ask it."""
+    words (appliance/understanding/schedule_times.py) and the schedule tool (appliance/tools/scheduling.py)
+    both ask it."""
     at = now.astimezone(UTC) + timedelta(seconds=seconds)
     if at.second or at.microsecond:
         at = at.replace(second=0, microsecond=0) + timedelta(minutes=1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 
-from appliance.agent.intent import IntentMatcher
+from appliance.understanding.intent import IntentMatcher
 from tests.bench.common import per_message_ms, percentile, report
 from tests.test_intent import HOME as DEVICES  # the same six devices the phrasing table is written for
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 
-from appliance.agent.schedule_words import understand_schedule
+from appliance.understanding.schedule_words import understand_schedule
 from tests.bench.common import per_message_ms, percentile, report
 from tests.bench.intent import PHRASINGS as OTHER  # device commands and chat: mostly no schedule at all
 from tests.test_schedule_words import HOME, NOW, TABLE  # the phrasing table and the devices it is written for

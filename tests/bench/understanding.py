@@ -23,13 +23,13 @@ from typing import Any
 import yaml
 
 from appliance.agent import context
-from appliance.agent.intent import IntentMatcher
 from appliance.config import CHECKOUT_CONFIG, load_config
 from appliance.llm.base import ChatMessage, GenerationRequest
 from appliance.llm.local import LocalModel
 from appliance.llm.scripted import ScriptedModel
 from appliance.memory.db import StoredMessage
 from appliance.runtime import Runtime
+from appliance.understanding.intent import IntentMatcher
 from tests.bench.common import ROOT, report
 
 TABLE = yaml.safe_load((ROOT / "tests" / "eval" / "device_phrasings.yaml").read_text(encoding="utf-8"))

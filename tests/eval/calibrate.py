@@ -16,7 +16,7 @@ float16 in results.json (~1 KB a prompt), so a replay and the escalation bench n
 Over them, tests/eval/difficulty_fit.py fits the message-difficulty score (a logistic regression),
 judges it and every other signal by cross-validated AUC only, and picks the bar above which edge_first
 sends a message to the cloud before the local model runs. The weights, fitted on every prompt after
-the figures are taken, go to appliance/agent/difficulty.json. Writes tests/eval/REPORT.md and
+the figures are taken, go to appliance/understanding/difficulty.json. Writes tests/eval/REPORT.md and
 tests/eval/results.json.
 
     .venv/bin/python tests/eval/calibrate.py            # 4 to 13 minutes on 2 cores, by what else runs
@@ -52,7 +52,7 @@ from appliance.runtime import Runtime  # noqa: E402
 from tests.eval import difficulty_fit as fit  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-WEIGHTS = ROOT / "appliance" / "agent" / "difficulty.json"
+WEIGHTS = ROOT / "appliance" / "understanding" / "difficulty.json"
 THRESHOLDS = [round(0.30 + 0.05 * i, 2) for i in range(13)]  # 0.30 .. 0.90
 BEFORE = 0.65  # routing.min_confidence before the difficulty score: the baseline it is measured against
 
@@ -403,10 +403,10 @@ def escalation_lines(f: fit.Figures, min_confidence: float) -> list[str]:
         "acts before any local attempt, so it must be sure); it is chosen on these same out-of-fold scores, one",
         "number, so its row is a little optimistic where the AUCs above are not.",
         "",
-        f"**Chosen: `hard_above: {c['hard_above']}`** (in `appliance/agent/difficulty.json`, with the weights fitted on"
-        f" all {f.n_cloud + f.n_local} prompts): {c['sent_before_local']:.0%} of the cloud-labeled prompts go to the"
-        f" cloud before any local work, {c['recall']:.0%} escalate in all, {c['local_kept']:.0%} of the local-labeled"
-        f" stay on the Pi, balanced accuracy {c['balanced_accuracy']:.3f}"
+        f"**Chosen: `hard_above: {c['hard_above']}`** (in `appliance/understanding/difficulty.json`, with the weights"
+        f" fitted on all {f.n_cloud + f.n_local} prompts): {c['sent_before_local']:.0%} of the cloud-labeled prompts go"
+        f" to the cloud before any local work, {c['recall']:.0%} escalate in all, {c['local_kept']:.0%} of the"
+        f" local-labeled stay on the Pi, balanced accuracy {c['balanced_accuracy']:.3f}"
         + (
             "."
             if f.enabled

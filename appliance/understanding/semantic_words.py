@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from appliance.agent.intent import NEGATIONS, words_of
+from appliance.understanding.intent import NEGATIONS, words_of
 
 Act = Literal["read", "command", "wish", "history"]
 

@@ -61,10 +61,10 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Literal
 
-from appliance.agent.intent import NEGATIONS, IntentMatcher
-from appliance.agent.schedule_times import Piece, Unclear, Words, find_when, timing
-from appliance.agent.schedule_vocab import CLOCK, STARTS, TIMEISH, VAGUE
 from appliance.hardware.device_info import DeviceInfo
+from appliance.understanding.intent import NEGATIONS, IntentMatcher
+from appliance.understanding.schedule_times import Piece, Unclear, Words, find_when, timing
+from appliance.understanding.schedule_vocab import CLOCK, STARTS, TIMEISH, VAGUE
 
 __all__ = ["CancelAsk", "ScheduleAsk", "Unclear", "understand_schedule"]
 
@@ -269,7 +269,7 @@ class _When:
     def schedule(self, *, device: bool = False) -> str | Unclear | None:
         """Its schedule text (sun pieces: schedule_sun, where a device action with no day is daily)."""
         if any(p.kind == "sun" for p in self.pieces):
-            from appliance.agent.schedule_sun import sun_timing
+            from appliance.understanding.schedule_sun import sun_timing
 
             return sun_timing(self.pieces, self.now, self.place, daily=device)
         return timing(self.pieces, self.now)

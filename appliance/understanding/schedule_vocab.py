@@ -1,4 +1,4 @@
-"""The words of time expressions, for :mod:`appliance.agent.schedule_times`: weekdays, months, numbers
+"""The words of time expressions, for :mod:`appliance.understanding.schedule_times`: weekdays, months, numbers
 and ordinals as words, units, parts of the day, and the words a time expression can start with."""
 
 from __future__ import annotations

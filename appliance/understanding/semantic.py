@@ -6,7 +6,7 @@ well:
 
 - **What kind of request is it?** A question about now, a command, a wish implied by a remark ("it's
   dark on the porch"), a question about the past, or none of these. Decided by words
-  (:mod:`appliance.agent.semantic_words`): "turn the fan on" and "turn the fan off" are neighbours
+  (:mod:`appliance.understanding.semantic_words`): "turn the fan on" and "turn the fan off" are neighbours
   in any sentence-embedding space, so a value never comes from a vector.
 - **Which device does it mean?** Decided by meaning: the message's vector (MiniLM, ~5 ms) against
   each device's profile (its name, room, aliases and quantities, and example phrasings written from
@@ -39,9 +39,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from appliance.agent import semantic_words as sw
-from appliance.agent.intent import Intent, words_of
 from appliance.hardware.device_info import DeviceInfo
+from appliance.understanding import semantic_words as sw
+from appliance.understanding.intent import Intent, words_of
 
 if TYPE_CHECKING:
     import numpy as np

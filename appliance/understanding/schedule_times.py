@@ -21,7 +21,7 @@
   the first.
 - "every 2 hours" is the elapsed-time form ``every 2h``; under a minute is asked about; "every 2 days"
   is left to the model (the ``every 2d`` form counts from midnight UTC, not a time of day).
-- "at sunset", "30 minutes before sunrise" are sun pieces, resolved by :mod:`appliance.agent.schedule_sun`.
+- "at sunset", "30 minutes before sunrise" are sun pieces, resolved by :mod:`appliance.understanding.schedule_sun`.
 - Several clocks in a recurring job ("every day at 7 and 19") are one cron job when they share the
   minute ("0 7,19 * * *"); otherwise, and for several clocks in a one-time job, the model decides.
 """
@@ -35,7 +35,8 @@ from datetime import date, datetime, timedelta
 from datetime import time as dtime
 from typing import Literal
 
-from appliance.agent.schedule_vocab import (
+from appliance.schedule.parse import once_after
+from appliance.understanding.schedule_vocab import (
     _ABBREVIATIONS,
     _ALL_DAYS,
     _DAY_NAMES,
@@ -59,7 +60,6 @@ from appliance.agent.schedule_vocab import (
     VAGUE,
     WEEKDAYS,
 )
-from appliance.schedule.parse import once_after
 
 Words = tuple[str, ...]
 
@@ -450,7 +450,7 @@ def _clock(words: Words, i: int) -> tuple[Clock, int] | Piece | None:
 
 def timing(pieces: list[Piece], now: datetime) -> str | Unclear | None:
     """The schedule text of one run of pieces, a question, or None (a form left to the model; sun pieces are
-    resolved by :func:`appliance.agent.schedule_sun.sun_timing`)."""
+    resolved by :func:`appliance.understanding.schedule_sun.sun_timing`)."""
     for piece in pieces:
         if piece.kind in ("bad", "vague"):
             return Unclear(piece.question)

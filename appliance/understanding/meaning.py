@@ -2,10 +2,10 @@
 
 A message is embedded once (~5 ms with MiniLM on one core; the embedder keeps the vector), then:
 
-- device requests the rule parser passed on are decided by meaning (:mod:`appliance.agent.semantic`);
-- the local model is shown only the tools closest to the message (:mod:`appliance.agent.tool_rank`);
+- device requests the rule parser passed on are decided by meaning (:mod:`appliance.understanding.semantic`);
+- the local model is shown only the tools closest to the message (:mod:`appliance.understanding.tool_rank`);
 - memory recall searches with the same vector (the store asks the embedder, which has it already);
-- the router reads how hard the message looks (:mod:`appliance.agent.difficulty`).
+- the router reads how hard the message looks (:mod:`appliance.understanding.difficulty`).
 
 With only the chat model's own embeddings (``memory.embedding_model: chat``, or the default model not
 installed), there is no understanding layer: a chat model takes ~76 ms to embed a message and its
@@ -18,16 +18,16 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from appliance.agent import difficulty
-from appliance.agent.difficulty import Difficulty
-from appliance.agent.intent import Intent
-from appliance.agent.semantic import SemanticDevices
-from appliance.agent.tool_rank import ToolRanker
 from appliance.config import Config
 from appliance.errors import PicoagentError
 from appliance.hardware.device_info import DeviceInfo
 from appliance.memory.db import Database
 from appliance.tools.registry import Tool, ToolRegistry
+from appliance.understanding import difficulty
+from appliance.understanding.difficulty import Difficulty
+from appliance.understanding.intent import Intent
+from appliance.understanding.semantic import SemanticDevices
+from appliance.understanding.tool_rank import ToolRanker
 
 if TYPE_CHECKING:
     from appliance.llm.embeddings import QueryEmbedder

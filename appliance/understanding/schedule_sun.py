@@ -1,7 +1,7 @@
 """Sunset and sunrise in scheduling phrases: "turn the porch light on at sunset", "remind me 30 minutes
 before sunrise tomorrow to ...", "every day an hour after sunset check the soil".
 
-:mod:`appliance.agent.schedule_times` finds the sun pieces ("at sunset", "30 minutes before sunrise");
+:mod:`appliance.understanding.schedule_times` finds the sun pieces ("at sunset", "30 minutes before sunrise");
 here they become a schedule of ``appliance/schedule/parse.py``:
 
 - a recurrence ("every day", "daily", "every evening") at the sun: the daily sun schedule ``sunset``,
@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from appliance.agent.schedule_times import Piece, Unclear, days_of
-from appliance.agent.schedule_vocab import _ALL_DAYS
 from appliance.config.weather import PLACE_FIX
+from appliance.understanding.schedule_times import Piece, Unclear, days_of
+from appliance.understanding.schedule_vocab import _ALL_DAYS
 
 MAX_OFFSET_S = 6 * 3600  # as appliance.schedule.parse.SUN_OFFSET_MAX_S
 

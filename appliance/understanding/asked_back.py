@@ -13,8 +13,8 @@ import time
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from appliance.agent.intent import Intent
 from appliance.errors import PicoagentError
+from appliance.understanding.intent import Intent
 
 if TYPE_CHECKING:
     from appliance.memory.db import Database
