@@ -137,3 +137,29 @@ def test_the_daemon_gives_big_freed_blocks_back(mode: str, kept: bool) -> None:
     ).stdout
     still_resident_kib = int(out.strip())
     assert (still_resident_kib > 3 * 1024) is kept, still_resident_kib
+
+
+def test_the_buffers_of_a_model_the_runner_serves_are_the_runner_s_not_the_daemon_s() -> None:
+    """A README walk: /api/status's process_memory (the daemon's) showed the KV cache and compute buffers of the
+    model the runner process holds. They are in runner_memory now, and the daemon's own figures hold none."""
+    import os
+
+    class Runner:
+        pid = os.getpid()  # any process with a /proc entry: its figures are read, whichever it is
+
+    runner = Runner()
+
+    class Served:  # RunnerModel's shape: it names its runner, and memory_report() is the runner's buffers
+        def __init__(self, kv: int) -> None:
+            self.runner, self.kv = runner, kv
+
+        def memory_report(self) -> dict[str, int]:
+            return {"kv_cache_bytes": self.kv, "compute_bytes": 2 * MIB, "logits_bytes": 0}
+
+    model, embedder = Served(12 * MIB), Served(3 * MIB)
+    daemon = footprint.measure_process_memory(model, embedder)
+    assert daemon["kv_cache_mib"] == daemon["compute_mib"] == daemon["embedding_mib"] == 0.0, daemon
+    footprint._last_runner = None  # not a figure kept from another test
+    served = footprint.runner_memory(runner, model, embedder)
+    assert served is not None
+    assert (served["kv_cache_mib"], served["compute_mib"], served["embedding_mib"]) == (12.0, 2.0, 5.0), served

@@ -181,8 +181,10 @@ def measure_process_memory(model: Any, embedder: Any = None) -> dict[str, float]
     """
     rollup = smaps_rollup()
     files = mapped_files()
-    report = _report(model)
-    embedding = _report(embedder)
+    # A model served by the model runner holds its buffers there: they are the runner's (runner_memory), and
+    # were shown here as the daemon's (a README walk)
+    report = _report(model) if getattr(model, "runner", None) is None else {}
+    embedding = _report(embedder) if getattr(embedder, "runner", None) is None else {}
     model_path = str(getattr(model, "path", "") or "")
     embedder_path = str(getattr(embedder, "path", "") or "") if embedder is not None else ""
     model_map = files.get(model_path, {}).get("Pss", 0) if model_path else 0
@@ -203,11 +205,13 @@ def measure_process_memory(model: Any, embedder: Any = None) -> dict[str, float]
     }
 
 
-def runner_memory(runner: Any) -> dict[str, float] | None:
+def runner_memory(runner: Any, model: Any = None, embedder: Any = None) -> dict[str, float] | None:
     """The model runner process's memory in MiB (None when there is no runner or it is not running).
 
-    The /api/status ``runner_memory`` document: ``rss_mib``, ``pss_mib``, ``anon_mib`` and the PSS of every
-    .gguf file it maps (``maps_mib``, by file name). Read from /proc/PID: ~10 ms, kept ``KEEP_S`` seconds.
+    The /api/status ``runner_memory`` document: ``rss_mib``, ``pss_mib``, ``anon_mib``, the PSS of every
+    .gguf file it maps (``maps_mib``, by file name), and the llama.cpp buffers of the ``model`` and
+    ``embedder`` it serves (``kv_cache_mib``, ``compute_mib``, ``logits_mib``, ``embedding_mib``: the
+    buffers only, their files are in ``maps_mib``). Read from /proc/PID: ~10 ms, kept ``KEEP_S`` seconds.
     """
     global _last_runner
     pid = getattr(runner, "pid", None)
@@ -228,6 +232,14 @@ def runner_memory(runner: Any) -> dict[str, float] | None:
         "pss_mib": _mib(rollup.get("Pss", 0)),
         "anon_mib": _mib(rollup.get("Anonymous", 0)),
         "maps_mib": maps,
+    }
+    served = _report(model) if getattr(model, "runner", None) is runner else {}
+    embedding = _report(embedder) if getattr(embedder, "runner", None) is runner else {}
+    report |= {
+        "kv_cache_mib": _mib(served.get("kv_cache_bytes", 0)),
+        "compute_mib": _mib(served.get("compute_bytes", 0)),
+        "logits_mib": _mib(served.get("logits_bytes", 0)),
+        "embedding_mib": _mib(sum(embedding.get(k, 0) for k in ("kv_cache_bytes", "compute_bytes", "logits_bytes"))),
     }
     _last_runner = (now, pid, report)
     return dict(report)

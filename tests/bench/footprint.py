@@ -104,6 +104,9 @@ def serve_after_chats(
     breakdown = status.get("process_memory")
     if breakdown is None and root == ROOT:
         raise RuntimeError("/api/status has no process_memory")
+    # the buffers of the models the runner serves are in runner_memory (the daemon's own figures hold none)
+    served = status.get("runner_memory") or {}
+    breakdown = {**(breakdown or {}), **{k: served[k] for k in BUFFERS if k in served}}
     model_path = status["model"]["path"]
     ggufs = [f for name, f in files.items() if name.endswith(".gguf")]
     shared_away = sum(f["Rss"] - f["Pss"] for f in ggufs)  # model pages other processes map too (tests, a CLI)
@@ -116,8 +119,11 @@ def serve_after_chats(
         "model_map_mib": round(files.get(model_path, {}).get("Rss", 0) / MIB, 1),
         "gguf_maps_mib": round(sum(f["Rss"] for f in ggufs) / MIB, 1),
         "decode_tps": round(statistics.median(decode_tps), 1) if decode_tps else 0.0,
-        **{k: v for k, v in (breakdown or {}).items() if k not in ("rss_mib", "pss_mib", "anon_mib", "model_map_mib")},
+        **{k: v for k, v in breakdown.items() if k not in ("rss_mib", "pss_mib", "anon_mib", "model_map_mib")},
     }
+
+
+BUFFERS = ("kv_cache_mib", "compute_mib", "logits_mib", "embedding_mib")
 
 
 def _sum(parts: list[dict[str, int]]) -> dict[str, int]:

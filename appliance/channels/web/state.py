@@ -272,8 +272,8 @@ class WebState:
             "events": [],
             "update": _update_status(),
             "web": self.web,
-            "process_memory": process_memory(model, getattr(self.runtime.memory, "embedder", None)),
-            "runner_memory": runner_memory(getattr(model, "runner", None)),
+            "process_memory": process_memory(model, embedder := getattr(self.runtime.memory, "embedder", None)),
+            "runner_memory": runner_memory(getattr(model, "runner", None), model, embedder),
             # {"connected", "broker", "reconnects", "last_error", "dropped", "commands", "devices"}; null: mqtt off
             "mqtt": self.mqtt.status() if self.mqtt is not None else None,
             # {"connected", "url", "reconnects", "last_error"}; null: homeassistant off
