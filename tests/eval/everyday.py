@@ -51,6 +51,7 @@ BLIND_SETS: dict[str, int] = {
             "eleventh",
             "twelfth",
             "thirteenth",
+            "fourteenth",
         ),
         110,
     ),
