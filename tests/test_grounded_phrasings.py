@@ -4,6 +4,7 @@ their headers say): each is taken by the topic that knows the answer, and the an
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 
 import pytest
 
@@ -67,6 +68,9 @@ from appliance.grounded.units import UNITS
         ("that's all I wanted to know, thanks", "courtesy", "done"),
         ("nothing else, bye", "courtesy", "done_bye"),
         ("thanks, what time is it?", "time", "time"),  # the question first: thanks are last
+        ("what's the time and the date?", "time", "now"),  # the fourteenth set: the date alone
+        ("what day and time is it?", "time", "now"),
+        ("which gadgets can you actually control or read in this house?", "abilities", "devices"),  # not a sensor
     ],
 )
 def test_the_topic_that_knows_takes_it_first(message: str, kind: str, what: str) -> None:
@@ -104,6 +108,10 @@ def test_thanks_before_a_question_is_never_answered_as_thanks(message: str) -> N
         ("twelve times eleven is what", "Twelve times eleven is 132."),
         ("12 times 11 is what", "12 times 11 is 132."),
         ("my height is 1.80 m, how much is that in feet", "1.8 metres is about 5 feet 11 inches (about 5.906 feet)."),
+        ("convert 5 feet 8 inches to cm", "5 feet 8 inches is 172.72 centimetres."),  # fourteenth set: the model's
+        ("5'10\" in cm", "5 feet 10 inches is 177.8 centimetres."),
+        ("3 lb 2 oz in grams", "3 pounds 2 ounces is about 1417 grams."),
+        ("how many kg is 11 stone 4", "11 stone 4 pounds is 71.66759446 kilograms."),
     ],
 )
 def test_sums_and_conversions_said_in_other_words_are_exact(message: str, answer: str) -> None:
@@ -135,3 +143,32 @@ def test_a_sum_on_the_last_answer_goes_on_from_its_number(config: Config) -> Non
     assert (times, added) == ("12 times 12 is 144.", "144 + 6 is 150.")
     assert nothing.startswith("I don't know which number you mean: my last answer gave none.")
     assert model.history == []
+
+
+@pytest.mark.parametrize(
+    ("message", "parts"),
+    [
+        ("what time is it and what day is it?", ("It's 10:00", "Today is Friday 27 November 2026.")),  # fourteenth
+        ("what day is it and what time is it?", ("Today is Friday 27 November 2026.", "It's 10:00")),
+        ("what time is it? is it the weekend?", ("It's 10:00", "No: today is Friday")),
+    ],
+)
+def test_two_questions_in_one_message_get_both_answers(message: str, parts: tuple[str, ...]) -> None:
+    """The first question alone answered the whole message as if it were all that was asked."""
+    from zoneinfo import ZoneInfo
+
+    now = datetime(2026, 11, 27, 10, 0, tzinfo=ZoneInfo("Europe/Brussels"))
+    got = asyncio.run(GroundedDesk(topics()).answer(message, Facts(config=Config(), now=lambda: now), meaning=False))
+    assert got is not None
+    at = [got.text.index(part) for part in parts]
+    assert at == sorted(at), got.text
+
+
+def test_one_question_and_another_the_appliance_cannot_answer_is_not_answered_by_halves() -> None:
+    """ "what time is it and who won the match?": the second is not the appliance's to answer by words, so the
+    message is not taken as two (the words pass answers the first and the model's guard the rest)."""
+    now = datetime(2026, 11, 27, 10, 0)
+    desk = GroundedDesk(topics())
+    assert (
+        asyncio.run(desk._each_question("what time is it and who won the match?", Facts(Config(), lambda: now))) is None
+    )

@@ -49,7 +49,8 @@ _CAN = re.compile(
     r"^what (?:can|could) (?:you|u) do\b|^what are you (?:able to|capable of)\b|^how can you help\b"
     r"|^what (?:sort|sorts|kind|kinds|type|types) of (?:things|stuff|jobs|tasks) (?:can|could) (?:you|u) (?:help|do)\b"
     r"|^what do you do\b|^help$|^what (?:else )?can i ask (?:you)?\b"
-    r"|^(?:which|what) (?:devices|things|lights|switches|sensors) (?:do|can) you (?:control|switch|see|read|have)\b"
+    r"|^(?:which|what) (?:smart )?(?:devices|things|lights|switches|sensors|gadgets|appliances|stuff|kit)"
+    r" (?:do|can|could) you (?:actually |really |even |currently )?(?:control|switch|see|read|have|operate|run)\b"
     r"|^(?:which|what) devices (?:are there|have you got|are connected)\b|^list (?:the |all |your )?devices\b"
     r"|^what(?:'s| is) connected\b|^(?:can|do) you (?:control|switch|turn on|see) (?:anything|devices|lights)\b"
     r"|^what (?:smart )?(?:devices|gadgets|things) (?:have i got|do i have|are there|have you got)\b"
@@ -106,7 +107,9 @@ _LEAVE = re.compile(
     r"^(?:do|does|will|would) (?:my )?(?:questions|messages|data|chats?|words) (?:ever )?(?:leave|go out of)"
     r" (?:the house|home|the pi|my home)$"
 )
-_ABOUT_DEVICES = re.compile(r"\b(?:devices?|lights?|switch(?:es)?|sensors?|connected|control)\b")
+_ABOUT_DEVICES = re.compile(
+    r"\b(?:devices?|lights?|switch(?:es)?|sensors?|connected|control|gadgets?|appliances?|operate)\b"
+)
 _SOUL_NAME = re.compile(r"\bYou are ([A-Z][\w-]{0,30})\b")
 
 

@@ -95,8 +95,15 @@ _SUFFIX = (
     r"in your time ?zone|where you are))*"
 )
 
+_BOTH_TIME = r"(?:the )?(?:current )?time"
+_BOTH_DAY = r"(?:the |today's )?(?:date|day)(?: today)?"
 # (what, phrase): the phrase is the whole question; the first that fits wins (a group name once per phrase)
 _PHRASES: tuple[tuple[str, str], ...] = (
+    (  # both at once: "what's the time and the date?" got the date alone (a blind set)
+        "now",
+        rf"(?:what(?:'s| is| are) )?(?:{_BOTH_TIME} and {_BOTH_DAY}|{_BOTH_DAY} and {_BOTH_TIME})|"
+        r"what (?:time and (?:what )?day|day and (?:what )?time|date and time|time and date) is it",
+    ),
     (
         "zone",
         rf"what(?:'s| is) (?:your|the|this|the pi's) (?:current )?{_ZONE}(?: set)?|"

@@ -149,6 +149,9 @@ class GroundedDesk:
     async def answer(self, text: str, facts: Facts, *, meaning: bool = True, near: bool = False) -> Answer | None:
         """The grounded answer to ``text`` (words first, then meaning when ``meaning``; ``near``: also a
         question only near a topic, see :meth:`by_meaning`), or None."""
+        each = await self._each_question(text, facts)
+        if each is not None:
+            return each
         for ask in self.by_words(text):
             answered = await self.answer_ask(ask, facts)
             if answered is not None:
@@ -157,6 +160,32 @@ class GroundedDesk:
             return None
         found = await self.by_meaning(text, near=near)
         return await self.answer_ask(found, facts, near=near) if found is not None else None
+
+    async def _each_question(self, text: str, facts: Facts) -> Answer | None:
+        """Two questions or more in one message ("what time is it and what day is it?"), each answered by words,
+        as one answer; None unless every question of it is answered so (the first alone answered the rest
+        as if it were all that was asked: a blind set's "what day is it" got the time)."""
+        parts = _clauses(plain(text) or text.strip())
+        if len(parts) < 2:
+            return None
+        answers: list[Answer] = []
+        for part in parts:
+            found = None
+            for ask in self.by_words(part):
+                found = await self.answer_ask(ask, facts)
+                if found is not None:
+                    break
+            if found is None:
+                return None
+            answers.append(found)
+        if len({a.text for a in answers}) < 2:
+            return None  # two ways of asking one thing: the words pass answers it once
+        return Answer(
+            " ".join(dict.fromkeys(a.text for a in answers)),
+            "; ".join(dict.fromkeys(a.basis for a in answers)),
+            answers[0].kind,
+            tuple(b for a in answers for b in a.buttons),
+        )
 
     async def answer_ask(self, ask: Ask, facts: Facts, *, near: bool = False) -> Answer | None:
         """The answer of the topic that took ``ask`` (a fact it cannot read now is said, never guessed around).

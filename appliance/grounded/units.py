@@ -171,6 +171,7 @@ class _Units:
         in fahrenheit", for an amount said before it)."""
         said = _normalise(text)
         said = _that(said) or said
+        said, as_said = _compound(said)
         uk = re.search(r"\b(?:uk|imperial|british)\b", said) is not None
         said = re.sub(r" (?:uk|us|imperial|british|american) (?:pints?|gallons?)$", "", said)  # "... pints? uk pints"
         # "60 mph is what in km/h": the amount, then the question
@@ -182,6 +183,8 @@ class _Units:
             if found:
                 details = {k: v for k, v in found.groupdict().items() if v}
                 details.setdefault("n", "1")
+                if as_said:
+                    details["said"] = as_said
                 if uk and details.get("dst") in ("pint", "pints", "pt"):
                     details["dst"] = "uk pints"  # "1.5 litres is how many pints? uk pints"
                 return Ask(self.kind, "convert", details, text=text)
@@ -213,7 +216,7 @@ class _Units:
                 return Answer(below, basis=basis, kind=self.kind)
             return Answer(f"{_say(amount, source)} is {_say(value, target, places=1)}.", basis=basis, kind=self.kind)
         value = amount * source.size / target.size
-        text = f"{_say(amount, source)} is {_say(value, target)}."
+        text = f"{ask.details.get('said') or _say(amount, source)} is {_say(value, target)}."
         if target.many == "feet" and re.search(r"\b(?:feet|foot|ft) and (?:inches|in)\b", ask.text.lower()):
             feet, inches = divmod(value * 12, 12)  # "whats that in feet and inches": 5 feet 10.9 inches
             text = f"{_say(amount, source)} is {int(feet)} feet {float(inches):.1f} inches ({_say(value, target)})."
@@ -247,6 +250,32 @@ def _that(said: str) -> str | None:
         return f"{k[1]} km in {target['dst']}"
     amounts = list(re.finditer(rf"(?<![\w.])(?P<n>{_FIGURE}) ?(?P<src>{_UNIT})(?![\w])", before))
     return f"{amounts[-1]['n']} {amounts[-1]['src']} in {target['dst']}" if amounts else None  # the last one said
+
+
+# two units in one amount: "5 feet 8 inches", "11 stone 4", "3 lb 2 oz" (said as one, converted as the smaller)
+_COMPOUNDS = (
+    ("foot|feet|ft|'", 'inches|inch|"', 12, "feet", "inches"),
+    ("stone|stones|st", "pounds|pound|lbs|lb", 14, "stone", "pounds"),
+    ("pounds|pound|lbs|lb", "ounces|ounce|oz", 16, "pounds", "ounces"),
+)
+
+
+def _compound(said: str) -> tuple[str, str]:
+    """``said`` with an amount in two units as one amount of the smaller ("5 feet 8 inches in cm" as "68 inches in
+    cm"), and the amount as it was said ("" when there is none): a blind set's "convert 5 feet 8 inches to cm"
+    reached the model."""
+    for big, small, per, big_name, small_name in _COMPOUNDS:
+        found = re.search(
+            rf"(?<![\w.])(?P<a>\d{{1,6}}) ?(?:{big}) ?(?:and )?(?P<b>\d{{1,4}}(?:\.\d{{1,3}})?)"
+            rf"(?: ?(?:{small})(?![\w])|(?= (?:in|to|into|as) )|$)",
+            said,
+        )
+        if found:
+            whole = Fraction(found["a"]) * per + Fraction(found["b"])
+            amount = str(whole.numerator) if whole.denominator == 1 else f"{float(whole):g}"
+            shown = f"{found['a']} {big_name} {found['b']} {small_name}"
+            return f"{said[: found.start()]}{amount} {small_name}{said[found.end() :]}", shown
+    return said, ""
 
 
 def _normalise(text: str) -> str:

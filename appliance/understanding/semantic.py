@@ -235,8 +235,12 @@ class SemanticDevices:
             anchored = [s for s in candidates if s.in_room]  # a room alone: only "how is it", never "what's in it"
         elif not anchored and reading.room_named:
             return None
-        if reading.place == "indoors":
+        if reading.place == "indoors" and (anchored or reading.quantities or reading.status_cue):
+            # "is it warm in the house" reads an indoor sensor; "what can you read in this house" names none, and
+            # read the living room for it (a blind set)
             anchored = anchored or [s for s in candidates if s.profile.info.room not in sw.OUTDOOR_ROOMS]
+        elif reading.place == "indoors" and not anchored:
+            return None
         elif reading.place == "outdoors" and not anchored:
             # "is it cold outside": only a sensor outdoors can say; the living room's would be a wrong answer
             anchored = [s for s in candidates if s.profile.info.room in sw.OUTDOOR_ROOMS]
