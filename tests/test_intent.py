@@ -123,6 +123,10 @@ LEVELS = [
 ]
 READS = [
     ("home", "is the porch light on?", read("porch_light")),
+    ("home", "check the soil pls, looks dry", read("soil")),  # a reading asked in one clause, a remark beside it
+    ("home", "looks dry. check the soil", read("soil")),
+    ("home", "check the soil, turn on the fan", None),  # a command beside it: the model's to weigh
+    ("home", "check the soil, is the fan on?", None),  # two readings: which one?
     ("home", "is the fan running", read("fan")),
     ("home", "is the fan still on", read("fan")),
     ("home", "is the fan on or off?", read("fan")),

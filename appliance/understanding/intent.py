@@ -319,12 +319,28 @@ class IntentMatcher:
         words, request = self._strip_courtesy(words)
         if not words:
             return None
-        found = self._read(words)
+        found = self._read(words) or self._read_in_a_clause(text)
         if found is not None:
             return found
         if "?" in text and not request:
             return None  # "turn on the fan?" may be "should I...?"; only "can you ...?" is a request
         return self._set(words)
+
+    def _read_in_a_clause(self, text: str) -> Intent | None:
+        """A reading asked in one clause of a message, the rest a remark: "humidity in the living room pls, feels
+        damp" (a blind set's: the remark kept the whole from being read). Reads only, and only when no other clause
+        asks for one or acts: a command said beside something else is the model's to weigh."""
+        parts = [p for p in re.split(r"[,;.!?]+\s+|\s+[-–—]\s+", text.strip()) if p.strip(" ,.;:!?")]
+        if len(parts) < 2:
+            return None
+        reads = []
+        for part in parts:
+            words, _ = self._strip_courtesy(words_of(part))
+            read = self._read(words) if words else None
+            if read is None and words and self._set(words) is not None:
+                return None
+            reads += [read] if read is not None else []
+        return reads[0] if len(reads) == 1 else None
 
     def answer(self, pending: Intent, text: str) -> Intent | None:
         """The intent once the user's reply picks exactly one option of an ``ask`` ("the porch one")."""
