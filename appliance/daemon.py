@@ -10,7 +10,11 @@ in (Home Assistant's client, the MQTT link: made before the devices, which use t
 day), the temperature sampler, the systemd watchdog, threshold watching, the outbox, every enabled chat
 channel (channels/registry.py) and the notifier that picks one for proactive messages (notify.py), with
 ``mqtt.enabled`` Home Assistant discovery over the MQTT link (mqtt/bridge.py; imported only then), the
-task runner, the cron scheduler and heartbeat, memory sweeps. Then ``READY=1`` to systemd and
+task runner, the cron scheduler and heartbeat, memory sweeps. Each is built with what it needs, in that order,
+and the web site's parts (channels/web/state.py) from them; nothing is assigned into a part afterwards
+(tests/test_wiring.py): where a cycle is real (the agent reads the cron scheduler, whose jobs are the agent's
+turns; an approved tool call tells the owner through the notifier, whose channels use the runtime) the earlier
+part gets a callable reading this daemon's own field. Then ``READY=1`` to systemd and
 :attr:`Daemon.ready` set (tests wait on it). SIGTERM/SIGINT: stop taking requests, let turns in flight
 finish (briefly), cancel the rest and the memory keeper's background work, close the model and the database,
 exit 0; a service that fails to start stops those already started. SIGHUP: re-read the config; an invalid
@@ -26,24 +30,25 @@ import copy
 import logging
 import os
 import signal
-import socket
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from appliance.channels.web.server import DaemonInfo as DaemonInfo  # where `picoagent status` finds us
 from appliance.config import Config, exposed_secrets, load_config
 from appliance.errors import ConfigError, PicoagentError
-from appliance.lifecycle import Chores, Loop, Service, Services
+from appliance.lifecycle import Chores, Loop, RuntimeService, Service, Services, release_free_memory, sd_notify
 from appliance.llm.choice import downloads_models
 from appliance.llm.footprint import keep_big_blocks_returnable
 from appliance.reload import Reload, Reloader, changed_keys
 from appliance.runtime import Runtime, local_model, remote_links
 
 if TYPE_CHECKING:
+    from appliance.channels.base import ChatChannel
     from appliance.channels.registry import ChannelSet
     from appliance.channels.web.server import WebServer
-    from appliance.channels.web.state import WebState
+    from appliance.channels.web.state import Automation, DeviceView, Monitor, WebState
     from appliance.hardware.events import ThresholdWatcher
     from appliance.llm.runner_models import RunnerModel
     from appliance.model_fetch import ModelFetch
@@ -60,71 +65,14 @@ TASK_POLL_S = 5.0  # a task added by another process (the CLI) starts within thi
 TEMPERATURE_EVERY_S = 30.0
 
 
-def release_free_memory() -> None:
-    """Collect garbage and hand the C heap's free pages back to the system (glibc's malloc_trim).
-
-    Start-up parses the config, migrates the database and builds every parser and route: a few MiB that
-    are free afterwards but stay in the process unless trimmed. Measured with the serve_idle_rss bench,
-    three runs each: 50.25-50.30 MiB -> 49.6-49.8 MiB (ctypes itself costs 0.35 of the 0.8 MiB trimmed).
-    Without glibc (musl, macOS) or ctypes there is nothing to do.
-    """
-    import gc
-
-    gc.collect()
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (ImportError, OSError, AttributeError):
-        pass
-
-
-def sd_notify(message: str) -> bool:
-    """Send a notification to systemd ($NOTIFY_SOCKET); False when not run by systemd."""
-    address = os.environ.get("NOTIFY_SOCKET")
-    if not address:
-        return False
-    if address.startswith("@"):
-        address = "\0" + address[1:]  # abstract namespace
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
-            sock.connect(address)
-            sock.sendall(message.encode())
-    except OSError as exc:
-        log.warning("cannot notify systemd at %s: %s", address, exc)
-        return False
-    return True
-
-
-def assistant_sensors(state: WebState) -> dict[str, Any]:
+def assistant_sensors(monitor: Monitor) -> dict[str, Any]:
     """The assistant's own sensors in Home Assistant: decode speed, CPU temperature, queue depth, last route."""
     return {
-        "decode_tps": state.recent_tps(),
-        "cpu_temperature": state.last_temperature,
-        "queue_depth": state.queue_depth(),
-        "last_route": state.recent[0]["route"] if state.recent else None,
+        "decode_tps": monitor.recent_tps(),
+        "cpu_temperature": monitor.last_temperature,
+        "queue_depth": monitor.queue_depth(),
+        "last_route": monitor.recent[0]["route"] if monitor.recent else None,
     }
-
-
-class RuntimeService:
-    """The runtime as a service: opened before the rest, closed after them."""
-
-    name = "runtime"
-
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
-
-    async def start(self) -> None:
-        """Opened already (Runtime.open); nothing more to begin."""
-
-    async def stop(self) -> None:
-        """End the memory keeper's background work, stop the MCP servers and the cloud session on this loop,
-        then the model and the database (last: every other service, and each turn, has ended by now)."""
-        if self.runtime.agent.memory is not None:
-            await self.runtime.agent.memory.stop()
-        await self.runtime.stop_mcp()
-        await self.runtime.close_cloud()
-        await asyncio.to_thread(self.runtime.close)
 
 
 class Daemon:
@@ -150,7 +98,8 @@ class Daemon:
         self.reloaded = Reload(time.time(), str(config.source or ""), [])
         self.services = Services()
         self.chores = Chores()
-        self.state: WebState | None = None
+        self._runtime: Runtime | None = None
+        self.state: WebState | None = None  # what the web routes use, in parts (channels/web/state.py)
         self.web: WebServer | None = None
         self.outbox: Outbox | None = None
         self.notifier: Notifier | None = None
@@ -171,8 +120,8 @@ class Daemon:
     @property
     def runtime(self) -> Runtime:
         """The runtime the daemon runs (once :meth:`run` has begun)."""
-        assert self.state is not None, "the daemon has not started"
-        return self.state.runtime
+        assert self._runtime is not None, "the daemon has not started"
+        return self._runtime
 
     async def run(self) -> int:
         """Serve until SIGTERM or SIGINT; returns the exit status. One daemon per data dir (daemon_lock.py):
@@ -188,11 +137,6 @@ class Daemon:
             lock.release()  # after every service stopped (and daemon.json is gone)
 
     async def _serve(self) -> int:
-        from appliance.channels.web.auth import Auth
-        from appliance.channels.web.server import WebServer
-        from appliance.channels.web.state import WebState
-        from appliance.config import data_dir
-
         loop = asyncio.get_running_loop()
         if (exposed := exposed_secrets(self.config.secrets_path)) is not None:
             log.warning("%s: chmod 600 %s", exposed, self.config.secrets_path)
@@ -200,17 +144,22 @@ class Daemon:
         # The services devices live in (Home Assistant, the MQTT link), made before the devices that use them;
         # started below.
         self.links = remote_links(self.config)
-        runtime = Runtime.open(  # the packaged model meanwhile (llm.model: auto)
-            self.config, fallback=True, links=self.links, start_model=self.config.llm.preload
+        # The cron scheduler, the task store and the notifier are built after the runtime out of its parts (the
+        # scheduler's jobs are the agent's turns; the notifier's channels answer with this runtime), yet the
+        # agent and the tool approvals use them: they get them late-bound, through this daemon's own fields.
+        self._runtime = runtime = Runtime.open(  # the packaged model meanwhile (llm.model: auto)
+            self.config,
+            fallback=True,
+            links=self.links,
+            start_model=self.config.llm.preload,
+            cron=lambda: self.cron,
+            tasks=lambda: self.task_store,
+            notify=self._notify,  # an approved tool call's result goes to the owner
         )
-        web_cfg = self.config.web
-        auth = Auth(runtime.db, session_ttl_s=web_cfg.session_days * 86400, secure_cookies=web_cfg.secure_cookies)
-        self.state = state = WebState(runtime, auth)
-        state.reloaded = lambda: self.reloaded.as_dict()
-        state.homeassistant = self.links.get("homeassistant")
-        self.web = WebServer(self.config, state, data_dir(self.config), self.host, self.port)
         self._watch_runner(runtime, loop)
-        await self.services.start(self._services(runtime, state, self.web))
+        await self.services.start(self._services(runtime))
+        state = self.state
+        assert state is not None and self.web is not None
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stopping.set)
         loop.add_signal_handler(signal.SIGHUP, self.reload)
@@ -220,13 +169,24 @@ class Daemon:
 
         await self.stopping.wait()
         sd_notify("STOPPING=1\nSTATUS=stopping")
-        log.warning("stopping: finishing %d turn(s) in flight", len(state.turns))
+        log.warning("stopping: finishing %d turn(s) in flight", len(state.streams.turns))
         await self.services.stop()
         log.warning("stopped")
         return 0
 
-    def _services(self, runtime: Runtime, state: WebState, web: WebServer) -> list[Service]:
-        """Every service, in start order (they stop in reverse)."""
+    def _services(self, runtime: Runtime) -> list[Service]:
+        """Every part built, each with what it needs, in order; then every service, in start order (they stop
+        in reverse)."""
+        from appliance.channels.web.state import Monitor
+
+        monitor = Monitor(runtime)  # before the MQTT bridge, whose assistant sensors read it
+        devices, watcher = self._watch_devices(runtime)
+        channel_services = self._channel_services(runtime)
+        bridge = self._mqtt(runtime, monitor) if self.config.mqtt.enabled else None  # else nothing MQTT imported
+        task_services = self._task_services(runtime)
+        schedule_services, automation = self._schedule_services(runtime)
+        fetch = self._model_fetch(runtime) if downloads_models(self.config) else None  # else not even imported
+        web = self._web(runtime, monitor, devices, automation, bridge)
         # The links right after the runtime: they stop before it closes the devices that use them.
         services: list[Service] = [RuntimeService(runtime), *self.links.values(), self.chores, web]
         services.append(Loop("temperature", self._sample_temperature))
@@ -234,20 +194,19 @@ class Daemon:
         if watchdog_us > 0:
             services.append(Loop("watchdog", lambda: self._watchdog(watchdog_us / 2e6)))
         services.append(Loop("certificate renewal", web.renew_certificate))  # with web.tls: auto; a day first
-        watcher = self._watch_devices(runtime, state)
         if watcher is not None:
             services.append(Loop("threshold watching", watcher.run))
-        services += self._channel_services(runtime, state)
-        if self.config.mqtt.enabled:  # else nothing MQTT is imported: the idle daemon does without it
-            services.append(self._mqtt(runtime, state))
-        services += self._task_services(runtime)
-        services += self._schedule_services(runtime, state)
+        services += channel_services
+        if bridge is not None:
+            services.append(bridge)
+        services += task_services
+        services += schedule_services
         if runtime.agent.memory is not None:
             services.append(Loop("memory sweeps", runtime.agent.memory.run_sweeps))
         if self.config.llm.preload:
             self.chores.spawn(self._preload())
-        if downloads_models(self.config):  # else nothing to fetch: the idle daemon does without the module
-            services.append(self._model_fetch(runtime, state))
+        if fetch is not None:
+            services.append(fetch)
         self.chores.spawn(self._start_mcp())
         memory = runtime.memory
         if memory is not None and memory.needs_reembed():
@@ -275,12 +234,52 @@ class Daemon:
         runner.listeners.append(lambda sentence: loop.call_soon_threadsafe(crashed, sentence))
         runner.restarted.append(lambda: loop.call_soon_threadsafe(restarted))
 
-    def _model_fetch(self, runtime: Runtime, state: WebState) -> Service:
+    def _web(
+        self,
+        runtime: Runtime,
+        monitor: Monitor,
+        devices: DeviceView,
+        automation: Automation,
+        bridge: MqttBridge | None,
+    ) -> WebServer:
+        """The web site and what its routes use (channels/web/state.py), built from the parts made before it."""
+        from appliance.channels.web.auth import Auth
+        from appliance.channels.web.server import WebServer
+        from appliance.channels.web.state import StatusSources, WebState
+        from appliance.config import data_dir
+
+        web_cfg = self.config.web
+        auth = Auth(runtime.db, session_ttl_s=web_cfg.session_days * 86400, secure_cookies=web_cfg.secure_cookies)
+        sources = StatusSources(
+            mqtt=bridge,
+            homeassistant=self.links.get("homeassistant"),
+            model_fetch=lambda: self.model_fetch,  # also made at a reload that turns llm.model: auto on
+            reloaded=lambda: self.reloaded.as_dict(),
+            serving=lambda: self.web.serving() if self.web is not None else {},  # the site below, once listening
+        )
+        self.state = state = WebState(
+            runtime,
+            auth,
+            monitor=monitor,
+            automation=automation,
+            devices=devices,
+            channels=self.channels,
+            sources=sources,
+        )
+        self.web = WebServer(self.config, state, data_dir(self.config), self.host, self.port)
+        return self.web
+
+    def _notify(self, text: str, kind: str) -> None:
+        """Tell the owner through the notifier (nothing before it is built: see _serve)."""
+        if self.notifier is not None:
+            self.notifier.notify(text, kind)
+
+    def _model_fetch(self, runtime: Runtime) -> Service:
         """The background pull of the wanted model and the switch to it (appliance/model_fetch.py)."""
         from appliance.llm.choice import models_dir, wanted_model
         from appliance.model_fetch import ModelFetch
 
-        self.model_fetch = state.model_fetch = ModelFetch(
+        self.model_fetch = ModelFetch(
             models_dir(self.config),
             lambda: wanted_model(self.config),
             lambda: self.runtime.model.name,
@@ -313,9 +312,7 @@ class Daemon:
         future is done when it has); the new one is readied by :meth:`_preload` (with llm.preload) once the
         old one is closed, so that a 1 GB board never holds both. SIGHUP and the background pull switch here.
         """
-        runtime = self.runtime
-        previous, runtime.model = runtime.model, model
-        runtime.scheduler.model = model
+        previous = self.runtime.use_model(model)
         closed = asyncio.get_running_loop().run_in_executor(None, previous.close)  # after its current job
         if model.name == previous.name:  # the same model again (a reload): "X now serves instead of X" read oddly
             log.warning("model: %s loaded again (%s)", model.name, reason)
@@ -329,7 +326,7 @@ class Daemon:
         await asyncio.shield(closed)  # a stop cancels this chore, not the close
         await self._preload()
 
-    def _channel_services(self, runtime: Runtime, state: WebState) -> list[Service]:
+    def _channel_services(self, runtime: Runtime) -> list[Service]:
         """The outbox, every enabled chat channel, and the notifier that picks one for proactive messages.
 
         A channel that cannot be built (its library missing) is reported and left off; its start never
@@ -341,16 +338,14 @@ class Daemon:
 
         config = self.config
         self.outbox = Outbox(runtime.db)
-        self.channels = state.channels = channels = ChannelSet(config)
-        services: list[Service] = []
+        running: dict[str, ChatChannel] = {}
         for name in enabled_names(config):
             try:
-                channel = build(name, config, runtime, self.outbox)
+                running[name] = build(name, config, runtime, self.outbox)
             except ImportError as exc:
                 log.error("%s: the channel cannot run: %s (reinstall picoagent)", name, exc)
-                continue
-            channels.channels[name] = channel
-            services.append(channel)
+        self.channels = channels = ChannelSet(config, running)
+        services: list[Service] = list(running.values())
         self.notifier = notifier = Notifier(
             self.outbox,
             channels.channels,
@@ -358,9 +353,6 @@ class Daemon:
             fallback_after_s=lambda: config.notify.fallback_after_s,
             feed_keep=lambda: config.notify.feed_keep,
         )
-        state.notifier = notifier
-        if runtime.approvals is not None:
-            runtime.approvals.notify = notifier.notify  # an approved tool call's result goes to the owner
         services.append(Loop("notification fallback", notifier.run))
         if config.tools.message_per_hour:  # only where a notifier is: the model never sees a tool that cannot work
             from appliance.tools import message
@@ -372,7 +364,7 @@ class Daemon:
             services.append(Loop("message id pruning", lambda: prune_inbound_daily(runtime.db)))
         return services
 
-    def _mqtt(self, runtime: Runtime, state: WebState) -> Service:
+    def _mqtt(self, runtime: Runtime, monitor: Monitor) -> MqttBridge:
         """The MQTT link with Home Assistant discovery (appliance/mqtt/bridge.py): started after the devices
         (the runtime), stopped before them; its notify topic is a chat channel of its own."""
         from appliance.mqtt.bridge import MqttBridge
@@ -380,29 +372,32 @@ class Daemon:
 
         assert self.outbox is not None
         config = self.config.mqtt
-        self.mqtt = state.mqtt = bridge = MqttBridge(
+        link = self.links["mqtt"]  # the one connection, made before the devices (runtime.remote_links)
+        self.mqtt = bridge = MqttBridge(
             config,
             runtime.devices,
             assistant_name=self.config.agent.name,
-            assistant_state=lambda: assistant_sensors(state),
-            link=self.links["mqtt"],  # the one connection, made before the devices (runtime.remote_links)
+            assistant_state=lambda: assistant_sensors(monitor),
+            link=link,
+            chat=MqttChat(config, runtime, self.outbox, link),
         )
-        bridge.chat = MqttChat(config, runtime, self.outbox, bridge.link)
         runtime.agent.listeners.append(bridge.on_turn)
         return bridge
 
-    def _watch_devices(self, runtime: Runtime, state: WebState) -> ThresholdWatcher | None:
-        """The event bus for inputs and thresholds (stored, and told to the owner); the threshold watcher."""
+    def _watch_devices(self, runtime: Runtime) -> tuple[DeviceView, ThresholdWatcher | None]:
+        """What the device routes keep: the event bus for inputs and thresholds (stored, and told to the owner);
+        the threshold watcher."""
+        from appliance.channels.web.state import DeviceView
+
         if runtime.devices is None:
-            return None
+            return DeviceView(), None
         from appliance.hardware.events import EventBus, ThresholdWatcher
 
-        state.events = EventBus(runtime.db)
-        runtime.devices.listeners.append(state.events.input_listener)
-        state.events.subscribe(self._notify_event)
-        if not self.config.events:
-            return None
-        return ThresholdWatcher(self.config.events, runtime.devices.read, state.events)
+        events = EventBus(runtime.db)
+        runtime.devices.listeners.append(events.input_listener)
+        events.subscribe(self._notify_event)
+        watcher = ThresholdWatcher(self.config.events, runtime.devices.read, events) if self.config.events else None
+        return DeviceView(events), watcher
 
     def _task_services(self, runtime: Runtime) -> list[Service]:
         """The persistent task runner, after putting back the tasks a crash left running."""
@@ -433,8 +428,10 @@ class Daemon:
         spawn.register(runtime.tools, runner)  # subtasks, worked inline by this runner inside their parent's step
         return [Loop("task runner", lambda: runner.run_forever(poll_s=TASK_POLL_S))]
 
-    def _schedule_services(self, runtime: Runtime, state: WebState) -> list[Service]:
-        """Cron jobs (config, workspace/cron.yaml, made in chat) with the model's tools for them, and the heartbeat."""
+    def _schedule_services(self, runtime: Runtime) -> tuple[list[Service], Automation]:
+        """Cron jobs (config, workspace/cron.yaml, made in chat) with the model's tools for them, and the heartbeat;
+        with the task store and runner, what /api/cron and /api/tasks use."""
+        from appliance.channels.web.state import Automation
         from appliance.config import load_jobs
         from appliance.schedule.heartbeat import Heartbeat, device_readings
         from appliance.schedule.jobs import make_job_runner, task_queued
@@ -467,12 +464,9 @@ class Daemon:
             devices=list(self.config.devices),
             place=self.config.weather.coordinates,
         )
-        state.cron = cron
-        # The model schedules and starts tasks through this scheduler and task store (every channel's turns).
+        # The model schedules and starts tasks through this scheduler and task store (every channel's turns); the
+        # agent's "remind me at 7" and "what reminders do I have?" reach them through Runtime.open's cron and tasks.
         scheduling.register(runtime.tools, cron, store, runner.wake, can_work=lambda: can_work(runtime))
-        runtime.agent.desk.cron = cron  # "remind me at 7 to ..." without the model (appliance/agent/schedule_desk.py)
-        runtime.agent.grounding.cron, runtime.agent.grounding.tasks = cron, store  # "what reminders do I have?"
-        state.tasks, state.task_runner = store, runner  # /api/tasks and the status page's Tasks card
         if self.channels is not None:
             self.channels.attach_automation(cron, store, runner.wake)  # /tasks and /schedule in the chats
         services: list[Service] = [Loop("cron", cron.run)]
@@ -480,14 +474,14 @@ class Daemon:
             devices = runtime.devices
             self.heartbeat = heartbeat = Heartbeat(
                 runtime.workspace.root / "HEARTBEAT.md",
-                runtime.scheduler,  # the local model behind the fair queue; never a cloud model
+                runtime.model_queue,  # the local model behind the fair queue; never a cloud model
                 self.notifier.notify,
                 readings=(lambda: device_readings(devices)) if devices is not None else None,
                 every_minutes=sched.heartbeat_minutes,
                 tz=sched.timezone,
             )
             services.append(Loop("heartbeat", heartbeat.run))
-        return services
+        return services, Automation(cron, store, runner)
 
     def _notify_event(self, event: Any) -> None:
         """Tell the owner of thresholds, presses and motion (releases and "still" are only stored)."""
@@ -538,7 +532,7 @@ class Daemon:
 
         while True:
             assert self.state is not None
-            self.state.add_temperature(await asyncio.to_thread(cpu_temperature))
+            self.state.monitor.add_temperature(await asyncio.to_thread(cpu_temperature))
             await asyncio.sleep(TEMPERATURE_EVERY_S)
 
     def reload(self) -> None:
@@ -557,7 +551,7 @@ class Daemon:
         except PicoagentError as exc:
             log.error("SIGHUP: the new config is refused, keeping the running one: %s", exc.for_people())
             sd_notify(f"STATUS=config reload refused: {exc.message}")
-            self.reloaded.refused = exc.message
+            self.reloaded = replace(self.reloaded, refused=exc.message)
             return
         old = self.config
         waiting = self.reloader.waiting(new)
@@ -579,13 +573,12 @@ class Daemon:
             self.switch_model(replacement, "SIGHUP: the llm settings changed")
         if self.model_fetch is not None:
             self.model_fetch.wake()  # a pull waiting to retry tries now; a changed llm.model is re-read
-        elif downloads_models(old) and self.state is not None:
-            self.chores.spawn(self.services.add(self._model_fetch(runtime, self.state)))
+        elif downloads_models(old):
+            self.chores.spawn(self.services.add(self._model_fetch(runtime)))
         if routing_changed:
             from appliance.agent.escalation import CloudRoute
 
-            previous_cloud = runtime.cloud
-            runtime.cloud = runtime.agent.cloud = CloudRoute(old, runtime.db)
+            previous_cloud = runtime.use_cloud(CloudRoute(old, runtime.db))
             if previous_cloud is not None:
                 self.chores.spawn(previous_cloud.close())
         logging.getLogger().setLevel(daemon_level(old.log_level))

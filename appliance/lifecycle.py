@@ -5,15 +5,21 @@ idea without aiohttp): the runtime, the web site, Telegram, the task runner, the
 loop (the watchdog, the temperature sampler, memory sweeps) is a :class:`Loop`: a task started with the
 others and cancelled at stop. :class:`Services` owns the order: when a start fails, what already started
 is stopped again, newest first, so a half-started daemon leaves no port, thread or database open; a stop
-that fails is logged and the others still stop.
+that fails is logged and the others still stop. systemd is told of each state (:func:`sd_notify`), and what
+starting up left free goes back to the system (:func:`release_free_memory`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from appliance.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -112,3 +118,60 @@ class Chores:
             task.cancel()
         if running:
             await asyncio.wait(running, timeout=LOOP_STOP_S)
+
+
+def release_free_memory() -> None:
+    """Collect garbage and hand the C heap's free pages back to the system (glibc's malloc_trim).
+
+    Start-up parses the config, migrates the database and builds every parser and route: a few MiB that
+    are free afterwards but stay in the process unless trimmed. Measured with the serve_idle_rss bench,
+    three runs each: 50.25-50.30 MiB -> 49.6-49.8 MiB (ctypes itself costs 0.35 of the 0.8 MiB trimmed).
+    Without glibc (musl, macOS) or ctypes there is nothing to do.
+    """
+    import gc
+
+    gc.collect()
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (ImportError, OSError, AttributeError):
+        pass
+
+
+def sd_notify(message: str) -> bool:
+    """Send a notification to systemd ($NOTIFY_SOCKET); False when not run by systemd."""
+    address = os.environ.get("NOTIFY_SOCKET")
+    if not address:
+        return False
+    if address.startswith("@"):
+        address = "\0" + address[1:]  # abstract namespace
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
+            sock.connect(address)
+            sock.sendall(message.encode())
+    except OSError as exc:
+        log.warning("cannot notify systemd at %s: %s", address, exc)
+        return False
+    return True
+
+
+class RuntimeService:
+    """The runtime as a service: opened before the rest, closed after them."""
+
+    name = "runtime"
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    async def start(self) -> None:
+        """Opened already (Runtime.open); nothing more to begin."""
+
+    async def stop(self) -> None:
+        """End the memory keeper's background work, stop the MCP servers and the cloud session on this loop,
+        then the model and the database (last: every other service, and each turn, has ended by now)."""
+        if self.runtime.agent.memory is not None:
+            await self.runtime.agent.memory.stop()
+        await self.runtime.stop_mcp()
+        await self.runtime.close_cloud()
+        await asyncio.to_thread(self.runtime.close)

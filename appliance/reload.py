@@ -155,7 +155,7 @@ class Reloader:
                 log.error("SIGHUP: %s could not be applied: %s", section, why)
                 also = ALSO_UNAPPLIED.get(section, ())
                 waiting += [k for k in changed_keys(self.started, new) if _section(k) == section or k in also]
-        self._understanding()
+        self.daemon.runtime.agent.reread_config()
         return sorted(set(waiting))
 
     def _channels(self, old: Config, new: Config) -> None:
@@ -184,29 +184,12 @@ class Reloader:
                 registry.configure(name, replace(device.config, **settings))
                 old.devices[name] = device.config
 
-    def _understanding(self) -> None:
-        """What the agent reads a message with, made again from the running config: the devices (names, rooms,
-        aliases, what is allowed), agent.devices_by_meaning and local_tools, routing's difficulty settings.
-        Cheap: the embeddings are made when first needed (and kept in the database)."""
-        from appliance.grounded.turn import local_zone
-        from appliance.understanding.intent import IntentMatcher
-        from appliance.understanding.meaning import Understanding
-
-        agent = self.daemon.runtime.agent
-        infos = agent.devices.infos() if agent.devices is not None else []
-        agent.intents = IntentMatcher(infos) if infos else None
-        if agent.understanding is not None:
-            embedder = agent.understanding.embedder
-            agent.understanding = Understanding(agent.config, embedder, agent.tools, infos, agent.db)  # embeds lazily
-        agent.desk.devices = tuple(infos)
-        agent.grounding.zone = local_zone(agent.config.scheduler.timezone)  # "what time is it?" in the new zone
-
     def _hardware(self, old: Config, new: Config) -> None:
         """The approval expiry; raw bus access (changed in place: the raw tools' policy reads this object)."""
         old.hardware.approval_timeout_s = new.hardware.approval_timeout_s
         runtime = self.daemon.runtime
         if runtime.approvals is not None:
-            runtime.approvals.store.timeout_s = new.hardware.approval_timeout_s
+            runtime.approvals.store.expire_after(new.hardware.approval_timeout_s)
         raw, wanted = old.hardware.raw_access, new.hardware.raw_access
         if raw.enabled or not wanted.enabled:
             for f in dataclasses.fields(raw):
@@ -214,47 +197,28 @@ class Reloader:
 
     def _tools(self, old: Config, new: Config) -> None:
         """The registry's limits, the tools built from settings registered again, approvals, MCP servers."""
-        from appliance.config import data_dir
-        from appliance.tools import shell, web_fetch, web_search
-        from appliance.tools import workspace as workspace_tools
+        from appliance.runtime import CONFIGURED_TOOLS, register_configured
 
         daemon, runtime = self.daemon, self.daemon.runtime
         previous, tools = old.tools, replace(new.tools, plugins=old.tools.plugins)
         registry = runtime.tools
-        registry.per_turn, registry.max_output_chars, registry.cache_s = (
-            tools.per_turn,
-            tools.max_output_chars,
-            tools.cache_s,
-        )
-        for name in ("shell", "web_fetch", "web_search", "message", "read_file", "write_file", "edit_file", "list_dir"):
+        registry.limit(per_turn=tools.per_turn, max_output_chars=tools.max_output_chars, cache_s=tools.cache_s)
+        for name in (*CONFIGURED_TOOLS, "message"):
             registry.remove(name)
-        root = data_dir(old) / "workspace"
-        workspace_tools.register(registry, root, tools.workspace_max_mb)
-        shell.register(registry, tools.shell, root, old.agent.tool_timeout_s, tools.workspace_max_mb)
-        web_fetch.register(registry, tools.web_fetch)
-        web_search.register(registry, tools.web_search)
+        register_configured(registry, old, tools)
         if tools.message_per_hour and daemon.notifier is not None:
             from appliance.tools import message
 
             message.register(registry, daemon.notifier.notify, runtime.db, tools.message_per_hour)
-        if runtime.approvals is not None:
-            runtime.approvals.names = tuple(tools.require_approval)
-            runtime.approvals.timeout_s = old.agent.tool_timeout_s  # an approved call's own time limit
+        if runtime.approvals is not None:  # an approved call's own time limit is agent.tool_timeout_s
+            runtime.approvals.configure(tools.require_approval, timeout_s=old.agent.tool_timeout_s)
         old.tools = tools
         if tools.mcp != previous.mcp:
             daemon.chores.spawn(self._restart_mcp())
 
     async def _restart_mcp(self) -> None:
         """Stop the running MCP servers, forget their tools, start the new config's."""
-        from appliance.runtime import mcp_clients
-
-        runtime = self.daemon.runtime
-        if runtime.mcp is not None:
-            await runtime.mcp.stop()
-            for server in list(runtime.mcp.servers):
-                for name in runtime.mcp.tool_names(server):
-                    runtime.tools.remove(name)
-        runtime.mcp = mcp_clients(runtime.config, runtime.tools, runtime.workspace.root)
+        await self.daemon.runtime.replace_mcp()
         await self.daemon._start_mcp()
 
     def _memory(self, old: Config, new: Config) -> None:
@@ -262,7 +226,7 @@ class Reloader:
         old.memory = replace(new.memory, embedding_model=old.memory.embedding_model)
         keeper = self.daemon.runtime.agent.memory
         if keeper is not None:
-            keeper.config = old.memory
+            keeper.use_settings(old.memory)
 
     def _scheduler(self, old: Config, new: Config) -> None:
         """The config's and cron.yaml's jobs (read again), the time zone, the heartbeat's interval."""
@@ -277,9 +241,7 @@ class Reloader:
             file_ids = {job.id for job in jobs[len(sched.jobs) :]}
             daemon.cron.reload(jobs, tz=sched.timezone, file_ids=file_ids, place=new.weather.coordinates)
         if heartbeat is not None and minutes is not None:
-            from appliance.schedule.parse import resolve_zone
-
-            heartbeat.every_minutes, heartbeat.zone = minutes, resolve_zone(sched.timezone)
+            heartbeat.reschedule(minutes, sched.timezone)
         old.scheduler = replace(sched, heartbeat_minutes=minutes or old.scheduler.heartbeat_minutes)
 
     def _weather(self, old: Config, new: Config) -> None:
@@ -298,4 +260,4 @@ class Reloader:
     def _tasks(self, old: Config, new: Config) -> None:
         """New tasks' default budgets."""
         if self.daemon.task_store is not None:
-            self.daemon.task_store.settings = old.tasks
+            self.daemon.task_store.use_settings(old.tasks)

@@ -7,6 +7,7 @@ turn is the same wherever it is served.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ from appliance.tools.approvals import ToolApprovals
 from appliance.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
+    from appliance.config.schema import ToolsConfig
     from appliance.hardware.approvals import ApprovalStore
     from appliance.hardware.devices import DeviceAccess, DeviceRegistry, SetResult
     from appliance.hardware.drivers.base import Reading
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
     from appliance.llm.embeddings import LocalEmbedder
     from appliance.llm.runner_models import RunnerEmbedder
     from appliance.mcp.client import McpClients
+    from appliance.tasks import TaskStore
+    from appliance.tools.scheduling import CronDesk
     from appliance.weather.source import WeatherSource
 
 log = logging.getLogger(__name__)
@@ -87,13 +91,22 @@ def base_registry(config: Config) -> ToolRegistry:
         per_turn=tools.per_turn,
     )
     builtin.register(registry)
+    register_configured(registry, config, tools)
+    load_plugins(registry.hooks, tools.plugins)
+    return registry
+
+
+CONFIGURED_TOOLS = ("shell", "web_fetch", "web_search", "read_file", "write_file", "edit_file", "list_dir")
+
+
+def register_configured(registry: ToolRegistry, config: Config, tools: ToolsConfig) -> None:
+    """The tools built from ``tools`` settings (:data:`CONFIGURED_TOOLS`: workspace files, shell, web fetch and
+    search), at start and again at a reload (appliance/reload.py), so the two cannot drift apart."""
     workspace_root = data_dir(config) / "workspace"
     workspace_tools.register(registry, workspace_root, tools.workspace_max_mb)
     shell.register(registry, tools.shell, workspace_root, config.agent.tool_timeout_s, tools.workspace_max_mb)
     web_fetch.register(registry, tools.web_fetch)
     web_search.register(registry, tools.web_search)
-    load_plugins(registry.hooks, tools.plugins)
-    return registry
 
 
 def tool_registry(
@@ -146,8 +159,8 @@ def memory_store(config: Config, db: Database, model: ServedModel, *, vector_cac
         dimensions=embedder.dimensions if embedder is not None else 0,
         vector_cache=vector_cache,
         embed_query=embedder.embed_query if embedder is not None else None,
+        embedder=embedder,  # closed with the runtime
     )
-    store.embedder = embedder  # type: ignore[attr-defined]  # closed with the runtime
     return store
 
 
@@ -202,8 +215,8 @@ def device_registry(
     from appliance.hardware.events import record_write
     from appliance.hardware.policy import RawBusPolicy
 
-    backend = make_backend(config.hardware, data_dir(config) / "simulated-devices.json")
-    backend.links.update(remote_links(config) if links is None else links)
+    links = remote_links(config) if links is None else links
+    backend = make_backend(config.hardware, data_dir(config) / "simulated-devices.json", links)
     devices = DeviceRegistry(config, backend, approvals or approval_store(config, db))
     # Every write lands in the events table, whichever process made it (the daemon, or `devices set`
     # with no daemon running), so "when did the fan go on?" has one answer.
@@ -291,7 +304,7 @@ class Runtime:
     config: Config
     db: Database
     model: ServedModel
-    scheduler: FairScheduler  # the model, shared fairly between clients
+    model_queue: FairScheduler  # the model, shared fairly between clients (not the cron scheduler)
     tools: ToolRegistry
     workspace: Workspace
     agent: Agent
@@ -312,6 +325,9 @@ class Runtime:
         fallback: bool = False,
         links: dict[str, Any] | None = None,
         start_model: bool = False,
+        cron: Callable[[], CronDesk | None] = lambda: None,
+        tasks: Callable[[], TaskStore | None] = lambda: None,
+        notify: Callable[[str, str], object] | None = None,
     ) -> Runtime:
         """Open the database and workspace and prepare (not yet load) the model.
 
@@ -320,6 +336,12 @@ class Runtime:
         ``links``: the services devices live in, set on the backend before the devices are built (the
         daemon's, see :func:`remote_links`); None: made here from the config. ``start_model``: start loading
         the model in its runner now (the daemon with llm.preload, `picoagent chat`).
+
+        ``cron``, ``tasks``, ``notify``: late-bound, because each is built after the runtime out of its parts
+        (the cron scheduler runs its jobs on this agent; the notifier's channels answer with this runtime):
+        the agent's "remind me at 7" and "what reminders do I have?" read the scheduler and the task store
+        through them when a message comes, and an approved tool call's result goes to the owner through
+        ``notify``. Their owner (the daemon, `picoagent chat`) holds what they return; None until it is built.
         """
         root = data_dir(config)
         workspace = Workspace(root / "workspace")
@@ -329,7 +351,7 @@ class Runtime:
         model = model or local_model(config, fallback=fallback)
         if start_model and isinstance(model, RunnerModel):
             model.start_loading()  # the runner starts and loads while the rest is opened here
-        scheduler = FairScheduler(model)
+        model_queue = FairScheduler(model)
         db = Database(root / "picoagent.db")
         store = approval_store(config, db)
         try:
@@ -349,21 +371,36 @@ class Runtime:
             embedder.start_loading()  # in the runner, beside the chat model
         weather = forecast_source(config)
         tools = tool_registry(config, devices, raw, memory, workspace, weather)
-        keeper = MemoryKeeper(config.memory, memory, db, scheduler, context_tokens=config.llm.context_tokens)
+        keeper = MemoryKeeper(config.memory, memory, db, model_queue, context_tokens=config.llm.context_tokens)
         cloud = CloudRoute(config, db)
         agent = Agent(
-            config, scheduler, db, tools, workspace, devices, keeper, cloud, understanding=understanding(memory)
+            config,
+            model_queue,
+            db,
+            tools,
+            workspace,
+            devices,
+            keeper,
+            cloud,
+            understanding=understanding(memory),
+            cron=cron,
+            tasks=tasks,
+            weather=weather,  # "is it going to rain tomorrow" from the same forecast as the tool
         )
-        agent.grounding.weather = weather  # "is it going to rain tomorrow" from the same forecast as the tool
         mcp = mcp_clients(config, tools, workspace.root)
         approvals = ToolApprovals(
-            store, tools, config.tools.require_approval, devices=devices, timeout_s=config.agent.tool_timeout_s
+            store,
+            tools,
+            config.tools.require_approval,
+            devices=devices,
+            timeout_s=config.agent.tool_timeout_s,
+            notify=notify,
         )
         return cls(
             config,
             db,
             model,
-            scheduler,
+            model_queue,
             tools,
             workspace,
             agent,
@@ -385,12 +422,36 @@ class Runtime:
             from appliance.weather import tool as weather_tool
 
             weather_tool.register(self.tools, self.weather)
-        self.agent.grounding.weather = self.weather
+        self.agent.grounding.use_weather(self.weather)
+
+    def use_model(self, model: ServedModel) -> ServedModel:
+        """Serve ``model`` from now (behind the same fair queue, which the agent and the memory keeper hold);
+        returns the one it replaces, for its owner to close once its current generation is done."""
+        previous, self.model = self.model, model
+        self.model_queue.serve(model)
+        return previous
+
+    def use_cloud(self, cloud: CloudRoute) -> CloudRoute | None:
+        """Escalate to ``cloud`` from now (SIGHUP changed providers or routing); returns the previous route,
+        for its owner to close on the event loop."""
+        previous, self.cloud = self.cloud, cloud
+        self.agent.use_cloud(cloud)
+        return previous
 
     async def start_mcp(self) -> None:
         """Start the MCP servers (each failure is logged and kept in ``mcp.problems``, never raised)."""
         if self.mcp is not None:
             await self.mcp.start()
+
+    async def replace_mcp(self) -> None:
+        """Stop the running MCP servers and forget their tools; the config's servers, not started yet, from now
+        (a reload changed ``tools.mcp``: its owner starts them)."""
+        if self.mcp is not None:
+            await self.mcp.stop()
+            for server in list(self.mcp.servers):
+                for name in self.mcp.tool_names(server):
+                    self.tools.remove(name)
+        self.mcp = mcp_clients(self.config, self.tools, self.workspace.root)
 
     async def stop_mcp(self) -> None:
         """Stop the MCP servers (on the event loop that started them)."""

@@ -23,6 +23,7 @@ from appliance.config import CHECKOUT_CONFIG
 from appliance.tools import sandbox
 
 if TYPE_CHECKING:
+    from appliance.channels.web.state import Automation
     from appliance.hardware.drivers.base import Reading
     from appliance.llm.runner_client import Pending
 
@@ -233,15 +234,15 @@ asyncio.run(main())
 AUTOMATION_NOW = 1_795_000_000.0  # 2026-11-18: a fixed instant for the scheduler, so next runs are exact
 
 
-def attach_automation(state: Any, run_job: Callable[[Any], Any]) -> None:
-    """A real Scheduler (one job, "water", on a fixed clock) and a real TaskStore on ``state``'s database, as
-    the daemon attaches them for /api/cron and /api/tasks; ``run_job`` runs a job when asked."""
+def automation_on(db: Any, run_job: Callable[[Any], Any]) -> Automation:
+    """A real Scheduler (one job, "water", on a fixed clock) and a real TaskStore on ``db``, as the daemon gives
+    them to /api/cron and /api/tasks (``WebState(..., automation=...)``); ``run_job`` runs a job when asked."""
+    from appliance.channels.web.state import Automation
     from appliance.config import CronJob
     from appliance.schedule.scheduler import Scheduler
     from appliance.tasks import TaskStore
 
-    db = state.runtime.db
-    state.cron = Scheduler(
+    cron = Scheduler(
         [CronJob(id="water", schedule="daily 07:00", prompt="water the plants")],
         tz="UTC",
         run_job=run_job,
@@ -250,4 +251,4 @@ def attach_automation(state: Any, run_job: Callable[[Any], Any]) -> None:
         clock=lambda: AUTOMATION_NOW,
         devices=["fan", "porch_light"],
     )
-    state.tasks = TaskStore(db)
+    return Automation(cron, TaskStore(db))

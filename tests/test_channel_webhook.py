@@ -80,10 +80,7 @@ async def bridges(config: Config, model: ScriptedModel | None = None) -> AsyncIt
         stack.callback(runtime.close)
         outbox = Outbox(runtime.db, clock=clock)
         channel = WebhookChannel(config.webhooks, runtime, outbox, clock=clock)
-        channels = ChannelSet(config)
-        channels.channels["webhook"] = channel
-        state = WebState(runtime, Auth(runtime.db))
-        state.channels = channels
+        state = WebState(runtime, Auth(runtime.db), channels=ChannelSet(config, {"webhook": channel}))
         client: TestClient[Any, Any] = await stack.enter_async_context(TestClient(TestServer(build_app(state))))
         harness = Harness(
             receiver=receiver, runtime=runtime, channel=channel, outbox=outbox, model=model, clock=clock, client=client

@@ -83,10 +83,7 @@ async def whatsapp(config: Config, *, fake: FakeGraph | None = None, start: bool
         stack.callback(runtime.close)
         outbox = Outbox(runtime.db, clock=clock)
         channel = WhatsAppChannel(config.whatsapp, runtime, outbox, clock=clock)
-        channels = ChannelSet(config)
-        channels.channels["whatsapp"] = channel
-        state = WebState(runtime, Auth(runtime.db))
-        state.channels = channels
+        state = WebState(runtime, Auth(runtime.db), channels=ChannelSet(config, {"whatsapp": channel}))
         client: TestClient[Any, Any] = await stack.enter_async_context(TestClient(TestServer(build_app(state))))
         meta = MetaWebhook(str(client.make_url("/whatsapp/webhook")), fake.app_secret)
         harness = Harness(

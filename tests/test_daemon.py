@@ -297,7 +297,7 @@ def test_a_memory_extraction_in_flight_at_sigterm_ends_before_the_model_and_logs
         for i in range(config.memory.extract_after_messages):
             runtime.db.add_message(conversation, "user", f"My cat Miso sleeps on the boiler, note {i}.")
         keeper.after_turn(conversation, 0)
-        await eventually(lambda: runtime.scheduler.busy, timeout=30, what="the extraction's generation")
+        await eventually(lambda: runtime.model_queue.busy, timeout=30, what="the extraction's generation")
         # The request is in the runner: its tokens are coming back.
         await eventually(lambda: any(p.logprobs for p in generations), timeout=60, what="the runner generating")
         daemon.stopping.set()

@@ -19,11 +19,11 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from appliance.channels.web.app import build_app
 from appliance.channels.web.auth import Auth
-from appliance.channels.web.state import WebState
+from appliance.channels.web.state import Automation, WebState
 from appliance.config import Config
 from appliance.llm.scripted import ScriptedModel
 from appliance.runtime import Runtime
-from tests.helpers import attach_automation
+from tests.helpers import automation_on
 
 WRONG = "It's 20:15 in the morning. I'm a little guy named Max and I control smartphones and tablets."
 
@@ -32,15 +32,20 @@ WRONG = "It's 20:15 in the morning. I'm a little guy named Max and I control sma
 def site(config: Config) -> Iterator[tuple[WebState, ScriptedModel, str]]:
     config.scheduler.timezone = "Europe/Brussels"
     model = ScriptedModel()
-    runtime = Runtime.open(config, model=model)
-    auth = Auth(runtime.db)
-    state = WebState(runtime, auth)
+    automation: Automation | None = None  # built on the runtime's database; the agent reads it late, as the daemon's
+    runtime = Runtime.open(
+        config,
+        model=model,
+        cron=lambda: automation.cron if automation is not None else None,
+        tasks=lambda: automation.tasks if automation is not None else None,
+    )
 
     async def run_job(job: Any) -> str:
         return "ran"
 
-    attach_automation(state, run_job)  # a real Scheduler with the job "water" (daily 07:00) and a TaskStore
-    runtime.agent.grounding.cron, runtime.agent.grounding.tasks = state.cron, state.tasks  # as the daemon does
+    automation = automation_on(runtime.db, run_job)  # a real Scheduler with the job "water" (daily 07:00) and tasks
+    auth = Auth(runtime.db)
+    state = WebState(runtime, auth, automation=automation)
     yield state, model, auth.add_token("phone", scope="devices")
     runtime.close()
 

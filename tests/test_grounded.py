@@ -184,7 +184,9 @@ def pi(config: Config) -> Iterator[tuple[Runtime, ScriptedModel]]:
 
     config.devices["heater"] = DeviceConfig(driver="relay", pin=5, room="living_room")
     model = ScriptedModel()
-    runtime = Runtime.open(config, model=model)
+    cron: Scheduler | None = None  # made below on the runtime's database; the agent reads them late, as serve's
+    tasks: TaskStore | None = None
+    runtime = Runtime.open(config, model=model, cron=lambda: cron, tasks=lambda: tasks)
     soul = runtime.agent.workspace.root / "SOUL.md"
     soul.write_text(soul.read_text().replace("You are Pico,", "You are Juniper,"))
 
@@ -196,8 +198,7 @@ def pi(config: Config) -> Iterator[tuple[Runtime, ScriptedModel]]:
         CronJob(id="plants", schedule="daily 07:00", message="water the plants"),
     ]
     cron = Scheduler(jobs, tz="UTC", run_job=run_job, notify=None, db=runtime.db, clock=NOW.timestamp)
-    runtime.agent.grounding.cron = cron
-    runtime.agent.grounding.tasks = TaskStore(runtime.db)
+    tasks = TaskStore(runtime.db)
     runtime.agent.grounding.zone = dt.UTC
     yield runtime, model
     runtime.close()

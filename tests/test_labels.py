@@ -23,7 +23,7 @@ from appliance.channels.web.state import WebState
 from appliance.config import Config
 from appliance.llm.scripted import ScriptedModel
 from appliance.runtime import Runtime
-from tests.helpers import attach_automation, config_file, picoagent, serve_log_line
+from tests.helpers import automation_on, config_file, picoagent, serve_log_line
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -69,12 +69,11 @@ def test_a_job_the_cli_adds_through_the_daemon_is_not_made_in_chat_by_web(runtim
         auth = Auth(runtime.db)
         cli = {"Authorization": f"Bearer {auth.add_token(CLI_TOKEN_NAME, scope='admin')}"}
         api = {"Authorization": f"Bearer {auth.add_token('grafana', scope='admin')}"}
-        state = WebState(runtime, auth)
 
         async def run_job(job: Any) -> str:
             return "ran"
 
-        attach_automation(state, run_job)
+        state = WebState(runtime, auth, automation=automation_on(runtime.db, run_job))
         async with TestClient(TestServer(build_app(state))) as client:
             for headers, job_id in ((cli, "from_shell"), (api, "from_api")):
                 body = {"schedule": "daily 19:00", "message": "bins", "id": job_id}

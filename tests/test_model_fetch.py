@@ -187,7 +187,7 @@ def test_first_start_with_auto_pulls_from_the_mirror_and_switches_without_droppi
                     mirror.gate.set()
                     await eventually(lambda: state_of(daemon) == "done", timeout=60, what="the switch")
                     assert daemon.runtime.model.name == WANTED and daemon.runtime.model.loaded
-                    assert daemon.runtime.scheduler.model is daemon.runtime.model
+                    assert daemon.runtime.model_queue.model is daemon.runtime.model
                     assert not ws.closed
                     assert (await chat_over(ws, "Say hello again."))["type"] == "done"  # same socket, new model
                 after = await status(http)
@@ -378,7 +378,7 @@ def test_sighup_to_llm_model_auto_starts_the_background_pull(
         served = asyncio.ensure_future(daemon.run())
         await started(daemon, served)
         try:
-            assert daemon.model_fetch is None and daemon.state.model_fetch is None
+            assert daemon.model_fetch is None and daemon.state.sources.model_fetch() is None
             path.write_text(path.read_text().replace('  model: ""', "  model: auto"))
             daemon.reload()
             await eventually(lambda: daemon.model_fetch is not None and state_of(daemon) == "no_network", timeout=30)

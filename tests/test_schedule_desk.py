@@ -37,6 +37,7 @@ class Home:
     clock: ManualClock
     channel: MemoryChannel
     notifier: Notifier
+    crons: list[Scheduler]  # the schedulers made, in turn; the agent's desk uses the last (a new one is a restart)
 
     def scheduler(self, place: tuple[float, float] | None = None) -> Scheduler:
         """A scheduler as the daemon builds one (a new one is a restart), the chat fast path's too."""
@@ -50,7 +51,7 @@ class Home:
             devices=list(self.runtime.config.devices),
             place=place,
         )
-        self.runtime.agent.desk.cron = cron
+        self.crons.append(cron)
         return cron
 
     async def say(self, text: str) -> tuple[str, str, str]:
@@ -64,13 +65,14 @@ async def home(config: Config, at: str) -> AsyncIterator[Home]:
     config.discord.allow_from = [OWNER]
     clock = ManualClock(local(at))
     model = ScriptedModel()
-    runtime = Runtime.open(config, model=model)
+    crons: list[Scheduler] = []
+    runtime = Runtime.open(config, model=model, cron=lambda: crons[-1] if crons else None)
     outbox = Outbox(runtime.db, clock=clock)
     channel = platform_class("memory")(config.discord, runtime, outbox, clock=clock)
     try:
         await channel.start()
         notifier = Notifier(outbox, {"memory": channel}, lambda: ["memory"], clock=clock)
-        yield Home(runtime, model, clock, channel, notifier)
+        yield Home(runtime, model, clock, channel, notifier, crons)
     finally:
         await channel.stop()
         runtime.close()
@@ -155,9 +157,7 @@ def test_which_one_takes_the_second_one_a_yes_and_an_answer_in_a_later_process(c
             assert record.choices == ["fan_0730_weekdays", "fan_0730_weekends"], record.text
             second = record.choices[1]
             # the next message comes from another process (chat -m): a new desk on the same database
-            desk = ScheduleDesk(h.runtime.agent.desk.devices, h.runtime.db)
-            desk.cron = cron
-            h.runtime.agent.desk = desk
+            h.runtime.agent.desk = ScheduleDesk(h.runtime.agent.desk.devices, h.runtime.db, lambda: cron)
             picked = await h.runtime.agent.turn("the second one", channel="memory", chat_id=OWNER)
             assert picked.text.startswith(f"Cancelled {second} ("), picked.text
             assert [row["id"] for row in cron.list_jobs()] == [record.choices[0]]
@@ -178,7 +178,7 @@ def test_a_job_from_the_config_is_not_offered_for_cancelling_and_a_single_choice
                 clock=h.clock,
                 devices=list(h.runtime.config.devices),
             )
-            h.runtime.agent.desk.cron = cron
+            h.crons.append(cron)
             await cron.add_job(CronJob(id="", schedule="30 7 * * 1-5", device="fan", value="on"), "test")
             record = await h.runtime.agent.turn("cancel the 7:30 fan", channel="memory", chat_id=OWNER)
             assert record.choices == ["fan_0730_weekdays"], record.text

@@ -179,7 +179,7 @@ async def logged_in(client: TestClient[Any, Any]) -> dict[str, str]:
 def probe_web_row(config: Config, who: str) -> Observed:
     from appliance.channels.web.app import build_app
     from appliance.channels.web.auth import Auth
-    from appliance.channels.web.state import WebState
+    from appliance.channels.web.state import Automation, WebState
     from appliance.tasks import TaskStore
 
     scene(config)
@@ -187,8 +187,7 @@ def probe_web_row(config: Config, who: str) -> Observed:
     runtime = Runtime.open(config, model=model)
     auth = Auth(runtime.db)
     auth.set_password(PASSWORD)
-    state = WebState(runtime, auth)
-    state.tasks = TaskStore(runtime.db)
+    state = WebState(runtime, auth, automation=Automation(tasks=TaskStore(runtime.db)))
 
     async def main() -> Observed:
         async with TestClient(TestServer(build_app(state))) as client:

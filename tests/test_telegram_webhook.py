@@ -29,10 +29,8 @@ from tests.telegram_harness import (
 @contextlib.asynccontextmanager
 async def web_client(h: Harness, *, channel: bool = True) -> AsyncIterator[TestClient[Any, Any]]:
     """The daemon's web app (with the Telegram channel wired in, as the daemon does) on a real socket."""
-    state = WebState(h.runtime, Auth(h.runtime.db))
-    if channel:
-        state.channels = ChannelSet(h.runtime.config)
-        state.channels.channels["telegram"] = h.channel
+    channels = ChannelSet(h.runtime.config, {"telegram": h.channel}) if channel else None
+    state = WebState(h.runtime, Auth(h.runtime.db), channels=channels)
     async with TestClient(TestServer(build_app(state))) as client:
         yield client
 

@@ -192,10 +192,10 @@ def test_closing_the_websocket_cancels_its_turn(app: web.Application) -> None:
             pass
         await ws.close()
         for _ in range(100):  # the model is released within a token or two
-            if not state.runtime.scheduler.busy and not state.turns:
+            if not state.runtime.model_queue.busy and not state.streams.turns:
                 break
             await asyncio.sleep(0.02)
-        assert not state.runtime.scheduler.busy
+        assert not state.runtime.model_queue.busy
         history = await (await client.get("/api/history?session=t2")).json()
         assert history["messages"][-1]["content"].endswith("[stopped]")
 
@@ -248,7 +248,7 @@ def test_openapi_document_matches_the_routes(app: web.Application) -> None:
 
 def test_the_model_is_shared_fairly_between_clients(app: web.Application, local_model: LocalModel) -> None:
     """Client A queues three requests, then B one: B runs second, not fourth, and hears its position."""
-    scheduler = app[STATE].runtime.scheduler
+    scheduler = app[STATE].runtime.model_queue
     order: list[str] = []
     positions: list[int] = []
 
@@ -271,7 +271,7 @@ def test_the_model_is_shared_fairly_between_clients(app: web.Application, local_
 
 
 def test_a_cancelled_waiter_leaves_the_line(app: web.Application) -> None:
-    scheduler = app[STATE].runtime.scheduler
+    scheduler = app[STATE].runtime.model_queue
 
     async def main() -> None:
         long = GenerationRequest([ChatMessage("user", "Write a long story.")], max_tokens=60, client="A")
@@ -403,10 +403,10 @@ def test_an_http_client_that_goes_away_stops_its_generation(
                     ) as response:
                         await response.read()
             for _ in range(100):
-                if not runtime.scheduler.busy:
+                if not runtime.model_queue.busy:
                     break
                 await asyncio.sleep(0.02)
-            assert not runtime.scheduler.busy, path
+            assert not runtime.model_queue.busy, path
         db = runtime.db
         stored = db.recent_messages(db.conversation("api", "api@t"), 2)  # a chat token's own conversation
         assert stored[-1].content.endswith("[stopped]")  # cut short, not finished in the background

@@ -20,7 +20,7 @@ from appliance.channels.web.state import WebState
 from appliance.config import Config, CronJob
 from appliance.llm.scripted import ScriptedModel
 from appliance.runtime import Runtime
-from tests.helpers import attach_automation
+from tests.helpers import automation_on
 
 PASSWORD = "correct horse battery"
 
@@ -47,8 +47,7 @@ def serve(runtime: Runtime, scenario: Scenario) -> list[str]:
         auth = Auth(runtime.db)
         auth.set_password(PASSWORD)
         headers = {"Authorization": f"Bearer {auth.add_token('tests', scope='admin')}"}
-        state = WebState(runtime, auth)
-        attach_automation(state, run_job)
+        state = WebState(runtime, auth, automation=automation_on(runtime.db, run_job))
         async with TestClient(TestServer(build_app(state))) as client:
             await scenario(client, headers, state)
 
@@ -109,7 +108,7 @@ def test_a_bad_job_is_a_400_that_says_what_is_wrong(runtime: Runtime, body: dict
         answer = await client.post("/api/cron", json=body, headers=headers)
         assert answer.status == 400, await answer.text()
         assert error in (await answer.json())["error"]
-        assert len(state.cron.list_jobs()) == 1  # type: ignore[union-attr]  # nothing was added
+        assert len(state.automation.cron.list_jobs()) == 1  # type: ignore[union-attr]  # nothing was added
 
     serve(runtime, scenario)
 
@@ -163,7 +162,8 @@ def test_a_browser_session_needs_the_csrf_token_and_a_read_token_cannot_change_j
         csrf = (await (await client.get("/api/session")).json())["csrf"]
         refused = await client.post("/api/cron/water/pause")
         assert refused.status == 403 and (await refused.json())["error"] == "missing or wrong CSRF token"
-        assert state.cron is not None and not state.cron.list_jobs()[0]["paused"]
+        cron = state.automation.cron
+        assert cron is not None and not cron.list_jobs()[0]["paused"]
         paused = await client.post("/api/cron/water/pause", headers={"X-CSRF-Token": csrf})
         assert paused.status == 200 and (await paused.json())["paused"] is True
 

@@ -19,7 +19,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from appliance.channels.web.app import build_app
 from appliance.channels.web.auth import Auth
-from appliance.channels.web.state import WebState
+from appliance.channels.web.state import Automation, WebState
 from appliance.config import Config, DeviceConfig
 from appliance.errors import (
     ConfigError,
@@ -236,20 +236,20 @@ def test_running_a_cron_job_answers_404_for_an_unknown_one_and_409_while_it_runs
     async def main() -> None:
         auth = Auth(runtime.db)
         headers = {"Authorization": f"Bearer {auth.add_token('tests', scope='admin')}"}
-        state = WebState(runtime, auth)
-        state.cron = Scheduler(
+        cron = Scheduler(
             [CronJob(id="water", schedule="daily 07:00", prompt="water")],
             tz="UTC",
             run_job=run_job,
             notify=None,
             db=runtime.db,
         )
+        state = WebState(runtime, auth, automation=Automation(cron))
         async with TestClient(TestServer(build_app(state))) as client:
             unknown = await client.post("/api/cron/nope/run", headers=headers)
             assert unknown.status == 404
             assert (await unknown.json())["error"] == "no cron job named 'nope'"
             first = asyncio.ensure_future(client.post("/api/cron/water/run", headers=headers))
-            await eventually(lambda: state.cron is not None and state.cron.is_running("water"), what="the first run")
+            await eventually(lambda: cron.is_running("water"), what="the first run")
             again = await client.post("/api/cron/water/run", headers=headers)
             assert again.status == 409
             assert (await again.json())["error"] == "cron job water is running now"

@@ -28,7 +28,7 @@ from appliance.channels.web.state import WebState
 from appliance.config import Config, CronJob, DeviceConfig
 from appliance.llm.scripted import ScriptedModel
 from appliance.runtime import Runtime
-from tests.helpers import attach_automation
+from tests.helpers import automation_on
 
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 SCOPES = ("chat", "read", "devices", "admin")
@@ -83,10 +83,10 @@ class Site:
             rows = {t: sorted(map(repr, conn.execute(f'SELECT * FROM "{t}"'))) for t in tables if t != "api_tokens"}
         finally:
             conn.close()
-        assert self.state.cron is not None
+        assert self.state.automation.cron is not None
         return {
             "tables": rows,
-            "jobs": self.state.cron.list_jobs(),
+            "jobs": self.state.automation.cron.list_jobs(),
             "ran": list(self.ran),
             "model_calls": len(self.model.history),
         }
@@ -100,14 +100,14 @@ def site(config: Config) -> Iterator[Site]:
     runtime = Runtime.open(config, model=model)
     auth = Auth(runtime.db)
     tokens = {scope: auth.add_token(f"{scope}-token", scope=scope) for scope in SCOPES}
-    state = WebState(runtime, auth)
-    made = Site(build_app(state), runtime, state, tokens, model)
+    ran: list[str] = []
 
     async def run_job(job: CronJob) -> str:
-        made.ran.append(job.id)
+        ran.append(job.id)
         return f"ran {job.id}"
 
-    attach_automation(state, run_job)
+    state = WebState(runtime, auth, automation=automation_on(runtime.db, run_job))
+    made = Site(build_app(state), runtime, state, tokens, model, ran)
     yield made
     runtime.close()
 
@@ -127,21 +127,23 @@ async def _state_of(site: Site, device: str) -> bool:
 
 
 async def _job(site: Site, *, paused: bool = False) -> str:
-    assert site.state.cron is not None
+    assert site.state.automation.cron is not None
     job_id = f"job{next(site.serial)}"
-    await site.state.cron.add_job(CronJob(id=job_id, schedule="daily 19:00", message="bins"), created_by="test")
+    await site.state.automation.cron.add_job(
+        CronJob(id=job_id, schedule="daily 19:00", message="bins"), created_by="test"
+    )
     if paused:
-        await site.state.cron.pause(job_id)
+        await site.state.automation.cron.pause(job_id)
     return job_id
 
 
 def _job_row(site: Site, job_id: str) -> dict[str, Any] | None:
-    assert site.state.cron is not None
-    return next((j for j in site.state.cron.list_jobs() if j["id"] == job_id), None)
+    assert site.state.automation.cron is not None
+    return next((j for j in site.state.automation.cron.list_jobs() if j["id"] == job_id), None)
 
 
 async def _task(site: Site, *, paused: bool = False) -> int:
-    store = site.state.tasks
+    store = site.state.automation.tasks
     assert store is not None
     task = await site.runtime.db.call(store.add, f"task {next(site.serial)}")
     if paused:
@@ -150,8 +152,8 @@ async def _task(site: Site, *, paused: bool = False) -> int:
 
 
 async def _task_state(site: Site, task_id: int) -> str:
-    assert site.state.tasks is not None
-    return (await site.runtime.db.call(site.state.tasks.get, task_id)).state
+    assert site.state.automation.tasks is not None
+    return (await site.runtime.db.call(site.state.automation.tasks.get, task_id)).state
 
 
 async def prepare(site: Site, route: Route) -> Call:
@@ -224,8 +226,8 @@ async def prepare(site: Site, route: Route) -> Call:
         goal = f"goal {next(site.serial)}"
 
         async def queued(body: Any) -> bool:
-            assert site.state.tasks is not None
-            return goal in [t.goal for t in await site.runtime.db.call(site.state.tasks.list)]
+            assert site.state.automation.tasks is not None
+            return goal in [t.goal for t in await site.runtime.db.call(site.state.automation.tasks.list)]
 
         return Call(path, {"goal": goal}, queued)
     if path.startswith("/api/tasks/{id}/"):

@@ -56,7 +56,7 @@ from appliance.agent.schedule_desk import ScheduleDesk
 from appliance.agent.turn_stats import EventSink, TurnStats
 from appliance.config import Config
 from appliance.errors import UsageError
-from appliance.grounded.turn import Grounding
+from appliance.grounded.turn import Grounding, local_zone
 from appliance.hardware.devices import DeviceRegistry
 from appliance.llm.base import ChatMessage, ChatModel, CloudGeneration, Generation
 from appliance.llm.cloud_errors import CloudError
@@ -72,6 +72,8 @@ from appliance.understanding.semantic import answer_confirmation
 
 if TYPE_CHECKING:
     from appliance.llm.embeddings import QueryEmbedder
+    from appliance.tasks.store import TaskStore
+    from appliance.tools.scheduling import CronDesk
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +101,14 @@ class Agent:
         memory: MemoryKeeper | None = None,
         cloud: CloudRoute | None = None,
         understanding: QueryEmbedder | None = None,
+        *,
+        cron: Callable[[], CronDesk | None] = lambda: None,
+        tasks: Callable[[], TaskStore | None] = lambda: None,
+        weather: Any = None,
     ) -> None:
-        """``understanding``: a small embedding model (see :mod:`appliance.understanding.meaning`); None: rules only."""
+        """``understanding``: a small embedding model (see :mod:`appliance.understanding.meaning`); None: rules only.
+        ``cron``, ``tasks``: the owner's scheduler and task store, late-bound (built after the agent, whose turns
+        they run); ``weather``: the forecast source the grounded answers use."""
         self.config = config
         self.cloud = cloud
         self.local = LocalAttempt(config, model, tools)
@@ -117,8 +125,8 @@ class Agent:
         )
         self._asked = AskedBack(db)  # the fast path's open question, per chat, and when (also for the next chat -m)
         self.listeners: list[Callable[[ReplyRecord], None]] = []  # told of every finished turn
-        self.desk = ScheduleDesk(devices.infos() if devices is not None else (), db)  # desk.cron: set by its owner
-        self.grounding = Grounding(  # its cron, tasks and weather: set by its owner too
+        self.desk = ScheduleDesk(devices.infos() if devices is not None else (), db, cron)
+        self.grounding = Grounding(
             config,
             db,
             devices=devices if self.intents else None,
@@ -128,11 +136,30 @@ class Agent:
             tools=tools,
             workspace=workspace.root,
             model_name=model.name,
+            cron=cron,
+            tasks=tasks,
+            weather=weather,
         )
         self.declines = DeclineDesk(lambda: self.model.name)
         # The time the model is told, after the system prompt (None: not told; a benchmark's baseline): the
         # grounded answers' zone, so the two never disagree.
         self.clock: Callable[[], datetime] | None = lambda: datetime.now(self.grounding.zone)
+
+    def use_cloud(self, cloud: CloudRoute) -> None:
+        """Escalate to ``cloud`` from now (a reload changed the providers or the routing)."""
+        self.cloud = cloud
+
+    def reread_config(self) -> None:
+        """What a message is read with, made again from the running config (SIGHUP): the devices (names, rooms,
+        aliases, what is allowed), agent.devices_by_meaning and local_tools, routing's difficulty settings, the
+        time zone. Cheap: the embeddings are made when first needed (and kept in the database)."""
+        infos = self.devices.infos() if self.devices is not None else []
+        self.intents = IntentMatcher(infos) if infos else None
+        if self.understanding is not None:
+            embedder = self.understanding.embedder
+            self.understanding = Understanding(self.config, embedder, self.tools, infos, self.db)  # embeds lazily
+        self.desk.devices = tuple(infos)
+        self.grounding.zone = local_zone(self.config.scheduler.timezone)  # "what time is it?" in the new zone
 
     @property
     def model(self) -> ChatModel:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -45,11 +45,23 @@ _BARE_CANCEL = re.compile(
 class ScheduleDesk:
     """Carries out the scheduling phrases of chat messages on the scheduler, and answers them."""
 
-    def __init__(self, devices: Sequence[DeviceInfo] = (), db: Database | None = None) -> None:
-        self.cron: CronDesk | None = None  # set by whoever has a scheduler (the daemon; `picoagent chat`)
+    def __init__(
+        self,
+        devices: Sequence[DeviceInfo] = (),
+        db: Database | None = None,
+        cron: Callable[[], CronDesk | None] = lambda: None,
+    ) -> None:
+        """``cron``: the scheduler of whoever has one (the daemon; `picoagent chat`), late-bound: it is built
+        after the agent, whose turns its jobs run."""
+        self._cron = cron
         self.devices = tuple(devices)
         # a session's open "which one?" (the job ids offered), kept for the next process too (chat -m)
         self._asked = Kept(db, "asked_back:cancel:")
+
+    @property
+    def cron(self) -> CronDesk | None:
+        """The scheduler the phrases are carried out on (None: there is none here)."""
+        return self._cron()
 
     async def answer(
         self, text: str, session: str, requested_by: str, started: float, force: str | None = None

@@ -216,7 +216,7 @@ class ChatCommands:
         ]
         if throttled:
             lines.append("Throttled now: " + ", ".join(throttled))
-        queue = runtime.scheduler.waiting + (1 if runtime.scheduler.busy else 0)
+        queue = runtime.model_queue.waiting + (1 if runtime.model_queue.busy else 0)
         loaded = "loaded" if runtime.model.loaded else "not loaded yet"
         lines.append(f"Model {runtime.model.name} ({loaded}) · queue {queue}")
         if runtime.devices is not None:

@@ -62,9 +62,9 @@ def build(name: str, config: Config, runtime: Runtime, outbox: Outbox) -> ChatCh
 class ChannelSet:
     """The running channels, by name."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, channels: dict[str, ChatChannel] | None = None) -> None:
         self.config = config
-        self.channels: dict[str, ChatChannel] = {}
+        self.channels: dict[str, ChatChannel] = channels if channels is not None else {}
 
     def __iter__(self) -> Iterator[ChatChannel]:
         return iter(self.channels.values())

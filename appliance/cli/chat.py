@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from appliance.cli.chat_daemon import DaemonChat
     from appliance.config import Config
     from appliance.runtime import Runtime
+    from appliance.schedule.scheduler import Scheduler
+    from appliance.tasks import TaskStore
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -42,9 +44,13 @@ def cmd_chat(args: argparse.Namespace) -> int:
     if through is not None:  # the daemon owns the pins and the model: its turns, not ours (chat_daemon.py)
         _other_config(config)
         return _through_daemon(through, args)
-    runtime = Runtime.open(config, start_model=True)
+    # The chat's "remind me at 7" and "what reminders do I have?" read the scheduler and task store made below on
+    # the runtime's database: handed to the agent late-bound, through these two names.
+    cron: Scheduler | None = None
+    store: TaskStore | None = None
+    runtime = Runtime.open(config, start_model=True, cron=lambda: cron, tasks=lambda: store)
     try:
-        _schedule_tools(runtime)
+        cron, store = _schedule_tools(runtime)
         chat = TerminalChat(runtime, session=args.session)
         if args.message is None:
             return chat.interactive()
@@ -112,7 +118,7 @@ def _through_daemon(chat: DaemonChat, args: argparse.Namespace) -> int:
     return 0
 
 
-def _schedule_tools(runtime: Runtime) -> None:
+def _schedule_tools(runtime: Runtime) -> tuple[Scheduler, TaskStore]:
     """The model's schedule and task tools, on a scheduler of this process that only writes the database.
 
     Jobs and tasks made here are run by the daemon (it reads them within a minute; tasks within seconds),
@@ -126,8 +132,7 @@ def _schedule_tools(runtime: Runtime) -> None:
     cron = local_scheduler(runtime.config, runtime.db, lenient=True)
     store = TaskStore(runtime.db)
     scheduling.register(runtime.tools, cron, store, can_work=lambda: can_work(runtime))
-    runtime.agent.desk.cron = cron  # the chat fast path's "remind me at 7 ..." (appliance/agent/schedule_desk.py)
-    runtime.agent.grounding.cron, runtime.agent.grounding.tasks = cron, store  # "what reminders do I have?"
+    return cron, store
 
 
 def _other_config(config: Config) -> None:

@@ -1,8 +1,8 @@
 """The grounded desk in a turn: the facts of this appliance gathered, the topics tried, the reply record.
 
-:class:`Grounding` belongs to the agent; its owner (the daemon, ``picoagent chat``) sets ``tasks`` where it
-has them, as it sets the schedule desk's ``cron``; ``weather`` (the forecast source) is set by
-:meth:`appliance.runtime.Runtime.open`, which builds it.
+:class:`Grounding` belongs to the agent; the scheduler and the task store come late-bound from the agent's
+owner (the daemon, ``picoagent chat``: built after the agent), the forecast source from
+:meth:`appliance.runtime.Runtime.open`, which builds it (and :meth:`Grounding.use_weather` at a reload).
 """
 
 from __future__ import annotations
@@ -105,6 +105,9 @@ class Grounding:
         tools: ToolRegistry | None = None,
         workspace: Path | None = None,
         model_name: str = "",
+        cron: Callable[[], CronDesk | None] = lambda: None,
+        tasks: Callable[[], TaskStore | None] = lambda: None,
+        weather: Any = None,
     ) -> None:
         self.config = config
         self.db = db
@@ -113,13 +116,26 @@ class Grounding:
         self.tools = tools
         self.workspace = workspace
         self.model_name = model_name
-        self.cron: CronDesk | None = None
-        self.tasks: TaskStore | None = None
-        self.weather: Any = None
+        self._cron, self._tasks = cron, tasks
+        self.weather = weather
         self.zone = local_zone(config.scheduler.timezone)
         self.clock: Callable[[], float] = time.time  # the answers' now (tests hold it still)
         self.started_at = time.time()
         self.desk = GroundedDesk(topics(), embedder, texts)
+
+    @property
+    def cron(self) -> CronDesk | None:
+        """The scheduler the agenda is read from (None: there is none here)."""
+        return self._cron()
+
+    @property
+    def tasks(self) -> TaskStore | None:
+        """The task store the open tasks are read from (None: there is none here)."""
+        return self._tasks()
+
+    def use_weather(self, weather: Any) -> None:
+        """The forecast source from now (a reload made it again, or there is none now)."""
+        self.weather = weather
 
     def facts(self, session: str, conversation: int | None, *, person: bool, cloud_allowed: bool) -> Facts:
         """The facts a grounded answer in this chat may use (memories only for a person the Pi knows)."""

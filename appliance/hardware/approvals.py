@@ -99,6 +99,10 @@ class ApprovalStore:
         self.timeout_s = timeout_s
         self.clock = clock
 
+    def expire_after(self, timeout_s: float) -> None:
+        """How long an approval asked from now on waits for a person (SIGHUP: hardware.approval_timeout_s)."""
+        self.timeout_s = timeout_s
+
     def request(self, device: str, value: bool | float, requested_by: str) -> PendingAction:
         """Record a write that needs a person's approval."""
         now = self.clock()

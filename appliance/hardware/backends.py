@@ -37,13 +37,13 @@ class Backend:
 
     name = "abstract"
 
-    def __init__(self) -> None:
+    def __init__(self, links: dict[str, Any] | None = None) -> None:
+        """``links``: the services devices live in, by interface ("homeassistant": the Home Assistant client),
+        from whoever opens the devices (the daemon, or a command with no daemon: runtime.remote_links)."""
         self._pin_factory: Any = None
         self._i2c: dict[int, I2CBus] = {}
         self._spi: dict[tuple[int, int], SPIBus] = {}
-        # The services devices live in, by interface ("homeassistant": the Home Assistant client), set by
-        # whoever opens the devices (the daemon, or a command with no daemon) before they are built.
-        self.links: dict[str, Any] = {}
+        self.links: dict[str, Any] = dict(links or {})
 
     def i2c(self, number: int) -> I2CBus:
         """The I2C bus with this number (opened once)."""
@@ -112,8 +112,8 @@ class SimulatedBackend(Backend):
 
     name = "simulated"
 
-    def __init__(self, state_file: Path | None = None) -> None:
-        super().__init__()
+    def __init__(self, state_file: Path | None = None, links: dict[str, Any] | None = None) -> None:
+        super().__init__(links)
         self.chips: dict[str, Any] = {}  # device name -> its simulated chip (tests change the environment)
         self.state_file = state_file
 
@@ -179,8 +179,8 @@ class RealBackend(Backend):
 
     name = "real"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, links: dict[str, Any] | None = None) -> None:
+        super().__init__(links)
         self._pin_factory = self._make_pin_factory()  # now: a missing lgpio is an error at start, not later
 
     def _make_pin_factory(self) -> Any:
@@ -202,11 +202,13 @@ class RealBackend(Backend):
         return SpidevSPI(bus, device)
 
 
-def make_backend(config: HardwareConfig, state_file: Path | None = None) -> Backend:
+def make_backend(
+    config: HardwareConfig, state_file: Path | None = None, links: dict[str, Any] | None = None
+) -> Backend:
     """The backend the config asks for (auto: real on a Pi, simulated elsewhere); ``state_file``: where the
-    simulation keeps its switches' values between processes (see SimulatedBackend)."""
+    simulation keeps its switches' values between processes (see SimulatedBackend); ``links``: see Backend."""
     choice = config.backend
     if choice == "auto":
         choice = "real" if on_a_pi() else "simulated"
     log.info("hardware backend: %s", choice)
-    return RealBackend() if choice == "real" else SimulatedBackend(state_file)
+    return RealBackend(links) if choice == "real" else SimulatedBackend(state_file, links)

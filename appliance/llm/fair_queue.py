@@ -38,6 +38,11 @@ class FairScheduler:
         self._served: dict[str, int] = {}  # when each client last got the model (a sequence number)
         self._seq = 0
 
+    def serve(self, model: ChatModel) -> None:
+        """Put ``model`` behind the queue (a model switch): the next generation runs on it, the running one ends
+        on the model it began on."""
+        self.model = model
+
     @property
     def name(self) -> str:
         """The model's name."""

@@ -74,6 +74,10 @@ class MemoryKeeper:
         self._busy: set[int] = set()  # conversations being extracted or compacted now
         self.background: set[asyncio.Task[Any]] = set()
 
+    def use_settings(self, config: MemoryConfig) -> None:
+        """Recall and extraction settings from a reloaded config (SIGHUP); the next turn reads them."""
+        self.config = config
+
     # --- progress bookkeeping ------------------------------------------------------------------
 
     def _progress(self, conversation_id: int) -> tuple[int, int]:

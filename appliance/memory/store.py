@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from appliance.errors import ModelError, PicoagentError, UsageError
 from appliance.memory.db import Database
@@ -93,7 +93,10 @@ class MemoryStore:
         clock: Callable[[], float] = time.time,
         vector_cache: bool = True,
         embed_query: EmbedQuery | None = None,
+        embedder: Any = None,
     ) -> None:
+        """``embedder``: the model behind ``embed``, kept for whoever closes it (the runtime) and for the
+        understanding stage that shares it (runtime.understanding); None: keyword-only, or given as functions."""
         if embed is not None and (dimensions < 8 or dimensions % 8):
             raise UsageError(
                 f"memory: an embedding width of {dimensions} cannot be stored",
@@ -104,6 +107,7 @@ class MemoryStore:
         # A query may want another prefix than a stored text (bge, nomic), and the turn's stages share
         # its vector: the embedder's embed_query keeps the last few.
         self._embed_query = embed_query
+        self.embedder = embedder
         self.weights = Weights()  # what a vector match, a keyword match and a rare-name match are worth
         self.model_name = model_name
         self.dimensions = dimensions

@@ -78,7 +78,9 @@ class MqttBridge:
         assistant_name: str = "picoagent",
         assistant_state: Callable[[], dict[str, Any]] = dict,
         link: MqttLink,
+        chat: MqttChat | None = None,
     ) -> None:
+        """``chat``: the notify topic's chat channel, over this same link (the daemon's; None: no chat)."""
         self.config = config
         # The daemon's link: made before the devices, which use it too, and started and stopped as a service
         # of its own (runtime.remote_links), so the bridge neither starts nor stops it.
@@ -87,7 +89,7 @@ class MqttBridge:
         self.topics = Topics.of(config)
         self.assistant_name = assistant_name
         self.assistant_state = assistant_state
-        self.chat: MqttChat | None = None  # set by the daemon when a chat pipeline is there
+        self.chat = chat
         self.attributes: dict[str, dict[str, Any]] = {}  # device -> its attributes document
         self._pending: dict[str, str] = {}  # device -> the id of its write waiting for a person (never published)
         self.commands = 0

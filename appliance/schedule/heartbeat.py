@@ -127,6 +127,12 @@ class Heartbeat:
         self.last_run_at: float | None = None
         self.last_decision: str | None = None
 
+    def reschedule(self, every_minutes: int, tz: str) -> None:
+        """Check every ``every_minutes`` in zone ``tz`` from the next nap on (SIGHUP)."""
+        if every_minutes < 1:
+            raise ValueError("the heartbeat runs every 1 minute or more (0 turns it off: do not start it)")
+        self.every_minutes, self.zone = every_minutes, resolve_zone(tz)
+
     def ensure_file(self) -> bool:
         """Write the commented template on first run; True when it was created."""
         if self.path.exists():

@@ -171,6 +171,10 @@ class TaskStore:
         self.clock = clock
         self.settings = settings or TasksConfig()
 
+    def use_settings(self, settings: TasksConfig) -> None:
+        """The defaults new tasks take from now (a reloaded config's ``tasks``)."""
+        self.settings = settings
+
     @staticmethod
     def _row(conn: sqlite3.Connection, task_id: int) -> Task:
         row = conn.execute(f"SELECT {_TASK_COLUMNS} FROM tasks WHERE id = ?", (task_id,)).fetchone()

@@ -78,15 +78,22 @@ class ToolApprovals:
         devices: DeviceRegistry | None = None,
         timeout_s: float = 30.0,
         requested_by: str = "model",
+        notify: Callable[[str, str], object] | None = None,
     ) -> None:
+        """``notify``: where an approved call's result goes (the owner's notifier; None: nowhere)."""
         self.store = store
         self.registry = registry
         self.names = tuple(names)
         self.devices = devices
         self.timeout_s = timeout_s  # an approved call's own time limit (agent.tool_timeout_s)
         self.requested_by = requested_by  # who calls the tools here: the model, or an MCP client
-        self.notify: Callable[[str, str], object] | None = None  # the owner's notifier (the daemon sets it)
+        self.notify = notify
         registry.gate = self.hold
+
+    def configure(self, names: Iterable[str], *, timeout_s: float) -> None:
+        """A reloaded config's tools that wait for a person and an approved call's time limit (SIGHUP)."""
+        self.names = tuple(names)
+        self.timeout_s = timeout_s
 
     def needs(self, name: str) -> bool:
         """Whether calls of this tool wait for a person."""

@@ -363,6 +363,10 @@ class ToolRegistry:
             raise ValueError(f"a tool named {tool.name} is registered already")
         self.tools[tool.name] = tool
 
+    def limit(self, *, per_turn: int, max_output_chars: int, cache_s: float) -> None:
+        """The limits every call passes through, from a reloaded config's ``tools`` (SIGHUP)."""
+        self.per_turn, self.max_output_chars, self.cache_s = per_turn, max_output_chars, cache_s
+
     def remove(self, name: str) -> None:
         """Forget a tool (an MCP server that went away)."""
         self.tools.pop(name, None)

@@ -256,7 +256,7 @@ def bench_api_chat_overhead(n: int, tls: bool = False, warmup: int = 10) -> dict
                     await r.json()
                 elapsed = time.perf_counter() - started
                 t0 = time.perf_counter()
-                await runtime.scheduler.generate(GenerationRequest([ChatMessage("user", f"hello {i}")]))
+                await runtime.model_queue.generate(GenerationRequest([ChatMessage("user", f"hello {i}")]))
                 if i >= warmup:  # warm-up excluded
                     rounds.append(elapsed)
                     model_only.append(time.perf_counter() - t0)

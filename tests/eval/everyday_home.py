@@ -143,7 +143,7 @@ class Home:
         )
         start = self.now()
         began = time.perf_counter()
-        generation = await self.runtime.scheduler.generate(request)
+        generation = await self.runtime.model_queue.generate(request)
         base.latency_ms = round((time.perf_counter() - began) * 1000, 2)
         base.outcome, base.why = grade(question, generation.text, self.fills(start, self.now()), declines)
         base.reply, base.route, base.model_called = generation.text, "model alone", True
@@ -328,7 +328,9 @@ async def open_home(
                     await stack.enter_async_context(fake_module.serve_open_meteo(fake))
                     weather.enabled, weather.base_url = True, fake.url
                     forecast = await _fetch(fake.url, PLACE[1], PLACE[2])
-        runtime = Runtime.open(config, model=model)
+        cron: Scheduler | None = None  # made below on the runtime's database, read late by its agent (as serve does)
+        tasks: TaskStore | None = None
+        runtime = Runtime.open(config, model=model, cron=lambda: cron, tasks=lambda: tasks)
         stack.callback(runtime.close)
         stack.push_async_callback(runtime.close_cloud)
         started = time.time()
@@ -349,11 +351,6 @@ async def open_home(
         tasks = TaskStore(runtime.db)
         await runtime.db.call(tasks.add, TASK)
         scheduling.register(runtime.tools, cron, tasks)
-        runtime.agent.desk.cron = cron  # as the daemon and `picoagent chat` hand them over
-        grounding = runtime.agent.grounding
-        grounding.cron, grounding.tasks = cron, tasks
-        if getattr(runtime, "weather", None) is not None:  # the forecast source, where this branch has one
-            grounding.weather = runtime.weather  # type: ignore[attr-defined]
         yield Home(
             runtime,
             setup,

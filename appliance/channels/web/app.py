@@ -16,7 +16,16 @@ from appliance import __version__
 from appliance.channels.web import auth as web_auth
 from appliance.channels.web import chat, cron, devices, hooks, hosts, http, login, openai_api, tasks, telegram_hook
 from appliance.channels.web.login_guard import LoginGuard
-from appliance.channels.web.state import STATE, WebState
+from appliance.channels.web.state import (
+    AUTOMATION,
+    CHANNELS,
+    DEVICES,
+    MONITOR,
+    RUNTIME,
+    STATE,
+    STREAMS,
+    WebState,
+)
 from appliance.errors import UsageError
 from appliance.hardware.states import device_states
 from appliance.health import read_health
@@ -32,8 +41,7 @@ async def healthz(request: web.Request) -> web.Response:
 
     The version lets the updater tell the new release's answer from the old one's.
     """
-    state = request.app[STATE]
-    db = state.runtime.db
+    db = request.app[RUNTIME].db
     ok = await db.call(db.ping)
     body = {"status": "ok" if ok else "degraded", "version": __version__}
     return web.json_response(body, status=200 if ok else 503)
@@ -41,7 +49,7 @@ async def healthz(request: web.Request) -> web.Response:
 
 async def metrics(request: web.Request) -> web.Response:
     """Prometheus text format."""
-    body = request.app[STATE].metrics.registry.render()
+    body = request.app[MONITOR].metrics.registry.render()
     return web.Response(body=body.encode(), headers={"Content-Type": CONTENT_TYPE})
 
 
@@ -49,20 +57,22 @@ async def api_status(request: web.Request) -> web.Response:
     """The appliance's health, model, queue and recent replies."""
     state = request.app[STATE]
     health = (await asyncio.to_thread(read_health, state.runtime.db.path.parent)).as_dict()
-    await state.load_recent()
+    await state.monitor.load_recent()
     status = state.status(health)
-    status["devices"] = await device_states(state.runtime.devices, state.readings)
-    status["routing"] = await state.runtime.db.call(state.routing_status)
-    if state.events is not None:
-        status["events"] = [e.as_dict() for e in await asyncio.to_thread(state.events.recent, 10)]
+    status["devices"] = await device_states(state.runtime.devices, state.devices.readings)
+    status["routing"] = await state.runtime.db.call(state.monitor.routing_status)
+    events = state.devices.events
+    if events is not None:
+        status["events"] = [e.as_dict() for e in await asyncio.to_thread(events.recent, 10)]
     status["channels"] = state.channels.states() if state.channels is not None else []
     status["notifications"] = await state.runtime.db.call(recent_notifications, state.runtime.db, limit=10)
     # The cards with buttons: writes waiting for a person (shown on their device), the jobs, the tasks.
     devices_ = state.runtime.devices
     pending = await asyncio.to_thread(devices_.approvals.pending) if devices_ is not None else []
     status["approvals"] = [p.as_dict() for p in pending]
-    status["jobs"] = state.cron.list_jobs() if state.cron is not None else []
-    status["tasks"] = await tasks.recent_tasks(state, STATUS_TASKS)
+    cron = state.automation.cron
+    status["jobs"] = cron.list_jobs() if cron is not None else []
+    status["tasks"] = await tasks.recent_tasks(state.runtime.db, state.automation, STATUS_TASKS)
     return web.json_response(status)
 
 
@@ -72,7 +82,7 @@ async def api_notifications(request: web.Request) -> web.Response:
         after = int(request.query.get("after", "0"))
     except ValueError:
         raise UsageError("after: expected a notification id (a whole number)") from None
-    db = request.app[STATE].runtime.db
+    db = request.app[RUNTIME].db
     return web.json_response({"notifications": await db.call(recent_notifications, db, after_id=after)})
 
 
@@ -107,7 +117,7 @@ def page(name: str) -> Any:
 
 async def close_sockets(app: web.Application) -> None:
     """At shutdown, tell open chat pages the server is going away (they reconnect by themselves)."""
-    for ws in list(app[STATE].sockets):
+    for ws in list(app[STREAMS].sockets):
         await ws.close(code=WSCloseCode.GOING_AWAY, message=b"server stopping")
 
 
@@ -118,11 +128,14 @@ def build_app(state: WebState, site: hosts.SiteNames | None = None) -> web.Appli
     # The Host check comes first: a request for a foreign name (DNS rebinding) touches nothing else.
     middlewares = [
         hosts.middleware(site or hosts.SiteNames.for_config(config)),
-        http.errors_middleware(state.metrics.requests),
+        http.errors_middleware(state.monitor.metrics.requests),
         web_auth.middleware(state.auth),
     ]
     app = web.Application(middlewares=middlewares, client_max_size=http.MAX_BODY)
     app[STATE] = state
+    # Each route group reads only its own part (channels/web/state.py).
+    app[RUNTIME], app[MONITOR], app[STREAMS] = state.runtime, state.monitor, state.streams
+    app[AUTOMATION], app[DEVICES], app[CHANNELS] = state.automation, state.devices, state.channels
     app.on_shutdown.append(close_sockets)
     app.add_routes(
         [
@@ -132,12 +145,12 @@ def build_app(state: WebState, site: hosts.SiteNames | None = None) -> web.Appli
             web.get("/chat", page("chat.html")),
             web.get("/api/status", api_status),
             web.get("/api/notifications", api_notifications),
-            *devices.routes(),
-            *cron.routes(),
-            *tasks.routes(),
+            *devices.routes,
+            *cron.routes,
+            *tasks.routes,
             web.get("/api/openapi.json", api_openapi),
-            *chat.routes(),
-            *openai_api.routes(),
+            *chat.routes,
+            *openai_api.routes,
             *telegram_hook.routes(),
             *hooks.routes(),
             *login.routes(state.auth, login_guard=guard),

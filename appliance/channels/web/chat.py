@@ -18,15 +18,18 @@ import itertools
 import json
 import logging
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSMsgType, web
 
 from appliance.channels.web.auth import Principal, principal
 from appliance.channels.web.http import bad_request, read_json, read_optional_json
 from appliance.channels.web.scopes import allows
-from appliance.channels.web.state import STATE, WebState
+from appliance.channels.web.state import RUNTIME, STREAMS, Streams
 from appliance.errors import PicoagentError
+
+if TYPE_CHECKING:
+    from appliance.agent.loop import Agent
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +37,8 @@ MAX_MESSAGE_CHARS = 8000
 CHANNELS = ("web", "api", "terminal")  # the conversations /api/history reads and /api/reset resets
 _SESSION = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _connections = itertools.count(1)
+
+routes = web.RouteTableDef()  # chat routes, added to the app by app.build_app
 
 
 def check_message(body: dict[str, Any], default_session: str) -> tuple[str, str]:
@@ -64,9 +69,9 @@ def conversation_key(found: Principal | None, session: str) -> str:
     return session
 
 
+@routes.post("/api/chat")
 async def api_chat(request: web.Request) -> web.Response:
     """Answer one message; returns the reply record."""
-    state = request.app[STATE]
     body = await read_json(request)
     text, session = check_message(body, "api")
     route = body.get("route")
@@ -77,12 +82,11 @@ async def api_chat(request: web.Request) -> web.Response:
         raise bad_request(f'"channel" must be one of {", ".join(CHANNELS)} (absent: api)')
     chat_id = conversation_key(principal(request), session)
     task = asyncio.ensure_future(
-        state.runtime.agent.turn(
+        request.app[RUNTIME].agent.turn(
             text, channel=channel, chat_id=chat_id, client=f"{channel}:{_principal(request)}:{session}", force=route
         )
     )
-    state.turns.add(task)
-    task.add_done_callback(state.turns.discard)
+    request.app[STREAMS].track(task)
     record = await task
     return web.json_response(record.as_dict())
 
@@ -103,13 +107,13 @@ def conversation_named(found: Principal | None, channel: Any, session: Any) -> t
     return channel, session
 
 
+@routes.get("/api/history")
 async def api_history(request: web.Request) -> web.Response:
     """The open conversation of a session, oldest first (the web chat reloads it; a program reads its own)."""
-    state = request.app[STATE]
     found = principal(request)
     channel, session = conversation_named(found, request.query.get("channel"), request.query.get("session"))
     limit = min(int(request.query.get("limit", "100")) if request.query.get("limit", "").isdigit() else 100, 500)
-    db = state.runtime.db
+    db = request.app[RUNTIME].db
     conversation = await db.call(db.conversation, channel, conversation_key(found, session))
     messages = await db.call(db.recent_messages, conversation, limit)
     return web.json_response(
@@ -124,27 +128,28 @@ async def api_history(request: web.Request) -> web.Response:
     )
 
 
+@routes.post("/api/reset")
 async def api_reset(request: web.Request) -> web.Response:
     """Start a new conversation for a session (the old one stays in the database, closed); no body: the
     caller's own default conversation (see :func:`conversation_named`). ``?session=``/``?channel=`` name it as
     they do for /api/history (a walk's `POST /api/reset?session=kitchen` reset the default one instead); the
     body's, when both are given."""
-    state = request.app[STATE]
     body = await read_optional_json(request)
     found = principal(request)
     query = request.query
     channel, session = conversation_named(
         found, body.get("channel", query.get("channel")), body.get("session", query.get("session"))
     )
-    await state.runtime.agent.reset(channel, conversation_key(found, session))
+    await request.app[RUNTIME].agent.reset(channel, conversation_key(found, session))
     return web.json_response({"reset": session, "channel": channel})
 
 
 class _Connection:
     """One websocket: a sender task keeps events in order; at most one turn runs at a time."""
 
-    def __init__(self, state: WebState, ws: web.WebSocketResponse, found: Principal | None) -> None:
-        self.state = state
+    def __init__(self, agent: Agent, streams: Streams, ws: web.WebSocketResponse, found: Principal | None) -> None:
+        self.agent = agent
+        self.streams = streams
         self.ws = ws
         self.principal = found
         self.client = f"ws:{found.name if found else 'anonymous'}:{next(_connections)}"
@@ -161,7 +166,7 @@ class _Connection:
 
     async def run_turn(self, text: str, session: str) -> None:
         try:
-            await self.state.runtime.agent.turn(
+            await self.agent.turn(
                 text,
                 channel="web",
                 chat_id=conversation_key(self.principal, session),
@@ -203,18 +208,18 @@ class _Connection:
             self.send("error", {"message": json.loads(exc.text or "{}").get("error", "bad message")})
             return
         self.turn = asyncio.ensure_future(self.run_turn(text, session))
-        self.state.turns.add(self.turn)
-        self.turn.add_done_callback(self.state.turns.discard)
+        self.streams.track(self.turn)
 
 
+@routes.get("/ws")
 async def websocket(request: web.Request) -> web.WebSocketResponse:
     """The chat event stream."""
-    state = request.app[STATE]
+    streams = request.app[STREAMS]
     ws = web.WebSocketResponse(heartbeat=30, max_msg_size=64 * 1024)
     await ws.prepare(request)
-    conn = _Connection(state, ws, principal(request))
+    conn = _Connection(request.app[RUNTIME].agent, streams, ws, principal(request))
     sender = asyncio.ensure_future(conn.sender())
-    state.sockets.add(ws)
+    streams.sockets.add(ws)
     try:
         async for message in ws:
             if message.type == WSMsgType.TEXT:
@@ -222,7 +227,7 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
             elif message.type == WSMsgType.BINARY:
                 conn.send("error", {"message": "frames must be JSON text"})
     finally:
-        state.sockets.discard(ws)
+        streams.sockets.discard(ws)
         if conn.turn and not conn.turn.done():
             conn.turn.cancel()  # the client went away: stop its work
             with contextlib.suppress(asyncio.CancelledError):
@@ -230,13 +235,3 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
         conn.outbox.put_nowait(None)
         await sender
     return ws
-
-
-def routes() -> list[web.RouteDef]:
-    """The chat routes."""
-    return [
-        web.post("/api/chat", api_chat),
-        web.get("/api/history", api_history),
-        web.post("/api/reset", api_reset),
-        web.get("/ws", websocket),
-    ]

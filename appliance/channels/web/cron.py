@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from appliance.channels.web.auth import principal
-from appliance.channels.web.http import bad_request, json_error, read_json
-from appliance.channels.web.state import STATE
+from appliance.channels.web.http import bad_request, json_error, read_json, running
+from appliance.channels.web.state import AUTOMATION
 from appliance.config import CronJob
 from appliance.errors import Conflict, NotFound, PicoagentError
 
@@ -26,12 +26,11 @@ if TYPE_CHECKING:
 JOB_TEXTS = ("prompt", "task", "message", "device", "value")
 JOB_FIELDS = {"id", "schedule", "deliver", "missed", *JOB_TEXTS}
 
+routes = web.RouteTableDef()  # cron routes, added to the app by app.build_app
+
 
 def _cron(request: web.Request) -> Scheduler:
-    cron = request.app[STATE].cron
-    if cron is None:
-        raise NotFound("no scheduler here", fix="jobs are kept and run by `picoagent serve`")
-    return cron
+    return running(request.app[AUTOMATION].cron, "no scheduler here", "jobs are kept and run by `picoagent serve`")
 
 
 def _who(request: web.Request) -> str:
@@ -68,15 +67,17 @@ def job_from_body(body: dict[str, Any]) -> CronJob:
     return CronJob(**fields)
 
 
+@routes.get("/api/cron")
 async def list_cron(request: web.Request) -> web.Response:
     """The jobs with their next and last runs, paused or not, and where each comes from."""
-    cron = request.app[STATE].cron
+    cron = request.app[AUTOMATION].cron
     if cron is None:
         return web.json_response({"jobs": []})
     await cron.refresh()  # a job `picoagent chat` just made beside the daemon is listed at once
     return web.json_response({"jobs": cron.list_jobs()})
 
 
+@routes.post("/api/cron")
 async def create_cron(request: web.Request) -> web.Response:
     """Add a job (stored in the database, scheduled now); 201 with its row."""
     job = job_from_body(await read_json(request))
@@ -84,21 +85,25 @@ async def create_cron(request: web.Request) -> web.Response:
     return web.json_response(row, status=201)
 
 
+@routes.post("/api/cron/{id}/pause")
 async def pause_cron(request: web.Request) -> web.Response:
     """Pause a job (any job); it keeps its place and runs again once resumed."""
     return web.json_response(await _cron(request).pause(request.match_info["id"], by=_who(request)))
 
 
+@routes.post("/api/cron/{id}/resume")
 async def resume_cron(request: web.Request) -> web.Response:
     """Resume a paused job."""
     return web.json_response(await _cron(request).resume(request.match_info["id"]))
 
 
+@routes.post("/api/cron/{id}/cancel")
 async def cancel_cron(request: web.Request) -> web.Response:
     """Remove a job made in chat or here (its history stays); config and cron.yaml jobs are refused."""
     return web.json_response(await _cron(request).cancel(request.match_info["id"]))
 
 
+@routes.get("/api/cron/{id}/logs")
 async def cron_logs(request: web.Request) -> web.Response:
     """A job's runs, newest first (``?limit=N``, 1 to 1000, default 20)."""
     try:
@@ -109,9 +114,10 @@ async def cron_logs(request: web.Request) -> web.Response:
     return web.json_response({"id": job_id, "runs": await _cron(request).runs(job_id, limit=limit)})
 
 
+@routes.post("/api/cron/{id}/run")
 async def run_cron(request: web.Request) -> web.Response:
     """Run a job now."""
-    cron = request.app[STATE].cron
+    cron = request.app[AUTOMATION].cron
     job_id = request.match_info["id"]
     if cron is None:
         return json_error(404, f"no job {job_id!r}: the scheduler runs inside `picoagent serve`")
@@ -123,16 +129,3 @@ async def run_cron(request: web.Request) -> web.Response:
     except PicoagentError as exc:  # the job ran and failed
         return json_error(502, exc.message, fix=exc.fix)
     return web.json_response({"id": job_id, "result": result})
-
-
-def routes() -> list[web.RouteDef]:
-    """The cron routes."""
-    return [
-        web.get("/api/cron", list_cron),
-        web.post("/api/cron", create_cron),
-        web.post("/api/cron/{id}/pause", pause_cron),
-        web.post("/api/cron/{id}/resume", resume_cron),
-        web.post("/api/cron/{id}/cancel", cancel_cron),
-        web.post("/api/cron/{id}/run", run_cron),
-        web.get("/api/cron/{id}/logs", cron_logs),
-    ]

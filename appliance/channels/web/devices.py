@@ -8,15 +8,21 @@ status: an unknown device or approval 404, a decided one 409, a policy refusal 4
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from appliance.channels.web.auth import principal
 from appliance.channels.web.http import json_error, read_json
-from appliance.channels.web.state import STATE
+from appliance.channels.web.state import DEVICES, RUNTIME
 from appliance.errors import UnknownDeviceError
 from appliance.hardware.approvals import UnknownApprovalError
 from appliance.hardware.states import device_states
+
+if TYPE_CHECKING:
+    from appliance.hardware.devices import DeviceRegistry
+
+routes = web.RouteTableDef()  # device and approval routes, added to the app by app.build_app
 
 
 def _who(request: web.Request) -> str:
@@ -24,46 +30,53 @@ def _who(request: web.Request) -> str:
     return f"{found.kind}:{found.name}" if found else "unknown"
 
 
+def _device(request: web.Request, fix: str) -> tuple[str, DeviceRegistry]:
+    """The device the path names and the registry, or unknown (``fix``) when no devices are configured."""
+    devices, name = request.app[RUNTIME].devices, request.match_info["name"]
+    if devices is None:
+        raise UnknownDeviceError(f"unknown device {name!r}", fix=fix)
+    return name, devices
+
+
+@routes.get("/api/devices")
 async def list_devices(request: web.Request) -> web.Response:
     """Every device, its kind, room, what is allowed, and its readings."""
-    state = request.app[STATE]
-    return web.json_response({"devices": await device_states(state.runtime.devices, state.readings)})
+    readings = request.app[DEVICES].readings
+    return web.json_response({"devices": await device_states(request.app[RUNTIME].devices, readings)})
 
 
+@routes.get("/api/devices/{name}")
 async def read_device(request: web.Request) -> web.Response:
     """Read one device now."""
-    devices = request.app[STATE].runtime.devices
-    name = request.match_info["name"]
-    if devices is None:
-        raise UnknownDeviceError(f"unknown device {name!r}", fix="no devices are configured")
+    name, devices = _device(request, "no devices are configured")
     readings = await devices.read(name)
     return web.json_response({"device": name, "readings": [r.as_dict() for r in readings]})
 
 
+@routes.post("/api/devices/{name}")
 async def set_device(request: web.Request) -> web.Response:
     """Set a device: {"value": "on" | "off" | "40%" | true | false}."""
-    devices = request.app[STATE].runtime.devices
-    name = request.match_info["name"]
-    if devices is None:
-        raise UnknownDeviceError(f"unknown device {name!r}", fix="GET /api/devices lists the devices")
+    name, devices = _device(request, "GET /api/devices lists the devices")
     body = await read_json(request)
     if "value" not in body or not isinstance(body["value"], str | bool | int | float):
         return json_error(400, 'expected "value": "on", "off", a percentage, true or false')
     result = await devices.set(name, body["value"], requested_by=_who(request))
-    request.app[STATE].readings.pop(name, None)
+    request.app[DEVICES].readings.pop(name, None)
     return web.json_response(result.as_dict(), status=200 if result.done else 202)
 
 
+@routes.get("/api/approvals")
 async def list_approvals(request: web.Request) -> web.Response:
     """Device writes and tool calls waiting for a person."""
-    desk = request.app[STATE].runtime.approvals
+    desk = request.app[RUNTIME].approvals
     pending = await asyncio.to_thread(desk.pending) if desk is not None else []
     return web.json_response({"pending": [p.as_dict() for p in pending]})
 
 
+@routes.post("/api/approvals/{id}/{decision:approve|deny}")
 async def decide_approval(request: web.Request) -> web.Response:
     """Approve (and run) or deny one pending write or tool call (a person's session or token, never the model)."""
-    desk = request.app[STATE].runtime.approvals
+    desk = request.app[RUNTIME].approvals
     action_id, decision = request.match_info["id"], request.match_info["decision"]
     if desk is None:
         raise UnknownApprovalError(f"no approval {action_id!r}")
@@ -71,20 +84,9 @@ async def decide_approval(request: web.Request) -> web.Response:
     return web.json_response(result.as_dict())
 
 
+@routes.get("/api/events")
 async def list_events(request: web.Request) -> web.Response:
     """The latest hardware events."""
-    events = request.app[STATE].events
+    events = request.app[DEVICES].events
     recent = await asyncio.to_thread(events.recent, 50) if events else []
     return web.json_response({"events": [e.as_dict() for e in recent]})
-
-
-def routes() -> list[web.RouteDef]:
-    """The device routes."""
-    return [
-        web.get("/api/devices", list_devices),
-        web.get("/api/devices/{name}", read_device),
-        web.post("/api/devices/{name}", set_device),
-        web.get("/api/approvals", list_approvals),
-        web.post("/api/approvals/{id}/{decision:approve|deny}", decide_approval),
-        web.get("/api/events", list_events),
-    ]

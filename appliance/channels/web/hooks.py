@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 from aiohttp import web
 
 from appliance.channels.web.http import json_error
-from appliance.channels.web.state import STATE
+from appliance.channels.web.state import CHANNELS
 from appliance.ratelimit import RateLimiter
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ _refusals = RateLimiter(1, 300.0)  # WhatsApp: at most one log line per five min
 
 
 def _channel(request: web.Request, name: str) -> Any:
-    channels = request.app[STATE].channels
+    channels = request.app[CHANNELS]
     return channels.get(name) if channels is not None else None
 
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from appliance.errors import PicoagentError
+from appliance.errors import NotFound, PicoagentError
 from appliance.metrics import Counter
 
 log = logging.getLogger(__name__)
@@ -29,6 +29,16 @@ MAX_BODY = 1_000_000  # the largest request body read_json (and the app) accepts
 def json_error(status: int, message: str, **extra: Any) -> web.Response:
     """A JSON error body: {"error": message, ...}."""
     return web.json_response({"error": message, **extra}, status=status)
+
+
+Part = TypeVar("Part")
+
+
+def running(part: Part | None, missing: str, fix: str) -> Part:
+    """``part`` (the scheduler, the task store: what runs only in the daemon), or a 404 saying where it runs."""
+    if part is None:
+        raise NotFound(missing, fix=fix)
+    return part
 
 
 def bad_request(message: str) -> web.HTTPBadRequest:

@@ -17,12 +17,14 @@ from aiohttp import web
 
 from appliance.channels.web.auth import principal
 from appliance.channels.web.http import read_json
-from appliance.channels.web.state import STATE
+from appliance.channels.web.state import MONITOR, RUNTIME, STREAMS
 from appliance.errors import PicoagentError
 from appliance.llm.base import ChatMessage, GenerationRequest
 
 ROLES = ("system", "user", "assistant", "tool")
 MAX_TOKENS = 4096
+
+routes = web.RouteTableDef()  # the OpenAI-compatible routes, added to the app by app.build_app
 
 
 class _Invalid(web.HTTPBadRequest):
@@ -83,18 +85,19 @@ def _finish(reason: str) -> str:
     return "length" if reason == "length" else "stop"
 
 
+@routes.post("/v1/chat/completions")
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     """OpenAI's chat completions, answered by the local model."""
-    state = request.app[STATE]
+    runtime = request.app[RUNTIME]
     body = await read_json(request)
-    generation_request, stream = parse_request(body, state.runtime.config.agent.max_reply_tokens)
+    generation_request, stream = parse_request(body, runtime.config.agent.max_reply_tokens)
     who = principal(request)
     generation_request.client = f"openai:{who.name if who else 'anonymous'}"
-    model_name = state.runtime.model.name
+    model_name = runtime.model.name
     completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
     created = int(time.time())
     if not stream:
-        g = await state.runtime.scheduler.generate(generation_request)
+        g = await runtime.model_queue.generate(generation_request)
         return web.json_response(
             {
                 "id": completion_id,
@@ -134,9 +137,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     # Pieces arrive on the event loop (the model relays them there); None marks the end.
     queue: asyncio.Queue[bytes | None] = asyncio.Queue()
     generation_request.on_token = lambda piece: queue.put_nowait(chunk({"content": piece}))
-    future = asyncio.ensure_future(state.runtime.scheduler.generate(generation_request))
-    state.turns.add(future)
-    future.add_done_callback(state.turns.discard)
+    future = asyncio.ensure_future(runtime.model_queue.generate(generation_request))
+    request.app[STREAMS].track(future)
     future.add_done_callback(lambda _: queue.put_nowait(None))
     try:
         await response.write(chunk({"role": "assistant", "content": ""}))
@@ -157,24 +159,20 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     return response
 
 
+@routes.get("/v1/models")
 async def list_models(request: web.Request) -> web.Response:
     """The one model this endpoint serves."""
-    state = request.app[STATE]
+    runtime, started_at = request.app[RUNTIME], request.app[MONITOR].started_at
     return web.json_response(
         {
             "object": "list",
             "data": [
                 {
-                    "id": state.runtime.model.name,
+                    "id": runtime.model.name,
                     "object": "model",
-                    "created": int(state.started_at),
+                    "created": int(started_at),
                     "owned_by": "local",
                 }
             ],
         }
     )
-
-
-def routes() -> list[web.RouteDef]:
-    """The OpenAI-compatible routes."""
-    return [web.post("/v1/chat/completions", chat_completions), web.get("/v1/models", list_models)]

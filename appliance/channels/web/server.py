@@ -80,6 +80,16 @@ class WebServer:
         self.certificate: SiteCertificate | None = None
         self.tls: Any = None  # the server's ssl.SSLContext with web.tls: auto
         self._runner: web.AppRunner | None = None
+        self.url = ""  # once listening
+
+    def serving(self) -> dict[str, Any]:
+        """How the site serves, for /api/status: its url, TLS, the certificate ({} until it listens)."""
+        if not self.url:
+            return {}
+        shown: dict[str, Any] = {"url": self.url, "tls": self.tls is not None}
+        if self.certificate is not None:
+            shown["certificate"] = self.certificate.as_dict()
+        return shown
 
     async def start(self) -> None:
         """Listen; a port in use is a PicoagentError with its fix."""
@@ -122,11 +132,10 @@ class WebServer:
         self._runner = runner
         self.port = site.port if isinstance(site, DualSite) else self.port or _bound_port(site)
         self.scheme = "https" if self.tls is not None else "http"
-        state.web = {"url": site_url(self.host, self.port, scheme=self.scheme), "tls": self.tls is not None}
-        if self.certificate is not None:
-            state.web["certificate"] = self.certificate.as_dict()
+        self.url = site_url(self.host, self.port, scheme=self.scheme)
         source = str(getattr(self.config, "source", "") or "")
-        info = DaemonInfo(os.getpid(), self.host, self.port, __version__, state.started_at, self.scheme, source)
+        started_at = state.monitor.started_at
+        info = DaemonInfo(os.getpid(), self.host, self.port, __version__, started_at, self.scheme, source)
         _write_private(DaemonInfo.path(self.root), json.dumps(info.__dict__))
         self._announce(first_password, auth.initial_password_path)
 
@@ -149,7 +158,7 @@ class WebServer:
         from appliance.channels.web.site import first_password_text
 
         if sys.stdout.isatty():  # the terminal that started us, never the log
-            print(first_password_text(first_password, kept, self.state.web["url"], certificate), flush=True)
+            print(first_password_text(first_password, kept, self.url, certificate), flush=True)
         log.warning(
             "first start: a web password was made; `picoagent passwd --show-initial` shows it "
             "(as the user picoagent runs as, or with sudo), `picoagent passwd` changes it"
@@ -157,7 +166,7 @@ class WebServer:
 
     async def stop(self) -> None:
         """Finish the turns in flight (briefly), close the site, remove daemon.json and the CLI token."""
-        turns = set(self.state.turns)
+        turns = set(self.state.streams.turns)
         if turns:
             _done, pending = await asyncio.wait(turns, timeout=STOP_GRACE_S)
             for task in pending:
@@ -188,7 +197,7 @@ class WebServer:
                 log.exception("TLS certificate not renewed")
                 continue
             if renewed is not None:
-                self.state.web["certificate"] = renewed.as_dict()
+                self.certificate = renewed
 
 
 def _bound_port(site: Any) -> int:

@@ -1,4 +1,11 @@
-"""What the web handlers share: the runtime, auth, metrics, recent replies and the status charts."""
+"""What the web routes use, in parts by route group, each built by the daemon before the site (daemon.py).
+
+:class:`WebState` is the whole: the runtime, auth, and one part per group of routes, which takes only its own
+part from the application (its :class:`web.AppKey` below): chat and /v1 the :class:`Streams` in flight, cron and
+tasks the :class:`Automation`, devices the :class:`DeviceView`, the webhooks the running channels; the status
+page and /metrics the :class:`Monitor` (recent replies, charts, metrics) and the :class:`StatusSources` (what
+it reports of the services the site does not own). Nothing here is filled in after it is built.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +13,7 @@ import asyncio
 import json
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -17,13 +25,10 @@ from appliance.llm.footprint import process_memory, runner_memory
 from appliance.metrics import Counter, Gauge, Histogram, Registry
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from appliance.channels.registry import ChannelSet
     from appliance.channels.web.auth import Auth
     from appliance.hardware.events import EventBus
     from appliance.model_fetch import ModelFetch
-    from appliance.notify import Notifier
     from appliance.runtime import Runtime
     from appliance.schedule.scheduler import Scheduler
     from appliance.tasks import TaskRunner, TaskStore
@@ -45,7 +50,7 @@ def _update_status() -> dict[str, Any] | None:
 class ApplianceMetrics:
     """The picoagent_* metrics exported at /metrics."""
 
-    def __init__(self, state: WebState) -> None:
+    def __init__(self, state: Monitor) -> None:
         self.registry = Registry()
         add = self.registry.add
         self.turns = add(Counter("picoagent_turns_total", "Turns answered, by route", ["route"]))
@@ -119,11 +124,11 @@ def stored_replies(db: Any, before: float, limit: int) -> list[dict[str, Any]]:
 
 
 @dataclass
-class WebState:
-    """Everything the daemon's handlers share, owned by the daemon."""
+class Monitor:
+    """The daemon's own figures: recent replies, the charts, the metrics (the status page, /metrics, the assistant's
+    sensors in Home Assistant); told of every finished turn from when it is made."""
 
     runtime: Runtime
-    auth: Auth
     started_at: float = field(default_factory=time.time)
     recent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=RECENT_REPLIES))
     temperature: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=240))
@@ -131,20 +136,6 @@ class WebState:
     # Local turns' (time, prompt tokens, cached tokens): the prompt cache's hit rate over the charted hour.
     local_tokens: deque[tuple[float, int, int]] = field(default_factory=lambda: deque(maxlen=2000))
     last_temperature: float | None = None
-    turns: set[asyncio.Task[Any]] = field(default_factory=set)  # in flight, for a graceful stop
-    sockets: set[web.WebSocketResponse] = field(default_factory=set)  # open chat streams, closed at stop
-    events: EventBus | None = None
-    cron: Scheduler | None = None
-    tasks: TaskStore | None = None  # set by the daemon next to cron: /api/tasks and the Tasks card
-    task_runner: TaskRunner | None = None  # woken when a task is added or resumed over HTTP
-    channels: ChannelSet | None = None  # the running chat channels (status pages list them; webhooks reach them)
-    notifier: Notifier | None = None  # proactive messages; their feed is on the status page
-    readings: dict[str, tuple[float, list[dict[str, Any]]]] = field(default_factory=dict)  # sensor cache
-    web: dict[str, Any] = field(default_factory=dict)  # how the daemon serves: url, tls, certificate
-    model_fetch: ModelFetch | None = None  # set by the daemon: the wanted model's background pull
-    mqtt: Any = None  # set by the daemon with mqtt.enabled: the MqttBridge (its status() is /api/status mqtt)
-    homeassistant: Any = None  # set by the daemon with homeassistant.enabled: its client (status())
-    reloaded: Callable[[], dict[str, Any]] | None = None  # set by the daemon: the last config reload (reload.py)
     metrics: ApplianceMetrics = field(init=False)
     _recent_loaded: bool = field(default=False, init=False)
 
@@ -154,8 +145,8 @@ class WebState:
 
     def queue_depth(self) -> int:
         """Requests waiting for the model, plus the one running."""
-        scheduler = self.runtime.scheduler
-        return scheduler.waiting + (1 if scheduler.busy else 0)
+        queue = self.runtime.model_queue
+        return queue.waiting + (1 if queue.busy else 0)
 
     def model_loaded(self) -> bool:
         """Whether the local model is in memory."""
@@ -238,12 +229,13 @@ class WebState:
             "entries": int(cache.get("entries", 0)),
         }
 
-    def status(self, health: dict[str, Any]) -> dict[str, Any]:
-        """The /api/status document."""
+    def status(self, health: dict[str, Any], sources: StatusSources) -> dict[str, Any]:
+        """The /api/status document, with what ``sources`` report of the services around the site."""
         now = time.time()
         self.prune(now)
         model = self.runtime.model
-        wanted, pull = self.model_fetch.status() if self.model_fetch is not None else (None, None)
+        fetch = sources.model_fetch()
+        wanted, pull = fetch.status() if fetch is not None else (None, None)
         return {
             "version": __version__,
             "now": now,
@@ -271,16 +263,103 @@ class WebState:
             "devices": [],
             "events": [],
             "update": _update_status(),
-            "web": self.web,
+            "web": sources.serving(),
             "process_memory": process_memory(model, embedder := getattr(self.runtime.memory, "embedder", None)),
             "runner_memory": runner_memory(getattr(model, "runner", None), model, embedder),
             # {"connected", "broker", "reconnects", "last_error", "dropped", "commands", "devices"}; null: mqtt off
-            "mqtt": self.mqtt.status() if self.mqtt is not None else None,
+            "mqtt": sources.mqtt.status() if sources.mqtt is not None else None,
             # {"connected", "url", "reconnects", "last_error"}; null: homeassistant off
-            "homeassistant": self.homeassistant.status() if self.homeassistant is not None else None,
+            "homeassistant": sources.homeassistant.status() if sources.homeassistant is not None else None,
             # {"source", "loaded_at", "restart_needed": [config keys], "refused"}: the last SIGHUP; null outside serve
-            "config": self.reloaded() if self.reloaded is not None else None,
+            "config": sources.reloaded() if sources.reloaded is not None else None,
         }
 
 
-STATE = web.AppKey("state", WebState)
+@dataclass
+class Streams:
+    """What chat and /v1 have in flight: the turns (a stop lets them finish briefly) and the open chat sockets."""
+
+    turns: set[asyncio.Task[Any] | asyncio.Future[Any]] = field(default_factory=set)
+    sockets: set[web.WebSocketResponse] = field(default_factory=set)  # closed at stop
+
+    def track(self, turn: asyncio.Task[Any] | asyncio.Future[Any]) -> None:
+        """Keep ``turn`` among those in flight until it is done."""
+        self.turns.add(turn)
+        turn.add_done_callback(self.turns.discard)
+
+
+@dataclass
+class Automation:
+    """The daemon's cron scheduler, task store and task runner (/api/cron, /api/tasks, the status page's cards);
+    None outside the daemon."""
+
+    cron: Scheduler | None = None
+    tasks: TaskStore | None = None
+    task_runner: TaskRunner | None = None  # woken when a task is added or resumed over HTTP
+
+
+@dataclass
+class DeviceView:
+    """What the device routes keep beside the devices themselves: the event bus and the readings cache."""
+
+    events: EventBus | None = None
+    readings: dict[str, tuple[float, list[dict[str, Any]]]] = field(default_factory=dict)
+
+
+def _nothing() -> None:
+    return None
+
+
+def _not_serving() -> dict[str, Any]:
+    return {}
+
+
+@dataclass
+class StatusSources:
+    """What /api/status reports of the services the site does not own; late-bound where the daemon builds them
+    after the site (the model's pull, the reload record, how the site itself serves once it listens)."""
+
+    mqtt: Any = None  # with mqtt.enabled: the MqttBridge (its status() is /api/status mqtt)
+    homeassistant: Any = None  # with homeassistant.enabled: its client (status())
+    model_fetch: Callable[[], ModelFetch | None] = _nothing  # the wanted model's background pull
+    reloaded: Callable[[], dict[str, Any]] | None = None  # the last config reload (reload.py); None outside serve
+    serving: Callable[[], dict[str, Any]] = _not_serving  # how the daemon serves: url, tls, certificate
+
+
+class WebState:
+    """Everything the daemon's routes use, built before the site; each route group takes only its part."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        auth: Auth,
+        *,
+        monitor: Monitor | None = None,
+        streams: Streams | None = None,
+        automation: Automation | None = None,
+        devices: DeviceView | None = None,
+        channels: ChannelSet | None = None,
+        sources: StatusSources | None = None,
+    ) -> None:
+        """``monitor``: the daemon's, made before the site (the MQTT bridge reads it); made here otherwise."""
+        self.runtime = runtime
+        self.auth = auth
+        self.monitor = monitor or Monitor(runtime)
+        self.streams = streams or Streams()
+        self.automation = automation or Automation()
+        self.devices = devices or DeviceView()
+        self.channels = channels  # the running chat channels (status pages list them; webhooks reach them)
+        self.sources = sources or StatusSources()
+
+    def status(self, health: dict[str, Any]) -> dict[str, Any]:
+        """The /api/status document without the parts read on the database thread (see app.api_status)."""
+        return self.monitor.status(health, self.sources)
+
+
+STATE = web.AppKey("state", WebState)  # the status page and the site's own plumbing (middlewares, shutdown)
+RUNTIME: web.AppKey[Runtime] = web.AppKey("runtime")
+MONITOR = web.AppKey("monitor", Monitor)
+STREAMS = web.AppKey("streams", Streams)
+AUTOMATION = web.AppKey("automation", Automation)
+DEVICES = web.AppKey("devices", DeviceView)
+CHANNELS: web.AppKey[ChannelSet | None] = web.AppKey("channels")

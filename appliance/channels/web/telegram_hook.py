@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, cast
 from aiohttp import web
 
 from appliance.channels.web.http import json_error
-from appliance.channels.web.state import STATE
+from appliance.channels.web.state import CHANNELS
 from appliance.ratelimit import RateLimiter
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ _refusals = RateLimiter(1, 300.0)  # at most one log line per five minutes for r
 
 async def telegram_webhook(request: web.Request) -> web.Response:
     """Check Telegram's secret token, then hand the Update to the Telegram channel."""
-    channels = request.app[STATE].channels
+    channels = request.app[CHANNELS]
     channel = cast("TelegramChannel | None", channels.get("telegram") if channels is not None else None)
     if channel is None or not channel.uses_webhook:
         return json_error(404, "no Telegram webhook is configured (telegram.webhook_url)")
