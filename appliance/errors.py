@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 
 class PicoagentError(Exception):
@@ -153,6 +153,11 @@ class RateLimited(PolicyError):
 
 class Cancelled(PicoagentError):
     """A generation or turn was cancelled by its caller."""
+
+
+def known(names: Iterable[str], none: str = "none") -> str:
+    """The names a not-found error offers in its fix, sorted and joined; ``none`` when there are none."""
+    return ", ".join(sorted(names)) or none
 
 
 def exit_for_people(command: Callable[[], int]) -> int:

@@ -7,11 +7,13 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from appliance.agent.record import ReplyRecord
 from appliance.channels.core import footer
-from appliance.runtime import Runtime
+
+if TYPE_CHECKING:
+    from appliance.runtime import Runtime
 
 HELP = """Commands:
   /help           this help
@@ -22,17 +24,54 @@ HELP = """Commands:
 Ctrl-C while a reply is streaming stops it."""
 
 
-class TerminalChat:
-    """Reads lines, runs turns, prints the streamed reply and a one-line footer per reply."""
+class TerminalFace:
+    """What both terminal chats share: this in-process one, and ``picoagent chat`` through a running daemon
+    (appliance/cli/chat_daemon.py). Where they write, the dimmed footer, what /private says, and the
+    /commands, each chat saying only how it resets and marks the conversation private."""
 
-    def __init__(self, runtime: Runtime, *, session: str = "default", out: TextIO | None = None) -> None:
-        self.runtime = runtime
+    def __init__(self, *, session: str, out: TextIO | None) -> None:
         self.session = session
         self.out = out or sys.stdout  # the stdout of now, not of when the module was imported
         self.color = self.out.isatty()
 
     def _dim(self, text: str) -> str:
         return f"\033[2m{text}\033[0m" if self.color else text
+
+    def footer(self, record: ReplyRecord) -> str:
+        """The line under a reply: which path served it, how fast (the shared footer, detailed and dimmed)."""
+        return self._dim(footer(record, detailed=True))
+
+    @staticmethod
+    def private_said(private: bool, mode: str) -> str:
+        """What /private answers: whether this chat stays on the Pi, or how it is routed (``routing.mode``)."""
+        from appliance.channels.commands import routed
+
+        return "(this chat stays on the Pi)" if private else f"(this chat is routed as configured: {routed(mode)})"
+
+    def run_command(self, text: str, reset: Callable[[], object], private: Callable[[list[str]], str]) -> bool:
+        """A /command of the chat (``reset`` forgets the conversation, ``private`` answers /private's words);
+        True for /quit."""
+        command = text.split()[0].lower()
+        if command in ("/quit", "/exit"):
+            return True
+        if command == "/help":
+            self.out.write(HELP + "\n")
+        elif command == "/reset":
+            reset()
+            self.out.write("(conversation reset)\n")
+        elif command == "/private":
+            self.out.write(private(text.split()[1:]) + "\n")
+        else:
+            self.out.write(f"unknown command {command}; /help lists them\n")
+        return False
+
+
+class TerminalChat(TerminalFace):
+    """Reads lines, runs turns, prints the streamed reply and a one-line footer per reply."""
+
+    def __init__(self, runtime: Runtime, *, session: str = "default", out: TextIO | None = None) -> None:
+        super().__init__(session=session, out=out)
+        self.runtime = runtime
 
     def _on_event(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "text":
@@ -48,10 +87,6 @@ class TerminalChat:
             where = "asking the cloud" if data["route"] == "cloud" else "answering on the Pi"
             self.out.write("\n" + self._dim(f"[{data['reason']}: {where}]") + "\n")
         self.out.flush()
-
-    def footer(self, record: ReplyRecord) -> str:
-        """The line under a reply: which path served it, how fast (the shared footer, detailed and dimmed)."""
-        return self._dim(footer(record, detailed=True))
 
     async def ask(self, text: str, *, stream: bool = True) -> ReplyRecord:
         """One turn; streams to the terminal when ``stream``."""
@@ -74,13 +109,7 @@ class TerminalChat:
         if words and words[0].lower() in ("on", "off"):
             await db.call(db.set_private, "terminal", self.session, words[0].lower() == "on")
         private = await db.call(db.is_private, "terminal", self.session)
-        from appliance.channels.commands import routed
-
-        return (
-            "(this chat stays on the Pi)"
-            if private
-            else f"(this chat is routed as configured: {routed(self.runtime.config.routing.mode)})"
-        )
+        return self.private_said(private, self.runtime.config.routing.mode)
 
     def interactive(self, read: Any = None) -> int:
         """The chat loop; returns the exit status."""
@@ -107,19 +136,11 @@ class TerminalChat:
 
     def command(self, text: str, runner: asyncio.Runner) -> bool:
         """A /command of the chat; True for /quit."""
-        command = text.split()[0].lower()
-        if command in ("/quit", "/exit"):
-            return True
-        if command == "/help":
-            self.out.write(HELP + "\n")
-        elif command == "/reset":
-            runner.run(self.runtime.agent.reset("terminal", self.session))
-            self.out.write("(conversation reset)\n")
-        elif command == "/private":
-            self.out.write(runner.run(self.private(text.split()[1:])) + "\n")
-        else:
-            self.out.write(f"unknown command {command}; /help lists them\n")
-        return False
+        return self.run_command(
+            text,
+            lambda: runner.run(self.runtime.agent.reset("terminal", self.session)),
+            lambda words: runner.run(self.private(words)),
+        )
 
 
 def chat_loop(

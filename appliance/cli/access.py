@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from appliance.channels.web.scopes import DEFAULT_SCOPE
 from appliance.channels.web.scopes import SCOPES as TOKEN_SCOPES
-from appliance.cli.common import load, open_db
+from appliance.cli.common import action, command_group, load, open_db
 
 if TYPE_CHECKING:
     from appliance.config import Config
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """The `passwd` command and the `tokens` command group."""
-    passwd = sub.add_parser("passwd", parents=[common], help="set the web page's password")
+    passwd = action(sub, common, "passwd", "set the web page's password", cmd_passwd)
     how = passwd.add_mutually_exclusive_group()
     how.add_argument("--stdin", action="store_true", help="read the new password from standard input")
     how.add_argument(
@@ -33,11 +33,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
         action="store_true",
         help="show the password the first start made (until it is changed), and how to reach the web page",
     )
-    passwd.set_defaults(handler=cmd_passwd)
 
-    tokens = sub.add_parser("tokens", parents=[common], help="API tokens for programs (Authorization: Bearer)")
-    ksub = tokens.add_subparsers(dest="action", metavar="ACTION", required=True)
-    add = ksub.add_parser("add", parents=[common], help="make a token; it is shown once")
+    ksub = command_group(sub, common, "tokens", "API tokens for programs (Authorization: Bearer)")
+    add = action(ksub, common, "add", "make a token; it is shown once", cmd_tokens_add)
     add.add_argument("name")
     add.add_argument("--stdin", action="store_true", help="adopt the token read from standard input (pat_...)")
     add.add_argument(
@@ -47,32 +45,28 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
         help="what it may do: chat (default; chat and the OpenAI API), read (also status, history, devices),"
         " devices (also switch devices, approve writes), admin (everything)",
     )
-    add.set_defaults(handler=cmd_tokens_add)
-    ksub.add_parser("list", parents=[common], help="the tokens and their scopes (never their values)").set_defaults(
-        handler=cmd_tokens_list
-    )
-    scope = ksub.add_parser("scope", parents=[common], help="give a token another scope (its value stays)")
+    action(ksub, common, "list", "the tokens and their scopes (never their values)", cmd_tokens_list)
+    scope = action(ksub, common, "scope", "give a token another scope (its value stays)", cmd_tokens_scope)
     scope.add_argument("name")
     scope.add_argument("scope", choices=TOKEN_SCOPES)
-    scope.set_defaults(handler=cmd_tokens_scope)
-    revoke = ksub.add_parser("revoke", parents=[common], help="revoke a token")
-    revoke.add_argument("name")
-    revoke.set_defaults(handler=cmd_tokens_revoke)
+    action(ksub, common, "revoke", "revoke a token", cmd_tokens_revoke).add_argument("name")
 
 
 def add_telegram_parser(
     sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
 ) -> None:
     """The `telegram` command group."""
-    tg = sub.add_parser("telegram", parents=[common], help="the Telegram bot: pair a user")
-    gsub = tg.add_subparsers(dest="action", metavar="ACTION", required=True)
-    pair = gsub.add_parser(
-        "pair", parents=[common], help="a one-time code: whoever sends it to the bot may talk to it (channels pair)"
+    gsub = command_group(sub, common, "telegram", "the Telegram bot: pair a user")
+    pair = action(
+        gsub,
+        common,
+        "pair",
+        "a one-time code: whoever sends it to the bot may talk to it (channels pair)",
+        cmd_telegram_pair,
     )
     pair.add_argument(
         "--ttl", type=float, default=600, metavar="SECONDS", help="how long the code is valid (default 600)"
     )
-    pair.set_defaults(handler=cmd_telegram_pair)
 
 
 def cmd_passwd(args: argparse.Namespace) -> int:

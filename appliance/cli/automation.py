@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from appliance.cli.common import load, open_db, print_json
+from appliance.cli.common import action, command_group, load, open_db, print_json
 from appliance.cli.daemon_client import daemon_get
 
 if TYPE_CHECKING:
@@ -20,15 +20,11 @@ log = logging.getLogger(__name__)
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """The `cron` command group."""
-    cron = sub.add_parser("cron", parents=[common], help="scheduled jobs: list, add, run, pause, resume, cancel")
-    csub = cron.add_subparsers(dest="action", metavar="ACTION", required=True)
-    clist = csub.add_parser("list", parents=[common], help="the jobs with their next and last runs")
+    csub = command_group(sub, common, "cron", "scheduled jobs: list, add, run, pause, resume, cancel")
+    clist = action(csub, common, "list", "the jobs with their next and last runs", cmd_cron_list)
     clist.add_argument("--json", action="store_true", help="print the jobs as JSON")
-    clist.set_defaults(handler=cmd_cron_list)
-    crun = csub.add_parser("run", parents=[common], help="run a job now (in the daemon when it runs)")
-    crun.add_argument("id")
-    crun.set_defaults(handler=cmd_cron_run)
-    cadd = csub.add_parser("add", parents=[common], help="add a job (stored in the database, like jobs made in chat)")
+    action(csub, common, "run", "run a job now (in the daemon when it runs)", cmd_cron_run).add_argument("id")
+    cadd = action(csub, common, "add", "add a job (stored in the database, like jobs made in chat)", cmd_cron_add)
     cadd.add_argument("schedule", help='e.g. "once 2026-11-24 19:00", "daily 07:30", "every 2h", "30 7 * * 1-5"')
     what = cadd.add_mutually_exclusive_group(required=True)
     what.add_argument("--message", help="a text sent to you as it is (a reminder)")
@@ -37,20 +33,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
     what.add_argument("--task", help="a persistent task's goal to start")
     cadd.add_argument("--value", default="", help="the device's value: on, off, 40%%")
     cadd.add_argument("--id", default="", help="the job's id (default: made from what it does and when)")
-    cadd.set_defaults(handler=cmd_cron_add)
     for move, text in (
         ("pause", "pause a job (any job): it does not run until resumed"),
         ("resume", "resume a paused job at its next slot"),
         ("cancel", "remove a job made in chat or with `cron add`"),
     ):
-        one = csub.add_parser(move, parents=[common], help=text)
-        one.add_argument("id")
-        one.set_defaults(handler=cmd_cron_move, move=move)
-    clogs = csub.add_parser("logs", parents=[common], help="a job's last runs, newest first")
+        action(csub, common, move, text, cmd_cron_move, move=move).add_argument("id")
+    clogs = action(csub, common, "logs", "a job's last runs, newest first", cmd_cron_logs)
     clogs.add_argument("id")
     clogs.add_argument("--limit", type=int, default=20, help="how many runs (default 20)")
     clogs.add_argument("--json", action="store_true", help="print the runs as JSON")
-    clogs.set_defaults(handler=cmd_cron_logs)
 
 
 def local_scheduler(config: Config, db: Database, run_job: Any = None, *, lenient: bool = False) -> Scheduler:

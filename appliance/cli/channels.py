@@ -6,7 +6,7 @@ import argparse
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
-from appliance.cli.common import load, open_db, print_json
+from appliance.cli.common import action, command_group, load, open_db, print_json
 from appliance.cli.daemon_client import daemon_get
 from appliance.errors import UsageError
 
@@ -16,22 +16,22 @@ if TYPE_CHECKING:
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """The `channels` group and the `notifications` command."""
-    group = sub.add_parser("channels", parents=[common], help="the chat channels: their state; pair a user")
-    gsub = group.add_subparsers(dest="action", metavar="ACTION", required=True)
-    listing = gsub.add_parser("list", parents=[common], help="each channel: enabled, and its state in the daemon")
+    gsub = command_group(sub, common, "channels", "the chat channels: their state; pair a user")
+    listing = action(gsub, common, "list", "each channel: enabled, and its state in the daemon", cmd_channels_list)
     listing.add_argument("--json", action="store_true", help="print them as JSON")
-    listing.set_defaults(handler=cmd_channels_list)
-    pair = gsub.add_parser(
-        "pair", parents=[common], help="a one-time code: whoever sends it to the assistant there may talk to it"
+    pair = action(
+        gsub,
+        common,
+        "pair",
+        "a one-time code: whoever sends it to the assistant there may talk to it",
+        cmd_channels_pair,
     )
     pair.add_argument("channel", help="telegram, discord, slack, email or whatsapp")
     pair.add_argument(
         "--ttl", type=float, default=600, metavar="SECONDS", help="how long the code is valid (default 600)"
     )
-    pair.set_defaults(handler=cmd_channels_pair)
-    feed = sub.add_parser("notifications", parents=[common], help="the latest proactive messages and where they went")
+    feed = action(sub, common, "notifications", "the latest proactive messages and where they went", cmd_notifications)
     feed.add_argument("-n", type=int, default=10, metavar="N", help="how many (default 10, at most 50)")
-    feed.set_defaults(handler=cmd_notifications)
 
 
 RESTART = "restart picoagent to apply"

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from appliance.cli.common import load, print_json
+from appliance.cli.common import action, load, print_json
 
 if TYPE_CHECKING:
     from appliance.cli.chat_daemon import DaemonChat
@@ -19,11 +19,10 @@ if TYPE_CHECKING:
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """The `chat` command."""
-    chat = sub.add_parser("chat", parents=[common], help="chat in the terminal (through the daemon when one runs)")
+    chat = action(sub, common, "chat", "chat in the terminal (through the daemon when one runs)", cmd_chat)
     chat.add_argument("-m", "--message", metavar="TEXT", help="answer this one message and exit")
     chat.add_argument("--json", action="store_true", help="print the reply record as JSON")
     chat.add_argument("--session", default="default", help="conversation name (default: default)")
-    chat.set_defaults(handler=cmd_chat)
 
 
 def cmd_chat(args: argparse.Namespace) -> int:

@@ -11,9 +11,9 @@ the in-process chat prints. Ctrl-C closes the request, and the daemon stops that
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
+from appliance.channels.terminal import TerminalFace, chat_loop
 from appliance.cli.daemon_client import daemon_get
 
 if TYPE_CHECKING:
@@ -23,14 +23,12 @@ if TYPE_CHECKING:
 TURN_TIMEOUT_S = 900.0  # a long local reply on a Pi Zero, queued behind others, takes minutes
 
 
-class DaemonChat:
+class DaemonChat(TerminalFace):
     """The terminal chat with the running daemon's assistant, in the conversation ``terminal``/``session``."""
 
     def __init__(self, config: Config, *, session: str = "default", out: TextIO | None = None) -> None:
+        super().__init__(session=session, out=out)
         self.config = config
-        self.session = session
-        self.out = out or sys.stdout  # the stdout of now, not of when the module was imported
-        self.color = self.out.isatty()
 
     @classmethod
     def find(cls, config: Config, *, session: str = "default") -> DaemonChat | None:
@@ -61,15 +59,6 @@ class DaemonChat:
         )
         return answer
 
-    def footer(self, record: ReplyRecord) -> str:
-        """The line under a reply, as the in-process chat prints it (appliance/channels/terminal.py)."""
-        from appliance.channels.core import footer
-
-        return self._dim(footer(record, detailed=True))
-
-    def _dim(self, text: str) -> str:
-        return f"\033[2m{text}\033[0m" if self.color else text
-
     def _private(self, words: list[str]) -> str:
         """/private on|off: the mark is in the database, which the daemon reads at each turn."""
         from appliance.cli.common import open_db
@@ -81,18 +70,10 @@ class DaemonChat:
             private = db.is_private("terminal", self.session)
         finally:
             db.close()
-        from appliance.channels.commands import routed
-
-        return (
-            "(this chat stays on the Pi)"
-            if private
-            else f"(this chat is routed as configured: {routed(self.config.routing.mode)})"
-        )
+        return self.private_said(private, self.config.routing.mode)
 
     def interactive(self, read: Any = None) -> int:
         """The chat loop (the in-process chat's: appliance/channels/terminal.py); returns the exit status."""
-        from appliance.channels.terminal import chat_loop
-
         status = daemon_get(self.config, "/api/status") or {}
         name = (status.get("model") or {}).get("name", "?")
         self.out.write(
@@ -109,18 +90,6 @@ class DaemonChat:
 
     def command(self, text: str) -> bool:
         """A /command of the chat; True for /quit."""
-        command = text.split()[0].lower()
-        if command in ("/quit", "/exit"):
-            return True
-        if command == "/help":
-            from appliance.channels.terminal import HELP
-
-            self.out.write(HELP + "\n")
-        elif command == "/reset":
-            self._post("/api/reset", {"channel": "terminal", "session": self.session})
-            self.out.write("(conversation reset)\n")
-        elif command == "/private":
-            self.out.write(self._private(text.split()[1:]) + "\n")
-        else:
-            self.out.write(f"unknown command {command}; /help lists them\n")
-        return False
+        return self.run_command(
+            text, lambda: self._post("/api/reset", {"channel": "terminal", "session": self.session}), self._private
+        )

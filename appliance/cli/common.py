@@ -1,15 +1,42 @@
-"""What every command group of the `picoagent` command shares: the config it runs with, the database, JSON output."""
+"""What every command group of the `picoagent` command shares: its parsers, the config it runs with, the
+database, JSON output."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from appliance.config import Config
     from appliance.memory.db import Database
+
+Actions = argparse._SubParsersAction  # the actions of a command group (``picoagent GROUP ACTION``)
+
+
+def command_group(
+    sub: Actions[argparse.ArgumentParser], common: argparse.ArgumentParser, name: str, help: str, **more: Any
+) -> Actions[argparse.ArgumentParser]:
+    """A command group (``picoagent NAME ACTION``), to which its actions are added (:func:`action`)."""
+    group = sub.add_parser(name, parents=[common], help=help, **more)
+    return group.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+
+def action(
+    actions: Actions[argparse.ArgumentParser],
+    common: argparse.ArgumentParser,
+    name: str,
+    help: str,
+    handler: Callable[[argparse.Namespace], int],
+    **defaults: Any,
+) -> argparse.ArgumentParser:
+    """One action of a group, or one command (``actions`` then the top level's), run by ``handler``; its
+    arguments are added to what it returns. ``defaults``: more values the handler reads (which move)."""
+    parser = actions.add_parser(name, parents=[common], help=help)
+    parser.set_defaults(handler=handler, **defaults)
+    return parser
 
 
 def load(args: argparse.Namespace, *, log_stream: Any = None) -> Config:

@@ -10,7 +10,7 @@ import argparse
 import time
 from typing import TYPE_CHECKING, Any
 
-from appliance.cli.common import load, open_db
+from appliance.cli.common import action, command_group, load, open_db
 from appliance.cli.daemon_client import daemon_get
 
 if TYPE_CHECKING:
@@ -27,38 +27,24 @@ APPROVALS = (
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """The `devices`, `hw` and `approvals` command groups."""
-    devices = sub.add_parser("devices", parents=[common], help="list, read and set the named devices")
-    dsub = devices.add_subparsers(dest="action", metavar="ACTION", required=True)
-    dsub.add_parser("list", parents=[common], help="the devices and their readings").set_defaults(
-        handler=cmd_devices_list
-    )
-    dread = dsub.add_parser("read", parents=[common], help="read a device now")
-    dread.add_argument("name")
-    dread.set_defaults(handler=cmd_devices_read)
-    dset = dsub.add_parser("set", parents=[common], help="set a device: on, off or a brightness like 40%%")
+    dsub = command_group(sub, common, "devices", "list, read and set the named devices")
+    action(dsub, common, "list", "the devices and their readings", cmd_devices_list)
+    action(dsub, common, "read", "read a device now", cmd_devices_read).add_argument("name")
+    dset = action(dsub, common, "set", "set a device: on, off or a brightness like 40%%", cmd_devices_set)
     dset.add_argument("name")
     dset.add_argument("value")
-    dset.set_defaults(handler=cmd_devices_set)
 
-    hw = sub.add_parser("hw", parents=[common], help="the buses themselves")
-    hsub = hw.add_subparsers(dest="action", metavar="ACTION", required=True)
-    scan = hsub.add_parser("scan", parents=[common], help="which I2C addresses answer (like i2cdetect)")
+    hsub = command_group(sub, common, "hw", "the buses themselves")
+    scan = action(hsub, common, "scan", "which I2C addresses answer (like i2cdetect)", cmd_hw_scan)
     scan.add_argument("--bus", type=int, default=1, help="I2C bus number (default 1)")
-    scan.set_defaults(handler=cmd_hw_scan)
 
-    approvals = sub.add_parser(
-        "approvals",
-        parents=[common],
-        help="device writes and tool calls waiting for a person",
-        description=APPROVALS,
+    asub = command_group(
+        sub, common, "approvals", "device writes and tool calls waiting for a person", description=APPROVALS
     )
-    asub = approvals.add_subparsers(dest="action", metavar="ACTION", required=True)
-    listing = asub.add_parser("list", parents=[common], help="the device writes and tool calls waiting")
-    listing.set_defaults(handler=cmd_approvals_list)
+    action(asub, common, "list", "the device writes and tool calls waiting", cmd_approvals_list)
     for decision in ("approve", "deny"):
-        one = asub.add_parser(decision, parents=[common], help=f"{decision} a pending device write or tool call")
-        one.add_argument("id")
-        one.set_defaults(handler=cmd_approvals_decide, decision=decision)
+        text = f"{decision} a pending device write or tool call"
+        action(asub, common, decision, text, cmd_approvals_decide, decision=decision).add_argument("id")
 
 
 class _Direct:

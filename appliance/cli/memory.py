@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from appliance.cli.common import load, open_db, print_json
+from appliance.cli.common import action, command_group, load, open_db, print_json
 
 if TYPE_CHECKING:
     from appliance.config import Config
@@ -14,26 +14,17 @@ if TYPE_CHECKING:
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """The `memory` command group."""
-    memory = sub.add_parser("memory", parents=[common], help="long-term memory: search, add, forget, prune, export")
-    msub2 = memory.add_subparsers(dest="action", metavar="ACTION", required=True)
-    msearch = msub2.add_parser("search", parents=[common], help="find memories by meaning and keyword")
+    msub2 = command_group(sub, common, "memory", "long-term memory: search, add, forget, prune, export")
+    msearch = action(msub2, common, "search", "find memories by meaning and keyword", cmd_memory_search)
     msearch.add_argument("query", nargs="+")
     msearch.add_argument("-k", type=int, default=5, help="how many (default 5)")
     msearch.add_argument("--json", action="store_true", help="print the hits as JSON")
     msearch.add_argument("--all", action="store_true", help="also the hits below the similarity bar (0.20)")
-    msearch.set_defaults(handler=cmd_memory_search)
-    madd = msub2.add_parser("add", parents=[common], help="remember a fact")
-    madd.add_argument("text", nargs="+")
-    madd.set_defaults(handler=cmd_memory_add)
-    mforget = msub2.add_parser("forget", parents=[common], help="forget one memory")
-    mforget.add_argument("id", type=int)
-    mforget.set_defaults(handler=cmd_memory_forget)
-    mprune = msub2.add_parser("prune", parents=[common], help="forget facts older than some days")
+    action(msub2, common, "add", "remember a fact", cmd_memory_add).add_argument("text", nargs="+")
+    action(msub2, common, "forget", "forget one memory", cmd_memory_forget).add_argument("id", type=int)
+    mprune = action(msub2, common, "prune", "forget facts older than some days", cmd_memory_prune)
     mprune.add_argument("--older-than", type=float, required=True, metavar="DAYS")
-    mprune.set_defaults(handler=cmd_memory_prune)
-    msub2.add_parser("export", parents=[common], help="write MEMORY.md and HISTORY.md into the workspace").set_defaults(
-        handler=cmd_memory_export
-    )
+    action(msub2, common, "export", "write MEMORY.md and HISTORY.md into the workspace", cmd_memory_export)
 
 
 class _Memory:

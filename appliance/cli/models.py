@@ -7,24 +7,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from appliance.cli.common import load, print_json
+from appliance.cli.common import action, command_group, load, print_json
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """The `models` command group."""
-    models = sub.add_parser("models", parents=[common], help="list, download and choose local models")
-    msub = models.add_subparsers(dest="action", metavar="ACTION", required=True)
-    listing = msub.add_parser("list", parents=[common], help="the catalog, what is installed, what fits this board")
+    msub = command_group(sub, common, "models", "list, download and choose local models")
+    listing = action(msub, common, "list", "the catalog, what is installed, what fits this board", cmd_models_list)
     listing.add_argument("--json", action="store_true", help="every model as JSON (with fits and wanted)")
-    listing.set_defaults(handler=cmd_models_list)
-    pull = msub.add_parser("pull", parents=[common], help="download (or convert) a model; checks sha256")
+    pull = action(msub, common, "pull", "download (or convert) a model; checks sha256", cmd_models_pull)
     pull.add_argument("name")
     pull.add_argument("--url", help="download from this URL instead of the catalog's")
     pull.add_argument("--to", metavar="DIR", help="install into this folder instead of the data dir's models/")
-    pull.set_defaults(handler=cmd_models_pull)
-    use = msub.add_parser("use", parents=[common], help="choose the chat model to run")
+    use = action(msub, common, "use", "choose the chat model to run", cmd_models_use)
     use.add_argument("name", help="catalog name or path to a .gguf file")
-    use.set_defaults(handler=cmd_models_use)
 
 
 def _fits(row: Any, mem_bytes: int, context_tokens: int) -> bool | None:

@@ -5,27 +5,24 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from appliance.cli.common import load, open_db, print_json
+from appliance.cli.common import action, load, open_db, print_json
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """The `providers` and `usage` commands and the `routing` command group."""
-    prov = sub.add_parser("providers", parents=[common], help="the cloud models configured, and the routing mode")
+    prov = action(sub, common, "providers", "the cloud models configured, and the routing mode", cmd_providers)
     prov.add_argument(
         "--check", action="store_true", help="ask each provider for one token (costs a request); exit 1 if one fails"
     )
     prov.add_argument("--json", action="store_true", help="print as JSON")
-    prov.set_defaults(handler=cmd_providers)
-    usage = sub.add_parser("usage", parents=[common], help="tokens and cloud cost by day and provider")
+    usage = action(sub, common, "usage", "tokens and cloud cost by day and provider", cmd_usage)
     usage.add_argument("--days", type=int, default=30, help="how many days back (default 30)")
     usage.add_argument("--json", action="store_true", help="print as JSON")
-    usage.set_defaults(handler=cmd_usage)
     routing = sub.add_parser("routing", parents=[common], help="where messages were answered, and why")
     rsub = routing.add_subparsers(dest="routing_command", required=True, metavar="COMMAND")
-    rstats = rsub.add_parser("stats", parents=[common], help="how often and why messages went to the cloud")
+    rstats = action(rsub, common, "stats", "how often and why messages went to the cloud", cmd_routing_stats)
     rstats.add_argument("--days", type=int, default=30, help="how many days back (default 30)")
     rstats.add_argument("--json", action="store_true", help="print as JSON")
-    rstats.set_defaults(handler=cmd_routing_stats)
 
 
 def cmd_providers(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from appliance.cli.common import load, print_json
+from appliance.cli.common import action, load, print_json
 from appliance.cli.daemon_client import daemon_get
 
 
@@ -14,22 +14,19 @@ def add_daemon_parsers(
     sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
 ) -> None:
     """The `serve` and `status` commands."""
-    serve = sub.add_parser("serve", parents=[common], help="run the daemon: web page, chat, API on the LAN")
+    serve = action(sub, common, "serve", "run the daemon: web page, chat, API on the LAN", cmd_serve)
     serve.add_argument("--host", help="address to listen on (default: web.host, 0.0.0.0)")
     serve.add_argument("--port", type=int, help="TCP port (default: web.port, 8080)")
-    serve.set_defaults(handler=cmd_serve)
 
-    status = sub.add_parser("status", parents=[common], help="health of the running appliance")
+    status = action(sub, common, "status", "health of the running appliance", cmd_status)
     status.add_argument("--json", action="store_true", help="print /api/status as JSON")
-    status.set_defaults(handler=cmd_status)
 
 
 def add_doctor_parser(
     sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
 ) -> None:
     """The `doctor` command."""
-    doctor = sub.add_parser("doctor", parents=[common], help="check config, model, database, memory")
-    doctor.set_defaults(handler=cmd_doctor)
+    action(sub, common, "doctor", "check config, model, database, memory", cmd_doctor)
 
 
 def add_upkeep_parsers(
@@ -41,8 +38,7 @@ def add_upkeep_parsers(
 
     update_arguments(update)
     update.set_defaults(handler=cmd_update)
-    selftest = sub.add_parser("selftest", parents=[common], help="check this installation can run (OTA runs it)")
-    selftest.set_defaults(handler=cmd_selftest)
+    action(sub, common, "selftest", "check this installation can run (OTA runs it)", cmd_selftest)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -12,7 +12,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from appliance.cli.common import load, open_db, print_json
+from appliance.cli.common import action, command_group, load, open_db, print_json
 from appliance.cli.daemon_client import daemon_get
 
 if TYPE_CHECKING:
@@ -25,39 +25,31 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
     """The `tasks` command group."""
     from appliance.tasks.states import ROUTES, STATES
 
-    tasks = sub.add_parser("tasks", parents=[common], help="persistent tasks: a goal worked on step by step")
-    tasub = tasks.add_subparsers(dest="action", metavar="ACTION", required=True)
-    tadd = tasub.add_parser("add", parents=[common], help="queue a task (the daemon starts it within seconds)")
+    tasub = command_group(sub, common, "tasks", "persistent tasks: a goal worked on step by step")
+    tadd = action(tasub, common, "add", "queue a task (the daemon starts it within seconds)", cmd_tasks_add)
     tadd.add_argument("goal", nargs="+", help="what to do, e.g. water the plants when the soil is dry, then tell me")
     tadd.add_argument("--budget-tokens", type=int, metavar="N", help="most tokens it may use (default: tasks:)")
     tadd.add_argument("--max-steps", type=int, metavar="N", help="most work steps it may take (default: tasks:)")
     tadd.add_argument(
         "--route", choices=ROUTES, default="auto", help="auto: as routing decides; local: on the Pi; cloud: the cloud"
     )
-    tadd.set_defaults(handler=cmd_tasks_add)
-    tlist = tasub.add_parser("list", parents=[common], help="the tasks, their states and tokens")
+    tlist = action(tasub, common, "list", "the tasks, their states and tokens", cmd_tasks_list)
     tlist.add_argument("--state", choices=STATES, help="only these")
     tlist.add_argument("--json", action="store_true", help="print the tasks as JSON")
-    tlist.set_defaults(handler=cmd_tasks_list)
-    tstatus = tasub.add_parser("status", parents=[common], help="how many tasks are in each state")
+    tstatus = action(tasub, common, "status", "how many tasks are in each state", cmd_tasks_status)
     tstatus.add_argument("--json", action="store_true", help="print the counts as JSON")
-    tstatus.set_defaults(handler=cmd_tasks_status)
-    trun = tasub.add_parser("run", parents=[common], help="work the pending tasks here (when no daemon runs)")
+    trun = action(tasub, common, "run", "work the pending tasks here (when no daemon runs)", cmd_tasks_run)
     trun.add_argument("--task", type=int, metavar="ID", help="work this one task only")
-    trun.set_defaults(handler=cmd_tasks_run)
     for move, text in (
         ("pause", "pause a task after its current step"),
         ("resume", "put a paused task back"),
         ("cancel", "cancel a task and its subtasks (a running one stops after its current step)"),
     ):
-        one = tasub.add_parser(move, parents=[common], help=text)
-        one.add_argument("id", type=int)
-        one.set_defaults(handler=cmd_tasks_move, move=move)
-    tlogs = tasub.add_parser("logs", parents=[common], help="a task's steps")
+        action(tasub, common, move, text, cmd_tasks_move, move=move).add_argument("id", type=int)
+    tlogs = action(tasub, common, "logs", "a task's steps", cmd_tasks_logs)
     tlogs.add_argument("id", type=int)
     tlogs.add_argument("--json", action="store_true", help="print the task and its steps as JSON")
     tlogs.add_argument("--follow", "-f", action="store_true", help="print new steps as they come until it ends")
-    tlogs.set_defaults(handler=cmd_tasks_logs)
 
 
 class _TaskTable:

@@ -8,7 +8,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from appliance.cli.common import load, open_db, print_json
+from appliance.cli.common import action, command_group, load, open_db, print_json
 
 if TYPE_CHECKING:
     from appliance.config import Config
@@ -16,30 +16,22 @@ if TYPE_CHECKING:
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """The `tools` and `skills` command groups and the `mcp` command."""
-    tools = sub.add_parser("tools", parents=[common], help="list and run the model's tools")
-    tsub = tools.add_subparsers(dest="action", metavar="ACTION", required=True)
-    tsub.add_parser("list", parents=[common], help="the tools and their arguments").set_defaults(handler=cmd_tools_list)
-    run = tsub.add_parser("run", parents=[common], help="run a tool as the model would")
+    tsub = command_group(sub, common, "tools", "list and run the model's tools")
+    action(tsub, common, "list", "the tools and their arguments", cmd_tools_list)
+    run = action(tsub, common, "run", "run a tool as the model would", cmd_tools_run)
     run.add_argument("name")
     run.add_argument("--args", default="{}", metavar="JSON", help="arguments as a JSON object, e.g. '{\"a\": 1}'")
-    run.set_defaults(handler=cmd_tools_run)
 
-    skills = sub.add_parser("skills", parents=[common], help="the workspace's skills (workspace/skills/NAME/SKILL.md)")
-    ssub = skills.add_subparsers(dest="action", metavar="ACTION", required=True)
-    slist = ssub.add_parser("list", parents=[common], help="each skill, what it requires, and the files with problems")
+    ssub = command_group(sub, common, "skills", "the workspace's skills (workspace/skills/NAME/SKILL.md)")
+    slist = action(ssub, common, "list", "each skill, what it requires, and the files with problems", cmd_skills_list)
     slist.add_argument("--json", action="store_true", help="print as JSON")
-    slist.set_defaults(handler=cmd_skills_list)
-    sprop = ssub.add_parser("proposed", parents=[common], help="skills proposed from tasks, waiting for a person")
-    sprop.set_defaults(handler=cmd_skills_proposed)
-    saccept = ssub.add_parser("accept", parents=[common], help="make a proposed skill live (validated first)")
-    saccept.add_argument("name")
-    saccept.set_defaults(handler=cmd_skills_accept)
-    sreject = ssub.add_parser("reject", parents=[common], help="delete a proposed skill")
-    sreject.add_argument("name")
-    sreject.set_defaults(handler=cmd_skills_reject)
+    action(ssub, common, "proposed", "skills proposed from tasks, waiting for a person", cmd_skills_proposed)
+    action(ssub, common, "accept", "make a proposed skill live (validated first)", cmd_skills_accept).add_argument(
+        "name"
+    )
+    action(ssub, common, "reject", "delete a proposed skill", cmd_skills_reject).add_argument("name")
 
-    mcp = sub.add_parser("mcp", parents=[common], help="serve the tools to another program as an MCP server (stdio)")
-    mcp.set_defaults(handler=cmd_mcp)
+    action(sub, common, "mcp", "serve the tools to another program as an MCP server (stdio)", cmd_mcp)
 
 
 def cmd_tools_list(args: argparse.Namespace) -> int:

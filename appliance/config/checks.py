@@ -24,7 +24,7 @@ from appliance.config.mqtt import check_mqtt, check_mqtt_devices
 from appliance.config.schema import Config, CronJob
 from appliance.config.shown import _describe
 from appliance.config.weather import PLACE_FIX, check_weather
-from appliance.errors import ConfigError, UsageError
+from appliance.errors import ConfigError, UsageError, known
 from appliance.hardware.drivers import DRIVERS
 
 # A DNS name: labels of letters, digits and hyphens, not starting or ending with a hyphen.
@@ -144,7 +144,7 @@ def check_require_approval(names: Sequence[str], mcp_servers: Collection[str]) -
         if name.startswith("mcp_"):
             if any(name.startswith(p) and len(name) > len(p) for p in prefixes):
                 continue
-            servers = ", ".join(sorted(mcp_servers)) or "none is configured"
+            servers = known(mcp_servers, "none is configured")
             raise ConfigError(
                 f"{where}: {name!r} names no MCP server under tools.mcp ({servers})",
                 fix="an MCP server's tools are mcp_<server>_<tool>, or mcp_<server>_* for all of them",
@@ -271,9 +271,9 @@ def _check_devices(config: Config, refuse: Callable[[str, str, Any], ConfigError
         )
     routing = config.routing
     if routing.mode != "local_only" and routing.cloud_provider not in config.providers:
-        known = ", ".join(config.providers) or "none is configured"
+        providers = ", ".join(config.providers) or "none is configured"  # in the config's order
         raise ConfigError(
-            f"routing.cloud_provider: {routing.cloud_provider!r} is not under providers: ({known})",
+            f"routing.cloud_provider: {routing.cloud_provider!r} is not under providers: ({providers})",
             fix="name a provider from providers:, or set routing.mode: local_only",
         )
     if not 0.0 <= routing.min_confidence <= 1.0:

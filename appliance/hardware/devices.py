@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import Any, Protocol
 
 from appliance.config import Config, DeviceConfig
-from appliance.errors import PolicyError, RateLimited, UnknownDeviceError, UsageError
+from appliance.errors import PolicyError, RateLimited, UnknownDeviceError, UsageError, known
 from appliance.hardware.approvals import ApprovalStore, PendingAction
 from appliance.hardware.backends import Backend
 from appliance.hardware.device_info import DeviceInfo
@@ -237,8 +237,9 @@ class DeviceRegistry:
         """A device by name, or UnknownDeviceError listing the known ones."""
         device = self.devices.get(name)
         if device is None:
-            known = ", ".join(sorted(self.devices)) or "none are configured"
-            raise UnknownDeviceError(f"no device named {name!r}", fix=f"known devices: {known}")
+            raise UnknownDeviceError(
+                f"no device named {name!r}", fix=f"known devices: {known(self.devices, 'none are configured')}"
+            )
         return device
 
     def infos(self) -> list[DeviceInfo]:

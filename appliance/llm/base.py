@@ -154,6 +154,23 @@ async def await_worker(future: concurrent.futures.Future[T]) -> T:
         raise
 
 
+def on_the_loop(on_token: Callable[[str], None], cancel: threading.Event) -> Callable[[str], None]:
+    """``on_token`` called from a worker's thread, run on the running event loop's thread, and never after
+    ``cancel`` (checked as a piece leaves the worker and again as it arrives): channels then write to sockets
+    and terminals from it without locks. Call it on the event loop."""
+    loop = asyncio.get_running_loop()
+
+    def deliver(piece: str) -> None:
+        if not cancel.is_set():
+            on_token(piece)
+
+    def relay(piece: str) -> None:
+        if not cancel.is_set():
+            loop.call_soon_threadsafe(deliver, piece)
+
+    return relay
+
+
 def _nobody_waits(answer: asyncio.Future[Any]) -> None:
     if not answer.cancelled():
         answer.exception()  # marks it retrieved

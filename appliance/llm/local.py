@@ -25,7 +25,14 @@ from typing import Any
 
 from appliance.errors import Cancelled, ContextOverflow, ModelError, ModelNotFoundError, ModelTooLargeError
 from appliance.llm import footprint, gguf, threads
-from appliance.llm.base import ChatMessage, FinishReason, Generation, GenerationRequest, await_worker
+from appliance.llm.base import (
+    ChatMessage,
+    FinishReason,
+    Generation,
+    GenerationRequest,
+    await_worker,
+    on_the_loop,
+)
 from appliance.llm.prompt_state import PromptStates, StateFiles, common_prefix, model_identity, stable_prefix
 
 log = logging.getLogger(__name__)
@@ -533,20 +540,8 @@ class LocalModel:
         write to sockets and terminals from it without locks.
         """
         submitted = time.perf_counter()
-        on_token = request.on_token
-        if on_token is not None:
-            loop = asyncio.get_running_loop()
-            cancel = request.cancel
-
-            def deliver(piece: str) -> None:
-                if not cancel.is_set():
-                    on_token(piece)
-
-            def relay(piece: str) -> None:
-                if not cancel.is_set():
-                    loop.call_soon_threadsafe(deliver, piece)
-
-            request = dataclasses.replace(request, on_token=relay)
+        if request.on_token is not None:
+            request = dataclasses.replace(request, on_token=on_the_loop(request.on_token, request.cancel))
         future = self._submit(lambda: self._generate(request, submitted))
         try:
             return await await_worker(future)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from appliance.errors import LocalModelOff, PicoagentError
-from appliance.llm.base import ChatMessage, Generation, GenerationRequest, await_worker
+from appliance.llm.base import ChatMessage, Generation, GenerationRequest, await_worker, on_the_loop
 from appliance.llm.runner_client import FIX, ModelRunner, Pending
 
 # --- the objects ----------------------------------------------------------------------------------
@@ -165,19 +165,7 @@ class RunnerModel:
 
     async def generate(self, request: GenerationRequest) -> Generation:
         """One generation; cancelling the awaiting task stops it at the next token (see LocalModel.generate)."""
-        on_text: Callable[[str], None] | None = None
-        if request.on_token is not None:
-            loop = asyncio.get_running_loop()
-            on_token, cancel = request.on_token, request.cancel
-
-            def deliver(piece: str) -> None:
-                if not cancel.is_set():
-                    on_token(piece)
-
-            def on_text(piece: str) -> None:
-                if not cancel.is_set():
-                    loop.call_soon_threadsafe(deliver, piece)
-
+        on_text = None if request.on_token is None else on_the_loop(request.on_token, request.cancel)
         future = self._start(request, on_text)
         try:
             return self._finished(await await_worker(future))

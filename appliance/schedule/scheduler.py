@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from appliance.errors import ConfigError, Conflict, NotFound, PicoagentError, UsageError
+from appliance.errors import ConfigError, Conflict, NotFound, PicoagentError, UsageError, known
 from appliance.schedule.jobs import JOB_TIMEOUT_S, RESULT_CHARS, JobRun, LastRun, RunReason, does, made
 from appliance.schedule.parse import Once, Schedule, Startup, SunSchedule, parse_schedule, resolve_zone
 from appliance.schedule.store import JobIdTaken, JobStore, StoredJob
@@ -380,8 +380,8 @@ class Scheduler:
     def _entry(self, job_id: str) -> _Entry:
         entry = self._entries.get(job_id)
         if entry is None:
-            known = ", ".join(sorted(self._entries)) or "none: add them under scheduler.jobs or in workspace/cron.yaml"
-            raise UnknownJobError(f"no cron job named {job_id!r}", fix=f"known jobs: {known}")
+            jobs = known(self._entries, "none: add them under scheduler.jobs or in workspace/cron.yaml")
+            raise UnknownJobError(f"no cron job named {job_id!r}", fix=f"known jobs: {jobs}")
         return entry
 
     async def run_now(self, job_id: str) -> str:

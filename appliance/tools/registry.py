@@ -39,7 +39,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union, get_args, get_origin
 
-from appliance.errors import PicoagentError, ToolError, UnknownToolError
+from appliance.errors import PicoagentError, ToolError, UnknownToolError, known
 from appliance.plugins import Hooks
 from appliance.tools.result import ToolResult
 from appliance.tools.trust import OutsideError, OutsideText, TurnTrust
@@ -377,9 +377,7 @@ class ToolRegistry:
         try:
             return self.tools[name]
         except KeyError:
-            raise UnknownToolError(
-                f"no tool named {name!r}", fix="known tools: " + (", ".join(sorted(self.tools)) or "none")
-            ) from None
+            raise UnknownToolError(f"no tool named {name!r}", fix=f"known tools: {known(self.tools)}") from None
 
     def __iter__(self) -> typing.Iterator[Tool]:
         """The tools a turn started here may see: inside a task's scope, only its tools."""

@@ -39,7 +39,8 @@ from appliance.channels.base import ChannelDown, ChatChannel, Incoming
 from appliance.channels.commands import Said
 from appliance.channels.email.imap import ANSWERED, SEEN, Fetched, ImapSettings, Inbox
 from appliance.channels.email.message import InboundMail, answer_mail, message_id, new_mail, read_mail
-from appliance.channels.email.smtp import SendFailed, SmtpSettings, Submission
+from appliance.channels.email.server import MailServer
+from appliance.channels.email.smtp import SendFailed, Submission
 from appliance.channels.pairing import forget_unhandled, inbound_status
 from appliance.config import EmailConfig
 from appliance.outbox import Outbox, Outcome, OutMessage
@@ -84,7 +85,7 @@ class EmailChannel(ChatChannel):
         """Check the config and the SMTP login, open the folder, and watch it in the background."""
         tls = self._settings()
         self.submission = Submission(
-            SmtpSettings(
+            MailServer(
                 self.config.smtp_host or self.config.imap_host,
                 self.config.smtp_port,
                 self.config.smtp_security,
@@ -122,7 +123,7 @@ class EmailChannel(ChatChannel):
     def _new_inbox(self, tls: ssl.SSLContext) -> Inbox:
         c = self.config
         settings = ImapSettings(
-            c.imap_host, c.imap_port, c.imap_security, c.username, c.password, c.folder, c.poll_s, tls
+            c.imap_host, c.imap_port, c.imap_security, c.username, c.password, tls, folder=c.folder, poll_s=c.poll_s
         )
         return Inbox(settings, self._arrived)
 

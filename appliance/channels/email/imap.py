@@ -28,6 +28,7 @@ import aioimaplib
 from aioimaplib.aioimaplib import Command
 
 from appliance.channels.base import ChannelDown
+from appliance.channels.email.server import MailServer
 
 log = logging.getLogger(__name__)
 
@@ -50,17 +51,11 @@ class Fetched:
 
 
 @dataclass(frozen=True)
-class ImapSettings:
-    """Where and how to log in (from EmailConfig)."""
+class ImapSettings(MailServer):
+    """Where and how to log in (from EmailConfig), the folder to read and how often to look without IDLE."""
 
-    host: str
-    port: int
-    security: str  # "tls" | "starttls" | "none"
-    username: str
-    password: str
     folder: str
     poll_s: float
-    tls: ssl.SSLContext | None
 
 
 class Inbox:

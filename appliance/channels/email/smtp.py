@@ -12,12 +12,12 @@ from __future__ import annotations
 import logging
 import socket
 import ssl
-from dataclasses import dataclass
 from email.message import EmailMessage
 
 import aiosmtplib
 
 from appliance.channels.base import ChannelDown
+from appliance.channels.email.server import MailServer
 
 log = logging.getLogger(__name__)
 
@@ -38,22 +38,10 @@ class SendFailed(Exception):
         self.unreachable = unreachable
 
 
-@dataclass(frozen=True)
-class SmtpSettings:
-    """Where and how to submit mail (from EmailConfig)."""
-
-    host: str
-    port: int
-    security: str  # "tls" | "starttls" | "none"
-    username: str
-    password: str
-    tls: ssl.SSLContext | None
-
-
 class Submission:
     """Mail submission to one SMTP server, with the mailbox's login."""
 
-    def __init__(self, settings: SmtpSettings) -> None:
+    def __init__(self, settings: MailServer) -> None:
         self.settings = settings
         self.where = f"the SMTP server {settings.host}:{settings.port}"
 

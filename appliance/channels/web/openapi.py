@@ -6,27 +6,17 @@ from typing import Any
 
 from appliance import __version__
 from appliance.channels.web.openapi_automation import automation_paths
+from appliance.channels.web.openapi_parts import BAD_REQUEST, ERROR, UNAUTHORIZED, header, strings
+from appliance.channels.web.openapi_parts import json_answer as _json
+from appliance.channels.web.openapi_parts import json_body as _body
 from appliance.channels.web.scopes import SCOPE_HELP, needed_scope
 
-
-def _json(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": schema}}}
-
-
-ERROR = {"$ref": "#/components/schemas/Error"}
-UNAUTHORIZED = _json(ERROR, "authentication required")
 DEVICE = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
-BAD_REQUEST = _json(ERROR, "the request is malformed; the error says how")
 OUT_OF_SCOPE = _json(ERROR, "the API token's scope does not cover this route; the error names the scope needed")
 
 
 CHANNEL_DEFAULT = "whose conversation: absent, web for a browser session, api for a token (POST /api/chat's)"
 SESSION_DEFAULT = "the session's name; absent, the channel's default session (web or api)"
-
-
-def _body(schema: dict[str, Any], *, required: bool = True) -> dict[str, Any]:
-    """A JSON request body."""
-    return {"required": required, "content": {"application/json": {"schema": schema}}}
 
 
 def _object_get(summary: str) -> dict[str, Any]:
@@ -53,11 +43,7 @@ def openapi_document() -> dict[str, Any]:
             "confidence": {"type": "object"},
             "why": {"type": "string", "description": "the routing decision's code"},
             "blocked": {"type": "string", "description": "why the cloud was not used although it was wanted"},
-            "choices": {
-                "type": "array",
-                "items": {"type": "string"},
-                "description": "answers to the reply's question a person may tap (yes/no, or which device)",
-            },
+            "choices": strings("answers to the reply's question a person may tap (yes/no, or which device)"),
         },
     }
     chat_message = {
@@ -107,13 +93,10 @@ def openapi_document() -> dict[str, Any]:
                     "summary": "Telegram posts bot updates here (webhook mode: telegram.webhook_url)",
                     "security": [],
                     "parameters": [
-                        {
-                            "name": "X-Telegram-Bot-Api-Secret-Token",
-                            "in": "header",
-                            "required": True,
-                            "description": "telegram.webhook_secret, as given to Telegram in setWebhook",
-                            "schema": {"type": "string"},
-                        }
+                        header(
+                            "X-Telegram-Bot-Api-Secret-Token",
+                            "telegram.webhook_secret, as given to Telegram in setWebhook",
+                        )
                     ],
                     "requestBody": _body({"type": "object", "description": "an Update"}),
                     "responses": {
@@ -145,13 +128,10 @@ def openapi_document() -> dict[str, Any]:
                     "summary": "Meta posts WhatsApp messages and statuses here (whatsapp.enabled)",
                     "security": [],
                     "parameters": [
-                        {
-                            "name": "X-Hub-Signature-256",
-                            "in": "header",
-                            "required": True,
-                            "description": "sha256= and the hex HMAC-SHA256 of the raw body with whatsapp.app_secret",
-                            "schema": {"type": "string"},
-                        }
+                        header(
+                            "X-Hub-Signature-256",
+                            "sha256= and the hex HMAC-SHA256 of the raw body with whatsapp.app_secret",
+                        )
                     ],
                     "requestBody": _body({"type": "object", "description": "a whatsapp_business_account payload"}),
                     "responses": {
@@ -170,21 +150,16 @@ def openapi_document() -> dict[str, Any]:
                     "security": [],
                     "parameters": [
                         {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}},
-                        {
-                            "name": "X-Picoagent-Timestamp",
-                            "in": "header",
-                            "required": True,
-                            "description": "when the request was signed, in Unix seconds (at most 5 minutes ago)",
-                            "schema": {"type": "string", "pattern": "^[0-9]+$"},
-                        },
-                        {
-                            "name": "X-Picoagent-Signature",
-                            "in": "header",
-                            "required": True,
-                            "description": 'sha256= and the hex HMAC-SHA256 of timestamp + "." + body with'
+                        header(
+                            "X-Picoagent-Timestamp",
+                            "when the request was signed, in Unix seconds (at most 5 minutes ago)",
+                            {"type": "string", "pattern": "^[0-9]+$"},
+                        ),
+                        header(
+                            "X-Picoagent-Signature",
+                            'sha256= and the hex HMAC-SHA256 of timestamp + "." + body with'
                             " webhooks.NAME.secret; each signature is accepted once",
-                            "schema": {"type": "string"},
-                        },
+                        ),
                     ],
                     "requestBody": _body(
                         {

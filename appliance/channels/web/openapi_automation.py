@@ -8,15 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-ERROR = {"$ref": "#/components/schemas/Error"}
+from appliance.channels.web.openapi_parts import BAD_REQUEST, ERROR, UNAUTHORIZED, strings
+from appliance.channels.web.openapi_parts import json_answer as _json
 
-
-def _json(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": schema}}}
-
-
-UNAUTHORIZED = _json(ERROR, "authentication required")
-BAD_REQUEST = _json(ERROR, "the request is malformed; the error says how")
 ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
 TASK_ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "integer", "minimum": 1}}
 
@@ -74,11 +68,7 @@ TASK = {
         "route": {"type": "string"},
         "result": {"type": "string", "nullable": True},
         "error": {"type": "string", "nullable": True},
-        "outside": {
-            "type": "array",
-            "items": {"type": "string"},
-            "description": "outside text its steps read (a web page...): its turns are untrusted for good",
-        },
+        "outside": strings("outside text its steps read (a web page...): its turns are untrusted for good"),
     },
 }
 NEW_TASK = {

@@ -147,6 +147,16 @@ class Buses(Protocol):
         ...
 
 
+def on_i2c(part: Callable[[I2CBus, int], Sensor]) -> Callable[[Wiring, Buses], Sensor]:
+    """How an I2C part is built from a device's config: the part at its configured bus and address."""
+
+    def build(wiring: Wiring, buses: Buses) -> Sensor:
+        assert wiring.bus is not None and wiring.address is not None  # the config checks require them (NEEDS)
+        return part(buses.i2c(wiring.bus), wiring.address)
+
+    return build
+
+
 @dataclass(frozen=True)
 class DriverSpec:
     """One driver as the rest of the appliance sees it: an entry of the driver table."""

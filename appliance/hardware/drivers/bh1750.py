@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 
 from appliance.hardware.buses import HardwareError, I2CBus
-from appliance.hardware.drivers.base import Buses, DriverSpec, Reading, Wiring
+from appliance.hardware.drivers.base import DriverSpec, Reading, on_i2c
 
 POWER_DOWN = 0x00
 POWER_ON = 0x01
@@ -61,10 +61,7 @@ class BH1750:
             self.bus.write_bytes(self.address, bytes([POWER_DOWN]))
 
 
-def build(wiring: Wiring, buses: Buses) -> BH1750:
-    """A BH1750 at a device's configured bus and address."""
-    assert wiring.bus is not None and wiring.address is not None  # the config checks require them (NEEDS)
-    return BH1750(buses.i2c(wiring.bus), wiring.address)
+build = on_i2c(BH1750)  # the part at a device's configured bus and address
 
 
 SPEC = DriverSpec(

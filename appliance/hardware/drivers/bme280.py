@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from appliance.hardware.buses import HardwareError, I2CBus
-from appliance.hardware.drivers.base import Buses, DriverSpec, Reading, Wiring
+from appliance.hardware.drivers.base import DriverSpec, Reading, on_i2c
 
 CHIP_ID = 0x60
 
@@ -241,10 +241,7 @@ class BME280:
         """Nothing to release: the part already sleeps between forced measurements."""
 
 
-def build(wiring: Wiring, buses: Buses) -> BME280:
-    """A BME280 at a device's configured bus and address."""
-    assert wiring.bus is not None and wiring.address is not None  # the config checks require them (NEEDS)
-    return BME280(buses.i2c(wiring.bus), wiring.address)
+build = on_i2c(BME280)  # the part at a device's configured bus and address
 
 
 SPEC = DriverSpec(

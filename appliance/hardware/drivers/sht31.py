@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 
 from appliance.hardware.buses import HardwareError, I2CBus
-from appliance.hardware.drivers.base import Buses, DriverSpec, Reading, Wiring
+from appliance.hardware.drivers.base import DriverSpec, Reading, on_i2c
 
 MEASURE_HIGH_REPEATABILITY = 0x2400  # single shot, clock stretching disabled (table 9)
 READ_STATUS = 0xF32D  # status register: 2 bytes and their CRC (table 17)
@@ -93,10 +93,7 @@ class SHT31:
         """Nothing to release: the part sleeps by itself between single-shot measurements."""
 
 
-def build(wiring: Wiring, buses: Buses) -> SHT31:
-    """An SHT31 at a device's configured bus and address."""
-    assert wiring.bus is not None and wiring.address is not None  # the config checks require them (NEEDS)
-    return SHT31(buses.i2c(wiring.bus), wiring.address)
+build = on_i2c(SHT31)  # the part at a device's configured bus and address
 
 
 SPEC = DriverSpec(

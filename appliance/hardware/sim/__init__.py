@@ -24,6 +24,13 @@ from typing import Any
 Clock = Callable[[], float]
 
 
+def within(value: float, low: float, high: float, says: str) -> float:
+    """``value`` when it lies in a part's specified range, from ``low`` to ``high``; else ValueError, ``says``."""
+    if not low <= value <= high:
+        raise ValueError(f"{says}, not {value}")
+    return value
+
+
 def make_chip(factory: str) -> Any:
     """A new chip from a driver spec's ``simulated``, "module:callable" (e.g. "...sim.bh1750:BH1750Chip")."""
     # By name, not by reference: a driver module cannot import its chip, which may import the driver's own

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from appliance.hardware.drivers.bme280 import BME280Calibration
-from appliance.hardware.sim import Clock
+from appliance.hardware.sim import Clock, within
 
 # Calibration of a real BME280, as published in pimoroni/bme280-python (tests/calibration.py, "known
 # values"); with it, raw 529191 / 326816 / 30281 read 24.79 °C / 1006.62 hPa / 68.67 %RH.
@@ -181,17 +181,11 @@ class BME280Chip:
     ) -> None:
         """Change what the sensor is exposed to (within the datasheet's operating range); None keeps a value."""
         if temperature_c is not None:
-            if not -40.0 <= temperature_c <= 85.0:
-                raise ValueError(f"BME280 operates from -40 to 85 °C, not {temperature_c}")
-            self.temperature_c = temperature_c
+            self.temperature_c = within(temperature_c, -40.0, 85.0, "BME280 operates from -40 to 85 °C")
         if humidity_pct is not None:
-            if not 0.0 <= humidity_pct <= 100.0:
-                raise ValueError(f"relative humidity is 0 to 100 %, not {humidity_pct}")
-            self.humidity_pct = humidity_pct
+            self.humidity_pct = within(humidity_pct, 0.0, 100.0, "relative humidity is 0 to 100 %")
         if pressure_hpa is not None:
-            if not 300.0 <= pressure_hpa <= 1100.0:
-                raise ValueError(f"BME280 operates from 300 to 1100 hPa, not {pressure_hpa}")
-            self.pressure_hpa = pressure_hpa
+            self.pressure_hpa = within(pressure_hpa, 300.0, 1100.0, "BME280 operates from 300 to 1100 hPa")
 
     # -- I2CChip --------------------------------------------------------------------------------------
 

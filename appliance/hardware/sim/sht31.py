@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 
 from appliance.hardware.buses import HardwareError
-from appliance.hardware.sim import Clock
+from appliance.hardware.sim import Clock, within
 
 # Single-shot measurement commands (table 9) -> typical measurement time in seconds (table 4).
 SINGLE_SHOT = {
@@ -79,13 +79,9 @@ class SHT31Chip:
     def set_environment(self, *, temperature_c: float | None = None, humidity_pct: float | None = None) -> None:
         """Change what the sensor is exposed to (within the datasheet's specified range); None keeps a value."""
         if temperature_c is not None:
-            if not -40.0 <= temperature_c <= 125.0:
-                raise ValueError(f"SHT31 operates from -40 to 125 °C, not {temperature_c}")
-            self.temperature_c = temperature_c
+            self.temperature_c = within(temperature_c, -40.0, 125.0, "SHT31 operates from -40 to 125 °C")
         if humidity_pct is not None:
-            if not 0.0 <= humidity_pct <= 100.0:
-                raise ValueError(f"relative humidity is 0 to 100 %, not {humidity_pct}")
-            self.humidity_pct = humidity_pct
+            self.humidity_pct = within(humidity_pct, 0.0, 100.0, "relative humidity is 0 to 100 %")
 
     def outputs(self) -> tuple[int, int]:
         """(S_T, S_RH) for the current environment: T = -45 + 175 × S_T / (2^16 - 1), RH = 100 × S_RH / (2^16 - 1)."""

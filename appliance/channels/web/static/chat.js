@@ -25,19 +25,10 @@
 
   // --- helpers ----------------------------------------------------------------------------------
 
-  function el(tag, className, text) {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    return node;
-  }
+  const { el, toLogin } = window.Page;
 
   function clock(epochSeconds) {
     return new Date(epochSeconds * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
-  }
-
-  function toLogin() {
-    window.location.replace("/login?next=" + encodeURIComponent(window.location.pathname).replace(/%2F/g, "/"));
   }
 
   function nearBottom() {
@@ -60,25 +51,11 @@
   // --- session and logout -----------------------------------------------------------------------
 
   async function loadCsrf() {
-    const response = await fetch("/api/session", { credentials: "same-origin", cache: "no-store" });
-    if (response.status === 401) {
-      toLogin();
-      return "";
-    }
-    const session = await response.json();
-    csrf = session.csrf || "";
-    for (const field of document.querySelectorAll('form.logout input[name="csrf"]')) field.value = csrf;
+    csrf = await window.Page.loadCsrf();
     return csrf;
   }
 
-  for (const logout of document.querySelectorAll("form.logout")) {
-    logout.addEventListener("submit", (event) => {
-      const field = logout.querySelector('input[name="csrf"]');
-      if (field.value) return;
-      event.preventDefault();
-      loadCsrf().then(() => field.value && logout.submit());
-    });
-  }
+  window.Page.wireLogout(loadCsrf);
 
   // --- messages ---------------------------------------------------------------------------------
 

@@ -10,12 +10,7 @@ window.StatusControls = (function () {
   let refresh = () => {};
   const notes = new Map(); // row key -> {text, tone}: what the last click on that row did
 
-  function el(tag, className, text) {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    return node;
-  }
+  const { el } = window.Page;
 
   function button(label, className, onClick) {
     const node = el("button", "btn btn-small " + className, label);

@@ -16,38 +16,14 @@
   // --- session: the CSRF token for the logout form -------------------------------------------
 
   async function loadCsrf() {
-    const response = await fetch("/api/session", { credentials: "same-origin", cache: "no-store" });
-    if (response.status === 401) return toLogin();
-    const session = await response.json();
-    for (const input of document.querySelectorAll('form.logout input[name="csrf"]')) input.value = session.csrf || "";
-    window.StatusControls.setCsrf(session.csrf);
-    return session.csrf;
-  }
-
-  function wireLogout() {
-    for (const form of document.querySelectorAll("form.logout")) {
-      form.addEventListener("submit", (event) => {
-        const input = form.querySelector('input[name="csrf"]');
-        if (input.value) return;
-        // The token has not arrived yet: fetch it, then post.
-        event.preventDefault();
-        loadCsrf().then(() => input.value && form.submit());
-      });
-    }
-  }
-
-  function toLogin() {
-    window.location.replace("/login?next=" + encodeURIComponent(window.location.pathname).replace(/%2F/g, "/"));
+    const csrf = await window.Page.loadCsrf();
+    window.StatusControls.setCsrf(csrf);
+    return csrf;
   }
 
   // --- formatting -------------------------------------------------------------------------------
 
-  function el(tag, className, text) {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    return node;
-  }
+  const { el, toLogin } = window.Page;
 
   function setText(id, text, tone) {
     const node = $(id);
@@ -459,7 +435,7 @@
     if (document.visibilityState === "visible") poll();
   });
 
-  wireLogout();
+  window.Page.wireLogout(loadCsrf);
   wireNotifyHere();
   window.StatusControls.onChange(() => poll());
   loadCsrf().catch(() => {});
