@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from appliance import __version__
-from appliance.grounded.base import Answer, Ask, Facts
+from appliance.grounded.base import Answer, Ask, Facts, TopicDefaults
 from appliance.grounded.base import said as _said
 from appliance.hardware.device_info import DeviceInfo
 
@@ -124,13 +124,11 @@ def assistant_name(facts: Facts) -> str:
     return found.group(1) if found else facts.config.agent.name
 
 
-class Self:
+class Self(TopicDefaults):
     """Who the assistant is: its name, what it is, which model and version."""
 
     kind: str = "self"
     overview: str = "who"
-    unsure: str = ""
-    near_exact: bool = False
     examples: tuple[str, ...] = (
         "who are you",
         "what is your name",
@@ -177,13 +175,11 @@ class Self:
         return Answer(text, basis="the appliance's config and version", kind=self.kind)
 
 
-class Abilities:
+class Abilities(TopicDefaults):
     """What the assistant can do here, from the running config."""
 
     kind: str = "abilities"
     overview: str = "all"
-    unsure: str = ""
-    near_exact: bool = False
     examples: tuple[str, ...] = (
         "what can you do",
         "what can you do for me",

@@ -11,7 +11,7 @@ from datetime import date, datetime, timedelta
 from datetime import time as dtime
 from typing import Any
 
-from appliance.grounded.base import Answer, Ask, Facts
+from appliance.grounded.base import Answer, Ask, Facts, TopicDefaults
 from appliance.grounded.base import said as _said
 from appliance.schedule.said import day_words, every_words
 
@@ -96,13 +96,11 @@ def _day(said: str, today: date) -> date | None:
     return None
 
 
-class Agenda:
+class Agenda(TopicDefaults):
     """Questions about the scheduled jobs and the tasks."""
 
     kind: str = "schedules"
     overview: str = "jobs"  # every job (on the day the words name, if any)
-    unsure: str = ""
-    near_exact: bool = False
     examples: tuple[str, ...] = (
         "what reminders do I have",
         "what's on tomorrow",

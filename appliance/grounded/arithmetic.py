@@ -20,7 +20,7 @@ from fractions import Fraction
 
 from appliance.arithmetic import Number, evaluate, format_number, is_exact
 from appliance.errors import ToolError
-from appliance.grounded.base import Answer, Ask, Facts
+from appliance.grounded.base import Answer, Ask, Facts, TopicDefaults
 
 BASIS = "calculated on the Pi"
 _LONGEST = 40  # words: a longer message brought by meaning is not searched for a sum within it
@@ -85,11 +85,10 @@ _SPLIT = re.compile(
 
 
 @dataclass
-class _Arithmetic:
+class _Arithmetic(TopicDefaults):
     """The arithmetic topic (see the module docstring)."""
 
     kind: str = "arithmetic"
-    overview: str = ""
     unsure: str = "I could not read a sum in that, and I won't guess: write it with numbers and signs, like 1250 - 478."
     near_exact: bool = True  # its answer reads the words again, strictly: trusted near it too
     examples: tuple[str, ...] = (

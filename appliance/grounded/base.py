@@ -129,6 +129,17 @@ class Facts:
     workspace: Path | None = None  # the assistant's folder (SOUL.md, USER.md)
 
 
+class TopicDefaults:
+    """What a topic has unless it says otherwise: no general answer, no honest sentence near it, its answer not
+    tried near it, every reading of a message tried (not the whole message only), no phrasings by meaning."""
+
+    overview: str = ""
+    unsure: str = ""
+    near_exact: bool = False
+    whole: bool = False  # True: it takes a whole message only ("thanks"), never one clause of it
+    examples: tuple[str, ...] = ()
+
+
 class Topic(Protocol):
     """One class of question answered from the facts (see the module docstring)."""
 
@@ -137,6 +148,7 @@ class Topic(Protocol):
     overview: str  # the ``what`` of its general answer ("It's 21:04 on Friday ..."), "" when it has none
     unsure: str  # its honest sentence for a question near it that it cannot answer exactly
     near_exact: bool  # its answer reads the words again strictly (a sum, a keyword): tried near it too
+    whole: bool  # it takes a whole message only, never one clause of it
 
     def match(self, text: str) -> Ask | None:
         """An Ask when the words say the message is surely for this topic, else None."""

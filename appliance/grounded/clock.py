@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
-from appliance.grounded.base import Answer, Ask, Facts
+from appliance.grounded.base import Answer, Ask, Facts, TopicDefaults
 
 CLOCK_FLOOR = 2024  # a year before this on the clock: it has not been set since the Pi booted
 TIMESYNC = Path("/run/systemd/timesync")  # systemd-timesyncd's runtime folder, there while it runs
@@ -198,13 +198,11 @@ _OTHER_DAY = re.compile(r"\b(?:tomorrow|yesterday|next|last|ago|in (?:\d+|a|an|o
 
 
 @dataclass
-class ClockTopic:
+class ClockTopic(TopicDefaults):
     """The clock topic (see the module docstring)."""
 
     kind: str = "time"
     overview: str = "now"  # the time, the date and the zone
-    unsure: str = ""
-    near_exact: bool = False
     synced: Callable[[], bool | None] = clock_synced  # a seam for tests
     examples: tuple[str, ...] = (
         "what time is it",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from appliance.grounded.base import Answer, Ask, Facts
+from appliance.grounded.base import Answer, Ask, Facts, TopicDefaults
 from appliance.grounded.base import said as _said
 from appliance.memory.db import StoredMessage
 
@@ -61,13 +61,11 @@ def _when(at: float, now: datetime) -> str:
     return f"at {then:%H:%M}" if then.date() == now.date() else f"on {then:%a} {then.day} {then:%b} at {then:%H:%M}"
 
 
-class Conversation:
+class Conversation(TopicDefaults):
     """Questions about this chat's own messages."""
 
     kind: str = "conversation"
     overview: str = "exchange"  # the last question and the answer to it
-    unsure: str = ""
-    near_exact: bool = False
     examples: tuple[str, ...] = (
         "what did I just ask you",
         "what was my last question",

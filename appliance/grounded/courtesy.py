@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from appliance.grounded.base import Answer, Ask, Facts
+from appliance.grounded.base import Answer, Ask, Facts, TopicDefaults
 
 _THANKS = r"(?:thanks|thank you|thank u|thx|ty|cheers|ta|much appreciated|appreciate it)"
 _FINE = r"(?:ok|okay|great|cool|nice|perfect|lovely|brilliant|awesome|got it|good|alright|all right)"
@@ -45,12 +45,10 @@ _SAY = {
 
 
 @dataclass
-class _Courtesy:
+class _Courtesy(TopicDefaults):
     """Thanks and goodbyes (see the module docstring)."""
 
     kind: str = "courtesy"
-    overview: str = ""
-    unsure: str = ""
     near_exact: bool = True
     examples: tuple[str, ...] = ()  # by words only: "thanks" is close in meaning to too much
     whole: bool = True  # the whole message only: "cheers. and when was the boiler serviced?" asks (GroundedDesk)

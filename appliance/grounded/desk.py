@@ -139,7 +139,7 @@ class GroundedDesk:
         whole = [r for r in dict.fromkeys([text.strip(), core]) if r]  # as said first: "great, thank you!" thanks
         for topic in self.topics:  # each topic's asks, one a reading that it takes: the desk tries them in turn
             # a topic of whole messages (thanks) is not one clause of them: "cheers. what's the date tomorrow?"
-            mine = whole if getattr(topic, "whole", False) else readings
+            mine = whole if topic.whole else readings
             taken = [a for reading in mine if (a := topic.match(reading)) is not None]
             found += [
                 a for i, a in enumerate(taken) if all((a.what, a.details) != (b.what, b.details) for b in taken[:i])

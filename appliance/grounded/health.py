@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from appliance.grounded.base import Answer, Ask, Facts
+from appliance.grounded.base import Answer, Ask, Facts, TopicDefaults
 from appliance.health import Health, read_health
 
 BASIS = "the Pi's sensors (/sys, /proc), read now"
@@ -109,12 +109,11 @@ _OTHER_TOPIC = re.compile(
 
 
 @dataclass
-class PiHealth:
+class PiHealth(TopicDefaults):
     """The Pi's health topic (see the module docstring); ``read`` and ``cores`` are seams for tests."""
 
     kind: str = "health"
     overview: str = ""  # near it is "how long is a marathon", "tell me about the Raspberry Pi": not the Pi's figures
-    unsure: str = ""
     near_exact: bool = True  # its answer reads the words again, strictly: trusted near it too
     examples: tuple[str, ...] = (
         "are you running hot",

@@ -12,7 +12,7 @@ import re
 from collections import defaultdict
 
 from appliance.grounded.about import devices_by_room, names_a_device
-from appliance.grounded.base import Answer, Ask, Facts
+from appliance.grounded.base import Answer, Ask, Facts, TopicDefaults
 from appliance.grounded.base import said as _said
 from appliance.hardware.device_info import DeviceInfo
 
@@ -66,13 +66,11 @@ def _label(info: DeviceInfo) -> str:
     return f"{info.name.replace('_', ' ')} ({info.kind})"
 
 
-class House:
+class House(TopicDefaults):
     """Questions about the rooms and what the devices in them can tell."""
 
     kind: str = "house"
     overview: str = "rooms"
-    unsure: str = ""
-    near_exact: bool = False
     examples: tuple[str, ...] = (
         "what is in the living room",
         "which rooms do you know about",

@@ -12,7 +12,7 @@ import asyncio
 import re
 from datetime import datetime
 
-from appliance.grounded.base import Answer, Ask, Facts, plain
+from appliance.grounded.base import Answer, Ask, Facts, TopicDefaults, plain
 from appliance.grounded.base import said as _said
 from appliance.memory.db import StoredMessage
 
@@ -80,16 +80,14 @@ def _holds(text: str, words: list[str]) -> bool:
     return bool(words) and all(w[:5] in lowered for w in words)
 
 
-class Remembered:
+class Remembered(TopicDefaults):
     """Questions about what the owner told the assistant to remember."""
 
     kind: str = "memory"
-    overview: str = ""
     unsure: str = (
         "I'm not sure what you want me to recall, and I won't guess: nothing I have stored answers it exactly "
         "(/memory WORDS searches what I remember)."
     )
-    near_exact: bool = False
     examples: tuple[str, ...] = (
         "where did I write the wifi password",
         "what is my wifi password",
@@ -178,7 +176,7 @@ def _quote(text: str) -> str:
     return f"“{text[:QUOTE]}…”" if len(text) > QUOTE else f"“{text}”"
 
 
-class Lookup:
+class Lookup(TopicDefaults):
     """Any other question a stored memory answers word for word: "where's the spare key?", "who serviced the boiler?".
 
     Tried last, by words only: a question whose every content word (two at least; all but one of three or more)
@@ -190,9 +188,6 @@ class Lookup:
     """
 
     kind: str = "recall"
-    overview: str = ""
-    unsure: str = ""
-    near_exact: bool = False
     examples: tuple[str, ...] = ()
 
     def match(self, text: str) -> Ask | None:

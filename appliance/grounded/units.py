@@ -22,7 +22,7 @@ from decimal import Decimal, localcontext
 from fractions import Fraction
 
 from appliance.grounded.arithmetic import digits_for_words
-from appliance.grounded.base import Answer, Ask, Facts
+from appliance.grounded.base import Answer, Ask, Facts, TopicDefaults
 
 
 @dataclass(frozen=True)
@@ -144,11 +144,10 @@ _PATTERNS = tuple(
 
 
 @dataclass
-class _Units:
+class _Units(TopicDefaults):
     """The unit conversion topic (see the module docstring)."""
 
     kind: str = "units"
-    overview: str = ""
     unsure: str = "I could not read a conversion in that, and I won't guess: say it like “68 fahrenheit in celsius”."
     near_exact: bool = True  # its answer reads the words again, strictly: trusted near it too
     examples: tuple[str, ...] = (

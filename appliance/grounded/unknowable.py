@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from appliance.grounded.base import Answer, Ask, Facts
+from appliance.grounded.base import Answer, Ask, Facts, TopicDefaults
 from appliance.grounded.base import said as _said
 
 _FUTURE = re.compile(
@@ -39,13 +39,11 @@ _UNSEEN = re.compile(
 _NEWS = re.compile(r"^(?:what(?:'s| is| are) (?:the )?(?:latest |today's )?(?:news|headlines)|any news)(?: today)?$")
 
 
-class Unknowable:
+class Unknowable(TopicDefaults):
     """Questions whose answer no one here can know."""
 
     kind: str = "unknowable"
-    overview: str = ""
     unsure: str = ""  # near it is also the past ("who won the world cup in 2018"): no sentence fits both
-    near_exact: bool = False
     examples: tuple[str, ...] = (
         "who will win the next election",
         "what are the winning lottery numbers",

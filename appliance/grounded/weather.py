@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, timedelta
 
-from appliance.grounded.base import Answer, Ask, Facts
+from appliance.grounded.base import Answer, Ask, Facts, TopicDefaults
 from appliance.grounded.clock import named_date
 from appliance.weather.source import unconfigured
 from appliance.weather.sun import Event, SunDay, said_at, sun_day
@@ -191,13 +191,11 @@ def _elsewhere(original: str, place: str) -> str:
     return ""
 
 
-class WeatherTopic:
+class WeatherTopic(TopicDefaults):
     """The forecast for the configured place (module docstring)."""
 
     kind: str = "weather"
     overview: str = "general"  # the forecast for the day the words name (today)
-    unsure: str = ""
-    near_exact: bool = False
     examples: tuple[str, ...] = (
         "is it going to rain tomorrow",
         "how cold will it be tonight",
@@ -321,13 +319,11 @@ def _aspect(word: str) -> Aspect:
     return "temperature"
 
 
-class SunTopic:
+class SunTopic(TopicDefaults):
     """Sunrise and sunset for the configured place, computed on the Pi (module docstring)."""
 
     kind: str = "sun"
     overview: str = "length"  # sunrise, sunset and the day's length
-    unsure: str = ""
-    near_exact: bool = False
     examples: tuple[str, ...] = (
         "when is sunset",
         "what time is sunrise tomorrow",
