@@ -175,6 +175,8 @@ GUESSING = ReplyGuard([SOUL, TOOLS], claims=True)  # a model the catalog says gu
         ("I have 128GB of RAM and run cool.", "health"),
         ("The Pi was last rebooted in 2019.", "health"),
         ("Sure! I'll set a timer for that.", "schedules"),
+        ("So, 5 feet 8 inches is equal to 0.7 meters (approximately).", "measures"),  # the fourteenth blind set
+        ("That's about 3 kg of flour.", "measures"),
     ],
 )
 def test_a_model_that_guesses_may_not_state_what_it_cannot_know(reply: str, kind: str) -> None:
@@ -202,6 +204,7 @@ def test_a_model_that_guesses_may_not_state_what_it_cannot_know(reply: str, kind
         "Have a lovely evening!",
         "That sounds like a long day; I hope you get some rest.",
         "Why did the chicken cross the road? To get to the other side.",
+        "Give me 5 minutes and I'll be ready, 2 of us can do it.",  # numbers that measure nothing it could know
     ],
 )
 def test_small_talk_without_a_claim_passes_a_guessing_guard(reply: str) -> None:

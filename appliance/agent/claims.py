@@ -8,7 +8,8 @@ the blind everyday sets' wrong replies that reached a model, each a phrasing no 
 
 So the reply guard (:mod:`appliance.agent.reply_guard`) reads such a model's reply for a *claim*: a clock time,
 a date (a weekday, a day of a month, a year), the weather, the home's devices and their state, schedules and
-reminders, what the person said or the assistant remembers, and the Pi's own figures (memory, CPU, uptime).
+reminders, what the person said or the assistant remembers, the Pi's own figures (memory, CPU, uptime), and an
+amount in a unit (a conversion or a measurement it worked out).
 One claim and the whole reply is replaced by an honest sentence: the model was answering something it could
 not know, and what it said around it (a "Sure, I can help") is not an answer either. Where the appliance
 knows such a thing it answered before the model ran (the grounded answers, the device stage); so a claim
@@ -58,6 +59,12 @@ _KINDS: dict[str, str] = {
     "health": (
         r"\b\d+(?:[.,]\d+)? ?(?:gb|mb|kb|tb|ghz|mhz|gigabytes?|megabytes?)\b|\b(?:ram|cpu|processor|uptime|rebooted"
         r"|restarted|disk space|storage|temperature)\b"
+    ),
+    # an amount in a unit: a conversion or a measurement it worked out ("5 feet 8 inches is 0.7 meters", a blind set)
+    "measures": (
+        r"\b\d+(?:[.,]\d+)? ?(?:mm|cm|m|km|millimet(?:er|re)s?|centimet(?:er|re)s?|met(?:er|re)s?|kilomet(?:er|re)s?"
+        r"|miles?|feet|foot|ft|inch(?:es)?|yards?|kg|g|mg|kilos?|kilograms?|grams?|pounds?|lbs?|ounces?|oz|stones?"
+        r"|ml|l|litres?|liters?|millilit(?:er|re)s?|pints?|gallons?|cups?|tablespoons?|teaspoons?|mph|km/h|kph)\b"
     ),
 }
 CLAIM = re.compile("|".join(f"(?P<{name}>{pattern})" for name, pattern in _KINDS.items()), re.IGNORECASE)
