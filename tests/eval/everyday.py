@@ -52,6 +52,7 @@ BLIND_SETS: dict[str, int] = {
             "twelfth",
             "thirteenth",
             "fourteenth",
+            "fifteenth",
         ),
         110,
     ),
