@@ -70,6 +70,7 @@ from appliance.grounded.units import UNITS
         ("thanks, what time is it?", "time", "time"),  # the question first: thanks are last
         ("what's the time and the date?", "time", "now"),  # the fourteenth set: the date alone
         ("what day and time is it?", "time", "now"),
+        ("clock check - hours and minutes please", "time", "time"),  # the fifteenth set: "I'm sorry for your loss."
         ("which gadgets can you actually control or read in this house?", "abilities", "devices"),  # not a sensor
     ],
 )

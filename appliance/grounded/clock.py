@@ -114,7 +114,8 @@ _PHRASES: tuple[tuple[str, str], ...] = (
         "time",
         r"what(?:'s| is) the (?:current |exact )?time(?: of day)?|what time is it|what time it is|how late is it|"
         r"the (?:current |exact )?time|(?:current|exact) time|what hour is it|what o'?clock is it|"
-        r"(?:have you |you |do you have )?got the time|do you have the time|(?:a |quick )?time check",
+        r"(?:have you |you |do you have )?got the time|do you have the time|(?:a |quick )?(?:time|clock) check"
+        r"|(?:the )?(?:hours and minutes|hour and minute)",
     ),
     ("time", "time"),  # the whole message: "time?"; by meaning, a "time" anywhere says nothing
     (
