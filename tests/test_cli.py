@@ -6,6 +6,7 @@ import importlib.util
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -119,6 +120,29 @@ def test_options_are_accepted_after_the_command(tmp_path: Path) -> None:
     assert f"data dir: {tmp_path / 'after'} is writable" in out.stdout
     out = picoagent("--config", good, "--data-dir", tmp_path / "before", "doctor", cwd=tmp_path)
     assert f"data dir: {tmp_path / 'before'} is writable" in out.stdout
+
+
+def test_every_command_takes_the_common_options_after_its_name() -> None:
+    """The README: "Every command takes `--config PATH` and `--data-dir PATH`, before or after its name". A walk
+    found `update check --data-dir ...` refused; every command, to its last sub-command, is checked here."""
+    import argparse
+
+    from appliance.cli import build_parser
+
+    def leaves(parser: argparse.ArgumentParser, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], Any]]:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            return [(path, parser)]
+        return [leaf for name, child in subs[0].choices.items() for leaf in leaves(child, (*path, name))]
+
+    found = leaves(build_parser(), ())
+    assert len(found) > 40, len(found)
+    missing = [
+        " ".join(path)
+        for path, parser in found
+        if not {"--config", "--data-dir"} <= {o for a in parser._actions for o in a.option_strings}
+    ]
+    assert not missing, missing
 
 
 # --- tools ---------------------------------------------------------------------------------------

@@ -33,10 +33,10 @@ def add_upkeep_parsers(
     sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
 ) -> None:
     """The `update` and `selftest` commands."""
-    update = sub.add_parser("update", help="over-the-air updates of this device (as root)")
+    update = sub.add_parser("update", parents=[common], help="over-the-air updates of this device (as root)")
     from appliance.ota.cli import add_arguments as update_arguments
 
-    update_arguments(update)
+    update_arguments(update, common)
     update.set_defaults(handler=cmd_update)
     action(sub, common, "selftest", "check this installation can run (OTA runs it)", cmd_selftest)
 

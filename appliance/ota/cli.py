@@ -20,10 +20,11 @@ from appliance.ota.updater import DEFAULT_RESTART, UpdateError, Updater
 PROG = "python3 -m appliance.ota"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The `update` sub-commands, shared by `picoagent update` and `python3 -m appliance.ota`."""
+def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser | None = None) -> None:
+    """The `update` sub-commands, shared by `picoagent update` and `python3 -m appliance.ota`. ``common``: the
+    options every `picoagent` command takes after its name too (--config, --data-dir: an update reads neither)."""
     sub = parser.add_subparsers(dest="update_action", metavar="ACTION", required=True)
-    root = argparse.ArgumentParser(add_help=False)
+    root = argparse.ArgumentParser(add_help=False, parents=[common] if common is not None else [])
     root.add_argument("--root", type=Path, default=Path("/"), help="the device's root directory (tests: a temp dir)")
     live = argparse.ArgumentParser(add_help=False)
     live.add_argument("--health-url", default=DEFAULT_HEALTH_URL, help="what must answer 200 with the new version")
