@@ -173,3 +173,46 @@ def test_one_question_and_another_the_appliance_cannot_answer_is_not_answered_by
     assert (
         asyncio.run(desk._each_question("what time is it and who won the match?", Facts(Config(), lambda: now))) is None
     )
+
+
+@pytest.mark.parametrize(
+    ("session", "where"), [("terminal:default", "`picoagent cron list`"), ("telegram:1", "/schedule")]
+)
+def test_a_day_lists_each_job_once_and_points_where_the_rest_is(session: str, where: str) -> None:
+    """A README walk: "what's on tomorrow?" named a 2-hourly task seven times, then "(and 5 more: /schedule)" in the
+    terminal, which has no /schedule."""
+    from zoneinfo import ZoneInfo
+
+    from appliance.grounded.agenda import AGENDA, LISTED
+
+    zone = ZoneInfo("Europe/Brussels")
+    now = datetime(2026, 11, 27, 10, 0, tzinfo=zone)
+    jobs = [
+        {
+            "id": "check",
+            "schedule": "0 */2 * * *",
+            "does": "task: check the soil",
+            "next_run": "2026-11-27T12:00:00+01:00",
+        }
+    ]
+    jobs += [
+        {
+            "id": f"r{i}",
+            "schedule": f"daily {8 + i:02d}:30",
+            "does": f"message: thing {i}",
+            "next_run": "2026-11-28T08:30:00+01:00",
+        }
+        for i in range(LISTED + 1)
+    ]
+
+    class Cron:
+        def list_jobs(self) -> list[dict[str, object]]:
+            return jobs
+
+    facts = Facts(config=Config(), now=lambda: now, session=session, cron=Cron())  # type: ignore[arg-type]
+    ask = AGENDA.match("what's on tomorrow?")
+    assert ask is not None
+    got = asyncio.run(AGENDA.answer(ask, facts))
+    assert got is not None
+    assert got.text.count("check the soil") == 1 and "(12 times tomorrow)" in got.text, got.text
+    assert got.text.endswith(f"(and 2 more: {where})"), got.text

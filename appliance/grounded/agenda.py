@@ -183,8 +183,17 @@ class Agenda(TopicDefaults):
                 upcoming = [(a, j) for a, j in upcoming if str(j.get("does", "")).startswith("message:")] or upcoming
             at, job = upcoming[0]
             return Answer(f"The next is {_line(at, job, now)}.", basis, self.kind)
-        lines = [_line(at, job, now) for at, job in upcoming[:LISTED]]
-        more = f" (and {len(upcoming) - LISTED} more: /schedule)" if len(upcoming) > LISTED else ""
+        if day is not None:  # a job that runs many times that day once, with how many: a 2-hourly one filled the list
+            runs: dict[int, list[tuple[datetime, Any]]] = {}
+            for at, job in upcoming:
+                runs.setdefault(id(job), []).append((at, job))
+            upcoming = [group[0] for group in runs.values()]
+            times = {key: len(group) for key, group in runs.items()}
+        lines = [
+            _line(at, job, now) + (f" ({times[id(job)]} times {when})" if day and times[id(job)] > 1 and when else "")
+            for at, job in upcoming[:LISTED]
+        ]
+        more = f" (and {len(upcoming) - LISTED} more: {_full_list(facts)})" if len(upcoming) > LISTED else ""
         head = f"Scheduled {when}" if when else f"{len(upcoming)} scheduled"
         return Answer(f"{head}: " + "; ".join(lines) + f".{more}", basis, self.kind)
 
@@ -248,6 +257,13 @@ def _runs(
             if begin <= at < end:
                 runs.append((at, job))
     return sorted(runs, key=lambda pair: pair[0])
+
+
+def _full_list(facts: Facts) -> str:
+    """Where the whole list is: /schedule in a chat channel; the command line where there is no /schedule (the
+    terminal, the API, the web page: a README walk was sent to a /schedule the terminal does not have)."""
+    channel = facts.session.partition(":")[0]
+    return "`picoagent cron list`" if channel in ("", "terminal", "api", "web", "cron", "task") else "/schedule"
 
 
 def _line(at: datetime, job: dict[str, Any], now: datetime) -> str:
