@@ -175,7 +175,7 @@ def test_tasks_run_closes_the_cloud_session_it_used(tmp_path: Path, monkeypatch:
 
 def test_a_task_job_run_by_hand_says_where_the_tasks_outcome_will_be(tmp_path: Path) -> None:
     """A README walk: `cron logs` read "task 3 queued" for a task that had since failed. The job only queues the
-    task, so its result names where the task's own outcome is read."""
+    task, so its result names where the task's own outcome is read, before the goal: `cron logs` cuts the line."""
     config = config_file(
         tmp_path / "conf",
         {"  jobs: []": '  jobs:\n    - {id: tidy, schedule: "daily 03:00", task: "tidy the notes"}'},
@@ -183,6 +183,7 @@ def test_a_task_job_run_by_hand_says_where_the_tasks_outcome_will_be(tmp_path: P
     ran = picoagent("--config", config, "--data-dir", tmp_path / "data", "cron", "run", "tidy", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.strip() == (
-        "task 1 queued: tidy the notes "
-        "(`picoagent tasks run` works it here; `picoagent tasks logs 1` shows how it goes)"
+        "task 1 queued (`picoagent tasks run` works it here; see `picoagent tasks logs 1`): tidy the notes"
     ), ran.stdout
+    logs = picoagent("--config", config, "--data-dir", tmp_path / "data", "cron", "logs", "tidy", cwd=tmp_path)
+    assert "see `picoagent tasks logs 1`)" in logs.stdout, logs.stdout  # not cut off with the line

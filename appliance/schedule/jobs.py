@@ -61,7 +61,8 @@ def does(job: CronJob) -> str:
 def task_queued(task_id: int, goal: str, *, first: str = "") -> str:
     """A task job's result: the job only queues the task, so it says where the task's outcome will be (a README
     walk read "task 3 queued" in `cron logs` for a task that had since failed). ``first``: a step before that."""
-    return f"task {task_id} queued: {goal} ({first}`picoagent tasks logs {task_id}` shows how it goes)"
+    # the pointer before the goal: `cron logs` and `cron list` cut a result's line, and cut it off (walk 7)
+    return f"task {task_id} queued ({first}see `picoagent tasks logs {task_id}`): {goal}"
 
 
 class _Agent(Protocol):
