@@ -67,10 +67,13 @@ from appliance.grounded.units import UNITS
         ("cheers, that's all", "courtesy", "done"),
         ("that's all I wanted to know, thanks", "courtesy", "done"),
         ("nothing else, bye", "courtesy", "done_bye"),
+        ("alright then", "courtesy", "noted"),  # README walk 7: the 135M said "alright, alright."
+        ("that's great, ta", "courtesy", "thanks"),
         ("thanks, what time is it?", "time", "time"),  # the question first: thanks are last
         ("what's the time and the date?", "time", "now"),  # the fourteenth set: the date alone
         ("what day and time is it?", "time", "now"),
         ("clock check - hours and minutes please", "time", "time"),  # the fifteenth set: "I'm sorry for your loss."
+        ("filling in a form, need the full date including the year", "time", "date"),  # the liar test, fifteenth set
         ("which gadgets can you actually control or read in this house?", "abilities", "devices"),  # not a sensor
     ],
 )

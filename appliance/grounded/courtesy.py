@@ -21,7 +21,10 @@ _THANKS = r"(?:thanks|thank you|thank u|thx|ty|cheers|ta|much appreciated|apprec
 _FINE = r"(?:ok|okay|great|cool|nice|perfect|lovely|brilliant|awesome|got it|good|alright|all right)"
 _WHO = r"(?: (?:a lot|so much|very much|again|mate|pico|buddy))*"
 _BYE = r"(?:bye|bye bye|goodbye|good ?night|night night|see you(?: later| soon| tomorrow)?|see ya|later|take care)"
-_NOTED = rf"(?:{_FINE}|sounds good|fine|sure|noted|understood|will do|no worries|no problem|that works|nice one)"
+_NOTED = (
+    rf"(?:(?:that'?s |that is |how |very |really |so )?(?:{_FINE}|fine|sweet|excellent|amazing|helpful|handy|useful)"
+    r"(?: then| stuff| one| news)?|sounds good|sure|noted|understood|will do|no worries|no problem|that works)"
+)
 _DONE = (
     r"(?:that'?s (?:it|all|everything)(?: for now| for today| i (?:wanted|needed)(?: to know)?)?"
     r"|that will be all|that'?ll be all|nothing else"
@@ -29,7 +32,7 @@ _DONE = (
 )
 _LATER = rf"(?:[ ,!.]+(?:{_THANKS}{_WHO}))?(?:[ ,!.]+(?P<done_bye>{_BYE})(?: (?:then|now|pico|mate))?)?"
 _COURTESY = re.compile(
-    rf"^(?:(?:{_FINE})[ ,!.]*)*{_THANKS}{_WHO}(?:[ ,!.]+(?P<both>{_BYE})(?: (?:then|now|pico|mate))?)?[ !.]*$"
+    rf"^(?:(?:{_NOTED})[ ,!.]*)*{_THANKS}{_WHO}(?:[ ,!.]+(?P<both>{_BYE})(?: (?:then|now|pico|mate))?)?[ !.]*$"
     rf"|^(?P<bye>{_BYE})(?: (?:then|now|pico|mate))?[ !.]*$"
     rf"|^(?:no[ ,!.]+)?(?:(?:{_NOTED}|{_THANKS}{_WHO})[ ,!.]+)*(?P<done>{_DONE}){_LATER}[ !.]*$"
     rf"|^(?P<noted>(?:{_NOTED})(?:[ ,!.]+(?:{_NOTED}))*)[ !.]*$"

@@ -132,10 +132,12 @@ class GroundedDesk:
         "my phone's dead, got the time?"), in order."""
         found: list[Ask] = []
         core = plain(text)
-        first = [p.strip(" ,.;:") for p in _CLAUSE.split(core) if p.strip(" ,.;:")][:1]  # "time check pls, 24h"
+        parts = [p.strip(" ,.;:") for p in _CLAUSE.split(core) if p.strip(" ,.;:")]
+        first = parts[:1]  # "time check pls, 24h"
+        last = parts[-1:] if len(parts) > 1 else []  # "filling in a form, need the full date including the year"
         labelled = _LABEL.match(core)  # "quick maths: 1234 + 5678": what follows a short label
         after = [labelled["rest"]] if labelled else []
-        readings = [r for r in dict.fromkeys([core, text.strip(), *_clauses(core), *first, *after]) if r]
+        readings = [r for r in dict.fromkeys([core, text.strip(), *_clauses(core), *first, *last, *after]) if r]
         whole = [r for r in dict.fromkeys([text.strip(), core]) if r]  # as said first: "great, thank you!" thanks
         for topic in self.topics:  # each topic's asks, one a reading that it takes: the desk tries them in turn
             # a topic of whole messages (thanks) is not one clause of them: "cheers. what's the date tomorrow?"
