@@ -16,8 +16,10 @@ from __future__ import annotations
 import importlib
 import inspect
 import logging
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from appliance.errors import ConfigError
@@ -84,8 +86,14 @@ class Hooks:
             await self._call("on_turn_end", callback, record)
 
 
-def load_plugins(hooks: Hooks, modules: list[str]) -> None:
-    """Import each plugin module and let it register its callbacks (config errors name the module)."""
+def load_plugins(hooks: Hooks, modules: list[str], folder: Path | None = None) -> None:
+    """Import each plugin module and let it register its callbacks (config errors name the module).
+
+    ``folder`` (``<data_dir>/plugins``): a module file put there is found too. It is the one place a plugin of a
+    single file needs no packaging (a README walk found ``pip install -e`` refuses one), and the data dir survives
+    an update, where the release's venv is replaced."""
+    if folder is not None and folder.is_dir() and str(folder) not in sys.path:
+        sys.path.append(str(folder))  # after the venv: a plugin never shadows a module of the appliance's
     for index, name in enumerate(modules):
         where = f"tools.plugins[{index}]"
         try:
@@ -93,7 +101,8 @@ def load_plugins(hooks: Hooks, modules: list[str]) -> None:
         except Exception as exc:  # ImportError, or the module's own error at import
             raise ConfigError(
                 f"{where}: cannot import plugin {name!r}: {type(exc).__name__}: {exc}",
-                fix="install the module in the appliance's venv, or remove it from tools.plugins",
+                fix=f"put {name}.py in {folder or '<data_dir>/plugins'}, install it in the appliance's venv, or remove "
+                "it from tools.plugins",
             ) from None
         register = getattr(module, "register", None)
         if not callable(register):

@@ -92,7 +92,7 @@ def base_registry(config: Config) -> ToolRegistry:
     )
     builtin.register(registry)
     register_configured(registry, config, tools)
-    load_plugins(registry.hooks, tools.plugins)
+    load_plugins(registry.hooks, tools.plugins, data_dir(config) / "plugins")
     return registry
 
 

@@ -14,7 +14,6 @@ import re
 import textwrap
 from pathlib import Path
 
-import pytest
 import yaml
 
 from tests.helpers import config_file, picoagent
@@ -90,14 +89,14 @@ def test_the_readme_s_mcp_server_runs_on_a_fresh_checkout(tmp_path: Path) -> Non
     assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d", result["result"]), result
 
 
-def test_the_readme_s_plugin_logs_each_answered_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The plugin as written, importable (here through PYTHONPATH, on the Pi by `pip install -e`), named in
-    `tools.plugins`: a message answered by `picoagent chat -m` leaves its line in turns.log."""
+def test_the_readme_s_plugin_logs_each_answered_message(tmp_path: Path) -> None:
+    """The plugin as written, saved where the README says (``<data_dir>/plugins/my_plugin.py``: a walk found
+    `pip install -e` refuses a single file), named in `tools.plugins`: a message answered by `picoagent chat -m`
+    leaves its line in turns.log."""
     (block,) = fenced("python")
-    folder = tmp_path / "plugins"
-    folder.mkdir()
+    folder = tmp_path / "data" / "plugins"
+    folder.mkdir(parents=True)
     (folder / "my_plugin.py").write_text(block, encoding="utf-8")
-    monkeypatch.setenv("PYTHONPATH", str(folder))
     config = config_file(tmp_path / "etc", {"  plugins: []": "  plugins: [my_plugin]"})
     said = picoagent("--config", config, "--data-dir", tmp_path / "data", "chat", "-m", "thanks, bye", cwd=tmp_path)
     assert said.returncode == 0, said.stdout + said.stderr

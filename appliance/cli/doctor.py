@@ -91,10 +91,11 @@ def _check_plugins(config: Config) -> Iterator[Check]:
     """Each of tools.plugins imports and registers, as the start will ask (a plugin that does not stops it)."""
     if not config.tools.plugins:
         return
+    from appliance.config import data_dir as config_data_dir
     from appliance.plugins import Hooks, load_plugins
 
     try:
-        load_plugins(Hooks(), list(config.tools.plugins))
+        load_plugins(Hooks(), list(config.tools.plugins), config_data_dir(config) / "plugins")
     except ConfigError as exc:
         yield Check("plugins", "fail", exc.message, exc.fix or "fix or remove it in tools.plugins")
         return
