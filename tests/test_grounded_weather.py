@@ -191,6 +191,12 @@ def test_another_city_is_declined_honestly_not_answered_for_here() -> None:
     assert answer.text == "I only have the forecast for Ghent, not for Paris, so I cannot tell you that."
     here = WEATHER.match("what's the weather like in Ghent")
     assert here is not None and here.details["when"] == "today"
+    # forecasts off (weather.enabled: false, a place set): no forecast for Ghent either (README walk 7)
+    off = asyncio.run(WEATHER.answer(ask, facts(ghent(), None)))
+    assert off is not None
+    assert off.text == (
+        "I would only have the forecast (they are off) for Ghent, not for Paris, so I cannot tell you that."
+    )
 
 
 ELSEWHERE = [

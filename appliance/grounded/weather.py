@@ -256,7 +256,8 @@ class WeatherTopic(TopicDefaults):
         source = facts.weather
         if elsewhere and (weather.located or source is not None):
             here = weather.place_name
-            text = f"I only have the forecast for {here}, not for {elsewhere.title()}, so I cannot tell you that."
+            have = "only have the forecast" if source is not None else "would only have the forecast (they are off)"
+            text = f"I {have} for {here}, not for {elsewhere.title()}, so I cannot tell you that."
             return Answer(text, f"the configured place ({here})", self.kind)
         if source is None:
             return Answer(unconfigured(weather), "the config (no weather source)", self.kind)
