@@ -233,6 +233,7 @@ def test_sighup_with_a_changed_soul_warms_the_new_prefix(states: States, config:
     async def main() -> tuple[dict[str, Any], dict[str, Any]]:
         runtime = Runtime.open(config, model=states.model)
         daemon = Daemon(config)
+        daemon._runtime = runtime  # the runtime a started daemon runs (Daemon.run builds it)
         daemon.state = SimpleNamespace(runtime=runtime)  # type: ignore[assignment]
         try:
             await daemon._preload()
