@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
@@ -49,7 +50,14 @@ async def run_intent(
         assert intent.device is not None
         events = await db.call(device_history, db, intent.device) if db is not None else []
         pressed = any(i.name == intent.device and i.kind == "input" for i in devices.infos())
-        text = _history_words(intent.device, events, zone, pressed=pressed)
+        if isinstance(intent.value, bool):  # only the switches asked about: "when did the fan go on?"
+            state = "on" if intent.value else "off"
+            events = [e for e in events if re.search(rf"\b{state}\b", e.message)]
+            if not events:
+                name = intent.device.replace("_", " ")
+                text = f"The {name} has not been turned {state} in the last {HISTORY_DAYS} days (nothing recorded)."
+        if not isinstance(intent.value, bool) or events:
+            text = _history_words(intent.device, events, zone, pressed=pressed)
         found = [e.as_dict() for e in events]
         actions.append(_action("device_history", {"name": intent.device}, True, found, None, t0))
     elif intent.action == "set":
