@@ -155,3 +155,20 @@ def test_each_disagreement_between_the_running_daemon_and_the_config_is_said_wit
     )
     assert told["telegram"]["restart_needed"] and told["discord"]["restart_needed"]
     assert told["slack"] == daemon_rows[2]
+
+
+def test_proactive_messages_name_only_the_owner_channels_that_run() -> None:
+    """README walk 7: `notify.owner: [telegram, webhook]` with Telegram off read "telegram -> webhook", as if Telegram
+    carried them."""
+    from appliance.cli.channels import proactive_words
+    from appliance.config import Config
+
+    config = Config()
+    config.notify.owner = ["telegram", "webhook"]
+    rows = [{"name": "telegram", "enabled": False}, {"name": "webhook", "enabled": True}]
+    assert proactive_words(rows, config) == "webhook (telegram in notify.owner is off)"
+    rows[1]["enabled"] = False
+    assert (
+        proactive_words(rows, config)
+        == "the status page only (no channel runs; telegram, webhook in notify.owner are off)"
+    )

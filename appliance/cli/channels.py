@@ -101,13 +101,21 @@ def cmd_channels_list(args: argparse.Namespace) -> int:
 
 def proactive_words(rows: list[dict[str, Any]], config: Config) -> str:
     """Where proactive messages go now, and what a restart changes when the file turns on a channel not running."""
-    running = config.notify.owner or [r["name"] for r in rows if r["enabled"]]
+    enabled = [r["name"] for r in rows if r["enabled"]]
+    # notify.owner's order, of the channels that run: "telegram -> webhook" read as if Telegram carried them while it
+    # was off (README walk 7)
+    running = [n for n in config.notify.owner if n in enabled] if config.notify.owner else enabled
+    off = [n for n in config.notify.owner if n not in enabled]
     waiting = [r["name"] for r in rows if r.get("restart_needed") and not r["enabled"]]  # on in the file only
-    later = f"the config turns on {', '.join(waiting)}: restart picoagent to apply" if waiting else ""
+    notes = [f"{', '.join(off)} in notify.owner {'is' if len(off) == 1 else 'are'} off"] if off else []
+    notes += [f"the config turns on {', '.join(waiting)}: restart picoagent to apply"] if waiting else []
+    said = f" ({'; '.join(notes)})" if notes else ""
     if running:
-        return " -> ".join(running) + (f" ({later})" if later else "")
+        return " -> ".join(running) + said
     return (
-        f"the status page only (no channel runs; {later})" if later else "the status page only (no channel is enabled)"
+        f"the status page only (no channel runs; {'; '.join(notes)})"
+        if notes
+        else ("the status page only (no channel is enabled)")
     )
 
 
