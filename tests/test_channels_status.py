@@ -8,6 +8,7 @@ runs as a person runs it (a subprocess reading the daemon's address from the dat
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 from appliance.config import Config
@@ -65,6 +66,7 @@ def test_a_channel_that_is_down_is_listed_with_its_reason_and_notifications_stil
                 await eventually(lambda: daemon.runtime.db.value("SELECT count(*) FROM notifications"), 10)
                 shown = await cli("notifications")
                 assert "doorbell: pressed  [telegram: pending]" in shown  # waiting for Telegram, and on the feed
+                assert re.search(r" \d\d:\d\d [A-Z][A-Za-z0-9+-]*  doorbell: pressed", shown), shown  # its zone named
                 assert "doorbell: pressed  [telegram: pending]" in await cli("status")
             finally:
                 daemon.stopping.set()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import time
 from typing import TYPE_CHECKING, Any, Literal
 
 from appliance.cli.common import action, command_group, load, open_db, print_json
@@ -143,11 +142,17 @@ def cmd_channels_pair(args: argparse.Namespace) -> int:
     return 0
 
 
-def feed_lines(notifications: list[dict[str, Any]]) -> list[str]:
-    """Notifications as `picoagent status` and `notifications` print them."""
+def feed_lines(notifications: list[dict[str, Any]], config: Config) -> list[str]:
+    """Notifications as `picoagent status` and `notifications` print them: at the appliance's time (scheduler.timezone,
+    as `cron logs` shows a run), its zone named (a README walk read the machine's UTC beside cron's Brussels time)."""
+    from datetime import datetime
+
+    from appliance.schedule.parse import resolve_zone
+
+    zone = resolve_zone(config.scheduler.timezone)
     lines = []
     for item in notifications:
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(item["at"]))
+        when = datetime.fromtimestamp(item["at"], zone).strftime("%Y-%m-%d %H:%M %Z")
         where = f"{item['channel']}: {item['delivery']}" if item["channel"] else item["delivery"]
         if item.get("error"):
             where += f" ({item['error']})"
@@ -168,5 +173,5 @@ def cmd_notifications(args: argparse.Namespace) -> int:
     if not items:
         print("no notifications yet")
         return 0
-    print("\n".join(feed_lines(items)))
+    print("\n".join(feed_lines(items, config)))
     return 0

@@ -168,7 +168,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"channels off: {', '.join(off)}")
     if status.get("notifications"):
         print("notifications:")
-        print("\n".join(feed_lines(status["notifications"][:5])))
+        print("\n".join(feed_lines(status["notifications"][:5], config)))
     return 0
 
 
