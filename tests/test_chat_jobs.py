@@ -350,6 +350,9 @@ def test_cron_add_list_pause_logs_and_cancel_on_the_command_line(tmp_path: Path)
 
     added = cli("cron", "add", "30 7 * * 1-5", "--device", "fan", "--value", "on")
     assert added.returncode == 0, added.stderr
+    tasked = cli("cron", "add", "daily 08:00", "--task", "check the soil")  # kept, and told now (README walk 7)
+    assert tasked.returncode == 0 and tasked.stderr.startswith("note: its task will fail at its first step: "), tasked
+    assert cli("cron", "cancel", "soil_0800_daily").returncode == 0
     assert added.stdout.startswith("added fan_0730_weekdays: set fan on, next ")
     refused = cli("cron", "add", "daily 07:00", "--device", "heater", "--value", "on")
     assert refused.returncode != 0 and "no device named 'heater'" in refused.stderr

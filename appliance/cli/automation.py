@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -141,6 +142,14 @@ def cmd_cron_add(args: argparse.Namespace) -> int:
     else:
         row = _with_scheduler(config, lambda cron: cron.add_job(job, "cli"))
     print(f"added {row['id']}: {row['does']}, next {row['next_run']}")
+    if job.task:  # kept (the model may change before it runs), but said now, as `tasks add` refuses it at once
+        from appliance.llm.choice import model_spec
+        from appliance.tasks.capable import refusal
+
+        problem = refusal(config, "auto", model_spec(config, fallback=True))
+        if problem is not None:
+            print(f"note: its task will fail at its first step: {problem.message}", file=sys.stderr)
+            print(f"  fix: {problem.fix}", file=sys.stderr)
     return 0
 
 
