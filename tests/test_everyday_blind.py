@@ -25,7 +25,7 @@ ORDER = list(BLIND)  # in the order they were written (tests/eval/everyday.py BL
 @pytest.mark.parametrize("name", sorted(BLIND))
 def test_each_blind_set_is_whole_held_and_shaped_like_the_one_before(name: str) -> None:
     questions = BLIND[name].questions
-    assert len(questions) >= BLIND_SETS[name]
+    assert len(questions) >= BLIND_SETS[name] >= 100
     assert {q.split for q in questions} == {"held"} and BLIND[name].half("tune") == []
     assert {q.cls for q in questions} == set(CLASSES)
     model, slack = (MAIN, 3) if name == "fresh" else (BLIND["fresh"], 2)  # the fresh one was shaped like the main
@@ -73,6 +73,7 @@ def test_every_blind_question_is_checkable(name: str, question: Question) -> Non
     assert question.placeholders() <= set(PLACEHOLDERS)
     assert question.placeholders() <= set(VALUES), question.placeholders() - set(VALUES)
     assert skip_reason(question, VALUES) == ""
+    assert grade(question, "", VALUES, everyday.declines)[0] == "wrong"  # saying nothing is never right
     for near in question.near:  # a quantity's placeholder has numbers, or is unknown here (declined is right)
         name_ = str(near.value).strip("{}")
         got = VALUES.get(name_, Fill()) if str(near.value).startswith("{") else Fill(numbers=(1.0,))
