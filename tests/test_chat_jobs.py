@@ -348,6 +348,9 @@ def test_cron_add_list_pause_logs_and_cancel_on_the_command_line(tmp_path: Path)
         command = [sys.executable, "-m", "appliance", "--config", str(CHECKOUT_CONFIG), "--data-dir", str(tmp_path)]
         return subprocess.run([*command, *args], cwd=root, env=environ, capture_output=True, text=True, timeout=60)
 
+    empty = cli("cron", "list")  # a fresh install has none (walk 8: a traceback)
+    assert empty.returncode == 0 and empty.stderr == "", empty.stderr
+    assert empty.stdout.startswith("no cron jobs"), empty.stdout
     added = cli("cron", "add", "30 7 * * 1-5", "--device", "fan", "--value", "on")
     assert added.returncode == 0, added.stderr
     tasked = cli("cron", "add", "daily 08:00", "--task", "check the soil")  # kept, and told now (README walk 7)

@@ -91,8 +91,8 @@ def cmd_cron_list(args: argparse.Namespace) -> int:
     if not answer["jobs"]:
         print("no cron jobs (add them in chat, with `cron add`, under scheduler.jobs or in workspace/cron.yaml)")
     # columns as wide as their longest entry: a chat-made id ("water_0900_sat") or "sunset -30m weekdays" ran over
-    id_width = max(16, *(len(job["id"]) for job in answer["jobs"]))
-    schedule_width = max(18, *(len(job["schedule"]) for job in answer["jobs"]))
+    id_width = max([16, *(len(job["id"]) for job in answer["jobs"])])  # a list: no jobs at all is max([16])
+    schedule_width = max([18, *(len(job["schedule"]) for job in answer["jobs"])])
     for job in answer["jobs"]:
         print(_job_lines(job, id_width, schedule_width))
     return 0
