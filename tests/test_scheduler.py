@@ -388,6 +388,10 @@ def test_the_default_runner_sends_each_kind_of_job_where_it_belongs() -> None:
         return "task 7 started"
 
     run = make_job_runner(agent, devices, tasks_start)
+    assert asyncio.run(run(CronJob(id="bins", schedule="daily 19:00", message="take the bins out"))) == (
+        "Reminder: take the bins out"
+    )
+    assert asyncio.run(run(CronJob(id="bins2", schedule="daily 19:00", message="Reminder: bins"))) == "Reminder: bins"
     assert asyncio.run(run(CronJob(id="morning", schedule="daily 07:00", prompt="Weather?"))) == (
         "Good morning: 21 °C inside."
     )

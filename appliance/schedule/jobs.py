@@ -79,7 +79,8 @@ def make_job_runner(
 
     async def run_job(job: CronJob) -> str:
         if job.message:
-            return REMINDER + job.message
+            said = job.message  # "Reminder: ..." written out already is not said twice (walk 8: "Reminder: Reminder:")
+            return said if said.lower().startswith(REMINDER.strip().lower()) else REMINDER + said
         if job.prompt:
             if agent is None:
                 raise UsageError(f"cron job {job.id}: no agent to answer the prompt here")
