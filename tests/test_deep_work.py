@@ -457,6 +457,7 @@ def test_on_the_packaged_model_a_queued_task_fails_saying_which_model_it_needs_a
     assert ended.error is not None and ended.error.startswith(
         "step 1 failed: tasks need a model that can plan and use tools, and smollm2-135m, the model on this Pi, cannot"
     )
+    assert "(fix: install a bigger model: `picoagent models pull" in ended.error  # as `tasks add` says it (walk 8)
     agent.db.close()
 
 

@@ -89,10 +89,11 @@ def test_an_exception_in_a_step_fails_the_task_and_keeps_the_steps_before(store:
 
 
 def test_a_picoagent_error_in_a_step_is_reported_by_its_message(store: TaskStore) -> None:
+    """Its message and its fix, as the command line says an error (walk 8: a queued task lost the fix)."""
     store.add("water the plants")
     steps = ScriptedSteps(UsageError("no device named pump", fix="declare it"))
     ended = asyncio.run(TaskRunner(store, steps).run_once())
-    assert ended is not None and ended.error == "step 1 failed: no device named pump"
+    assert ended is not None and ended.error == "step 1 failed: no device named pump (fix: declare it)"
 
 
 def test_the_runner_stops_at_max_steps_with_a_partial_result(store: TaskStore) -> None:

@@ -142,6 +142,8 @@ class TaskRunner:
                 raise
             except Exception as exc:
                 error = exc.message if isinstance(exc, PicoagentError) else f"{type(exc).__name__}: {exc}"
+                if isinstance(exc, PicoagentError) and exc.fix:  # what would let it, as `tasks add` says (walk 8)
+                    error += f" (fix: {exc.fix})"
                 log.warning("task %d: step %d failed: %s", task.id, len(steps) + 1, error)
                 return await self._fail(task, f"step {len(steps) + 1} failed: {error}"), steps
             result = (outcome.result or outcome.content) if outcome.done else None
