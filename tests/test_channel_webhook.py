@@ -229,6 +229,12 @@ def test_a_bridge_is_not_a_person_it_cannot_approve_its_own_write_nor_read_the_m
         assert "only command is /help" in helped["text"]
         assert devices.approvals.get(pending.id).status == "pending"
         assert bool(devices.backend.pin_factory.pin(5).state) is False and h.model.history == []
+        # /local TEXT is a question for the small model, what a decline here offers (walk 8 found it refused)
+        h.clock.advance(1)
+        h.model.enqueue("Paris, I think.")
+        _, local = await h.ask({"text": "/local what is the capital of France?"})
+        assert local["route"] == "local" and local["text"].startswith("Paris, I think."), local
+        assert h.model.history[-1].messages[-1].content.endswith("what is the capital of France?")
 
     run(config, scenario)
 

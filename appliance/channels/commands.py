@@ -64,8 +64,8 @@ MACHINE_HELP = """I am the assistant on your Raspberry Pi. A message here is ans
 "turn on the porch light" is done within each device's policy (a device that needs approval waits for a person).
 
 Whoever can send on this channel may write here, so it is not a person the Pi knows: its only command is \
-/help. Approvals, memories, devices and the other commands are for people, in a chat where you are \
-allowlisted or paired, on the web page, or with `picoagent` on the Pi."""
+/help (and /local TEXT, which asks the small model on the Pi). Approvals, memories, devices and the other commands \
+are for people, in a chat where you are allowlisted or paired, on the web page, or with `picoagent` on the Pi."""
 DEVICES_HEADER = "Devices: tap a switch to toggle it, a sensor to read it."
 NOT_VALID = "That button is no longer valid."
 MEMORY_HITS = 5  # /memory QUERY answers with this many, as `picoagent memory search` does by default
@@ -147,7 +147,9 @@ class ChatCommands:
         if self.people:
             return every
         refused = {name: functools.partial(self.needs_person, name) for name in every}
-        return {**refused, "start": self.machine_help, "help": self.machine_help}
+        # /local TEXT is a question, asked of the small model on the Pi: what a decline here offers (walk 8 found it
+        # refused where the decline had just suggested it); /cloud stays a person's (it spends the cloud budget)
+        return {**refused, "start": self.machine_help, "help": self.machine_help, "local": self.local}
 
     def _every_handler(self) -> dict[str, Callable[[CommandCall], Awaitable[list[Said]]]]:
         return {
@@ -178,9 +180,9 @@ class ChatCommands:
         """Why ``what`` is refused on a channel without people, and where a person does it."""
         return (
             f"{what} needs a person: whoever can send on {self.channel} writes here, not a person the Pi knows,"
-            " so here messages go to the assistant and the only command is /help. Decide approvals (`picoagent"
-            " approvals list`, `picoagent approvals approve ID`), read memories and use the other commands in a"
-            " chat where you are allowlisted or paired, on the web page, or with `picoagent` on the Pi."
+            " so here messages go to the assistant and the only command is /help (and /local TEXT). Decide"
+            " approvals (`picoagent approvals list`, `picoagent approvals approve ID`), read memories and use the other"
+            " commands in a chat where you are allowlisted or paired, on the web page, or with `picoagent` on the Pi."
         )
 
     async def needs_person(self, name: str, call: CommandCall) -> list[Said]:
