@@ -184,7 +184,7 @@ def test_a_message_that_can_never_be_sent_is_marked_failed_on_the_feed_and_block
         feed = recent(ch.db)
         [alarm] = [item for item in feed if item["text"] == "Alarm: smoke"]
         assert alarm["delivery"] == "failed" and "linefeed" in alarm["error"]
-        assert feed_lines([alarm])[0].endswith(f"Alarm: smoke  [memory: failed ({alarm['error']})]")  # status
+        assert feed_lines([alarm], config)[0].endswith(f"Alarm: smoke  [memory: failed ({alarm['error']})]")  # status
         [lost] = [item for item in feed if item["kind"] == "undelivered"]  # a reply is not in the feed: now it is
         assert lost["channel"] == "memory" and lost["delivery"] == "failed" and "TypeError" in lost["error"]
         assert lost["text"] == f"A reply to {OWNER} on memory could not be sent: a reply"
