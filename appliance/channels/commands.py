@@ -59,7 +59,9 @@ COMMANDS = [  # the menu a platform shows (name, what it does); /start is answer
     ("tasks", "tasks at work, with pause, resume, cancel"),
     ("schedule", "reminders and scheduled jobs"),
 ]
-MACHINE_COMMANDS = frozenset({"help", "start"})  # what a channel without identified people may run
+# what a channel without identified people may run: /local TEXT is a question for the small model, what a decline
+# there offers (walk 8 found it refused); /cloud stays a person's (it spends the cloud budget)
+MACHINE_COMMANDS = frozenset({"help", "start", "local"})
 MACHINE_HELP = """I am the assistant on your Raspberry Pi. A message here is answered by the assistant; \
 "turn on the porch light" is done within each device's policy (a device that needs approval waits for a person).
 
@@ -147,9 +149,9 @@ class ChatCommands:
         if self.people:
             return every
         refused = {name: functools.partial(self.needs_person, name) for name in every}
-        # /local TEXT is a question, asked of the small model on the Pi: what a decline here offers (walk 8 found it
-        # refused where the decline had just suggested it); /cloud stays a person's (it spends the cloud budget)
-        return {**refused, "start": self.machine_help, "help": self.machine_help, "local": self.local}
+        allowed = {"start": self.machine_help, "help": self.machine_help, "local": self.local}
+        assert set(allowed) == MACHINE_COMMANDS
+        return {**refused, **allowed}
 
     def _every_handler(self) -> dict[str, Callable[[CommandCall], Awaitable[list[Said]]]]:
         return {
