@@ -9,15 +9,23 @@ tests/eval/everyday_home.py), so tests can grade hand-written replies as a perso
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from tests.eval.everyday import (
     BLIND_LOADERS,
+    BLIND_SETS,
+    CLASSES,
+    PLACEHOLDERS,
     EverydaySet,
     Fill,
+    Question,
+    fill,
     grade,
     load_set,
+    skip_reason,
 )
 from tests.eval.everyday_values import (
     INVENTED_DEVICES,
@@ -30,6 +38,8 @@ from tests.eval.everyday_values import (
 
 MAIN = load_set()
 BLIND: dict[str, EverydaySet] = {name: load() for name, load in BLIND_LOADERS.items()}
+EVERY = {"main": MAIN, **BLIND}
+ORDER = list(BLIND)  # in the order they were written (tests/eval/everyday.py BLIND_LOADERS)
 BRUSSELS = ZoneInfo("Europe/Brussels")
 EVENING = datetime(2026, 11, 27, 19, 40, 10, tzinfo=BRUSSELS)  # a Friday evening, after sunset
 FORECAST = {  # the fixture's script: today wet, tonight below zero, tomorrow dry and cold
@@ -79,3 +89,67 @@ def judge(name: str, qid: str, reply: str) -> str:
     """How a person reads ``reply`` to question ``qid`` of the blind set ``name``: right, declined or wrong."""
     everyday = BLIND[name]
     return grade(everyday.by_id(qid)[0], reply, VALUES, everyday.declines)[0]
+
+
+# The checks every blind set passes: tests/test_everyday_blind.py runs them for every set, and the later sets' own
+# files pin them by name for theirs.
+
+
+def check_whole(name: str) -> None:
+    """The set ``name`` is whole, held, and shaped like the one before it."""
+    questions = BLIND[name].questions
+    assert len(questions) >= BLIND_SETS[name] >= 100
+    assert {q.split for q in questions} == {"held"} and BLIND[name].half("tune") == []
+    assert {q.cls for q in questions} == set(CLASSES)
+    model, slack = (MAIN, 3) if name == "fresh" else (BLIND["fresh"], 2)  # the fresh one was shaped like the main
+    mine, theirs = Counter(q.cls for q in questions), Counter(q.cls for q in model.questions)
+    for cls in CLASSES:  # about the same proportions
+        assert abs(mine[cls] - len(questions) * theirs[cls] / len(model.questions)) <= slack, cls
+    for cls in ("memory", "weather", "unknowable"):  # things it cannot know, where only a decline is right
+        assert any(q.expect == "decline" for q in questions if q.cls == cls), cls
+    assert any(q.setup == "bare" for q in questions)
+    # the main set's honest declines count in every set (later sets add a few general ones, none dropped)
+    assert BLIND[name].declines[: len(MAIN.declines)] == MAIN.declines
+    written = ORDER.index(name)
+    if written >= ORDER.index("sixth"):  # from the sixth on: five of each class, follow-ups, more declines
+        counts = Counter(q.cls for q in questions)
+        assert all(counts[c] >= 5 for c in CLASSES), counts
+        assert sum(bool(q.history) for q in questions) >= 5  # follow-ups
+        declining = ("devices", "memory", "weather", "sun", "unknowable")
+        declining += ("abilities",) if written >= ORDER.index("seventh") else ()
+        for cls in declining:  # what it cannot know or does not have
+            assert any(q.expect == "decline" for q in questions if q.cls == cls), cls
+    if written >= ORDER.index("seventh"):  # each copies the set before it's declines whole
+        before = BLIND[ORDER[written - 1]].declines
+        assert BLIND[name].declines[: len(before)] == before
+
+
+def check_none_shared(one: str, other: str) -> None:
+    """No question (by its words) and no id of set ``one`` is in set ``other`` ("main" is the main set)."""
+
+    def said(text: str) -> str:
+        return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+
+    # counted, never shown (a failed assert would print a set: questions their writers did not read)
+    a, b = EVERY[one], EVERY[other]
+    shared = len({said(q.q) for q in a.questions} & {said(q.q) for q in b.questions})
+    same_ids = len({q.id for q in a.questions} & {q.id for q in b.questions})
+    assert shared == 0, f"{shared} question(s) of {one} are also in {other}"
+    assert same_ids == 0, f"{same_ids} id(s) of {one} are also in {other}"
+
+
+def check_checkable(name: str, question: Question) -> None:
+    """``question`` of set ``name`` names only placeholders the fixture fills, compiles, and grades "" as wrong."""
+    everyday: EverydaySet = BLIND[name]
+    assert question.placeholders() <= set(PLACEHOLDERS)
+    assert question.placeholders() <= set(VALUES), question.placeholders() - set(VALUES)
+    assert skip_reason(question, VALUES) == ""
+    for near in question.near:  # a quantity's placeholder has numbers, or is unknown here (declined is right)
+        name_ = str(near.value).strip("{}")
+        got = VALUES.get(name_, Fill()) if str(near.value).startswith("{") else Fill(numbers=(1.0,))
+        assert got.numbers or not got.known, f"{near.value} is a pattern, not a number: use any_of"
+    for pattern in (*question.any_of, *question.all_of, *question.must_not):
+        filled = fill(pattern, VALUES)
+        if filled is not None:  # None: a value the fixture cannot know here (declined is right)
+            re.compile(filled)
+    assert grade(question, "", VALUES, everyday.declines)[0] == "wrong"  # saying nothing is never right

@@ -1,13 +1,28 @@
 """The ninth blind everyday set (tests/eval/everyday_ninth.yaml): hand-written replies to its questions graded as a
 person reads them (right, honestly declined, wrong). That it loads whole and held, is checkable and shares no
-question with another set is tests/test_everyday_blind.py's, for every set.
+question with another set: tests/everyday_blind.py's checks, run here for this set (and for every set by
+tests/test_everyday_blind.py).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from tests.everyday_blind import judge
+from tests.everyday_blind import BLIND, EVERY, check_checkable, check_none_shared, check_whole, judge
+
+
+def test_the_ninth_set_loads_whole_and_held() -> None:
+    check_whole("ninth")
+
+
+def test_the_ninth_set_shares_no_question_with_another() -> None:
+    for other in EVERY.keys() - {"ninth"}:
+        check_none_shared("ninth", other)
+
+
+def test_every_ninth_question_is_checkable() -> None:
+    for question in BLIND["ninth"].questions:
+        check_checkable("ninth", question)
 
 
 # Graded at tests/everyday_blind.py's moment: Friday 27 November 2026, 19:40 in Brussels, after sunset; today

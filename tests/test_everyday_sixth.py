@@ -1,13 +1,28 @@
 """The sixth blind everyday set (tests/eval/everyday_sixth.yaml): hand-written replies to its questions graded as a
 person reads them (right, honestly declined, wrong). That it loads whole and held, is checkable and shares no
-question with another set is tests/test_everyday_blind.py's, for every set.
+question with another set: tests/everyday_blind.py's checks, run here for this set (and for every set by
+tests/test_everyday_blind.py).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from tests.everyday_blind import judge
+from tests.everyday_blind import BLIND, EVERY, check_checkable, check_none_shared, check_whole, judge
+
+
+def test_the_sixth_set_loads_whole_and_held() -> None:
+    check_whole("sixth")
+
+
+def test_the_sixth_set_shares_no_question_with_another() -> None:
+    for other in EVERY.keys() - {"sixth"}:
+        check_none_shared("sixth", other)
+
+
+def test_every_sixth_question_is_checkable() -> None:
+    for question in BLIND["sixth"].questions:
+        check_checkable("sixth", question)
 
 
 @pytest.mark.parametrize(

@@ -1,13 +1,28 @@
 """The thirteenth blind everyday set (tests/eval/everyday_thirteenth.yaml): hand-written replies to its questions are
 graded as a person reads them (right, honestly declined, wrong). That it loads whole and held, every question
-checkable, and shares no question with another set: tests/test_everyday_blind.py, for every set.
+checkable, and shares no question with another set: tests/everyday_blind.py's checks, run here for this set
+(tests/test_everyday_blind.py runs them for every set).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from tests.everyday_blind import judge
+from tests.everyday_blind import BLIND, EVERY, check_checkable, check_none_shared, check_whole, judge
+
+
+def test_it_loads_whole_and_held_with_every_class() -> None:
+    check_whole("thirteenth")
+
+
+def test_every_question_is_checkable_at_the_fixed_moment() -> None:
+    for question in BLIND["thirteenth"].questions:
+        check_checkable("thirteenth", question)
+
+
+def test_it_shares_no_question_with_the_main_set_or_another_blind_set() -> None:
+    for other in EVERY.keys() - {"thirteenth"}:
+        check_none_shared("thirteenth", other)
 
 
 # Graded at tests/everyday_blind.py's moment: Friday 27 November 2026, 19:40 in Brussels, after sunset (16:45;
