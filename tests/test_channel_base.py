@@ -241,3 +241,18 @@ def test_buttons_become_the_commands_that_do_the_same() -> None:
     assert button_command("bogus") == ""
     shown = as_text(Said("Pick one", [[Button("Approve", "apr:approve:1"), Button("Deny", "apr:deny:1")]]))
     assert shown.text == "Pick one\n• Approve: reply /approve 1\n• Deny: reply /deny 1" and shown.buttons == []
+
+
+def test_answers_to_tap_become_quoted_replies_on_a_platform_without_buttons(config: Config) -> None:
+    config.devices["porch_light"] = DeviceConfig(driver="relay", pin=5)
+    config.devices["desk_light"] = DeviceConfig(driver="relay", pin=6)
+
+    async def scenario(ch: MemoryChannel) -> None:
+        assert not ch.buttons
+        await ch.handle(dm(OWNER, "turn on the light"))
+        (reply,) = said_to(ch, f"dm-{OWNER}")
+        assert '\n\nReply "porch light" or "desk light".' in reply, reply  # each typed as shown
+        await ch.handle(dm(OWNER, '"desk light"'))  # copied with its quotes
+        assert said_to(ch, f"dm-{OWNER}")[1].startswith("Done: the desk light is on.")
+
+    run(config, scenario)

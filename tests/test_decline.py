@@ -8,6 +8,7 @@ sees: the sentence, the buttons, the footer, and what tapping each button does.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -278,3 +279,21 @@ def test_a_request_to_act_and_a_request_to_make_something(message: str, acting: 
     from appliance.agent.decline import acts, makes
 
     assert (acts(message), makes(message)) == (acting, making)
+
+
+@pytest.mark.parametrize(
+    ("typed", "taken"),
+    [
+        ("use qwen2.5-1.5b (1.1 GB)", True),  # the button
+        ('"use qwen2.5-1.5b (1.1 GB)".', True),  # as a channel without buttons quotes it: 'Reply "..."'
+        ("Use qwen2.5-1.5b", True),  # without its size
+        ("use qwen", False),
+        ("use qwen2.5-1.5b please", False),
+    ],
+)
+def test_the_model_button_is_taken_as_typed_on_a_channel_without_buttons(typed: str, taken: bool) -> None:
+    desk = DeclineDesk(lambda: "smollm2-135m", bigger=lambda running: QWEN)
+    record = desk.decline(HARD, "s", RoutingContext(mode="local_only", provider=None), time.perf_counter())
+    assert record.choices == ["use qwen2.5-1.5b (1.1 GB)"]
+    answer = desk.picked(typed, "s", time.perf_counter())
+    assert (isinstance(answer, ReplyRecord) and "picoagent models pull qwen2.5-1.5b" in answer.text) is taken

@@ -213,7 +213,7 @@ def run_curl(example: Example, appliance: Appliance, tmp_path: Path) -> str | No
     """The call with the real curl, against the module's daemon; its status must be 2xx."""
     local = f"http://127.0.0.1:{appliance.port}"
     script = [line.replace("SECRET=...", f"SECRET={WEBHOOK_SECRET}") for line in example.setup]
-    call = re.sub(r"https?://(pi|picoagent)\.local:8080", local, example.command())
+    call = re.sub(r"https?://(?:picoagent\.local|localhost):8080", local, example.command())
     call = call.replace("pat_...", appliance.token)
     assert call.startswith("curl "), call
     script.append("curl -sS --max-time 120 -w '\\n%{http_code}' " + call.removeprefix("curl "))

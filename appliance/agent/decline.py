@@ -61,6 +61,11 @@ class Bigger:
         return f"use {self.name} ({self.size})"
 
 
+def _unsized(button: str) -> str:
+    """A button without its "(1.1 GB)": what a person types of "use qwen2.5-1.5b (1.1 GB)"."""
+    return re.sub(r"\s*\([^)]*\)$", "", button).lower()
+
+
 def board_model(running: str) -> Bigger | None:
     """The model ``llm.model: auto`` picks for this board, when it is not ``running`` (None: it is, or unknown)."""
     from appliance.llm import board, models
@@ -235,8 +240,9 @@ class DeclineDesk:
         """A tap on a decline's button: the question to ask the cloud (a str), the answer on the bigger model
         (a record), or None (this message is not such an answer)."""
         open_ = self._open.get(session)
-        said = text.strip().lower()
-        if open_ is None or said not in {button.lower() for button in open_.buttons}:
+        said = text.strip().strip("\"'.").strip().lower()  # as a channel without buttons quotes it
+        # "use qwen2.5-1.5b (1.1 GB)" is also taken without its size
+        if open_ is None or said not in {form for b in open_.buttons for form in (b.lower(), _unsized(b))}:
             return None
         del self._open[session]
         if time.monotonic() - open_.at > ASK_TTL_S:

@@ -430,7 +430,7 @@ class ChatChannel(ABC):
             final = FAILED
         choices = record.choices if record is not None else []
         if choices and not self.buttons:
-            final += "\n\nReply " + " or ".join(choices) + "."
+            final += "\n\nReply " + " or ".join(f'"{choice}"' for choice in choices) + "."  # typed as shown
             choices = []
         undelivered = await stream.finish(pusher, final, choices)
         if undelivered:
