@@ -16,6 +16,7 @@ import pytest
 
 from appliance.channels.base import Incoming, as_text, button_command
 from appliance.channels.commands import Button, Said
+from appliance.channels.core import footer
 from appliance.channels.pairing import create_code, prune_inbound
 from appliance.channels.registry import CHANNELS, build
 from appliance.cli.channels import feed_lines
@@ -256,3 +257,19 @@ def test_answers_to_tap_become_quoted_replies_on_a_platform_without_buttons(conf
         assert said_to(ch, f"dm-{OWNER}")[1].startswith("Done: the desk light is on.")
 
     run(config, scenario)
+
+
+def test_a_device_request_refused_says_not_done_in_its_footer(config: Config) -> None:
+    config.devices["fan"] = DeviceConfig(driver="relay", pin=5, writes_per_minute=1)
+    runtime = Runtime.open(config, model=ScriptedModel())
+    try:
+        done = asyncio.run(runtime.agent.turn("turn the fan on"))
+        refused = asyncio.run(runtime.agent.turn("turn the fan off"))  # one write a minute: refused
+    finally:
+        runtime.close()
+    assert done.text == "Done: the fan is on." and footer(done, detailed=True).startswith(
+        "[answered without the model · intent fast path: "
+    )
+    assert "switched 1 time" in refused.text, refused.text  # the reply says why
+    # the footer says what was asked and that it was not done (it read "set fan off" as if it were)
+    assert ", not done ·" in footer(refused, detailed=True) and ", not done" not in footer(done, detailed=True)

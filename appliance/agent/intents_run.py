@@ -88,10 +88,12 @@ async def run_intent(
             actions.append(_action("device_read", arguments, True, found, None, t0, outside))
     total = time.perf_counter() - started
     how = f"{intent.how}: " if intent.how else ""
+    # what was asked, and when it was not done, that it was not (the reply says why): "set fan off, not done"
+    undone = ", not done" if any(not action.ok for action in actions) else ""
     return ReplyRecord(
         text=text,
         route="intent",
-        reason=f"intent fast path: {how}{intent.describe()} (no model)",
+        reason=f"intent fast path: {how}{intent.describe()}{undone} (no model)",
         choices=choices,
         actions=actions,
         timings=Timings(ttft_s=round(total, 4), total_s=round(total, 4)),
