@@ -200,7 +200,12 @@ def test_repeating_schedules_are_said_in_words() -> None:
     assert every_words("0 19 * * 2") == "every Tuesday at 19:00"
     assert every_words("every 2h") == "every 2 hours"
     assert every_words("every 1d") == "every day"
-    assert every_words("*/5 * * * *") == "on the schedule */5 * * * *"
+    assert every_words("*/5 * * * *") == "every 5 minutes"
+    assert every_words("0 */2 * * *") == "every 2 hours, on the hour"  # it read "on the schedule 0 */2 * * *"
+    assert every_words("15 * * * *") == "every hour, at 15 past"
+    assert every_words("0 7,19 * * *") == "every day at 07:00 and 19:00"
+    # a cron line no sentence here fits: quoted, with what its fields are
+    assert every_words("0 8-18 1 * 1-5") == 'on the cron schedule "0 8-18 1 * 1-5" (minute, hour, day, month, weekday)'
 
 
 def test_in_the_daemon_a_telegram_message_makes_the_job_and_its_run_reaches_telegram(config: Config) -> None:

@@ -28,7 +28,8 @@ def day_words(at: datetime, now: datetime) -> str:
 
 def every_words(schedule: str) -> str:
     """A repeating schedule said: "every weekday at 07:30", "every day at 09:00", "every 2 hours",
-    "every day 30 minutes before sunset"."""
+    "every day 30 minutes before sunset", "every 2 hours, on the hour"; a cron line no sentence fits is
+    quoted, with what its fields are."""
     parts = schedule.lower().split()
     sun = re.fullmatch(r"(sunrise|sunset)(?:([+-])(\d+)([mh]))?", parts[0]) if len(parts) == 1 else None
     if sun is not None:
@@ -50,4 +51,16 @@ def every_words(schedule: str) -> str:
             return f"every {_DAY_FIELDS[parts[4]]} at {at}"
         if parts[4].isdigit() and int(parts[4]) <= 7:
             return f"every {_DAYS[int(parts[4]) % 7]} at {at}"
-    return f"on the schedule {schedule}"
+    if len(parts) == 5 and parts[2] == parts[3] == parts[4] == "*":  # every day, by the clock
+        minute, hour = parts[0], parts[1]
+        if (step := re.fullmatch(r"\*/(\d+)", minute)) and hour == "*":
+            n = int(step.group(1))
+            return "every minute" if n == 1 else f"every {n} minutes"
+        if minute.isdigit() and (hour == "*" or re.fullmatch(r"\*/\d+", hour)):
+            n = 1 if hour == "*" else int(hour[2:])
+            every = "every hour" if n == 1 else f"every {n} hours"
+            return f"{every}, at {int(minute):02d} past" if int(minute) else f"{every}, on the hour"
+        if minute.isdigit() and re.fullmatch(r"\d+(?:,\d+)+", hour):
+            times = [f"{int(h):02d}:{int(minute):02d}" for h in hour.split(",")]
+            return f"every day at {', '.join(times[:-1])} and {times[-1]}"
+    return f'on the cron schedule "{schedule}" (minute, hour, day, month, weekday)'
