@@ -91,7 +91,8 @@ def test_without_a_daemon_an_enabled_channel_reads_on_and_doctor_says_to_start_i
 
 def test_a_channel_the_config_turns_on_while_the_daemon_runs_it_off_says_both_and_a_restart(tmp_path: Path) -> None:
     """Issue 33: `telegram.enabled: true` written beside a running daemon (and after a SIGHUP, which cannot start
-    a channel): `doctor` and `channels list` say the daemon runs it off, the file turns it on, a restart applies it."""
+    a channel): `doctor`, `status` and `channels list` say the daemon runs it off, the file turns it on, a restart
+    applies it."""
     from appliance.config import load_config
     from tests.helpers import config_file
 
@@ -126,6 +127,9 @@ def test_a_channel_the_config_turns_on_while_the_daemon_runs_it_off_says_both_an
                 ), listed
                 doctor = await cli("doctor")
                 assert f"[warn] channel telegram: {turned_on}" in doctor, (when, doctor)
+                status = (await cli("status")).splitlines()  # status said nothing of it (walk 7)
+                assert f"channel telegram: off, {turned_on}" in status, (when, status)
+                assert not any(line.startswith("channels off:") and "telegram" in line for line in status), status
                 assert "telegram.enabled is false" not in doctor, when
                 daemon.reload()
             assert "telegram.enabled" in daemon.reloaded.restart_needed

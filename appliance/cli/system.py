@@ -155,13 +155,14 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(homeassistant_line(hass))
     for reply in status["recent"][:5]:
         print(f"  {reply['route']:>6}  {reply['total_s']:.2f} s  {reply['session']}  {reply['reason']}")
-    from appliance.cli.channels import feed_lines, state_word
+    from appliance.cli.channels import as_configured, feed_lines, state_word
 
-    channels = status.get("channels", [])
+    # the daemon's channels, told against the config file now: one the file turns on or off says a restart applies it
+    channels = as_configured(status.get("channels", []), config)
     for row in channels:
-        if row["enabled"]:
+        if row["enabled"] or row.get("restart_needed"):
             print(f"channel {row['name']}: {state_word(row)}, {row['detail']}")
-    off = [row["name"] for row in channels if not row["enabled"]]
+    off = [row["name"] for row in channels if not row["enabled"] and not row.get("restart_needed")]
     if off and len(off) == len(channels):
         print(f"channels: all off ({', '.join(off)}); proactive messages show here and on the status page")
     elif off:
