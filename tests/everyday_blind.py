@@ -1,9 +1,9 @@
 """The blind held-out everyday sets and the fixed moment their questions are checked and graded at in tests.
 
 The sets (tests/eval/everyday_fresh.yaml, _third, _fourth, _fifth, _sixth, _seventh, _eighth, _ninth, _tenth,
-_eleventh, _twelfth, _thirteenth, _fourteenth, _fifteenth) were each written without reading the grounded rules or the
-other sets' questions, measured once by `make bench`, and only then read (their headers say when). Here: the sets by
-name, and the values a reply is graded against, fixed (a Friday evening, the fixture's home and forecast:
+_eleventh, _twelfth, _thirteenth, _fourteenth, _fifteenth, _sixteenth) were each written without reading the grounded
+rules or the other sets' questions, measured once by `make bench`, and only then read (their headers say when). Here:
+the sets by name, and the values a reply is graded against, fixed (a Friday evening, the fixture's home and forecast:
 tests/eval/everyday_home.py), so tests can grade hand-written replies as a person reads them.
 """
 

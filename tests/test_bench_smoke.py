@@ -47,7 +47,7 @@ def test_only_with_a_name_that_is_no_bench_exits_2_naming_it_and_the_benches(
     assert only("no_such_bench", monkeypatch) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: no bench is named or contains 'no_such_bench'"), err
-    assert "routing_decision, " in err and "everyday_fifteenth" in err  # the keys --only takes
+    assert "routing_decision, " in err and "everyday_sixteenth" in err  # the keys --only takes
 
 
 def test_only_with_a_rows_name_says_which_bench_prints_that_row(

@@ -16,7 +16,7 @@ Rows:
 - ``everyday_grounded_p50_ms``: the latency of the replies no model was called for (grounded answers and
   the device fast path), p50; goal <= 20 ms; baseline: the p50 of the replies a model wrote.
 - ``everyday_NAME_right_or_declined`` (with ``everyday_NAME_general`` and ``everyday_NAME_grounded_p50_ms``)
-  for each blind held-out set (tests/eval/everyday.py ``BLIND_SETS``: fresh, third ... fifteenth): the same three
+  for each blind held-out set (tests/eval/everyday.py ``BLIND_SETS``: fresh, third ... sixteenth): the same three
   rows on tests/eval/everyday_NAME.yaml, each written without reading the grounded answers' rules nor the sets
   before it (everyday.yaml's held half was read while the rules were written); same harness, same goal.
 
@@ -86,7 +86,7 @@ def rows(
     verdicts: Sequence[Verdict], baseline: Sequence[Verdict], split: str, model: str, prefix: str = "everyday"
 ) -> list[dict[str, Any]]:
     """The three report rows (printed) from the appliance's verdicts and the model-alone ones; ``prefix``
-    names the set (everyday, or everyday_NAME for a blind one: everyday_fresh ... everyday_fifteenth)."""
+    names the set (everyday, or everyday_NAME for a blind one: everyday_fresh ... everyday_sixteenth)."""
     goal_classes = {v.cls for v in verdicts} - REPORTED_APART
     share = share_right_or_declined(verdicts, goal_classes)
     base_share = share_right_or_declined(baseline, goal_classes)

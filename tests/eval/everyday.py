@@ -53,6 +53,7 @@ BLIND_SETS: dict[str, int] = {
             "thirteenth",
             "fourteenth",
             "fifteenth",
+            "sixteenth",
         ),
         110,
     ),
