@@ -1,47 +1,28 @@
-"""The sixteenth blind everyday set (tests/eval/everyday_sixteenth.yaml): it loads whole and held, every question
-checkable, it shares no question with everyday.yaml or the fifteen blind sets before it (counted, never shown), and
-hand-written replies to its questions are graded as a person reads them (right, honestly declined, wrong).
+"""The sixteenth blind everyday set (tests/eval/everyday_sixteenth.yaml): hand-written replies to its questions are
+graded as a person reads them (right, honestly declined, wrong). That it loads whole and held, every question
+checkable, and shares no question with another set: tests/everyday_blind.py's checks, run here for this set
+(tests/test_everyday_blind.py runs them for every set).
 """
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
-from tests.eval.everyday import BLIND_SETS, CLASSES, grade, skip_reason
-from tests.everyday_blind import BLIND, MAIN, VALUES, judge
-
-SIXTEENTH = BLIND["sixteenth"]
+from tests.everyday_blind import BLIND, EVERY, check_checkable, check_none_shared, check_whole, judge
 
 
-def test_it_loads_whole_and_held_in_every_class() -> None:
-    questions = SIXTEENTH.questions
-    assert len(questions) >= BLIND_SETS["sixteenth"] >= 110
-    assert {q.split for q in questions} == {"held"}
-    assert {q.cls for q in questions} == set(CLASSES)
+def test_it_loads_whole_and_held_with_every_class() -> None:
+    check_whole("sixteenth")
 
 
 def test_every_question_is_checkable_at_the_fixed_moment() -> None:
-    for question in SIXTEENTH.questions:
-        assert question.placeholders() <= set(VALUES), question.id
-        assert skip_reason(question, VALUES) == "", question.id
-        assert grade(question, "", VALUES, SIXTEENTH.declines)[0] == "wrong", question.id
+    for question in BLIND["sixteenth"].questions:
+        check_checkable("sixteenth", question)
 
 
-def test_it_shares_no_question_with_the_main_set_or_the_blind_sets_before_it() -> None:
-    def said(text: str) -> str:
-        return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
-
-    mine = {said(q.q) for q in SIXTEENTH.questions}
-    ids = {q.id for q in SIXTEENTH.questions}
-    others = {"main": MAIN, **{name: s for name, s in BLIND.items() if name != "sixteenth"}}
-    assert len(others) == 15  # everyday.yaml and fresh, third ... fifteenth
-    for name, other in others.items():  # counted, never shown: the writer did not read them
-        shared = len(mine & {said(q.q) for q in other.questions})
-        same_ids = len(ids & {q.id for q in other.questions})
-        assert shared == 0, f"{shared} question(s) also in {name}"
-        assert same_ids == 0, f"{same_ids} id(s) also in {name}"
+def test_it_shares_no_question_with_the_main_set_or_another_blind_set() -> None:
+    for other in EVERY.keys() - {"sixteenth"}:
+        check_none_shared("sixteenth", other)
 
 
 # Graded at tests/everyday_blind.py's moment: Friday 27 November 2026, 19:40 in Brussels, after sunset; today wet,
