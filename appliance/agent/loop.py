@@ -136,8 +136,8 @@ class Agent:
             tools=tools,
             workspace=workspace.root,
             model_name=model.name,
-            cron=cron,
-            tasks=tasks,
+            cron_source=cron,
+            tasks_source=tasks,
             weather=weather,
         )
         self.declines = DeclineDesk(lambda: self.model.name)

@@ -11,6 +11,7 @@ import os
 import re
 import time
 from collections.abc import Callable
+from dataclasses import KW_ONLY, InitVar, dataclass
 from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -90,35 +91,33 @@ def _system() -> tzinfo:
     return zone
 
 
-class Grounding:
-    """The agent's grounded desk and what its facts are drawn from."""
+def _absent() -> None:
+    return None
 
-    def __init__(
-        self,
-        config: Config,
-        db: Database,
-        *,
-        devices: DeviceRegistry | None = None,
-        memory: MemoryKeeper | None = None,
-        embedder: QueryEmbedder | None = None,
-        texts: Texts | None = None,
-        tools: ToolRegistry | None = None,
-        workspace: Path | None = None,
-        model_name: str = "",
-        cron: Callable[[], CronDesk | None] = lambda: None,
-        tasks: Callable[[], TaskStore | None] = lambda: None,
-        weather: Any = None,
-    ) -> None:
-        self.config = config
-        self.db = db
-        self.devices = devices
-        self.memory = memory
-        self.tools = tools
-        self.workspace = workspace
-        self.model_name = model_name
-        self._cron, self._tasks = cron, tasks
-        self.weather = weather
-        self.zone = local_zone(config.scheduler.timezone)
+
+@dataclass(eq=False)
+class Grounding:
+    """The agent's grounded desk and what its facts are drawn from.
+
+    ``cron_source``, ``tasks_source``: the scheduler and the task store, late-bound (see the module's docstring);
+    ``embedder``, ``texts``: what the desk matches questions by meaning with (None: by words only)."""
+
+    config: Config
+    db: Database
+    _: KW_ONLY
+    devices: DeviceRegistry | None = None
+    memory: MemoryKeeper | None = None
+    tools: ToolRegistry | None = None
+    workspace: Path | None = None
+    model_name: str = ""
+    cron_source: Callable[[], CronDesk | None] = _absent
+    tasks_source: Callable[[], TaskStore | None] = _absent
+    weather: Any = None
+    embedder: InitVar[QueryEmbedder | None] = None
+    texts: InitVar[Texts | None] = None
+
+    def __post_init__(self, embedder: QueryEmbedder | None, texts: Texts | None) -> None:
+        self.zone = local_zone(self.config.scheduler.timezone)
         self.clock: Callable[[], float] = time.time  # the answers' now (tests hold it still)
         self.started_at = time.time()
         self.desk = GroundedDesk(topics(), embedder, texts)
@@ -126,12 +125,12 @@ class Grounding:
     @property
     def cron(self) -> CronDesk | None:
         """The scheduler the agenda is read from (None: there is none here)."""
-        return self._cron()
+        return self.cron_source()
 
     @property
     def tasks(self) -> TaskStore | None:
         """The task store the open tasks are read from (None: there is none here)."""
-        return self._tasks()
+        return self.tasks_source()
 
     def use_weather(self, weather: Any) -> None:
         """The forecast source from now (a reload made it again, or there is none now)."""

@@ -177,42 +177,40 @@ class _StopMatcher:
         return (text[: len(text) - hold], text[len(text) - hold :], False) if hold else (text, "", False)
 
 
+@dataclasses.dataclass(eq=False)
 class LocalModel:
-    """A GGUF model run by llama-cpp-python on one worker thread."""
+    """A GGUF model run by llama-cpp-python on one worker thread.
 
-    def __init__(
+    ``prompt_cache_mb``: RAM for prompt states kept across side jobs (0: none); ``state_dir``: where the stable
+    prompt prefix's state is saved across restarts (None: not saved); see prompt_state.py."""
+
+    path: Path
+    _: dataclasses.KW_ONLY
+    context_tokens: int = 2048
+    threads: dataclasses.InitVar[int | str] = "auto"
+    batch_threads: dataclasses.InitVar[int | str] = "auto"
+    batch_size: int = 256
+    seed: int = 42
+    timeout_s: float = 120.0
+    memory_margin_mb: int = 128
+    extra_stop: Sequence[str] = ()
+    name: str = ""  # empty: the file's stem
+    prompt_cache_mb: dataclasses.InitVar[int] = 16
+    state_dir: dataclasses.InitVar[Path | None] = None
+    state_disk_mb: dataclasses.InitVar[int] = 64
+    kv_type: str = "auto"
+    ubatch_size: int | None = None
+
+    def __post_init__(
         self,
-        path: Path,
-        *,
-        context_tokens: int = 2048,
-        threads: int | str = "auto",
-        batch_threads: int | str = "auto",
-        batch_size: int = 256,
-        seed: int = 42,
-        timeout_s: float = 120.0,
-        memory_margin_mb: int = 128,
-        extra_stop: Sequence[str] = (),
-        name: str | None = None,
-        prompt_cache_mb: int = 16,
-        state_dir: Path | None = None,
-        state_disk_mb: int = 64,
-        kv_type: str = "auto",
-        ubatch_size: int | None = None,
+        threads: int | str,
+        batch_threads: int | str,
+        prompt_cache_mb: int,
+        state_dir: Path | None,
+        state_disk_mb: int,
     ) -> None:
-        """``prompt_cache_mb``: RAM for prompt states kept across side jobs (0: none); ``state_dir``: where
-        the stable prompt prefix's state is saved across restarts (None: not saved); see prompt_state.py."""
-        self.path = path
-        self.name = name or path.stem
-        self.context_tokens = context_tokens
-        self.threads_setting = threads
-        self.batch_threads_setting = batch_threads
-        self.batch_size = batch_size
-        self.seed = seed
-        self.timeout_s = timeout_s
-        self.memory_margin_mb = memory_margin_mb
-        self.extra_stop = list(extra_stop)
-        self.kv_type = kv_type
-        self.ubatch_size = ubatch_size
+        self.name = self.name or self.path.stem
+        self.extra_stop = list(self.extra_stop)
         self.load_s = 0.0
         self.threads_used = 0
         self._llm: Any = None

@@ -23,7 +23,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,25 +57,19 @@ def safe_env(extra: dict[str, str], environ: dict[str, str] | None = None) -> di
     return {**env, **extra}
 
 
+@dataclass(eq=False)
 class McpServer:
     """One MCP server process over stdio and the JSON-RPC session with it."""
 
-    def __init__(
-        self,
-        name: str,
-        config: McpServerConfig,
-        *,
-        cwd: Path | None = None,
-        redact: Callable[[str], str] = lambda text: text,
-        restart_every_s: float = RESTART_EVERY_S,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.name = name
-        self.config = config
-        self.cwd = cwd
-        self.redact = redact
-        self.restart_every_s = restart_every_s
-        self.clock = clock
+    name: str
+    config: McpServerConfig = field(repr=False)  # its env may hold secrets
+    _: KW_ONLY
+    cwd: Path | None = None
+    redact: Callable[[str], str] = lambda text: text
+    restart_every_s: float = RESTART_EVERY_S
+    clock: Callable[[], float] = time.monotonic
+
+    def __post_init__(self) -> None:
         self.tools: list[dict[str, Any]] = []  # as tools/list gave them
         self.server_info: dict[str, Any] = {}
         self.protocol_version = ""

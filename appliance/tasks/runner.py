@@ -19,6 +19,7 @@ import contextlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, TypeVar
 
 from appliance.errors import PicoagentError, UsageError
@@ -58,6 +59,7 @@ def partial_result(steps: list[Step], why: str) -> str:
     return text
 
 
+@dataclass(eq=False)
 class TaskRunner:
     """Works the queue one task at a time: claim, step, record, until done, failed, paused, cancelled or
     out of budget.
@@ -67,22 +69,16 @@ class TaskRunner:
     when a task it worked ends (done, error, cancelled); its errors are logged, never raised.
     """
 
-    def __init__(
-        self,
-        store: TaskStore,
-        step: StepFunction,
-        notify: NotifyFunction | None = None,
-        *,
-        max_steps: int | None = None,
-        on_end: EndHook | None = None,
-    ) -> None:
-        if max_steps is not None and max_steps < 1:
-            raise UsageError(f"max_steps must be at least 1, not {max_steps}")
-        self.store = store
-        self.step = step
-        self.notify = notify
-        self.max_steps = max_steps
-        self.on_end = on_end
+    store: TaskStore
+    step: StepFunction
+    notify: NotifyFunction | None = None
+    _: KW_ONLY
+    max_steps: int | None = None
+    on_end: EndHook | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_steps is not None and self.max_steps < 1:
+            raise UsageError(f"max_steps must be at least 1, not {self.max_steps}")
         self._wake = asyncio.Event()
 
     async def _db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -18,7 +18,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
@@ -144,22 +144,16 @@ def verify_password(password: str, encoded: str) -> bool:
     return hmac.compare_digest(derived, expected)
 
 
+@dataclass(eq=False)
 class Auth:
     """The web face's credentials, kept in the appliance's database."""
 
-    def __init__(
-        self,
-        db: Database,
-        *,
-        session_ttl_s: float = 7 * 86400,
-        secure_cookies: bool = False,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.db = db
-        self.session_ttl_s = session_ttl_s
-        self.secure_cookies = secure_cookies
-        # Wall-clock time: expiry instants are stored and must mean the same after a restart.
-        self.clock = clock
+    db: Database
+    _: KW_ONLY
+    session_ttl_s: float = 7 * 86400
+    secure_cookies: bool = False
+    # Wall-clock time: expiry instants are stored and must mean the same after a restart.
+    clock: Callable[[], float] = time.time
 
     # --- password --------------------------------------------------------------------------------
 
