@@ -20,7 +20,7 @@ from appliance.grounded.units import UNITS
     ("message", "kind", "what"),
     [
         ("remind me what month we're in, I keep forgetting", "time", "month"),
-        ("is the sun still up or has it gone down already?", "sun", "up"),
+        ("is the sun still up or has it gone down already?", "sun", "which"),  # either way round: said plainly
         ("how much daylight is there today, in hours and minutes?", "sun", "length"),  # "in hours" is no place
         ("what sort of things can you help me with around the house?", "abilities", "all"),
         ("so can you actually turn my lights on and off or not", "abilities", "able"),
@@ -136,15 +136,17 @@ def test_a_sum_on_the_last_answer_goes_on_from_its_number(config: Config) -> Non
 
     async def main() -> list[str]:
         said = []
-        for chat, text in (("a", "what's 12 times 12"), ("a", "and add 6 to that"), ("b", "and add 6 to that")):
+        asked = [("a", "what's 12 times 12"), ("a", "and add 6 to that"), ("b", "and add 6 to that")]
+        asked.append(("a", "and half of that, please?"))  # sixteenth blind set: the model repeated "12 times 4"
+        for chat, text in asked:
             said.append((await runtime.agent.turn(text, channel="api", chat_id=chat)).text)
         return said
 
     try:
-        times, added, nothing = asyncio.run(main())
+        times, added, nothing, half = asyncio.run(main())
     finally:
         runtime.close()
-    assert (times, added) == ("12 times 12 is 144.", "144 + 6 is 150.")
+    assert (times, added, half) == ("12 times 12 is 144.", "144 + 6 is 150.", "150 ÷ 2 is 75.")
     assert nothing.startswith("I don't know which number you mean: my last answer gave none.")
     assert model.history == []
 

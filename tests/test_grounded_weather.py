@@ -392,6 +392,21 @@ def test_through_the_real_turn_unconfigured_says_what_to_set(config: Config) -> 
         ("21:00", "Is it dark outside?", "Yes: the sun set at {set} in Ghent."),
         ("21:00", "is the sun down?", "Yes: the sun set at {set} in Ghent."),
         ("12:00", "is it dark outside?", "No: the sun rose at {rise} and sets at {set} in Ghent."),
+        # sixteenth blind set: asked either way round, said plainly (it got tomorrow's sunset); "outside yet"
+        (
+            "12:00",
+            "has the sun come up yet or is it still dark out?",
+            "The sun is up: it rose at {rise} and sets at {set} in Ghent.",
+        ),
+        (
+            "06:00",
+            "has the sun come up yet or is it still dark out?",
+            "It is still dark: the sun rises at {rise} in Ghent.",
+        ),
+        ("21:00", "is the sun up or has it set?", "The sun is down: it set at {set} in Ghent."),
+        ("06:00", "has the sun come up yet?", "No: the sun rises at {rise} in Ghent."),
+        ("21:00", "has the sun set?", "Yes: the sun set at {set} in Ghent."),
+        ("12:00", "is it light outside yet?", "Yes: the sun rose at {rise} and sets at {set} in Ghent."),
         (
             "12:00",
             "How long is the day today?",
@@ -409,7 +424,7 @@ def test_whether_the_sun_is_up_and_how_long_the_day_is_are_computed(clock: str, 
     assert sun.sunrise is not None and sun.sunset is not None
     minutes = round((sun.sunset - sun.sunrise).total_seconds() / 60)
     ask = SUN.match(question)
-    assert ask is not None and ask.what in ("up", "dark", "length")
+    assert ask is not None and ask.what in ("up", "dark", "which", "length")
     got = asyncio.run(SUN.answer(ask, Facts(config=Config(weather=ghent()), now=lambda: now)))
     assert got is not None
     length = f"{minutes // 60} h {minutes % 60:02d} min"

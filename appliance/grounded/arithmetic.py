@@ -113,6 +113,9 @@ class _Arithmetic(TopicDefaults):
         if on_that and (on_that["on"] or said.startswith(("and ", "now ", "then "))):
             operation = next(op for op, pattern in _ON_THAT_OPS if re.match(pattern, on_that["verb"]))
             return Ask(self.kind, "on_that", {"op": operation, "n": on_that["n"]}, text=text)
+        if part := _PART_OF_THAT.fullmatch(said):  # "and half of that, please?": 48 then 24
+            operation, n = _PART_OPS[part["part"]]
+            return Ask(self.kind, "on_that", {"op": operation, "n": n}, text=text)
         # "if I take 387 away from 1000 what is left": the sum inside the question's frame
         said = _FRAME.sub(r"\g<body>", said)
         # "seven eighths as a decimal": a fraction in words
@@ -332,6 +335,15 @@ _ON_THAT = re.compile(
     r"(?:and |now |then |ok |okay )?(?P<verb>add|take away|take|subtract|minus|plus|times|multiply|divide)"
     rf"(?: (?:it|that))?(?: by| away)? (?P<n>{_NUMBER})(?P<on>(?: away)? (?:to|from|onto|off) (?:it|that))?"
 )
+# "and half of that, please?", "what's double that", "a quarter of it": a part or a multiple of the last answer
+_PART_OF_THAT = re.compile(
+    r"(?:and |now |then |ok |okay |so )?(?:what(?:'s| is) |how much is |whats )?"
+    r"(?P<part>half|a half|a third|one third|a quarter|one quarter|double|twice|triple) (?:of )?(?:that|it)"
+    r"(?: (?:please|pls|then))?"
+)
+_PART_OPS = {"half": ("/", "2"), "a half": ("/", "2"), "a third": ("/", "3"), "one third": ("/", "3")}
+_PART_OPS.update({"a quarter": ("/", "4"), "one quarter": ("/", "4"), "double": ("*", "2"), "twice": ("*", "2")})
+_PART_OPS["triple"] = ("*", "3")
 _ON_THAT_OPS = (("+", "add|plus"), ("-", "take|subtract|minus"), ("*", "times|multiply"), ("/", "divide"))
 _LAST_RESULT = re.compile(r"\bis (?:about |exactly )?(-?\d[\d,]*(?:\.\d+)?)")
 

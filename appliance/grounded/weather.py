@@ -97,7 +97,11 @@ _SUN_UP = re.compile(
     r"^is (?:the )?sun (?:still )?(?P<state>up|down|set|risen)"
     r"(?: yet| now| already| at the moment| right now| currently)?"
     r"(?: or (?:has it |is it |did it )?(?:already )?(?:gone |go )?(?:down|set|up|risen)(?: already| yet)?)?$"
-    r"|^is it (?:still )?(?:dark|light|daylight|night) (?:outside|out|yet|now)$"
+    r"|^is it (?:still )?(?:dark|light|daylight|night)(?= (?:outside|out|yet|now|already))(?: outside| out)?"
+    r"(?: yet| now| already| still)?$"
+    # "has the sun come up yet or is it still dark out?"
+    r"|^(?:has|did) (?:the )?sun (?P<verb>come up|risen|rise|gone down|go down|set)(?: yet| already)?"
+    r"(?: or is it (?:still )?(?:dark|light|night)(?: outside| out)?(?: yet| still)?)?$"
 )
 _DAY_LENGTH = re.compile(
     r"^how (?:long|many hours) (?:is|of) (?:the )?(?:day|daylight|light)(?: is there)?(?: " + _TIME + r")?"
@@ -346,7 +350,9 @@ class SunTopic(TopicDefaults):
         if not said or len(said.split()) > 14 or _NOT_WEATHER.search(said):
             return None
         if up := _SUN_UP.match(said):
-            asked = up["state"] or said  # "is the sun still up or has it gone down": asked as "up"
+            if " or " in said:  # "has the sun come up yet or is it still dark?": which, not yes or no
+                return Ask(self.kind, "which", {"when": ""}, text)
+            asked = up["state"] or up["verb"] or said
             return Ask(
                 self.kind, "dark" if re.search(r"\b(?:dark|night|down|set)\b", asked) else "up", {"when": ""}, text
             )
@@ -363,7 +369,7 @@ class SunTopic(TopicDefaults):
         """The time, computed here; what to set with no place; an honest no for another place."""
         weather = facts.config.weather
         said = _normal(ask.text)
-        if ask.what in ("sunset", "sunrise", "up", "dark", "length"):
+        if ask.what in ("sunset", "sunrise", "up", "dark", "which", "length"):
             event: Event = "sunrise" if ask.what == "sunrise" else "sunset"
         else:  # matched by meaning: the words say which
             event = "sunset" if re.search(r"\b(?:sunset|set|sets|down|dark|dusk|evening)\b", said) else "sunrise"
@@ -385,7 +391,7 @@ class SunTopic(TopicDefaults):
         assert weather.latitude is not None and weather.longitude is not None and zone is not None
         sun = sun_day(day, weather.latitude, weather.longitude, zone)
         basis = f"computed on the Pi for {place} ({weather.latitude:.2f}, {weather.longitude:.2f})"
-        if ask.what in ("up", "dark", "length"):
+        if ask.what in ("up", "dark", "which", "length"):
             return Answer(_up_or_length(ask.what, sun, now, place), basis, self.kind)
         at = sun.at(event)
         if at is not None and at < now and not when:  # "when is sunset" after it: today's, then tomorrow's
@@ -408,6 +414,12 @@ def _up_or_length(what: str, sun: SunDay, now: datetime, place: str) -> str:
             f"sunrise {said_at(sun.sunrise)}, sunset {said_at(sun.sunset)}."
         )
     up = sun.sunrise <= now < sun.sunset
+    if what == "which":  # asked either way round: said plainly, with no yes or no to misread
+        if up:
+            return f"The sun is up: it rose at {said_at(sun.sunrise)} and sets at {said_at(sun.sunset)} in {place}."
+        if now < sun.sunrise:
+            return f"It is still dark: the sun rises at {said_at(sun.sunrise)} in {place}."
+        return f"The sun is down: it set at {said_at(sun.sunset)} in {place}."
     yes, no = ("No", "Yes") if what == "dark" else ("Yes", "No")  # "is it dark?" is "is the sun down?"
     if up:
         return f"{yes}: the sun rose at {said_at(sun.sunrise)} and sets at {said_at(sun.sunset)} in {place}."
