@@ -31,6 +31,10 @@ def test_on_the_packaged_model_a_task_is_refused_saying_which_model_it_needs(tmp
         "the cloud may not work it either: no cloud provider is configured"
     ), refused.stderr
     assert "picoagent models pull qwen2.5-1.5b" in refused.stderr and "llm.model: qwen2.5-1.5b" in refused.stderr
+    cloud = tasks(tmp_path, "add", "ask", "the", "cloud", "--route", "cloud", model={})
+    assert_clean_error(cloud, 2)
+    assert "a task cannot run on the cloud here: no cloud provider is configured" in cloud.stderr
+    assert "--route auto" not in cloud.stderr  # walk 9: it was offered, and refused next on this model
     assert tasks(tmp_path, "list", model={}).stdout.strip() == "no tasks"
 
 
@@ -44,7 +48,7 @@ def test_add_list_status_cancel_and_logs(tmp_path: Path) -> None:
     refused = tasks(tmp_path, "add", "ask", "the", "cloud", "--route", "cloud")
     assert_clean_error(refused, 2)
     assert "a task cannot run on the cloud here: no cloud provider is configured" in refused.stderr
-    assert "routing.cloud_provider" in refused.stderr  # the fix
+    assert "routing.cloud_provider" in refused.stderr and "or use --route auto" in refused.stderr  # the fixes
     bad = tasks(tmp_path, "add", "x", "--budget-tokens", "0")
     assert_clean_error(bad, 2)
     assert "a token budget must be at least 1, not 0" in bad.stderr

@@ -71,10 +71,12 @@ def refusal(config: Config, route: str, model_name: str) -> UsageError | None:
     if route == "cloud":
         why = cloud_refusal(config)
         if why:
+            # --route auto is offered only where the Pi's model can work the task (walk 9: it was refused next)
+            other = "; or use --route auto (the model on this Pi can plan)" if plans(model_name) else ""
             return UsageError(
                 f"a task cannot run on the cloud here: {why}",
                 fix="add a provider under providers:, name it in routing.cloud_provider and set routing.mode to "
-                "edge_first or cloud_first (`picoagent providers --check` tries it); or use --route auto",
+                f"edge_first or cloud_first (`picoagent providers --check` tries it){other}",
             )
         return None
     if plans(model_name) or (route == "auto" and not cloud_refusal(config)):
