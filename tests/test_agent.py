@@ -196,6 +196,8 @@ def test_chat_m_runs_a_command_as_the_interactive_chat_does_and_never_asks_the_m
     assert chat("/reset").stdout.strip() == "(conversation reset)"
     bogus = chat("/bogus")
     assert bogus.returncode == 2 and "unknown command /bogus; /help lists them" in bogus.stderr
+    memory = chat("/memory wifi")
+    assert memory.returncode == 2 and "in a shell here: picoagent memory search WORDS" in memory.stderr
     db = Database(tmp_path / "picoagent.db")
     try:
         assert db.is_private("terminal", "default") is True

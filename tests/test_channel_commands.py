@@ -47,5 +47,6 @@ def test_every_terminal_command_is_answered(config: Config) -> None:
     )
     assert "(conversation reset)" in shown
     assert "echo: what is up" in shown and "routing.mode is local_only" in shown  # /cloud TEXT: a turn
-    assert "unknown command /status; /help lists them" in shown
+    # a chat channel's command: the shell command that does it here (walk 9: /memory said only "unknown command")
+    assert "/status is a chat channel's command; in a shell here: picoagent status (/help lists this chat's)" in shown
     assert next(lines, None) is None  # /quit ended it

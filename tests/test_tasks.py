@@ -497,5 +497,6 @@ def test_tasks_logs_shows_the_whole_error_where_the_list_cuts_it(store: TaskStor
     why = "step 1 failed: the cloud was not used (" + "because " * 40 + "); fix: set routing.cloud_provider"
     store.fail(task.id, why)
     ended = store.get(task.id)
-    assert ended.describe().endswith("…") and "set routing.cloud_provider" not in ended.describe()
+    assert ended.describe().endswith(f"… (all of it: tasks logs {task.id})")  # the list points there (walk 9)
+    assert "set routing.cloud_provider" not in ended.describe()
     assert ended.describe(whole=True).endswith(": " + " ".join(why.split()))

@@ -142,7 +142,9 @@ def test_a_long_result_of_several_lines_is_one_line_in_the_list(tmp_path: Path) 
         db.close()
     listed = tasks(tmp_path, "list").stdout.splitlines()
     assert len(listed) == 1 and listed[0].startswith("   1  done       0 step(s)")
-    assert "stopped. Last step (4): carrots, leeks and more" in listed[0] and listed[0].endswith("…")
+    assert "stopped. Last step (4): carrots, leeks and more" in listed[0] and listed[0].endswith(
+        "… (all of it: tasks logs 1)"
+    )
     assert "and more " * 40 in " ".join(tasks(tmp_path, "list", "--json").stdout.split()) + " "
 
 

@@ -22,6 +22,25 @@ HELP = """Commands:
   /reset          forget this conversation (it stays in the database) and start a new one
   /quit           leave (Ctrl-D works too)
 Ctrl-C while a reply is streaming stops it."""
+# A chat channel's commands a person may type here too: the shell command that does it on this machine.
+ELSEWHERE = {
+    "/memory": "picoagent memory search WORDS",
+    "/devices": "picoagent devices list",
+    "/read": "picoagent devices read NAME",
+    "/toggle": "picoagent devices set NAME on|off",
+    "/status": "picoagent status",
+    "/tasks": "picoagent tasks list",
+    "/schedule": "picoagent cron list",
+    "/approve": "picoagent approvals list",
+    "/deny": "picoagent approvals list",
+}
+
+
+def unknown_command(command: str) -> str:
+    """What the terminal chat says of a /command it does not have: the shell command for a chat channel's."""
+    if command in ELSEWHERE:
+        return f"{command} is a chat channel's command; in a shell here: {ELSEWHERE[command]} (/help lists this chat's)"
+    return f"unknown command {command}; /help lists them"
 
 
 class TerminalFace:
@@ -62,7 +81,7 @@ class TerminalFace:
         elif command == "/private":
             self.out.write(private(text.split()[1:]) + "\n")
         else:
-            self.out.write(f"unknown command {command}; /help lists them\n")
+            self.out.write(unknown_command(command) + "\n")
         return False
 
 

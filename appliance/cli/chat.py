@@ -75,14 +75,14 @@ def _command_once(args: argparse.Namespace, config: Config, through: DaemonChat 
     """`chat -m "/help"` (or /reset, /private): the command, as the interactive chat runs it."""
     import asyncio
 
-    from appliance.channels.terminal import HELP
+    from appliance.channels.terminal import HELP, unknown_command
 
     command, words = _command(args.message), args.message.split()[1:]
     if command == "/help":
         print(HELP)
         return 0
     if command not in ("/reset", "/private"):
-        print(f"error: unknown command {command}; /help lists them", file=sys.stderr)
+        print(f"error: {unknown_command(command)}", file=sys.stderr)
         return 2
     if through is not None:
         through.command(args.message.strip())

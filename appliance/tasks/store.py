@@ -103,7 +103,7 @@ class Task:
         """One line for people (``whole``: the result or error not cut at :data:`LINE_CHARS`: `tasks logs`)."""
         said = " ".join((self.result or self.error or "").split())  # one line: a result may hold several
         cut = len(said) > LINE_CHARS and not whole
-        outcome = f": {said[:LINE_CHARS]}…" if cut else f": {said}" if said else ""
+        outcome = f": {said[:LINE_CHARS]}… (all of it: tasks logs {self.id})" if cut else f": {said}" if said else ""
         state = "partial" if self.partial else self.state
         parent = f"  (subtask of {self.parent_id})" if self.parent_id is not None else ""
         return f"{self.id:>4}  {state:<9}  {self.steps_done} step(s)  {self.usage()}  {self.goal}{parent}{outcome}"
