@@ -115,21 +115,6 @@ class PiHealth(TopicDefaults):
     kind: str = "health"
     overview: str = ""  # near it is "how long is a marathon", "tell me about the Raspberry Pi": not the Pi's figures
     near_exact: bool = True  # its answer reads the words again, strictly: trusted near it too
-    examples: tuple[str, ...] = (
-        "are you running hot",
-        "what's your CPU temperature",
-        "is the Pi overheating",
-        "how much memory is free",
-        "how much ram do you have left",
-        "how much disk space is left",
-        "is the sd card full",
-        "how long have you been running",
-        "what's your uptime",
-        "is the Pi throttled",
-        "how busy are you",
-        "what's the cpu load",
-        "how is the Pi doing",
-    )
     read: Callable[[Path], Health] = read_health
     cores: int | None = None  # the CPU's cores; None: this machine's
 
