@@ -129,20 +129,6 @@ class Self(TopicDefaults):
 
     kind: str = "self"
     overview: str = "who"
-    examples: tuple[str, ...] = (
-        "who are you",
-        "what is your name",
-        "what are you",
-        "tell me about yourself",
-        "introduce yourself",
-        "are you a robot",
-        "which model are you running",
-        "what version are you",
-        "what should I call you",
-        "are you an AI",
-        "what kind of assistant are you",
-        "who made you",
-    )
 
     def match(self, text: str) -> Ask | None:
         """An Ask for questions about the assistant itself."""
@@ -180,20 +166,6 @@ class Abilities(TopicDefaults):
 
     kind: str = "abilities"
     overview: str = "all"
-    examples: tuple[str, ...] = (
-        "what can you do",
-        "what can you do for me",
-        "how can you help me",
-        "what are you capable of",
-        "which devices do you control",
-        "what devices are connected",
-        "list the devices",
-        "what can I ask you",
-        "which lights can you switch",
-        "what sensors do you have",
-        "what things can you control in my house",
-        "what are your features",
-    )
 
     def match(self, text: str) -> Ask | None:
         """An Ask for questions about what the assistant can do or control."""

@@ -101,20 +101,6 @@ class Agenda(TopicDefaults):
 
     kind: str = "schedules"
     overview: str = "jobs"  # every job (on the day the words name, if any)
-    examples: tuple[str, ...] = (
-        "what reminders do I have",
-        "what's on tomorrow",
-        "what is scheduled for today",
-        "list my reminders",
-        "do I have any alarms set",
-        "when is my next reminder",
-        "what are you working on",
-        "what tasks are running",
-        "what's on my agenda",
-        "show me the scheduled jobs",
-        "what have you got planned for me",
-        "are there any reminders for tomorrow",
-    )
 
     def match(self, text: str) -> Ask | None:
         """An Ask for questions about schedules or tasks."""

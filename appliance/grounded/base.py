@@ -5,7 +5,8 @@ time, itself, its devices, the Pi's health, the conversation, its memory, its sc
 weather. Each topic is a module with an object that has:
 
 - ``kind``: its name ("time", "arithmetic", ...), shown in the record's reason and in tests;
-- ``examples``: phrasings for the meaning matcher (:mod:`appliance.grounded.desk`), a dozen or so;
+- ``examples``: phrasings for the meaning matcher (:mod:`appliance.grounded.desk`), a dozen or so, kept as
+  data in ``examples.yaml`` beside this module under the topic's kind (loaded once, at import);
 - ``match(text)``: the words rule: an :class:`Ask` when the message is surely for this topic, else None
   (no model, no embedding: a few regular expressions; "what time is it" yes, "what time does the bakery
   close" no);
@@ -29,6 +30,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+import yaml
 
 if TYPE_CHECKING:
     from appliance.config import Config
@@ -129,26 +132,45 @@ class Facts:
     workspace: Path | None = None  # the assistant's folder (SOUL.md, USER.md)
 
 
+def _examples() -> dict[str, tuple[str, ...]]:
+    """examples.yaml: each topic's phrasings for the meaning matcher, by its kind, in the order they are embedded."""
+    raw = yaml.safe_load(Path(__file__).with_name("examples.yaml").read_text(encoding="utf-8"))
+    return {kind: tuple(phrasings) for kind, phrasings in raw.items()}
+
+
+EXAMPLES = _examples()
+
+
 class TopicDefaults:
     """What a topic has unless it says otherwise: no general answer, no honest sentence near it, its answer not
-    tried near it, every reading of a message tried (not the whole message only), no phrasings by meaning."""
+    tried near it, every reading of a message tried (not the whole message only), and its phrasings by meaning
+    those of its kind in examples.yaml (none there: by its words rule only)."""
 
+    kind: str
     overview: str = ""
     unsure: str = ""
     near_exact: bool = False
     whole: bool = False  # True: it takes a whole message only ("thanks"), never one clause of it
-    examples: tuple[str, ...] = ()
+
+    @property
+    def examples(self) -> tuple[str, ...]:
+        """Its phrasings for the meaning matcher, from examples.yaml."""
+        return EXAMPLES.get(self.kind, ())
 
 
 class Topic(Protocol):
     """One class of question answered from the facts (see the module docstring)."""
 
     kind: str
-    examples: tuple[str, ...]
     overview: str  # the ``what`` of its general answer ("It's 21:04 on Friday ..."), "" when it has none
     unsure: str  # its honest sentence for a question near it that it cannot answer exactly
     near_exact: bool  # its answer reads the words again strictly (a sum, a keyword): tried near it too
     whole: bool  # it takes a whole message only, never one clause of it
+
+    @property
+    def examples(self) -> tuple[str, ...]:
+        """Phrasings of its questions for the meaning matcher (examples.yaml)."""
+        ...
 
     def match(self, text: str) -> Ask | None:
         """An Ask when the words say the message is surely for this topic, else None."""

@@ -209,22 +209,6 @@ class ClockTopic(TopicDefaults):
     kind: str = "time"
     overview: str = "now"  # the time, the date and the zone
     synced: Callable[[], bool | None] = clock_synced  # a seam for tests
-    examples: tuple[str, ...] = (
-        "what time is it",
-        "what's the time right now",
-        "tell me the current time",
-        "what's the date today",
-        "what's the date tomorrow",
-        "what day of the week is it",
-        "what day was yesterday",
-        "how many days until Christmas",
-        "how long until 24 December",
-        "what week number is it",
-        "is it the weekend",
-        "which time zone are you set to",
-        "what year is it",
-        "do you know what day it is today",
-    )
 
     def match(self, text: str) -> Ask | None:
         """An Ask when the whole message is a question about the clock or the calendar."""

@@ -66,20 +66,6 @@ class Conversation(TopicDefaults):
 
     kind: str = "conversation"
     overview: str = "exchange"  # the last question and the answer to it
-    examples: tuple[str, ...] = (
-        "what did I just ask you",
-        "what was my last question",
-        "what did I ask you earlier",
-        "what did you just say",
-        "repeat that please",
-        "what was your last answer",
-        "what did you say about the fan",
-        "what did we talk about",
-        "what have I asked so far",
-        "say that again",
-        "what did I tell you before",
-        "what was my previous message",
-    )
 
     def match(self, text: str) -> Ask | None:
         """An Ask for questions about this conversation's earlier messages."""

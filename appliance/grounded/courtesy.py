@@ -53,7 +53,6 @@ class _Courtesy(TopicDefaults):
 
     kind: str = "courtesy"
     near_exact: bool = True
-    examples: tuple[str, ...] = ()  # by words only: "thanks" is close in meaning to too much
     whole: bool = True  # the whole message only: "cheers. and when was the boiler serviced?" asks (GroundedDesk)
 
     def match(self, text: str) -> Ask | None:

@@ -18,6 +18,7 @@ event loop.
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import re
 from collections.abc import Callable
@@ -115,21 +116,6 @@ class PiHealth(TopicDefaults):
     kind: str = "health"
     overview: str = ""  # near it is "how long is a marathon", "tell me about the Raspberry Pi": not the Pi's figures
     near_exact: bool = True  # its answer reads the words again, strictly: trusted near it too
-    examples: tuple[str, ...] = (
-        "are you running hot",
-        "what's your CPU temperature",
-        "is the Pi overheating",
-        "how much memory is free",
-        "how much ram do you have left",
-        "how much disk space is left",
-        "is the sd card full",
-        "how long have you been running",
-        "what's your uptime",
-        "is the Pi throttled",
-        "how busy are you",
-        "what's the cpu load",
-        "how is the Pi doing",
-    )
     read: Callable[[Path], Health] = read_health
     cores: int | None = None  # the CPU's cores; None: this machine's
 
@@ -210,19 +196,34 @@ def _disk_of(facts: Facts) -> Path:
     return path
 
 
+# The plain judgement of a figure: the word of the first bar it is below (the last word past every bar).
+_Judgement = tuple[tuple[float, str], ...]
+_HEAT: _Judgement = (
+    (55, "cool"),
+    (75, "warm but fine"),
+    (THROTTLE_C, "hot, close to where it slows down"),
+    (math.inf, "too hot: it is slowing itself down"),
+)
+_MEMORY_FREE: _Judgement = ((0.1, "low: a bigger model may not fit"), (0.25, "enough"), (math.inf, "plenty"))
+_DISK_FREE: _Judgement = ((0.05, "nearly full"), (0.15, "getting full"), (math.inf, "plenty of room"))
+_LOAD_PER_CORE: _Judgement = (
+    (0.25, "mostly idle"),
+    (0.75, "working, with room to spare"),
+    (1, "busy"),
+    (math.inf, "overloaded: work is waiting"),
+)
+
+
+def _judged(figure: float, judgement: _Judgement) -> str:
+    """The word for ``figure``: that of the first bar it is below."""
+    return next((word for bar, word in judgement if figure < bar), judgement[-1][1])
+
+
 def _temperature(health: Health) -> str:
     degrees = health.cpu_temperature_c
     if degrees is None:
         return "I cannot tell: this machine does not report a CPU temperature (there is no thermal zone in /sys)."
-    if degrees < 55:
-        judgement = "cool"
-    elif degrees < 75:
-        judgement = "warm but fine"
-    elif degrees < THROTTLE_C:
-        judgement = "hot, close to where it slows down"
-    else:
-        judgement = "too hot: it is slowing itself down"
-    return f"My CPU is at {degrees:.1f} °C: {judgement}; the Pi throttles at {THROTTLE_C} °C."
+    return f"My CPU is at {degrees:.1f} °C: {_judged(degrees, _HEAT)}; the Pi throttles at {THROTTLE_C} °C."
 
 
 def _size(megabytes: float) -> str:
@@ -234,8 +235,7 @@ def _memory(health: Health) -> str:
     if total <= 0:
         return "I cannot tell: this machine does not report its memory (/proc/meminfo could not be read)."
     share = free / total
-    judgement = "plenty" if share >= 0.25 else "enough" if share >= 0.1 else "low: a bigger model may not fit"
-    return f"{_size(free)} of my {_size(total)} memory is free ({share:.0%}): {judgement}."
+    return f"{_size(free)} of my {_size(total)} memory is free ({share:.0%}): {_judged(share, _MEMORY_FREE)}."
 
 
 def _disk(health: Health) -> str:
@@ -243,9 +243,8 @@ def _disk(health: Health) -> str:
     if total <= 0:
         return "I cannot tell: the disk holding my data reports no size."
     share = free / total
-    judgement = "plenty of room" if share >= 0.15 else "getting full" if share >= 0.05 else "nearly full"
-    full = 1 - share
-    return f"{free:.1f} GB of {total:.1f} GB is free on the disk holding my data: {full:.0%} full, {judgement}."
+    judgement = _judged(share, _DISK_FREE)
+    return f"{free:.1f} GB of {total:.1f} GB is free on the disk holding my data: {1 - share:.0%} full, {judgement}."
 
 
 def _span(seconds: float) -> str:
@@ -283,16 +282,7 @@ def _throttled(health: Health) -> str:
 
 def _load(health: Health, cores: int) -> str:
     one, five, fifteen = [*health.load, 0.0, 0.0, 0.0][:3]
-    share = one / cores
-    judgement = (
-        "mostly idle"
-        if share < 0.25
-        else "working, with room to spare"
-        if share < 0.75
-        else "busy"
-        if share < 1
-        else "overloaded: work is waiting"
-    )
+    judgement = _judged(one / cores, _LOAD_PER_CORE)
     return (
         f"Load {one:.2f} over the last minute on {cores} cores ({five:.2f} over 5 minutes, {fifteen:.2f} over "
         f"15): {judgement}."

@@ -71,12 +71,6 @@ class House(TopicDefaults):
 
     kind: str = "house"
     overview: str = "rooms"
-    examples: tuple[str, ...] = (
-        "what is in the living room",
-        "which rooms do you know about",
-        "what devices are in the kitchen",
-        "is there anything in the garden you can check",
-    )
 
     def match(self, text: str) -> Ask | None:
         """An Ask for questions about rooms and what is in them."""

@@ -88,20 +88,6 @@ class Remembered(TopicDefaults):
         "I'm not sure what you want me to recall, and I won't guess: nothing I have stored answers it exactly "
         "(/memory WORDS searches what I remember)."
     )
-    examples: tuple[str, ...] = (
-        "where did I write the wifi password",
-        "what is my wifi password",
-        "what's my name",
-        "do you remember my bike lock code",
-        "what do you know about me",
-        "when is my mother's birthday",
-        "did I tell you my car's number plate",
-        "where did I put the spare key",
-        "what do you remember about my dentist",
-        "who am I",
-        "do you know my name",
-        "what was my doctor's phone number",
-    )
 
     def match(self, text: str) -> Ask | None:
         """An Ask for questions about a stored fact of the owner's."""
@@ -188,7 +174,6 @@ class Lookup(TopicDefaults):
     """
 
     kind: str = "recall"
-    examples: tuple[str, ...] = ()
 
     def match(self, text: str) -> Ask | None:
         """An Ask for a question with two content words or more (one, for a question asking a kind of thing)."""

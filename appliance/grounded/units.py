@@ -150,20 +150,6 @@ class _Units(TopicDefaults):
     kind: str = "units"
     unsure: str = "I could not read a conversion in that, and I won't guess: say it like “68 fahrenheit in celsius”."
     near_exact: bool = True  # its answer reads the words again, strictly: trusted near it too
-    examples: tuple[str, ...] = (
-        "how many feet in 3 meters",
-        "convert 70 F to celsius",
-        "how many grams in a pound",
-        "5 km in miles",
-        "what is 100 kilometres per hour in mph",
-        "how many tablespoons in a cup",
-        "how many seconds are there in a day",
-        "convert 2 GB to MB",
-        "how many ounces in a kilo",
-        "what's 20 degrees celsius in fahrenheit",
-        "how many litres is a gallon",
-        "6 foot in cm",
-    )
 
     def match(self, text: str) -> Ask | None:
         """An Ask when the whole message asks for one amount in another unit (or, "oven's at 200C, what is that

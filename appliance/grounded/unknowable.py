@@ -44,14 +44,6 @@ class Unknowable(TopicDefaults):
 
     kind: str = "unknowable"
     unsure: str = ""  # near it is also the past ("who won the world cup in 2018"): no sentence fits both
-    examples: tuple[str, ...] = (
-        "who will win the next election",
-        "what are the winning lottery numbers",
-        "will bitcoin go up tomorrow",
-        "what will the stock market do next week",
-        "what am I thinking",
-        "who is going to win the world cup",
-    )
 
     def match(self, text: str) -> Ask | None:
         """An Ask for questions about the future or a mind, or the news."""

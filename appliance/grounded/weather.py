@@ -200,20 +200,6 @@ class WeatherTopic(TopicDefaults):
 
     kind: str = "weather"
     overview: str = "general"  # the forecast for the day the words name (today)
-    examples: tuple[str, ...] = (
-        "is it going to rain tomorrow",
-        "how cold will it be tonight",
-        "what's the weather like",
-        "will it be sunny this weekend",
-        "do I need an umbrella today",
-        "what's the temperature outside tomorrow",
-        "what's the forecast for tomorrow",
-        "will it snow this week",
-        "is it raining right now",
-        "how warm will it get on Saturday",
-        "should I take a raincoat",
-        "what will the weather be like on Friday",
-    )
 
     def match(self, text: str) -> Ask | None:
         """An Ask for a question about the weather here (words rule, module docstring), else None."""
@@ -329,20 +315,6 @@ class SunTopic(TopicDefaults):
 
     kind: str = "sun"
     overview: str = "length"  # sunrise, sunset and the day's length
-    examples: tuple[str, ...] = (
-        "when is sunset",
-        "what time is sunrise tomorrow",
-        "when does the sun go down",
-        "when does it get dark",
-        "what time does the sun rise",
-        "how long until sunset",
-        "sunset time today",
-        "when is sunrise on Saturday",
-        "when does it get light tomorrow",
-        "what time is the sunset tonight",
-        "when will the sun come up",
-        "at what time does the sun set",
-    )
 
     def match(self, text: str) -> Ask | None:
         """An Ask for "when is sunset / sunrise" questions (words rule), else None."""
