@@ -393,6 +393,11 @@ class Scheduler:
         run = await self._run(entry.job, "manual")
         if not run.ok:
             raise PicoagentError(f"cron job {job_id} failed: {run.result}")
+        if isinstance(entry.schedule, Once):  # a run by hand is a try: the job still runs at its time (walk 9)
+            at = entry.schedule.at(self.zone)
+            now = "" if entry.source == "config" else f"; `picoagent cron cancel {job_id}` removes it now"
+            later = f"still runs once at {at:%Y-%m-%d %H:%M}, then it is removed{now}"
+            return f"{run.result}\n(run by hand: {job_id} {later})"
         return run.result
 
     # --- jobs made in chat, pausing, the history -------------------------------------------------
