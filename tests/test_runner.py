@@ -14,6 +14,7 @@ import os
 import signal
 import threading
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -141,6 +142,11 @@ def test_a_crash_mid_reply_fails_that_reply_and_the_next_one_is_answered(runner:
     assert told == ["The local model crashed (signal SIGSEGV, during generation); restarted."]
     assert runner.mode == "normal" and runner.restarts == 1
     assert "crashed 1×" in runner.summary() and "running again" in runner.summary()
+    from zoneinfo import ZoneInfo
+
+    # at the appliance's time, named (walk 9: status showed the machine's UTC beside the feed's CET)
+    at = datetime.fromtimestamp(runner.crashes[-1]["at"], ZoneInfo("Europe/Brussels"))
+    assert f"(last {at:%Y-%m-%d %H:%M} CET, signal SIGSEGV" in runner.summary(zone=ZoneInfo("Europe/Brussels"))
     model.close()
 
 

@@ -334,7 +334,7 @@ def test_the_model_card_says_when_the_local_model_crashed(page: sync_api.Page, s
     page.reload()
     line = page.locator("#m-runner")
     expect(line).to_have_text(
-        re.compile(r"local model crashed 1× \(last [\d-]+ [\d:]+, signal SIGSEGV\): running again")
+        re.compile(r"local model crashed 1× \(last [\d-]+ [\d:]+ [\w+-]+, signal SIGSEGV\): running again")
     )
     uncovered(page, line)
     no_horizontal_scroll(page)

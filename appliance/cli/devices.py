@@ -171,11 +171,15 @@ def cmd_approvals_list(args: argparse.Namespace) -> int:
             db.close()
     if not answer["pending"]:
         print("nothing is waiting for approval")
-    now = time.time()
+    from datetime import datetime
+
+    from appliance.schedule.parse import resolve_zone
+
+    now, zone = time.time(), resolve_zone(config.scheduler.timezone)  # the appliance's time, as notifications
     for item in answer["pending"]:
         action = PendingAction(**item)
         minutes = max(0, round((action.expires_at - now) / 60))
-        at = time.strftime("%H:%M", time.localtime(action.expires_at))
+        at = datetime.fromtimestamp(action.expires_at, zone).strftime("%H:%M %Z")
         print(f"{action.describe()}, expires in {minutes} min (at {at})")
     return 0
 

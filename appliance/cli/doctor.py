@@ -503,7 +503,10 @@ def _check_runner(config: Config, path: Path) -> Iterator[Check]:
     )
     if runner.crashes:
         mode = runner.saved_mode
-        yield Check("model runner", "warn" if mode == "normal" else "fail", runner.summary(mode), FIX)
+        from appliance.schedule.parse import resolve_zone
+
+        zone = resolve_zone(config.scheduler.timezone)  # the appliance's time, as the notifications show
+        yield Check("model runner", "warn" if mode == "normal" else "fail", runner.summary(mode, zone), FIX)
     proof = prove(path, config.llm.weight_repack)
     if not proof.ok:
         yield Check("model runner", "fail", proof.line, proof.fix)

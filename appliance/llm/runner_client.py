@@ -34,6 +34,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -389,8 +390,8 @@ class ModelRunner:
 
     # --- what people see ----------------------------------------------------------------------
 
-    def status(self) -> dict[str, Any]:
-        """The /api/status ``runner`` document."""
+    def status(self, zone: tzinfo | None = None) -> dict[str, Any]:
+        """The /api/status ``runner`` document; ``zone``: the appliance's (scheduler.timezone) for its times."""
         last = self.crashes[-1] if self.crashes else None
         return {
             "pid": self.pid,
@@ -402,16 +403,17 @@ class ModelRunner:
             "threads": "auto" if self.mode == "normal" else 1,
             "buffer_types": self.info.get("buffer_types", []),
             "llama_features": self.info.get("llama_features", []),
-            "message": self.summary(),
+            "message": self.summary(zone=zone),
         }
 
-    def summary(self, mode: str | None = None) -> str:
+    def summary(self, mode: str | None = None, zone: tzinfo | None = None) -> str:
         """A line for the status page and `picoagent status` ("" when nothing happened); ``mode``: another
-        mode than the running one (doctor: the one runner.json says the daemon reached)."""
+        mode than the running one (doctor: the one runner.json says the daemon reached); ``zone``: the
+        appliance's, named, as the notifications are (None: the machine's)."""
         if not self.crashes:
             return ""
         last = self.crashes[-1]
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(last["at"]))
+        when = datetime.fromtimestamp(last["at"], zone).astimezone(zone).strftime("%Y-%m-%d %H:%M %Z")
         state = {
             "normal": "running again",
             "safe": "running with safe settings (no weight repacking, one thread)",

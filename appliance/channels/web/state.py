@@ -236,6 +236,9 @@ class Monitor:
         model = self.runtime.model
         fetch = sources.model_fetch()
         wanted, pull = fetch.status() if fetch is not None else (None, None)
+        from appliance.schedule.parse import resolve_zone
+
+        zone = resolve_zone(self.runtime.config.scheduler.timezone)  # the appliance's time, as notifications show
         return {
             "version": __version__,
             "now": now,
@@ -253,7 +256,7 @@ class Monitor:
                 "pull": pull,  # its background download and switch (appliance/model_fetch.py), or null
                 "prompt_cache": self.prompt_cache(),
                 # the model runner (appliance/llm/runner_client.py): its process, crashes, fallback, buffer types
-                "runner": runner.status() if (runner := getattr(model, "runner", None)) is not None else None,
+                "runner": runner.status(zone) if (runner := getattr(model, "runner", None)) is not None else None,
             },
             "recent": list(self.recent),
             "series": {
