@@ -204,3 +204,31 @@ def test_chat_m_runs_a_command_as_the_interactive_chat_does_and_never_asks_the_m
         assert db.recent_messages(db.conversation("terminal", "default"), 10) == []  # nothing was asked
     finally:
         db.close()
+
+
+def test_a_message_the_model_never_answered_is_not_read_again_with_the_next(config: Config) -> None:
+    """Walk 9: the model runner crashed while answering "tell me a story"; the next message, "hello", was
+    answered with the story: the unanswered question stayed in the history, and the model answered the first
+    question it read."""
+    from appliance.errors import ModelCrashed
+    from appliance.llm.base import Generation, GenerationRequest
+    from appliance.llm.scripted import ScriptedModel
+
+    class CrashOnce(ScriptedModel):
+        async def generate(self, request: GenerationRequest) -> Generation:
+            if not self.history:
+                self.history.append(request)
+                raise ModelCrashed("the local model crashed (signal SIGSEGV) while answering")
+            return await super().generate(request)
+
+    model = CrashOnce()
+    agent = make_agent(config, model)
+    with pytest.raises(ModelCrashed):
+        run(agent, "tell me a story about a dragon")
+    record, _ = run(agent, "hello there")
+    said = [(m.role, m.content) for m in model.history[-1].messages if m.role != "system"]
+    assert said == [("user", "hello there")], said
+    assert record.text == "echo: hello there"
+    run(agent, "and how are you?")  # an answered exchange stays in the history
+    said = [(m.role, m.content) for m in model.history[-1].messages if m.role != "system"]
+    assert said == [("user", "hello there"), ("assistant", "echo: hello there"), ("user", "and how are you?")]

@@ -191,7 +191,10 @@ def history_messages(stored: list[StoredMessage], *, copies: bool = False) -> li
     ``copies``: the model copies what it reads (a catalog model with ``answers: false``, the packaged 135M): the
     exchanges answered without it (route ``intent``: "Cancelled fan_0730 ...", "Reminder set: ...") are left out
     too. It answered "ok thanks" with "Cancelled write_file tool ..." and "yes" with "the 7:30 fan is indeed
-    cancelled", actions nobody took."""
+    cancelled", actions nobody took.
+
+    A user message with no answer after it (the last stored one, or one followed by another) is left out too:
+    the message being asked comes next, and the model answers the first question it reads."""
     out: list[ChatMessage] = []
     for i, message in enumerate(stored):
         if message.meta.get("declined") or (copies and message.route == "intent"):
@@ -200,6 +203,10 @@ def history_messages(stored: list[StoredMessage], *, copies: bool = False) -> li
         if message.role == "user" and following is not None and following.meta.get("declined"):
             continue
         if copies and message.role == "user" and following is not None and following.route == "intent":
+            continue
+        # a question never answered (the turn failed: the model crashed, the daemon was killed): left out, or the
+        # next message is answered with it (walk 9: "hello" after a crash got the story asked before it)
+        if message.role == "user" and (following is None or following.role == "user"):
             continue
         role = message.role if message.role in ("user", "assistant") else "user"
         out.append(ChatMessage(role, message.content))  # type: ignore[arg-type]
