@@ -252,9 +252,14 @@ def test_answers_to_tap_become_quoted_replies_on_a_platform_without_buttons(conf
         assert not ch.buttons
         await ch.handle(dm(OWNER, "turn on the light"))
         (reply,) = said_to(ch, f"dm-{OWNER}")
-        assert '\n\nReply "porch light" or "desk light".' in reply, reply  # each typed as shown
+        # each typed as shown, before the footer, which stays last (walk 9 read it after the footer)
+        assert '\n\nReply "porch light" or "desk light".\n\nintent · answered without the model' in reply, reply
         await ch.handle(dm(OWNER, '"desk light"'))  # copied with its quotes
         assert said_to(ch, f"dm-{OWNER}")[1].startswith("Done: the desk light is on.")
+        await ch.handle(dm(OWNER, "it's dark on the porch"))  # asks "Turn the porch light on? (yes or no)"
+        asked = said_to(ch, f"dm-{OWNER}")[2]
+        assert asked.startswith("Turn the porch light on? (yes or no)\n\nintent · "), asked
+        assert "Reply" not in asked  # the question offers them already
 
     run(config, scenario)
 

@@ -218,3 +218,21 @@ def test_a_yes_in_the_next_process_answers_the_question_the_last_one_asked(confi
         assert turn(second, "yes").actions == []  # answered: no question waits any more
     finally:
         second.close()
+
+
+def test_a_remark_about_a_switch_already_so_asks_nothing(runtime: Runtime) -> None:
+    """Walk 9: "it's dark on the porch" with the porch light on asked "Turn the porch light on?"."""
+    assert turn(runtime, "it's dark on the porch").choices == ["yes", "no"]
+    turn(runtime, "yes")
+    record = turn(runtime, "it's dark on the porch")
+    assert (record.text, record.choices, record.actions) == ("The porch light is already on.", [], [])
+
+
+def test_a_question_while_ours_waits_is_answered_as_it_would_be_without_it(runtime: Runtime) -> None:
+    """Walk 9: "what's my name?" while "Turn the porch light on?" waited got the vague near-memory answer
+    (and, on a webhook bridge, a pointer to /memory, which the bridge refuses): the words were not read first."""
+    plain = turn(runtime, "what's my name?").text
+    assert plain.startswith("You haven't told me your name"), plain
+    assert turn(runtime, "it's dark on the porch").choices == ["yes", "no"]
+    assert turn(runtime, "what's my name?").text == plain
+    assert turn(runtime, "yes").actions == []  # the question was left for another message: it no longer waits

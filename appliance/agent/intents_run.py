@@ -44,6 +44,9 @@ async def run_intent(
     elif intent.action == "confirm":
         text = intent.question or f"Set {intent.device} {_value_words(intent.value)}?"
         choices = ["yes", "no"]
+        if await _already(devices, intent):  # "it's dark on the porch" with the light on: nothing to ask (walk 9)
+            name = str(intent.device).replace("_", " ")
+            text, choices = f"The {name} is already {_value_words(intent.value)}.", []
     elif intent.action == "cancel":
         text = f"OK, I left the {str(intent.device).replace('_', ' ')} as it is."
     elif intent.action == "history":
@@ -151,6 +154,17 @@ def _history_words(device: str, events: list[Event], zone: tzinfo | None = None,
         parts.append(f"{what} at {when:%H:%M} {day}")
     latest = "latest first" if len(parts) > 1 else "the latest"
     return f"{device}: " + "; ".join(parts) + f" ({latest} of the last {HISTORY_DAYS} days)."
+
+
+async def _already(devices: DeviceRegistry, intent: Intent) -> bool:
+    """Whether the switch the intent would set already has that state (False when it cannot be read)."""
+    if not isinstance(intent.value, bool) or intent.device is None:
+        return False
+    try:
+        readings = await devices.read(intent.device)
+    except PicoagentError:
+        return False
+    return any(r.quantity == "state" and r.value is intent.value for r in readings)
 
 
 def _action(

@@ -214,9 +214,13 @@ class Agent:
         # What the appliance knows (the time, itself, its schedules, ...) by words, then devices, then by meaning.
         facts = self.grounding.facts(session, conversation, person=person, cloud_allowed=self._cloud_allowed())
         # a yes/no or "which one?" of ours waits: the message is its answer first
-        if record is None and force != "cloud" and self._asked.get(session) is None:
+        waiting = self._asked.get(session) is not None
+        if record is None and force != "cloud" and not waiting:
             record = await self.grounding.reply(text, facts, stats.started, meaning=False)
         intent = self._intent(text, session) if force != "cloud" and record is None else None
+        if waiting and intent is None and record is None and force != "cloud":  # no answer to ours: read as ever
+            # (walk 9: "what's my name?" while "Turn the porch light on?" waited missed the memory's words)
+            record = await self.grounding.reply(text, facts, stats.started, meaning=False)
         if intent is None and record is None and self.understanding is not None and force != "cloud":
             by_meaning = cfg.grounded_by_meaning
             if by_meaning and self._asked.get(session) is None:  # a paraphrase of a question it knows: before devices

@@ -419,7 +419,7 @@ class ChatChannel(ABC):
                 force=force,
                 person=self.people,
             )
-            final = f"{record.text}\n\n{footer(record)}".rstrip()
+            final = f"{_with_choices(record.text, record.choices, self.buttons)}\n\n{footer(record)}".rstrip()
         except PicoagentError as exc:
             final = exc.for_people()
         except asyncio.CancelledError:
@@ -428,10 +428,7 @@ class ChatChannel(ABC):
         except Exception:
             log.exception("%s: a turn failed in chat %s", self.name, incoming.chat_id)
             final = FAILED
-        choices = record.choices if record is not None else []
-        if choices and not self.buttons:
-            final += "\n\nReply " + " or ".join(f'"{choice}"' for choice in choices) + "."  # typed as shown
-            choices = []
+        choices = record.choices if record is not None and self.buttons else []  # else they are in the text
         undelivered = await stream.finish(pusher, final, choices)
         if undelivered:
             await self.db.call(self.outbox.enqueue, self.name, incoming.chat_id, undelivered, "reply", incoming.meta)
@@ -497,3 +494,11 @@ class ChatChannel(ABC):
     async def _handled(self, incoming: Incoming) -> None:
         if incoming.remote_id:
             await self.db.call(pairing.mark_handled, self.db, self.name, incoming.remote_id)
+
+
+def _with_choices(text: str, choices: list[str], buttons: bool) -> str:
+    """The reply, with its answers to tap said as replies to type where the platform has no buttons: before
+    the footer, quoted, and not at all where the reply already offers them ("Turn it on? (yes or no)")."""
+    if not choices or buttons or f"({' or '.join(choices)})" in text:
+        return text
+    return f"{text}\n\nReply " + " or ".join(f'"{choice}"' for choice in choices) + "."  # typed as shown
