@@ -55,7 +55,7 @@ SHOWN: dict[str, str] = {
     "picoagent tokens add grafana --scope read": r"^pat_\S+\n",
     "picoagent memory search where is the shed key": r"garden shed .*similarity 0\.\d+",
     'curl -H "Authorization: Bearer pat_..." -X POST': r'"reset": "api"',  # "the default session"
-    "curl -s https://picoagent.local:8080/api/webhook/": r'(?s)(?=.*"reply")(?=.*"route")(?=.*"chat": "kitchen")',
+    "curl -s http://localhost:8080/api/webhook/": r'(?s)(?=.*"reply")(?=.*"route")(?=.*"chat": "kitchen")',
 }
 
 

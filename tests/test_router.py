@@ -38,6 +38,12 @@ def test_escalates_for_each_reason_when_allowed(outcome: LocalOutcome, reason: s
     assert decision.blocked == ""
 
 
+def test_a_confidence_just_below_the_bar_is_shown_with_the_digit_that_says_so() -> None:
+    """Walk 9: "the local answer's confidence 0.30 is below 0.30" (0.298 rounded)."""
+    decision = after_local(EDGE, LocalOutcome(mean_prob=0.298), 0.30)
+    assert "confidence 0.298 is below 0.30" in decision.reason, decision.reason
+
+
 def test_a_confident_local_answer_stands() -> None:
     decision = after_local(EDGE, LocalOutcome(mean_prob=0.8), 0.55)
     assert decision.route == "local" and "confidence 0.80" in decision.reason and not decision.wanted_cloud

@@ -233,7 +233,10 @@ def _need(outcome: LocalOutcome, min_confidence: float) -> tuple[str, str] | Non
     if outcome.guarded is not None:  # a loop, a recited prompt, tool calls as text: as unsure as it gets
         return "guarded", f"the local answer {outcome.guarded}"
     if outcome.mean_prob is not None and outcome.mean_prob < min_confidence:
-        return "low_confidence", f"the local answer's confidence {outcome.mean_prob:.2f} is below {min_confidence:.2f}"
+        shown = f"{outcome.mean_prob:.2f}"
+        if shown == f"{min_confidence:.2f}":  # 0.298 is not "0.30 is below 0.30": enough digits to see it is
+            shown = f"{outcome.mean_prob:.3f}"
+        return "low_confidence", f"the local answer's confidence {shown} is below {min_confidence:.2f}"
     return None
 
 
