@@ -474,6 +474,34 @@ def test_what_it_can_do_names_the_chat_channels_that_are_on(config: Config) -> N
     facts.channels = ()
     answer = asyncio.run(ABILITIES.answer(ask_all, facts))
     assert answer is not None and "You can reach me through the web page and the terminal." in answer.text
+    # the webhook bridges and the MQTT notify topic answer too (walk 8: they were left out)
+    from appliance.config.channels import WebhookConfig
+
+    config.webhooks = {"home_assistant": WebhookConfig(secret="s")}
+    config.mqtt.enabled = True
+    answer = asyncio.run(ABILITIES.answer(ask_all, facts))
+    assert answer is not None and (
+        "You can reach me through the web page and the terminal, the webhook bridge home_assistant, "
+        "MQTT (picoagent/notify)." in answer.text
+    ), answer.text
+
+
+def test_what_it_can_do_lists_the_task_tools_only_where_a_task_can_be_worked(config: Config) -> None:
+    """Walk 8: "what can you do?" listed task_create on the packaged model with the cloud off, where every task is
+    refused."""
+    from appliance.grounded.base import Facts
+
+    ask_all = ABILITIES.match("what can you do?")
+    assert ask_all is not None
+    tools = ("calculator", "task_create", "task_status")
+    for model, cloud, listed in [
+        ("smollm2-135m", False, "calculator"),  # cannot plan, and no cloud: no task tools
+        ("smollm2-135m", True, "calculator, task_create, task_status"),  # the cloud works tasks
+        ("qwen2.5-1.5b", False, "calculator, task_create, task_status"),  # a model that plans
+    ]:
+        facts = Facts(config=config, now=lambda: NOW, tools=tools, model_name=model, cloud_allowed=cloud)
+        answer = asyncio.run(ABILITIES.answer(ask_all, facts))
+        assert answer is not None and f"Tools the model may use: {listed}." in answer.text, (model, answer.text)
 
 
 @pytest.mark.parametrize(

@@ -208,13 +208,11 @@ class Abilities(TopicDefaults):
             )
         if ask.what == "able":
             return _able(str(ask.details["x"]), bool(ask.details["hypothetical"]), facts, devices)
-        channels = [_CHANNEL_NAMES.get(c, c.title()) for c in facts.channels]  # those that are on
-        reach = ", ".join(["the web page and the terminal", *channels])
+        reach = ", ".join(["the web page and the terminal", *_ways_in(facts)])
         stays = "everything stays on the Pi: the cloud is not allowed (routing.mode: local_only)."
         cloud = "I may ask a cloud model when the small model on the Pi is not enough." if facts.cloud_allowed else ""
-        tools = (
-            "Tools the model may use: " + ", ".join(sorted(facts.tools)) + "." if facts.tools else "I have no tools."
-        )
+        usable = _usable_tools(facts)
+        tools = "Tools the model may use: " + ", ".join(usable) + "." if usable else "I have no tools."
         if ask.what == "channel":
             wanted = str(ask.details["channel"])
             on = getattr(facts.config, wanted).enabled
@@ -228,7 +226,7 @@ class Abilities(TopicDefaults):
             return Answer(said, basis=f"the running config ({wanted}.enabled)", kind=self.kind)
         if ask.what == "tool":
             wanted = str(ask.details["tool"]).replace(" ", "_")
-            have = [t for t in facts.tools if wanted in t]
+            have = [t for t in _usable_tools(facts) if wanted in t]
             said = f"Yes: {', '.join(have)}." if have else f"No: I have no {ask.details['tool']} tool here."
             if wanted == "calculator":
                 said = "Yes: I do sums and unit conversions myself, exactly (and the model has a calculator tool)."
@@ -249,6 +247,29 @@ class Abilities(TopicDefaults):
             lines.append(f"I can tell you the weather forecast for {place}.")
         lines += [tools, cloud or stays[0].upper() + stays[1:]]
         return Answer(" ".join(lines), basis="the running config (devices, channels, tools, routing)", kind=self.kind)
+
+
+def _ways_in(facts: Facts) -> list[str]:
+    """The chat channels that are on, then the webhook bridges and the MQTT notify topic (walk 8: "what can you
+    do?" named only the web page and the terminal while both answered)."""
+    ways = [_CHANNEL_NAMES.get(c, c.title()) for c in facts.channels]
+    if bridges := sorted(facts.config.webhooks):
+        ways.append(f"the webhook bridge{'s' if len(bridges) > 1 else ''} {', '.join(bridges)}")
+    if facts.config.mqtt.enabled:
+        ways.append(f"MQTT ({facts.config.mqtt.base_topic}/notify)")
+    return ways
+
+
+_TASK_TOOLS = frozenset({"task_create", "task_status"})
+
+
+def _usable_tools(facts: Facts) -> list[str]:
+    """The model's tools, without the task tools where no model here can work a task (the Pi's cannot plan and
+    the cloud may not be asked): task_create would only be refused (walk 8)."""
+    from appliance.llm.models import plans
+
+    tasks_work = plans(facts.model_name) if facts.model_name else True
+    return sorted(t for t in facts.tools if tasks_work or facts.cloud_allowed or t not in _TASK_TOOLS)
 
 
 def _able(x: str, hypothetical: bool, facts: Facts, devices: str) -> Answer | None:

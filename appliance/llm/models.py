@@ -69,6 +69,17 @@ def load_catalog() -> dict[str, CatalogEntry]:
     return entries
 
 
+def plans(model_name: str) -> bool:
+    """Whether the local model can write a plan and follow it (tasks need that: appliance/tasks/capable.py): the
+    catalog's word for a catalog model (by name or by file), True for one it does not know (the owner's choice)."""
+    catalog = load_catalog()
+    entry = catalog.get(model_name) or next(
+        (e for e in catalog.values() if model_name.endswith(e.file) or model_name == e.file.removesuffix(".gguf")),
+        None,
+    )
+    return entry is None or entry.plans
+
+
 def default_model_name() -> str:
     """The catalog's default chat model."""
     return str(_catalog_document()["default"])

@@ -43,22 +43,11 @@ def cloud_refusal(config: Config) -> str:
     return ""
 
 
-def plans(model_name: str) -> bool:
-    """Whether the local model can write a plan and follow it: the catalog's word for a catalog model (by
-    name or by file), True for one it does not know (a model the owner chose by path)."""
-    from appliance.llm import models
-
-    catalog = models.load_catalog()
-    entry = catalog.get(model_name) or next(
-        (e for e in catalog.values() if model_name.endswith(e.file) or model_name == e.file.removesuffix(".gguf")),
-        None,
-    )
-    return entry is None or entry.plans
-
-
 def task_route(config: Config, route: str, model_name: str) -> Forced:
     """Where a task's turns go: its route's force, and ``cloud`` for an ``auto`` task the local model
     cannot plan when the cloud may work it."""
+    from appliance.llm.models import plans
+
     if route == "cloud":
         return "cloud"
     if route == "local":
@@ -68,6 +57,8 @@ def task_route(config: Config, route: str, model_name: str) -> Forced:
 
 def refusal(config: Config, route: str, model_name: str) -> UsageError | None:
     """Why a task on ``route`` cannot be worked here, with what would let it (None: it can)."""
+    from appliance.llm.models import plans
+
     if route == "cloud":
         why = cloud_refusal(config)
         if why:
