@@ -297,3 +297,33 @@ def test_the_model_button_is_taken_as_typed_on_a_channel_without_buttons(typed: 
     assert record.choices == ["use qwen2.5-1.5b (1.1 GB)"]
     answer = desk.picked(typed, "s", time.perf_counter())
     assert (isinstance(answer, ReplyRecord) and "picoagent models pull qwen2.5-1.5b" in answer.text) is taken
+
+
+def test_in_edge_first_a_question_the_packaged_model_would_guess_at_goes_to_the_cloud(config: Config) -> None:
+    """Walk 10: with the cloud allowed, "What is the capital of France?" looked easy (0.48), stayed on the 135M
+    model and got "Le Grand Paris, le Grand-Bien-Souffrac." marked confident. A question of fact on a model that
+    guesses now goes to the cloud first; when the cloud then fails it is declined, as with the cloud off; small
+    talk and /local still reach the Pi's model."""
+
+    async def main() -> None:
+        async with FakeCloud("openai") as fake:
+            packaged = ScriptedModel(name="smollm2-135m")
+            routed = Routed(config, packaged, fake)  # type: ignore[arg-type]
+            routed.agent.declines = DeclineDesk(lambda: "smollm2-135m", bigger=lambda running: None)
+            try:
+                fake.enqueue("Paris.")
+                france, _ = await routed.ask("What is the capital of France?")
+                assert (france.text, france.route, france.why) == ("Paris.", "cloud", "guesses")
+                assert france.reason == "smollm2-135m guesses at questions of fact"
+                fake.fail_next("500", 5)
+                peru, _ = await routed.ask("What is the capital of Peru?")
+                assert peru.text.startswith("I can't answer that reliably") and peru.blocked == "cloud_failed"
+                assert "could not be reached just now" in peru.text, peru.text
+                assert [r.messages[-1].content for r in packaged.history] == []  # never guessed
+                packaged.enqueue("I'm well, thanks!")
+                hello, _ = await routed.ask("how are you?")
+                assert (hello.text, hello.route) == ("I'm well, thanks!", "local")
+            finally:
+                await routed.close()
+
+    asyncio.run(main())

@@ -56,9 +56,11 @@ def test_an_unsure_local_answer_escalates_and_the_ledger_counts_it(
     config.routing.min_confidence = 1.0  # no answer is that sure: every one escalates
 
     async def body(r: Routed) -> None:
-        r.fake.enqueue("Paris is the capital of France.")
-        record, events = await r.ask("What is the capital of France?")
-        assert record.route == "cloud" and record.text == "Paris is the capital of France."
+        # small talk, not a question of fact (one of those goes to the cloud first on the packaged model, which
+        # guesses: test_decline.py); here the local model answers first and is judged
+        r.fake.enqueue("Paris is lovely in the spring.")
+        record, events = await r.ask("Say something nice about Paris.")
+        assert record.route == "cloud" and record.text == "Paris is lovely in the spring."
         assert record.why in ("low_confidence", "collapsed") and "confidence" in record.reason
         assert record.model == "fake/fake-model" and record.confidence["mean_prob"] < 1.0
         assert len(r.fake.requests) == 1
@@ -81,7 +83,7 @@ def test_a_sure_enough_local_answer_stays_on_the_pi(config: Config, local_model:
     config.routing.min_confidence = 0.0
 
     async def body(r: Routed) -> None:
-        record, events = await r.ask("What colour is the sky?")  # the packaged model answers it plainly
+        record, events = await r.ask("Good evening, how are you?")  # small talk: the packaged model answers it
         assert record.route == "local" and record.why == "confident" and record.text
         assert r.fake.requests == [] and "reroute" not in [k for k, _ in events]
         assert [row["provider"] for row in r.db.usage(1)] == ["local"]

@@ -255,6 +255,8 @@ class Agent:
             context_ = replace(context_, conversation_local_only=False)
         if self.understanding is not None and context_.mode != "cloud_first" and force is None:
             context_ = replace(context_, difficulty=await self.understanding.difficulty(text))
+        if context_.mode == "edge_first" and force is None and would_guess(text, self.model.name):
+            context_ = replace(context_, guesses=self.model.name)  # the cloud first, where it may answer
         guessed = await guesses(text, context_, self.model.name)
         if (guessed or declines(context_)) and channel not in UNATTENDED:  # the Pi's model would guess: said so
             await self.db.call(self.db.add_message, conversation, "user", text, meta=_outside(tools.trust.sources))

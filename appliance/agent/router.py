@@ -74,6 +74,9 @@ class RoutingContext:
     budget_left_usd: float = math.inf
     budget_off: str = ""  # the budget key set to 0, which turns the cloud off ("routing.daily_budget_usd"), or ""
     difficulty: Difficulty | None = None  # None: the signal is off (no embedding model, or routing.difficulty: off)
+    # the local model would guess at this message (a question of fact on a model the catalog says guesses:
+    # appliance/agent/decline.py would_guess): in edge_first it goes to the cloud first when the cloud may answer
+    guesses: str = ""  # the guessing model's name, or ""
 
     def cloud_blocked(self) -> tuple[str, str] | None:
         """Why the cloud may not be used for this message, as (code, words); None when it may."""
@@ -116,9 +119,10 @@ class Decision:
 
     ``why`` is what decided (``confident``, ``low_confidence``, ``collapsed``, ``guarded``, ``too_long``,
     ``local_failed``, ``tool_needed``, ``user_cloud``, ``task_cloud`` (no person asked: a task the local model
-    cannot plan, ``forced_by``), ``user_local``, ``cloud_first``, ``looks_hard``, ``guesses`` (declined: the model
-    guesses at questions of fact, appliance/agent/decline.py), ``edge_first``); ``blocked`` is why the cloud was
-    not used although it was wanted (a :meth:`RoutingContext.cloud_blocked` code, or ``cloud_failed``), else "".
+    cannot plan, ``forced_by``), ``user_local``, ``cloud_first``, ``looks_hard``, ``guesses`` (the model
+    guesses at questions of fact, appliance/agent/decline.py: sent to the cloud in edge_first, else declined),
+    ``edge_first``); ``blocked`` is why the cloud was not used although it was wanted (a
+    :meth:`RoutingContext.cloud_blocked` code, or ``cloud_failed``), else "".
     """
 
     route: Route
@@ -167,6 +171,8 @@ def before_local(ctx: RoutingContext) -> Decision:
         if blocked is None:
             return Decision("cloud", words, "looks_hard", True)
         return Decision("local", f"{words}, but {blocked[1]}", "looks_hard", True, blocked[0])
+    if ctx.mode == "edge_first" and ctx.guesses and blocked is None:  # walk 10: 0.48 stayed local, "Le Grand Paris"
+        return Decision("cloud", f"{ctx.guesses} guesses at questions of fact", "guesses", True)
     if blocked is None:
         return Decision("local", "edge-first: the local model answers first", "edge_first")
     return Decision("local", f"local: {blocked[1]}", "edge_first", blocked=blocked[0])
