@@ -340,3 +340,11 @@ def test_pulling_the_embedding_model_the_config_already_uses_says_so(tmp_path: P
             assert said == "the config already uses it (memory.embedding_model: minilm)"
         else:
             assert said == "use it: memory.embedding_model: minilm in the config"
+
+
+def test_tools_run_of_the_message_tool_says_it_is_the_daemons(tmp_path: Path) -> None:
+    """Walk 10: "no tool named 'message'" read as if the tool did not exist."""
+    out = picoagent("tools", "run", "message", "--args", '{"text": "hi"}', "--data-dir", tmp_path / "d", cwd=tmp_path)
+    assert_clean_error(out, 1)
+    assert "the message tool is the daemon's" in out.stderr and "no tool named" not in out.stderr
+    assert "fix: ask the running daemon in a chat" in out.stderr

@@ -511,6 +511,36 @@ def test_an_auto_task_whose_cloud_fails_does_not_say_the_person_asked_for_the_cl
     asyncio.run(scenario())
 
 
+@pytest.mark.parametrize(("model_name", "offered"), [("planner", True), ("smollm2-135m", False)])
+def test_a_cloud_task_whose_cloud_fails_says_how_to_work_it_on_the_pi_only_where_it_can(
+    config: Config, model_name: str, offered: bool
+) -> None:
+    """Walk 10: the fix said "the task can go on with --route auto", but a failed task cannot be resumed nor
+    its route changed; it is added again, and only a model that plans can work it on the Pi."""
+
+    async def scenario() -> None:
+        async with FakeCloud("openai") as fake:
+            config.providers["fake"] = ProviderConfig(
+                type="openai", api_base=fake.api_base, model=fake.model, api_key=fake.api_key
+            )
+            config.routing.mode, config.routing.cloud_provider = "edge_first", "fake"
+            model = MeteredModel()
+            model.name = model_name
+            agent, cloud = cloud_agent(config, model, fake)
+            fake.fail_next("500", n=10)
+            store = TaskStore(agent.db)
+            store.add("compare the tariffs", route="cloud")
+            ended = await TaskRunner(store, DeepWork(agent)).run_once()
+            assert ended is not None and ended.state == "error" and ended.error is not None
+            assert "can go on with" not in ended.error
+            again = 'add it again with `picoagent tasks add "compare the tariffs" --route auto`'
+            assert (again in ended.error) is offered, ended.error
+            await cloud.close()
+            agent.db.close()
+
+    asyncio.run(scenario())
+
+
 def test_nothing_of_the_tasks_prompt_reaches_a_result_a_step_or_a_notification(config: Config) -> None:
     model = MeteredModel()
     model.enqueue(

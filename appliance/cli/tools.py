@@ -67,6 +67,14 @@ def cmd_tools_run(args: argparse.Namespace) -> int:
     registry, lazy, db = _cli_tools(config)
 
     async def run() -> Any:
+        if args.name == "message" and "message" not in registry.tools:  # walk 10: "no tool named 'message'"
+            from appliance.errors import UnknownToolError
+
+            raise UnknownToolError(
+                "the message tool is the daemon's: it delivers through the channels that `picoagent serve` runs, "
+                "so `tools run` (like `chat -m`) has no one to send it to",
+                fix="ask the running daemon in a chat, or send a notification with a cron job's --message",
+            )
         registry.get(args.name)  # unknown tool: an error with the known names
         return await registry.execute(args.name, arguments, timeout_s=config.agent.tool_timeout_s)
 

@@ -155,6 +155,16 @@ class CloudNotUsed(PicoagentError):
     """A cloud-routed task's turn was answered on the Pi."""
 
 
+def _again_on_the_pi(task: Task, model_name: str) -> str:
+    """How a task that failed on the cloud can be worked on the Pi instead: added again on --route auto, where
+    the Pi's model can plan (a failed task cannot be resumed, and its route cannot be changed: walk 10)."""
+    from appliance.llm.models import plans
+
+    if task.route != "cloud" or not plans(model_name):
+        return ""
+    return f'; or work it on the Pi: add it again with `picoagent tasks add "{task.goal}" --route auto`'
+
+
 class DeepWork:
     """The default step function: plan, then one agent turn per step, with notes when the steps grow long.
 
@@ -202,8 +212,7 @@ class DeepWork:
                 # the Pi's fallback answer is not the step's: "answered locally" would say it was used
                 f"{'the cloud failed' if record.blocked == 'cloud_failed' else 'the cloud was not used'}"
                 f" ({record.reason.removesuffix(': answered locally')}){why}",
-                fix="`picoagent providers --check` tries the provider"
-                + ("; the task can go on with `--route auto`" if task.route == "cloud" else ""),
+                fix="`picoagent providers --check` tries the provider" + _again_on_the_pi(task, self.agent.model.name),
             )
         return record, tokens, tuple(trust.sources)
 
