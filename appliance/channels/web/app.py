@@ -7,7 +7,6 @@ imports them, never the other way round.
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
 from aiohttp import WSCloseCode, web
@@ -16,6 +15,7 @@ from appliance import __version__
 from appliance.channels.web import auth as web_auth
 from appliance.channels.web import chat, cron, devices, hooks, hosts, http, login, openai_api, tasks, telegram_hook
 from appliance.channels.web.login_guard import LoginGuard
+from appliance.channels.web.pages import PAGES, STATIC, Page, render
 from appliance.channels.web.state import (
     AUTOMATION,
     CHANNELS,
@@ -32,7 +32,6 @@ from appliance.health import read_health
 from appliance.metrics import CONTENT_TYPE
 from appliance.notify import recent as recent_notifications
 
-STATIC = Path(__file__).parent / "static"
 STATUS_TASKS = 10  # the newest tasks on the status page
 
 
@@ -106,11 +105,12 @@ PAGE_HEADERS = {
 }
 
 
-def page(name: str) -> Any:
-    """A handler serving one of the static HTML pages."""
+def page(one: Page) -> Any:
+    """A handler serving one of the HTML pages (its document is put together once, here)."""
+    text = render(one)
 
-    async def handler(request: web.Request) -> web.FileResponse:
-        return web.FileResponse(STATIC / name, headers=PAGE_HEADERS)
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(text=text, content_type="text/html", headers=PAGE_HEADERS)
 
     return handler
 
@@ -141,8 +141,7 @@ def build_app(state: WebState, site: hosts.SiteNames | None = None) -> web.Appli
         [
             web.get("/healthz", healthz),
             web.get("/metrics", metrics),
-            web.get("/", page("status.html")),
-            web.get("/chat", page("chat.html")),
+            *(web.get(one.path, page(one)) for one in PAGES),
             web.get("/api/status", api_status),
             web.get("/api/notifications", api_notifications),
             *devices.routes,

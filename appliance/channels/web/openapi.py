@@ -24,6 +24,26 @@ def _object_get(summary: str) -> dict[str, Any]:
     return {"get": {"summary": summary, "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED}}}
 
 
+def _queued_post(summary: str, signature: tuple[str, str], payload: str, refusals: dict[str, str]) -> dict[str, Any]:
+    """A platform's webhook POST: checked by one header, answered once the update is queued.
+
+    ``signature`` is the header's name and description, ``payload`` what the body is, ``refusals`` the error
+    answers by status besides a bad request and a body too large.
+    """
+    errors = {**refusals, "413": "the body is too large"}
+    return {
+        "summary": summary,
+        "security": [],
+        "parameters": [header(*signature)],
+        "requestBody": _body({"type": "object", "description": payload}),
+        "responses": {
+            "200": _json({"type": "object"}, "queued; handled in the background"),
+            "400": BAD_REQUEST,
+            **{status: _json(ERROR, errors[status]) for status in sorted(errors)},
+        },
+    }
+
+
 def openapi_document() -> dict[str, Any]:
     """The API description."""
     session = {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,64}$"}
@@ -89,25 +109,16 @@ def openapi_document() -> dict[str, Any]:
                 }
             },
             "/telegram/webhook": {
-                "post": {
-                    "summary": "Telegram posts bot updates here (webhook mode: telegram.webhook_url)",
-                    "security": [],
-                    "parameters": [
-                        header(
-                            "X-Telegram-Bot-Api-Secret-Token",
-                            "telegram.webhook_secret, as given to Telegram in setWebhook",
-                        )
-                    ],
-                    "requestBody": _body({"type": "object", "description": "an Update"}),
-                    "responses": {
-                        "200": _json({"type": "object"}, "queued; handled in the background"),
-                        "400": BAD_REQUEST,
-                        "403": _json(ERROR, "wrong or missing secret token"),
-                        "404": _json(ERROR, "no webhook is configured"),
-                        "413": _json(ERROR, "the body is too large"),
-                        "503": _json(ERROR, "the Telegram channel is not running; Telegram retries"),
+                "post": _queued_post(
+                    "Telegram posts bot updates here (webhook mode: telegram.webhook_url)",
+                    ("X-Telegram-Bot-Api-Secret-Token", "telegram.webhook_secret, as given to Telegram in setWebhook"),
+                    "an Update",
+                    {
+                        "403": "wrong or missing secret token",
+                        "404": "no webhook is configured",
+                        "503": "the Telegram channel is not running; Telegram retries",
                     },
-                }
+                )
             },
             "/whatsapp/webhook": {
                 "get": {
@@ -124,25 +135,16 @@ def openapi_document() -> dict[str, Any]:
                         "404": _json(ERROR, "the WhatsApp channel is not enabled"),
                     },
                 },
-                "post": {
-                    "summary": "Meta posts WhatsApp messages and statuses here (whatsapp.enabled)",
-                    "security": [],
-                    "parameters": [
-                        header(
-                            "X-Hub-Signature-256",
-                            "sha256= and the hex HMAC-SHA256 of the raw body with whatsapp.app_secret",
-                        )
-                    ],
-                    "requestBody": _body({"type": "object", "description": "a whatsapp_business_account payload"}),
-                    "responses": {
-                        "200": _json({"type": "object"}, "queued; handled in the background"),
-                        "400": BAD_REQUEST,
-                        "401": _json(ERROR, "missing or wrong signature"),
-                        "404": _json(ERROR, "the WhatsApp channel is not enabled"),
-                        "413": _json(ERROR, "the body is too large"),
-                        "503": _json(ERROR, "the channel is stopping; Meta sends it again"),
+                "post": _queued_post(
+                    "Meta posts WhatsApp messages and statuses here (whatsapp.enabled)",
+                    ("X-Hub-Signature-256", "sha256= and the hex HMAC-SHA256 of the raw body with whatsapp.app_secret"),
+                    "a whatsapp_business_account payload",
+                    {
+                        "401": "missing or wrong signature",
+                        "404": "the WhatsApp channel is not enabled",
+                        "503": "the channel is stopping; Meta sends it again",
                     },
-                },
+                ),
             },
             "/api/webhook/{name}": {
                 "post": {
