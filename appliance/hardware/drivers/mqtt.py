@@ -115,7 +115,7 @@ class MqttDevice:
         """Publish on or off (a light: its brightness first, when it has a brightness topic); wait for the state."""
         if not self.link.connected:
             status = self.link.status()
-            why = status.get("last_error") or "the daemon (picoagent serve) keeps the connection"
+            why = status.get("last_error") or "the daemon, picoagent serve, keeps the connection"
             raise HardwareError(
                 f"not connected to the MQTT broker at {status.get('broker')}, so nothing was sent to "
                 f"{self.command_topic} ({why})",
@@ -240,7 +240,7 @@ class MqttDevice:
                 "what it sent, and has sent nothing yet)"
             )
         if not self.link.connected:
-            why = self.link.status().get("last_error") or "the daemon (picoagent serve) keeps the connection"
+            why = self.link.status().get("last_error") or "the daemon, picoagent serve, keeps the connection"
             return HardwareError(f"no state received yet on {self.state_topic}: not connected to the broker ({why})")
         return HardwareError(
             f"no state received yet on {self.state_topic}",
