@@ -392,3 +392,6 @@ def test_devices_list_without_a_daemon_needs_no_broker(tmp_path: Path) -> None:
     assert rows["garage_motion"] == ["input", "mqtt", "zigbee2mqtt/garage_motion"]
     assert rows["porch_light"] == ["switch", "gpio", "17"]
     assert "no state received yet on zigbee2mqtt/garage_climate" in out.stdout
+    # the columns line up however long a topic is (walk 10: "mqtt zigbee2mqtt/garage_climate · garage" ran on)
+    heads = [line for line in out.stdout.splitlines() if not line.startswith(" ") and " · " in line]
+    assert len(heads) >= 2 and len({line.index(" · ") for line in heads}) == 1, heads

@@ -96,14 +96,17 @@ def cmd_devices_list(args: argparse.Namespace) -> int:
             listed = {"devices": asyncio.run(device_states(devices, {}))}
     if not listed["devices"]:
         print("no devices configured (declare them under devices: in the config)")
-    for device in listed["devices"]:
+    # Where it lives: "gpio 17", "i2c-1 0x76", "spi 0.0 ch0", "homeassistant light.kitchen" (a daemon older than
+    # the column sends none: the driver says enough then). Columns as wide as their longest entry (a long MQTT
+    # topic broke them: walk 10).
+    rows = [(d, d.get("where") or d["driver"]) for d in listed["devices"]]
+    name_w = max([16, *(len(d["name"]) + 1 for d, _ in rows)])
+    where_w = max([30, *(len(where) + 1 for _, where in rows)])
+    for device, where in rows:
         room = f" · {device['room']}" if device.get("room") else ""
         state = device.get("error") or _show_readings(device["name"], device.get("readings", []))
         approval = " · approval required" if device["approval"] == "required" else ""
-        # Where it lives: "gpio 17", "i2c-1 0x76", "spi 0.0 ch0", "homeassistant light.kitchen" (a daemon
-        # older than the column sends none: the driver says enough then).
-        where = device.get("where") or device["driver"]
-        print(f"{device['name']:16} {device['kind']:7} {where:30}{room}{approval}\n    {state}")
+        print(f"{device['name']:{name_w}} {device['kind']:7} {where:{where_w}}{room}{approval}\n    {state}")
     return 0
 
 
