@@ -18,7 +18,7 @@ import pytest
 from appliance.config import Config, CronJob, DeviceConfig
 from appliance.grounded.about import ABILITIES, SELF
 from appliance.grounded.agenda import AGENDA
-from appliance.grounded.base import EXAMPLES
+from appliance.grounded.base import examples
 from appliance.grounded.conversation import CONVERSATION
 from appliance.grounded.house import HOUSE
 from appliance.grounded.remembered import REMEMBERED
@@ -148,7 +148,7 @@ def test_a_topic_takes_what_it_can_answer(message: str, kind: str, what: str) ->
 
 def test_every_topic_has_its_phrasings_in_examples_yaml_and_no_other_kind_is_there() -> None:
     """A kind misspelt in examples.yaml, or a topic renamed, would lose its phrasings by meaning silently."""
-    assert set(EXAMPLES) == {topic.kind for topic in topics()}
+    assert set(examples()) == {topic.kind for topic in topics()}
     by_words_only = {"recall", "courtesy"}
     assert [t.kind for t in topics() if (len(t.examples) >= 4) == (t.kind in by_words_only)] == []
 

@@ -18,7 +18,6 @@ from typing import Any, Literal
 
 from appliance.agent import context
 from appliance.agent.context import TOOL_CALL_START
-from appliance.agent.reply_guard import ReplyGuard
 from appliance.agent.router import LocalOutcome, collapsed
 from appliance.agent.turn_stats import EventSink, TurnStats
 from appliance.config import Config
@@ -153,6 +152,8 @@ class LocalAttempt:
         pending = ""  # text held back while it could still be the start of a tool call
         decided = not may_call
         is_call = False
+
+        from appliance.agent.reply_guard import ReplyGuard  # here: an idle daemon need not hold its rules
 
         guarded = (stats.guard or ReplyGuard()).stream(claims=not informed)  # what shows passed the guard
 

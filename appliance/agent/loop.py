@@ -41,7 +41,6 @@ from appliance.agent.escalation import CloudRoute, CloudUse, Forced
 from appliance.agent.intents_run import run_intent
 from appliance.agent.local_turn import LocalAttempt, ToolChoice, honest
 from appliance.agent.record import ReplyRecord, Timings
-from appliance.agent.reply_guard import ReplyGuard
 from appliance.agent.router import (
     Decision,
     RoutingContext,
@@ -296,6 +295,8 @@ class Agent:
                     stats.offered = await self.understanding.offered_tools(text, stored)
                 local_system = context.system_prompt(self.workspace, stats.offered if use_tools else None)
                 local_prompt.append([ChatMessage("system", local_system), *conversation_messages])
+                from appliance.agent.reply_guard import ReplyGuard  # at the first local answer, not at start
+
                 stats.guard = ReplyGuard(
                     context.instructions(self.workspace, stats.offered if use_tools else None),
                     # a model that guesses states no time, date, device, weather ... (appliance/agent/claims.py)

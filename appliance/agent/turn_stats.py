@@ -6,11 +6,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from appliance.agent.reply_guard import Guarded, ReplyGuard
 from appliance.errors import ModelError
 from appliance.tools.registry import Tool, ToolTurn
+
+if TYPE_CHECKING:  # the guard loads with the first local answer (appliance/agent/local_turn.py)
+    from appliance.agent.reply_guard import Guarded, ReplyGuard
 
 EventSink = Callable[[str, dict[str, Any]], None]
 

@@ -6,7 +6,7 @@ weather. Each topic is a module with an object that has:
 
 - ``kind``: its name ("time", "arithmetic", ...), shown in the record's reason and in tests;
 - ``examples``: phrasings for the meaning matcher (:mod:`appliance.grounded.desk`), a dozen or so, kept as
-  data in ``examples.yaml`` beside this module under the topic's kind (loaded once, at import);
+  data in ``examples.yaml`` beside this module under the topic's kind (loaded once, when first asked);
 - ``match(text)``: the words rule: an :class:`Ask` when the message is surely for this topic, else None
   (no model, no embedding: a few regular expressions; "what time is it" yes, "what time does the bakery
   close" no);
@@ -23,6 +23,7 @@ when the facts do not hold it (no weather source, nothing remembered) says so pl
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Callable
@@ -30,8 +31,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
-
-import yaml
 
 if TYPE_CHECKING:
     from appliance.config import Config
@@ -132,13 +131,14 @@ class Facts:
     workspace: Path | None = None  # the assistant's folder (SOUL.md, USER.md)
 
 
-def _examples() -> dict[str, tuple[str, ...]]:
-    """examples.yaml: each topic's phrasings for the meaning matcher, by its kind, in the order they are embedded."""
+@functools.cache
+def examples() -> dict[str, tuple[str, ...]]:
+    """examples.yaml: each topic's phrasings for the meaning matcher, by its kind, in the order they are embedded
+    (read when the meaning matcher first asks, not at import)."""
+    import yaml
+
     raw = yaml.safe_load(Path(__file__).with_name("examples.yaml").read_text(encoding="utf-8"))
     return {kind: tuple(phrasings) for kind, phrasings in raw.items()}
-
-
-EXAMPLES = _examples()
 
 
 class TopicDefaults:
@@ -155,7 +155,7 @@ class TopicDefaults:
     @property
     def examples(self) -> tuple[str, ...]:
         """Its phrasings for the meaning matcher, from examples.yaml."""
-        return EXAMPLES.get(self.kind, ())
+        return examples().get(self.kind, ())
 
 
 class Topic(Protocol):

@@ -15,6 +15,7 @@ Paris", "turn the fan on for 5 minutes").
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -132,15 +133,19 @@ _TO = rf"(?P<dst>{_UNIT})"
 _ASKING = (
     r"(?:(?:can you |could you |please )*(?:convert|change|turn) |what(?:'s| is| are) |how much is |how much are )?"
 )
-_PATTERNS = tuple(
-    re.compile(p)
-    for p in (
-        rf"how (?:many|much) {_TO} (?:are |is )?(?:there )?in {_AMOUNT} ?{_FROM}",
-        rf"how (?:many|much) {_TO} (?:are |is )?(?:there )?in {_FROM}",
-        rf"how (?:many|much) {_TO} (?:is|are|make|makes|equals?) {_AMOUNT} ?{_FROM}",
-        rf"{_ASKING}{_AMOUNT} ?{_FROM} (?:in|to|into|as|in terms of|equals how many|is how many) {_TO}",
-    )
+_PATTERNS = (
+    rf"how (?:many|much) {_TO} (?:are |is )?(?:there )?in {_AMOUNT} ?{_FROM}",
+    rf"how (?:many|much) {_TO} (?:are |is )?(?:there )?in {_FROM}",
+    rf"how (?:many|much) {_TO} (?:is|are|make|makes|equals?) {_AMOUNT} ?{_FROM}",
+    rf"{_ASKING}{_AMOUNT} ?{_FROM} (?:in|to|into|as|in terms of|equals how many|is how many) {_TO}",
 )
+
+
+@functools.cache
+def _compiled() -> tuple[re.Pattern[str], ...]:
+    """The patterns, compiled at the first message read, not at import: every unit name in them twice makes them
+    about 1.2 MiB, which a daemon that has answered nothing yet need not hold (serve_idle_rss_mib, make bench)."""
+    return tuple(re.compile(p) for p in _PATTERNS)
 
 
 @dataclass
@@ -163,7 +168,7 @@ class _Units(TopicDefaults):
         asked = rf"(?P<a>{_FIGURE} ?(?:{_UNIT})) (?:is|are|equals|makes) (?:what|how many|how much) (?:in|to|as)"
         if found := re.fullmatch(asked + rf" (?P<b>(?:{_UNIT}))", said):
             said = f"{found['a']} in {found['b']}"
-        for pattern in _PATTERNS:
+        for pattern in _compiled():
             found = pattern.fullmatch(said)
             if found:
                 details = {k: v for k, v in found.groupdict().items() if v}
