@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -153,3 +154,22 @@ def check_checkable(name: str, question: Question) -> None:
         if filled is not None:  # None: a value the fixture cannot know here (declined is right)
             re.compile(filled)
     assert grade(question, "", VALUES, everyday.declines)[0] == "wrong"  # saying nothing is never right
+
+
+def pinned(name: str) -> tuple[Callable[[], None], Callable[[], None], Callable[[], None]]:
+    """The set ``name``'s own three tests, for its file to bind under the names they always had: it loads whole
+    and held, it shares no question with another set, every question is checkable (pytest names a test by the
+    module attribute it is bound to)."""
+
+    def whole() -> None:
+        check_whole(name)
+
+    def shares_nothing() -> None:
+        for other in EVERY.keys() - {name}:
+            check_none_shared(name, other)
+
+    def checkable() -> None:
+        for question in BLIND[name].questions:
+            check_checkable(name, question)
+
+    return whole, shares_nothing, checkable

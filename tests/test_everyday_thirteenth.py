@@ -8,21 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.everyday_blind import BLIND, EVERY, check_checkable, check_none_shared, check_whole, judge
+from tests.everyday_blind import judge, pinned
 
-
-def test_it_loads_whole_and_held_with_every_class() -> None:
-    check_whole("thirteenth")
-
-
-def test_every_question_is_checkable_at_the_fixed_moment() -> None:
-    for question in BLIND["thirteenth"].questions:
-        check_checkable("thirteenth", question)
-
-
-def test_it_shares_no_question_with_the_main_set_or_another_blind_set() -> None:
-    for other in EVERY.keys() - {"thirteenth"}:
-        check_none_shared("thirteenth", other)
+# its own three checks, under the names they always had (tests/everyday_blind.py pinned)
+(
+    test_it_loads_whole_and_held_with_every_class,
+    test_it_shares_no_question_with_the_main_set_or_another_blind_set,
+    test_every_question_is_checkable_at_the_fixed_moment,
+) = pinned("thirteenth")
 
 
 # Graded at tests/everyday_blind.py's moment: Friday 27 November 2026, 19:40 in Brussels, after sunset (16:45;

@@ -8,21 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.everyday_blind import BLIND, EVERY, check_checkable, check_none_shared, check_whole, judge
+from tests.everyday_blind import judge, pinned
 
-
-def test_the_twelfth_set_loads_whole_and_held() -> None:
-    check_whole("twelfth")
-
-
-def test_the_twelfth_set_shares_no_question_with_another() -> None:
-    for other in EVERY.keys() - {"twelfth"}:
-        check_none_shared("twelfth", other)
-
-
-def test_every_twelfth_question_is_checkable() -> None:
-    for question in BLIND["twelfth"].questions:
-        check_checkable("twelfth", question)
+# its own three checks, under the names they always had (tests/everyday_blind.py pinned)
+(
+    test_the_twelfth_set_loads_whole_and_held,
+    test_the_twelfth_set_shares_no_question_with_another,
+    test_every_twelfth_question_is_checkable,
+) = pinned("twelfth")
 
 
 # Graded at tests/everyday_blind.py's moment: Friday 27 November 2026, 19:40 in Brussels, after sunset (16:45;
