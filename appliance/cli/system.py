@@ -160,7 +160,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     # the daemon's channels, told against the config file now: one the file turns on or off says a restart applies it
     channels = as_configured(status.get("channels", []), config)
     for row in channels:
-        if row["enabled"] or row.get("restart_needed"):
+        if row.get("restart_needed"):  # its detail says both states ("off in the running daemon; the config ...")
+            print(f"channel {row['name']}: {row['detail']}")
+        elif row["enabled"]:
             print(f"channel {row['name']}: {state_word(row)}, {row['detail']}")
     off = [row["name"] for row in channels if not row["enabled"] and not row.get("restart_needed")]
     if off and len(off) == len(channels):
