@@ -532,7 +532,7 @@ def test_a_cloud_task_whose_cloud_fails_says_how_to_work_it_on_the_pi_only_where
             store.add("compare the tariffs", route="cloud")
             ended = await TaskRunner(store, DeepWork(agent)).run_once()
             assert ended is not None and ended.state == "error" and ended.error is not None
-            assert "can go on with" not in ended.error
+            assert "can go on with" not in ended.error and "once it answers, add the task again" in ended.error
             again = 'add it again with `picoagent tasks add "compare the tariffs" --route auto`'
             assert (again in ended.error) is offered, ended.error
             await cloud.close()

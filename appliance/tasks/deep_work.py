@@ -212,7 +212,8 @@ class DeepWork:
                 # the Pi's fallback answer is not the step's: "answered locally" would say it was used
                 f"{'the cloud failed' if record.blocked == 'cloud_failed' else 'the cloud was not used'}"
                 f" ({record.reason.removesuffix(': answered locally')}){why}",
-                fix="`picoagent providers --check` tries the provider" + _again_on_the_pi(task, self.agent.model.name),
+                fix="`picoagent providers --check` tries the provider; once it answers, add the task again (one that "
+                "failed is not retried)" + _again_on_the_pi(task, self.agent.model.name),
             )
         return record, tokens, tuple(trust.sources)
 
