@@ -267,3 +267,25 @@ def test_an_answer_to_a_request_its_caller_cancelled_is_dropped_not_raised() -> 
     waited: Future[object] = Future()
     _settle(waited, result="the answer")
     assert waited.result() == "the answer"
+
+
+def test_an_embedding_call_cancelled_while_the_daemon_stops_logs_no_traceback() -> None:
+    """Stopping `make run` while MiniLM loaded logged "exception calling callback ... CancelledError": the done
+    callback asked a cancelled future for its exception. Only an answered call marks the model loaded."""
+    import concurrent.futures
+
+    from appliance.llm.runner_models import RunnerEmbedder
+
+    embedder = object.__new__(RunnerEmbedder)
+    embedder._loaded_in = 0
+    cancelled: concurrent.futures.Future[object] = concurrent.futures.Future()
+    cancelled.cancel()
+    embedder._answered(cancelled, 3)  # raised CancelledError before
+    failed: concurrent.futures.Future[object] = concurrent.futures.Future()
+    failed.set_exception(RuntimeError("no"))
+    embedder._answered(failed, 3)
+    assert embedder._loaded_in == 0
+    answered: concurrent.futures.Future[object] = concurrent.futures.Future()
+    answered.set_result([0.1])
+    embedder._answered(answered, 3)
+    assert embedder._loaded_in == 3

@@ -223,8 +223,15 @@ class RunnerEmbedder:
     def _run(self, method: str, *args: Any) -> concurrent.futures.Future[Any]:
         future = self.runner.request("embedding", ("call", 0, self.oid, method, args))
         generation = self.runner.generation
-        future.add_done_callback(lambda f: setattr(self, "_loaded_in", generation) if f.exception() is None else None)
+        future.add_done_callback(lambda f: self._answered(f, generation))
         return future
+
+    def _answered(self, future: concurrent.futures.Future[Any], generation: int) -> None:
+        """A call that answered means the model is loaded in that runner; one cancelled (the daemon stopping
+        while it loaded) or failed means nothing (``exception()`` of a cancelled future raises: a traceback in
+        the log at every stop during the first load)."""
+        if not future.cancelled() and future.exception() is None:
+            self._loaded_in = generation
 
     def load(self) -> None:
         """Load the model in the runner now."""
