@@ -78,8 +78,6 @@ def load_config(
     environ: typing.Mapping[str, str] | None = None,
 ) -> Config:
     """Load, resolve and validate the config; ``data_dir`` overrides the file's ``data_dir``."""
-    import yaml  # lazy: keeps `picoagent --help` fast
-
     source = config_path(path)
     try:
         text = source.read_text(encoding="utf-8")
@@ -90,6 +88,21 @@ def load_config(
         ) from None
     except OSError as exc:
         raise ConfigError(f"cannot read config file {source}: {exc.strerror}") from None
+    return parse_config(text, source, data_dir=data_dir, environ=environ)
+
+
+def parse_config(
+    text: str,
+    source: Path,
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    environ: typing.Mapping[str, str] | None = None,
+    secrets: dict[str, str] | None = None,
+) -> Config:
+    """A config file's text read as load_config reads the file at ``source``; ``secrets``: the secrets file's
+    values as they would be (the settings editor checks a change before it writes anything), else read."""
+    import yaml  # lazy: keeps `picoagent --help` fast
+
     try:
         raw = strict_yaml(text)
     except yaml.YAMLError as exc:
@@ -108,7 +121,8 @@ def load_config(
     secrets_path = Path(os.path.expanduser(str(secrets_value)))
     if not secrets_path.is_absolute():
         secrets_path = source.parent / secrets_path
-    secrets = read_secrets(secrets_path)
+    if secrets is None:
+        secrets = read_secrets(secrets_path)
     lookup = _Lookup({**secrets, **env}, secrets_path)
 
     referenced: set[str] = set()
