@@ -37,11 +37,12 @@ from typing import TYPE_CHECKING, Any
 
 from appliance.channels.web.server import DaemonInfo as DaemonInfo  # where `picoagent status` finds us
 from appliance.config import Config, exposed_secrets, load_config
+from appliance.config.schema import changed_keys
 from appliance.errors import ConfigError, PicoagentError
 from appliance.lifecycle import Chores, Loop, RuntimeService, Service, Services, release_free_memory, sd_notify
 from appliance.llm.choice import downloads_models
 from appliance.llm.footprint import keep_big_blocks_returnable
-from appliance.reload import Reload, Reloader, changed_keys
+from appliance.reload import Reload, Reloader
 from appliance.runtime import Runtime, local_model, remote_links
 
 if TYPE_CHECKING:
@@ -245,7 +246,7 @@ class Daemon:
         """The web site and what its routes use (channels/web/state.py), built from the parts made before it."""
         from appliance.channels.web.auth import Auth
         from appliance.channels.web.server import WebServer
-        from appliance.channels.web.state import StatusSources, WebState
+        from appliance.channels.web.state import Settings, StatusSources, WebState
         from appliance.config import data_dir
 
         web_cfg = self.config.web
@@ -265,6 +266,7 @@ class Daemon:
             devices=devices,
             channels=self.channels,
             sources=sources,
+            settings=Settings(reload=self.reload_now),
         )
         self.web = WebServer(self.config, state, data_dir(self.config), self.host, self.port)
         return self.web
@@ -587,6 +589,11 @@ class Daemon:
             log.warning("SIGHUP: %s: restart needed", key)
         log.warning("SIGHUP: config reloaded from %s", old.source)
         sd_notify("STATUS=config reloaded" + (f"; restart needed for {', '.join(waiting)}" if waiting else ""))
+
+    def reload_now(self) -> dict[str, Any]:
+        """Apply the config file now, as SIGHUP does (the settings page saved it), and say how it went."""
+        self.reload()
+        return self.reloaded.as_dict()
 
     def _reload_skills(self, runtime: Runtime) -> None:
         """Re-read workspace/skills: the next turn's prompt lists the new set, load_skill reads it."""

@@ -31,6 +31,7 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from appliance.config.schema import changed_keys
 from appliance.errors import PicoagentError
 
 if TYPE_CHECKING:
@@ -46,25 +47,6 @@ APPLIED = ("agent", "log_level", "secrets_file", "providers", "routing", "notify
 WAITING = {"llm.weight_repack", "memory.embedding_model", "tools.plugins", "hardware.backend"}
 # A step that fails leaves these keys of other sections unapplied too: the scheduler binds sun jobs to the place.
 ALSO_UNAPPLIED = {"scheduler": ("weather.latitude", "weather.longitude")}
-
-
-def changed_keys(old: Any, new: Any, prefix: str = "") -> list[str]:
-    """The dotted keys whose values differ between two config trees (a dict's entries by name; a list whole)."""
-    if dataclasses.is_dataclass(old) and dataclasses.is_dataclass(new) and type(old) is type(new):
-        keys: list[str] = []
-        for f in dataclasses.fields(old):
-            if not f.metadata.get("internal"):
-                keys += changed_keys(getattr(old, f.name), getattr(new, f.name), f"{prefix}{f.name}.")
-        return keys
-    if isinstance(old, dict) and isinstance(new, dict):
-        keys = []
-        for name in sorted(set(old) | set(new)):
-            if name not in old or name not in new:
-                keys.append(f"{prefix}{name}")
-            else:
-                keys += changed_keys(old[name], new[name], f"{prefix}{name}.")
-        return keys
-    return [] if old == new else [prefix.rstrip(".")]
 
 
 def _section(key: str) -> str:

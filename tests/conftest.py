@@ -25,6 +25,19 @@ def _no_user_config(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PICOAGENT_CONFIG", raising=False)
 
 
+_SHIPPED = CHECKOUT_CONFIG.read_bytes()
+
+
+@pytest.fixture(autouse=True)
+def _shipped_config_untouched() -> Iterator[None]:
+    """No test may change the checkout's own config file (the settings editor writes the file it was loaded
+    from, and the `config` fixture loads this one): a test that does fails, and the file is put back."""
+    yield
+    if CHECKOUT_CONFIG.read_bytes() != _SHIPPED:
+        CHECKOUT_CONFIG.write_bytes(_SHIPPED)
+        pytest.fail(f"this test changed {CHECKOUT_CONFIG}: give it a copy of the file (see tests/test_web_settings.py)")
+
+
 @pytest.fixture(scope="session")
 def model_path() -> Path:
     """The packaged default model (SmolLM2-135M-Instruct), installed by `make install`."""

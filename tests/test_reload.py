@@ -310,3 +310,21 @@ def test_an_llm_setting_changed_on_the_same_model_says_it_loaded_again(serve: Se
     wait_for(lambda: "(SIGHUP: the llm settings changed)" in serve.text(), what="the model line")
     line = [x for x in serve.text().splitlines() if "model: " in x and "SIGHUP: the llm settings changed" in x]
     assert line and "loaded again" in line[-1] and "instead of" not in line[-1], line
+
+
+def test_a_setting_saved_from_the_page_applies_without_a_restart(serve: Serve) -> None:
+    """POST /api/settings writes the file and applies it through the same reload: the approval added to the
+    porch light holds for its next write at once, and a key that needs a restart is named as such."""
+    version = api(serve, "/api/settings")["version"]
+    change = {"devices.porch_light.approval": "required", "web.session_days": 9}
+    said = api(serve, "/api/settings", {"version": version, "set": change})
+    assert said["applied"] == ["devices.porch_light.approval"] and said["restart_needed"] == ["web.session_days"]
+    assert said["refused"] == ""
+    answer = api(serve, "/api/devices/porch_light", {"value": "on"})
+    assert answer["done"] is False and answer["pending_approval"] is not None, answer
+    assert "approval: required" in serve.config.read_text() and "session_days: 9" in serve.config.read_text()
+    assert "SIGHUP: web.session_days: restart needed" in serve.text()
+    status = api(serve, "/api/status")
+    assert "web.session_days" in status["config"]["restart_needed"]
+    kinds = [e for e in api(serve, "/api/events")["events"] if e["kind"] == "config"]
+    assert kinds[0]["message"] == "settings changed by token:local-cli: web.session_days, devices.porch_light.approval"

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import shutil
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +27,8 @@ from appliance.channels.web.app import build_app
 from appliance.channels.web.auth import Auth, _is_public
 from appliance.channels.web.openapi import openapi_document
 from appliance.channels.web.state import WebState
-from appliance.config import Config, CronJob, DeviceConfig
+from appliance.config import CronJob, DeviceConfig, load_config
+from appliance.config.load import CHECKOUT_CONFIG
 from appliance.llm.scripted import ScriptedModel
 from appliance.runtime import Runtime
 from tests.helpers import automation_on
@@ -93,7 +96,10 @@ class Site:
 
 
 @pytest.fixture
-def site(config: Config) -> Iterator[Site]:
+def site(tmp_path: Path) -> Iterator[Site]:
+    # A copy of the config file: an allowed POST /api/settings writes it.
+    shutil.copy(CHECKOUT_CONFIG, tmp_path / "picoagent.yaml")
+    config = load_config(tmp_path / "picoagent.yaml", data_dir=tmp_path / "data")
 
     config.devices["gate"] = DeviceConfig(driver="relay", pin=5, approval="required")
     model = ScriptedModel()
@@ -240,6 +246,15 @@ async def prepare(site: Site, route: Route) -> Call:
                 return await _task_state(site, task_id) == after[verb]
 
             return Call(f"/api/tasks/{task_id}/{verb}", {}, moved)
+    if route == ("POST", "/api/settings"):
+        file = site.state.settings.file(site.runtime)
+        version, _ = await asyncio.to_thread(file.read)
+        name = f"Pico{next(site.serial)}"
+
+        async def renamed(body: Any) -> bool:
+            return (await asyncio.to_thread(file.read))[1].agent.name == name
+
+        return Call(path, {"version": version, "set": {"agent.name": name}}, renamed)
     raise AssertionError(f"a write route this test cannot call yet: {route}; teach prepare() how, and say who may")
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from appliance.config.load import parse_config, read_secrets
-from appliance.config.schema import Config
+from appliance.config.schema import Config, changed_keys
 from appliance.errors import ConfigError, Conflict
 from appliance.fileio import write_atomic
 
@@ -269,8 +269,6 @@ class ConfigFile:
     def save(self, version: str, changes: Mapping[str, Any]) -> Saved:
         """Set each dotted key to its value (None: back to its default, a collection entry removed), checked
         whole before anything is written. Refused: FieldError (the key named), VersionConflict, ConfigError."""
-        from appliance.reload import changed_keys
-
         if not changes:
             raise ConfigError("nothing to save", fix='send {"version": ..., "set": {"key": value}}')
         with self._locked():

@@ -14,7 +14,7 @@ import os
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from appliance.config.channels import (
     DiscordConfig,
@@ -518,3 +518,22 @@ def describe_keys(cls: type = Config, prefix: str = "") -> list[tuple[str, str]]
         if dataclasses.is_dataclass(hints[f.name]):
             rows.extend(describe_keys(hints[f.name], prefix + f.name + "."))
     return rows
+
+
+def changed_keys(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """The dotted keys whose values differ between two config trees (a dict's entries by name; a list whole)."""
+    if dataclasses.is_dataclass(old) and dataclasses.is_dataclass(new) and type(old) is type(new):
+        keys: list[str] = []
+        for f in dataclasses.fields(old):
+            if not f.metadata.get("internal"):
+                keys += changed_keys(getattr(old, f.name), getattr(new, f.name), f"{prefix}{f.name}.")
+        return keys
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys = []
+        for name in sorted(set(old) | set(new)):
+            if name not in old or name not in new:
+                keys.append(f"{prefix}{name}")
+            else:
+                keys += changed_keys(old[name], new[name], f"{prefix}{name}.")
+        return keys
+    return [] if old == new else [prefix.rstrip(".")]

@@ -39,7 +39,7 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
 class Event:
     """Something that happened on the hardware."""
 
-    kind: str  # "input" or "threshold"
+    kind: str  # "input", "threshold", "set" (a device write) or "config" (a settings change)
     device: str
     message: str
     data: dict[str, Any] = field(default_factory=dict)
@@ -79,8 +79,7 @@ class EventBus:
 
     def recent(self, limit: int = 20) -> list[Event]:
         """The latest events, newest first."""
-        rows = self.db.rows("SELECT kind, device, message, data, at FROM events ORDER BY at DESC LIMIT ?", (limit,))
-        return [Event(kind, device, message, json.loads(data or "{}"), at) for kind, device, message, data, at in rows]
+        return recent_events(self.db, limit)
 
     def history(self, device: str, limit: int = 5, since_s: float = HISTORY_DAYS * 86_400) -> list[Event]:
         """A device's latest events (presses, switching), newest first, from the last ``since_s`` seconds."""
@@ -110,6 +109,29 @@ def record_write(db: Database, device: str, value: bool | float, requested_by: s
         "INSERT INTO events (at, kind, device, message, data) VALUES (?, ?, ?, ?, ?)",
         (time.time(), "set", device, f"{device} {describe_write(value)}{by}", json.dumps(data)),
     )
+
+
+def recent_events(db: Database, limit: int = 20) -> list[Event]:
+    """The latest events of every kind (hardware, device writes, settings changes), newest first."""
+    rows = db.rows("SELECT kind, device, message, data, at FROM events ORDER BY at DESC LIMIT ?", (limit,))
+    return [Event(kind, device, message, json.loads(data or "{}"), at) for kind, device, message, data, at in rows]
+
+
+def record_settings_change(db: Database, keys: list[str], by: str) -> None:
+    """Keep a settings change in the events table (kind "config"): who, when, which keys, never a value."""
+    shown = ", ".join(keys[:8]) + (f" and {len(keys) - 8} more" if len(keys) > 8 else "") if keys else "nothing"
+    db.write(
+        "INSERT INTO events (at, kind, device, message, data) VALUES (?, ?, ?, ?, ?)",
+        (time.time(), "config", "", f"settings changed by {by}: {shown}", json.dumps({"keys": keys, "by": by})),
+    )
+
+
+def settings_changes(db: Database, limit: int = 20) -> list[Event]:
+    """The newest settings changes, newest first."""
+    rows = db.rows(
+        "SELECT kind, device, message, data, at FROM events WHERE kind = 'config' ORDER BY at DESC LIMIT ?", (limit,)
+    )
+    return [Event(kind, name, message, json.loads(data or "{}"), at) for kind, name, message, data, at in rows]
 
 
 def device_history(db: Database, device: str, limit: int = 5, since_s: float = HISTORY_DAYS * 86_400) -> list[Event]:

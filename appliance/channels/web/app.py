@@ -13,7 +13,19 @@ from aiohttp import WSCloseCode, web
 
 from appliance import __version__
 from appliance.channels.web import auth as web_auth
-from appliance.channels.web import chat, cron, devices, hooks, hosts, http, login, openai_api, tasks, telegram_hook
+from appliance.channels.web import (
+    chat,
+    cron,
+    devices,
+    hooks,
+    hosts,
+    http,
+    login,
+    openai_api,
+    settings,
+    tasks,
+    telegram_hook,
+)
 from appliance.channels.web.login_guard import LoginGuard
 from appliance.channels.web.pages import PAGES, STATIC, Page, render
 from appliance.channels.web.state import (
@@ -147,6 +159,7 @@ def build_app(state: WebState, site: hosts.SiteNames | None = None) -> web.Appli
             *devices.routes,
             *cron.routes,
             *tasks.routes,
+            *settings.routes,
             web.get("/api/openapi.json", api_openapi),
             *chat.routes,
             *openai_api.routes,

@@ -86,7 +86,9 @@ async def decide_approval(request: web.Request) -> web.Response:
 
 @routes.get("/api/events")
 async def list_events(request: web.Request) -> web.Response:
-    """The latest hardware events."""
-    events = request.app[DEVICES].events
-    recent = await asyncio.to_thread(events.recent, 50) if events else []
+    """The latest events: hardware, device writes and settings changes."""
+    from appliance.hardware.events import recent_events
+
+    db = request.app[RUNTIME].db
+    recent = await db.call(recent_events, db, 50)
     return web.json_response({"events": [e.as_dict() for e in recent]})

@@ -9,6 +9,7 @@ from appliance.channels.web.openapi_automation import automation_paths
 from appliance.channels.web.openapi_parts import BAD_REQUEST, ERROR, UNAUTHORIZED, header, strings
 from appliance.channels.web.openapi_parts import json_answer as _json
 from appliance.channels.web.openapi_parts import json_body as _body
+from appliance.channels.web.openapi_settings import settings_paths
 from appliance.channels.web.scopes import SCOPE_HELP, needed_scope
 
 DEVICE = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
@@ -322,7 +323,7 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
-            "/api/events": _object_get("the latest hardware events"),
+            "/api/events": _object_get("the latest events: hardware, device writes, settings changes (kind config)"),
             "/api/notifications": _object_get(
                 "proactive messages (events, cron results, heartbeat findings, finished tasks), newest first;"
                 " ?after=ID: only newer ones; each says which channel it went to and whether it arrived"
@@ -353,6 +354,7 @@ def openapi_document() -> dict[str, Any]:
         },
     }
     document["paths"].update(automation_paths())
+    document["paths"].update(settings_paths())
     for path, item in document["paths"].items():
         for method, operation in item.items():
             # The same table the middleware enforces, so the document cannot promise what is refused.

@@ -43,6 +43,7 @@ PAGES = (
         # the on-screen keyboard shrinks the page, so the message box stays above it
         viewport=", interactive-widget=resizes-content",
     ),
+    Page("/settings", "Settings", ("settings.js",)),
 )
 
 

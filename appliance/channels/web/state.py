@@ -27,6 +27,7 @@ from appliance.metrics import Counter, Gauge, Histogram, Registry
 if TYPE_CHECKING:
     from appliance.channels.registry import ChannelSet
     from appliance.channels.web.auth import Auth
+    from appliance.config.edit import ConfigFile
     from appliance.hardware.events import EventBus
     from appliance.model_fetch import ModelFetch
     from appliance.runtime import Runtime
@@ -329,6 +330,26 @@ class StatusSources:
     serving: Callable[[], dict[str, Any]] = _not_serving  # how the daemon serves: url, tls, certificate
 
 
+@dataclass
+class Settings:
+    """What the settings routes use: the config file (opened on first use) and the daemon's reload, if any."""
+
+    reload: Callable[[], dict[str, Any]] | None = None  # applies the file now (daemon.reload); None outside serve
+    _file: ConfigFile | None = field(default=None, init=False)
+
+    def file(self, runtime: Runtime) -> ConfigFile:
+        """The config file the running appliance was loaded from."""
+        from appliance.config.edit import ConfigFile
+        from appliance.errors import ConfigError
+
+        if self._file is None:
+            config = runtime.config
+            if config.source is None:
+                raise ConfigError("this appliance was not started from a config file, so there is none to change")
+            self._file = ConfigFile(config.source, data_dir=config.data_dir)
+        return self._file
+
+
 class WebState:
     """Everything the daemon's routes use, built before the site; each route group takes only its part."""
 
@@ -343,6 +364,7 @@ class WebState:
         devices: DeviceView | None = None,
         channels: ChannelSet | None = None,
         sources: StatusSources | None = None,
+        settings: Settings | None = None,
     ) -> None:
         """``monitor``: the daemon's, made before the site (the MQTT bridge reads it); made here otherwise."""
         self.runtime = runtime
@@ -353,6 +375,7 @@ class WebState:
         self.devices = devices or DeviceView()
         self.channels = channels  # the running chat channels (status pages list them; webhooks reach them)
         self.sources = sources or StatusSources()
+        self.settings = settings or Settings()  # the settings routes: the config file and the daemon's reload
 
     def status(self, health: dict[str, Any]) -> dict[str, Any]:
         """The /api/status document without the parts read on the database thread (see app.api_status)."""

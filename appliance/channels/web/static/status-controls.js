@@ -6,46 +6,16 @@
 
 window.StatusControls = (function () {
   const $ = (id) => document.getElementById(id);
-  let csrf = "";
   let refresh = () => {};
   const notes = new Map(); // row key -> {text, tone}: what the last click on that row did
 
-  const { el } = window.Page;
+  const { el, post } = window.Page;
 
   function button(label, className, onClick) {
     const node = el("button", "btn btn-small " + className, label);
     node.type = "button";
     node.addEventListener("click", onClick);
     return node;
-  }
-
-  // POST a JSON body with the CSRF token; a 403 fetches a fresh token and tries once more.
-  async function post(url, body) {
-    for (let attempt = 0; attempt < 2; attempt += 1) {
-      if (!csrf) {
-        const session = await fetch("/api/session", { credentials: "same-origin", cache: "no-store" });
-        if (session.status === 401) window.location.replace("/login?next=/");
-        csrf = (await session.json()).csrf || "";
-      }
-      const response = await fetch(url, {
-        method: "POST",
-        credentials: "same-origin",
-        headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
-        body: JSON.stringify(body || {}),
-      });
-      let data = {};
-      try {
-        data = await response.json();
-      } catch (err) {
-        data = { error: `HTTP ${response.status}` };
-      }
-      if (response.status === 403 && attempt === 0 && /CSRF/.test(data.error || "")) {
-        csrf = "";
-        continue;
-      }
-      return { status: response.status, ok: response.ok, data };
-    }
-    return { status: 403, ok: false, data: { error: "missing or wrong CSRF token" } };
   }
 
   function failure(result) {
@@ -286,9 +256,6 @@ window.StatusControls = (function () {
       renderDevices(status);
       renderJobs(status);
       renderTasks(status);
-    },
-    setCsrf(token) {
-      csrf = token || csrf;
     },
     onChange(callback) {
       refresh = callback;

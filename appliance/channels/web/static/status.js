@@ -15,11 +15,7 @@
 
   // --- session: the CSRF token for the logout form -------------------------------------------
 
-  async function loadCsrf() {
-    const csrf = await window.Page.loadCsrf();
-    window.StatusControls.setCsrf(csrf);
-    return csrf;
-  }
+  const loadCsrf = () => window.Page.loadCsrf();
 
   // --- formatting -------------------------------------------------------------------------------
 

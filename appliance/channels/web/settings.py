@@ -1,0 +1,108 @@
+"""Settings over HTTP: the forms made from the config schema, a save that is checked, written and applied.
+
+``GET /api/settings`` answers the file's version and every tab's forms (appliance/config/form.py; secrets only
+as set / not set). ``POST /api/settings`` takes ``{"version": V, "set": {"web.port": 8081, ...}}``: the change
+is checked by the config's own checks (an error names its key: ``{"error", "key"}``, 400), refused when the
+file changed since V (409, with the keys that changed), else written (appliance/config/edit.py) and applied
+at once through the daemon's reload (SIGHUP's path): the answer says which keys applied and which wait for a
+restart. Changing a secret from a browser asks for the owner's password again. Every save is in the events
+list (kind ``config``: who, when, which keys; never a secret's value). Admin only (scopes.py's default).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from aiohttp import web
+
+from appliance.channels.web.auth import principal
+from appliance.channels.web.http import json_error, read_json
+from appliance.channels.web.state import RUNTIME, STATE
+from appliance.config.edit import ConfigFile, FieldError, VersionConflict, field_at
+
+routes = web.RouteTableDef()  # the settings routes, added to the app by app.build_app
+AUDIT_SHOWN = 20  # the newest settings changes the page lists
+
+
+def _file(request: web.Request) -> ConfigFile:
+    return request.app[STATE].settings.file(request.app[RUNTIME])
+
+
+@routes.get("/api/settings")
+async def get_settings(request: web.Request) -> web.Response:
+    """The config file's version and every tab's forms, filled in with the file's values (secrets: set or not)."""
+    from appliance.config.form import settings_form
+
+    version, config = await asyncio.to_thread(_file(request).read)
+    reloaded = request.app[STATE].sources.reloaded
+    waiting = (reloaded() if reloaded is not None else {}).get("restart_needed", [])
+    return web.json_response({"version": version, "pages": settings_form(config), "restart_needed": waiting})
+
+
+def _secret_keys(changes: dict[str, Any]) -> list[str]:
+    keys = []
+    for key in changes:
+        try:
+            f, _ = field_at(key.split("."))
+        except FieldError:
+            continue
+        if f.metadata.get("secret"):
+            keys.append(key)
+    return keys
+
+
+@routes.post("/api/settings")
+async def save_settings(request: web.Request) -> web.Response:
+    """Check, write and apply a change: {"version": V, "set": {"key": value, ...}, "password": (for secrets)}."""
+    from appliance.hardware.events import record_settings_change
+
+    started = time.monotonic()
+    body = await read_json(request)
+    version, changes = body.get("version"), body.get("set")
+    if not isinstance(version, str) or not isinstance(changes, dict) or not changes:
+        return json_error(400, 'expected {"version": "...", "set": {"key": value, ...}}')
+    who = principal(request)
+    secrets = _secret_keys(changes)
+    if secrets and who is not None and who.kind == "session":
+        password = body.get("password")
+        auth = request.app[STATE].auth
+        if not isinstance(password, str) or not await asyncio.to_thread(auth.check_password, password):
+            return json_error(
+                403, "changing a secret needs your password again", key=secrets[0], fix="type the web password"
+            )
+    settings = request.app[STATE].settings
+    try:
+        saved = await asyncio.to_thread(_file(request).save, version, changes)
+    except FieldError as exc:
+        return json_error(400, exc.message, key=exc.key, fix=exc.fix)
+    except VersionConflict as exc:
+        return json_error(409, exc.message, changed=exc.changed, version=exc.version, fix=exc.fix)
+    by = f"{who.kind}:{who.name}" if who is not None else "unknown"
+    db = request.app[RUNTIME].db
+    await db.call(record_settings_change, db, saved.keys, by)
+    # Applied now through the daemon's reload; outside the daemon (or when the reload refuses) at the next start.
+    result = settings.reload() if settings.reload is not None and saved.keys else {}
+    refused = result.get("refused", "") if settings.reload is not None else "no daemon is running this site"
+    waiting = saved.keys if refused else [key for key in result.get("restart_needed", []) if key in saved.keys]
+    return web.json_response(
+        {
+            "version": saved.version,
+            "changed": saved.keys,
+            "applied": [key for key in saved.keys if key not in waiting],
+            "restart_needed": waiting,
+            "refused": refused,
+            "took_ms": round((time.monotonic() - started) * 1000, 1),
+        }
+    )
+
+
+@routes.get("/api/settings/audit")
+async def settings_audit(request: web.Request) -> web.Response:
+    """The newest settings changes: who, when, which keys."""
+    from appliance.hardware.events import settings_changes
+
+    db = request.app[RUNTIME].db
+    changes = await db.call(settings_changes, db, AUDIT_SHOWN)
+    return web.json_response({"changes": [c.as_dict() for c in changes]})
