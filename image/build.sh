@@ -163,9 +163,11 @@ ln -sfn "releases/$VERSION" "$ROOT/opt/picoagent/current"
 (cd "$ROOT$RELEASE" && python3 -m appliance.ota.boot_updater --root "$ROOT" --release "$ROOT$RELEASE")
 
 say "configuration: /etc/picoagent, units, network, SSH, first boot"
-install -d -m 0750 -o 0 -g "$(in_root getent group picoagent | cut -d: -f3)" "$ROOT/etc/picoagent"
 PGID=$(in_root getent group picoagent | cut -d: -f3)
 PUID=$(in_root id -u picoagent)
+# The Settings page writes picoagent.yaml and secrets.env (each replaced by a rename), so the daemon's group
+# may add files here; the sticky bit keeps it from replacing a file it does not own (ota.pub stays root's).
+install -d -m 1770 -o 0 -g "$PGID" "$ROOT/etc/picoagent"
 LLM_MODEL='""'
 if [ -n "$MODEL" ]; then
     install -d -m 0750 -o "$PUID" -g "$PGID" "$ROOT/var/lib/picoagent" "$ROOT/var/lib/picoagent/models"
@@ -192,9 +194,9 @@ hardware:
   backend: real
 devices: {}
 YAML
-chown 0:"$PGID" "$ROOT/etc/picoagent/picoagent.yaml" && chmod 0640 "$ROOT/etc/picoagent/picoagent.yaml"
-# The daemon (user picoagent) reads its secrets itself: readable by its group, by nobody else.
-install -m 0640 -o 0 -g "$PGID" /dev/null "$ROOT/etc/picoagent/secrets.env"
+chown "$PUID:$PGID" "$ROOT/etc/picoagent/picoagent.yaml" && chmod 0640 "$ROOT/etc/picoagent/picoagent.yaml"
+# The daemon (user picoagent) reads its secrets itself, and writes them from the Settings page: its alone.
+install -m 0600 -o "$PUID" -g "$PGID" /dev/null "$ROOT/etc/picoagent/secrets.env"
 install -m 0644 "$OTA_PUB" "$ROOT/etc/picoagent/ota.pub"
 # The state directory and the workspace it shares with the sandbox, as systemd/picoagent.tmpfiles says
 # (systemd-tmpfiles applies that file again at every boot).

@@ -187,7 +187,7 @@ $SSH 'set -e
     test -z "$(find /opt/picoagent ! -user root -print -quit)"
     test -e /var/lib/picoagent-image/firstboot.done
     echo "secrets.env: $(stat -c "%a %U:%G" /etc/picoagent/secrets.env)"
-    test "$(stat -c %a /etc/picoagent/secrets.env)" = 640
+    test "$(stat -c %a /etc/picoagent/secrets.env)" = 600
     grep -q "^ANTHROPIC_API_KEY=" /etc/picoagent/secrets.env
     echo "time zone: $(cat /etc/timezone)"
     echo "root file system: $(df -h --output=size / | tail -1)"

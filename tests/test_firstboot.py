@@ -95,7 +95,7 @@ def test_full_setup_is_applied_and_the_secrets_leave_the_boot_partition(root: Pa
     assert SECRETS["wifi_password"] not in wpa.read_text()  # only the derived WPA key
 
     secrets = root / "etc/picoagent/secrets.env"
-    assert stat.S_IMODE(secrets.stat().st_mode) == 0o640
+    assert stat.S_IMODE(secrets.stat().st_mode) == 0o600
     text = secrets.read_text()
     assert f"TELEGRAM_BOT_TOKEN={SECRETS['bot_token']}" in text
     assert f"ANTHROPIC_API_KEY={SECRETS['anthropic_api_key']}" in text

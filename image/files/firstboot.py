@@ -6,8 +6,9 @@ python3-yaml, so it does not depend on the picoagent release. In order:
 
 1. read /boot/firmware/picoagent-setup.yaml (optional; every key is optional);
 2. hostname, time zone, root's SSH keys, Wi-Fi (wpa_supplicant for wlan0, a hashed WPA2 key);
-3. secrets (Telegram token, cloud keys) into /etc/picoagent/secrets.env (0640 root:picoagent: the
-   daemon, user picoagent, reads it; nobody else can), and the matching config in picoagent.yaml;
+3. secrets (Telegram token, cloud keys) into /etc/picoagent/secrets.env (0600 picoagent:picoagent: the
+   daemon reads it, and its Settings page changes it; nobody else can), and the matching config in
+   picoagent.yaml (picoagent's too, for the same page);
    ``model:`` (auto or a chat model of the release's catalog) becomes llm.model there: the daemon
    serves with the packaged model and downloads that one in the background (appliance/model_fetch.py);
 4. the web password and an API token, through `picoagent passwd --stdin` / `picoagent tokens add
@@ -114,7 +115,8 @@ class FirstBoot:
         return result.returncode
 
     def write(self, rel: str, text: str, mode: int = 0o644, group: str | None = None) -> None:
-        """Write a file atomically with its mode (and group, when the group exists)."""
+        """Write a file atomically with its mode (and group, when the group exists). A file of the daemon's
+        group is its user's too: the Settings page changes the config and the secrets file in place."""
         target = self.path(rel)
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(target.name + ".firstboot")
@@ -126,8 +128,19 @@ class FirstBoot:
         os.chmod(tmp, mode)
         gid = self.gid(group) if group else None
         if gid is not None and os.geteuid() == 0:
-            os.chown(tmp, 0, gid)
+            os.chown(tmp, self.uid(group) or 0, gid)
         os.replace(tmp, target)
+
+    def uid(self, user: str) -> int | None:
+        """The user's id in the target root's /etc/passwd (not the build machine's)."""
+        try:
+            for line in self.path("etc/passwd").read_text().splitlines():
+                fields = line.split(":")
+                if len(fields) > 2 and fields[0] == user:
+                    return int(fields[2])
+        except OSError:
+            pass
+        return None
 
     def gid(self, group: str) -> int | None:
         """The group's id in the target root's /etc/group (not the build machine's)."""
@@ -300,7 +313,7 @@ class FirstBoot:
                 self.error(f"{name} holds a line break: left out")
                 continue
             kept.append(f"{name}={value}")
-        self.write(SECRETS, "\n".join(kept) + "\n", 0o640, "picoagent")
+        self.write(SECRETS, "\n".join(kept) + "\n", 0o600, "picoagent")
         self.ok("secrets in /etc/picoagent/secrets.env: " + ", ".join(values))
 
     def config(self, update: dict[str, Any]) -> None:
