@@ -49,6 +49,7 @@
       node.checked = Boolean(row.value);
     } else if (row.type === "choice" && !(row.also || []).length) {
       node = el("select", "input");
+      if (row.required && row.value === undefined) node.append(el("option", "", "choose…"));
       for (const choice of row.choices) {
         const option = el("option", "", choice === null ? "" : choice);
         option.value = String(choice);
@@ -253,6 +254,7 @@
         for (const [key, entry] of form.entries) if (entry.changed()) changes[key] = entry.value();
         return save(form, note, changes);
       });
+      card.className = "settings-subform";
       const remove = el("button", "btn btn-small btn-ghost", `Remove ${name}`);
       remove.type = "button";
       remove.addEventListener("click", async () => {
@@ -267,8 +269,7 @@
     const add = el("details", "settings-entry settings-add");
     add.append(el("summary", "", `Add to ${row.label}`));
     const nameRow = { key: `${row.key}.NAME.name`, label: "name", doc: "what it is called (letters, digits, _)", type: "text" };
-    add.append(
-      makeForm(`New entry of ${row.label}`, "", (form, node) => {
+    const adding = makeForm(`New entry of ${row.label}`, "", (form, node) => {
         node.append(field(nameRow, form));
         rows(row.new, form, node);
       }, async (form, note) => {
@@ -279,15 +280,16 @@
         }
         const entry = {};
         for (const [key, item] of form.entries) {
-          if (key === nameRow.key || !item.changed()) continue;
+          if (key === nameRow.key || !(item.changed() || item.row.required)) continue;
           entry[key.slice(`${row.key}.NAME.`.length)] = item.value();
         }
         const prefix = `${row.key}.${name}.`;
         const keyFor = (key) => (key.startsWith(prefix) ? `${row.key}.NAME.${key.slice(prefix.length)}` : nameRow.key);
         if (await save(form, note, { [`${row.key}.${name}`]: entry }, keyFor)) load();
         return true;
-      }),
-    );
+      });
+    adding.className = "settings-subform";
+    add.append(adding);
     box.append(add);
     return box;
   }

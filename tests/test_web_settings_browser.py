@@ -1,0 +1,125 @@
+"""The Settings page in a real browser against a real `picoagent serve`, at 1280 and 390 px wide: a relay added
+on a pin already used (the error beside the pin), then on a free one; a time zone that does not exist; the
+assistant's name changed and applied at once. The config file afterwards still loads and keeps every comment.
+Screenshots land in test-artifacts/ for people to look at."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from appliance.config import CHECKOUT_CONFIG, load_config
+from tests.browser_checks import no_horizontal_scroll, uncovered
+from tests.helpers import free_port, wait_healthy
+from tests.test_web_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE
+
+pytestmark = [
+    pytest.mark.model,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is missing: apt-get install chromium"),
+]
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: `make install`")
+expect = sync_api.expect
+PASSWORD = "correct horse 1"
+
+
+def comments(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip().startswith("#")]
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, list[str]]]:
+    """A real daemon on a copy of the shipped config; its base URL, the config file and its CLI."""
+    data = tmp_path_factory.mktemp("settings-data")
+    config = data.parent / f"{data.name}.yaml"
+    config.write_text(CHECKOUT_CONFIG.read_text())
+    env = {k: v for k, v in os.environ.items() if k != "PICOAGENT_CONFIG"}
+    cli = [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(data)]
+    subprocess.run([*cli, "passwd", "--stdin"], input=PASSWORD + "\n", text=True, env=env, check=True, timeout=60)
+    port = free_port()
+    log_path = data / "serve.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [*cli, "serve", "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT, env=env
+        )
+    try:
+        wait_healthy(port)
+        yield f"http://127.0.0.1:{port}", config, cli
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0, log_path.read_text()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[sync_api.Browser]:
+    with sync_api.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.mark.parametrize(("viewport", "device", "pin"), [(DESKTOP, "desk_fan", 23), (PHONE, "hall_lamp", 24)])
+def test_a_person_changes_settings_and_sees_errors_beside_the_field(
+    browser: sync_api.Browser,
+    daemon: tuple[str, Path, list[str]],
+    viewport: dict[str, int],
+    device: str,
+    pin: int,
+) -> None:
+    base, config, cli = daemon
+    shipped = comments(CHECKOUT_CONFIG.read_text())
+    context = browser.new_context(base_url=base, viewport=viewport)
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    page.goto("/login?next=/settings")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url("**/settings")
+    width = viewport["width"]
+
+    # Devices: a relay on GPIO 17, which the porch light uses: the error is beside the pin, nothing is saved.
+    page.get_by_role("button", name="devices", exact=True).click()
+    adding = page.locator("details.settings-add", has=page.locator("summary", has_text="Add to devices"))
+    adding.locator("summary").click()
+    adding.get_by_label("name", exact=True).fill(device)
+    adding.get_by_label("driver", exact=True).select_option("relay")
+    adding.get_by_label("pin", exact=True).fill("17")
+    adding.get_by_label("room", exact=True).fill("study")
+    adding.get_by_role("button", name="Save").click()
+    error = adding.locator("#f-devices-NAME-pin-error")
+    expect(error).to_contain_text("GPIO 17 is already used by porch_light")
+    uncovered(page, error)
+    page.screenshot(path=str(ARTIFACTS / f"settings-error-{width}.png"), full_page=False)
+    assert device not in config.read_text()
+    # A free pin: saved, and the page says a new device is used after a restart.
+    adding.get_by_label("pin", exact=True).fill(str(pin))
+    adding.get_by_role("button", name="Save").click()
+    expect(page.locator("details.settings-entry summary", has_text=device)).to_be_visible()
+    assert f"  {device}:" in config.read_text()
+
+    # General: a time zone that does not exist is refused beside it; the assistant's name applies at once.
+    page.get_by_role("button", name="general", exact=True).click()
+    zone = page.locator("#f-scheduler-timezone")
+    zone.fill("Europe/Atlantis")
+    zone.locator("xpath=ancestor::form").get_by_role("button", name="Save").click()
+    expect(page.locator("#f-scheduler-timezone-error")).to_contain_text("unknown time zone")
+    uncovered(page, page.locator("#f-scheduler-timezone-error"))
+    zone.fill("")
+    name = page.locator("#f-agent-name")
+    name.fill(f"Juniper{width}")
+    form = name.locator("xpath=ancestor::form")
+    form.get_by_role("button", name="Save").click()
+    expect(form.locator(".row-note")).to_contain_text("Saved and applied: agent.name")
+    no_horizontal_scroll(page)
+    expect(page.locator("#audit")).to_contain_text("agent.name")
+    page.screenshot(path=str(ARTIFACTS / f"settings-general-{width}.png"), full_page=False)
+    context.close()
+
+    loaded = load_config(config, data_dir=config.parent / "x")
+    assert loaded.agent.name == f"Juniper{width}" and loaded.devices[device].pin == pin
+    assert comments(config.read_text()) == shipped  # every comment the file had, in order
