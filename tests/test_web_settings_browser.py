@@ -71,7 +71,7 @@ def test_a_person_changes_settings_and_sees_errors_beside_the_field(
     device: str,
     pin: int,
 ) -> None:
-    base, config, cli = daemon
+    base, config, _ = daemon
     shipped = comments(CHECKOUT_CONFIG.read_text())
     context = browser.new_context(base_url=base, viewport=viewport)
     context.set_default_timeout(15_000)

@@ -36,6 +36,7 @@ from tests.bench import (
     runner,
     sandbox,
     schedule_words,
+    settings,
     spine,
     understanding,
     workspace,
@@ -109,6 +110,8 @@ def benches(path: Path, size: str = "full") -> dict[str, Callable[[], object]]:
         "ttft_after_restart": lambda: prompt_state.bench_ttft_after_restart(reps, 4 if smoke else 0),
         "runner_cost": lambda: runner.bench_runner_cost(1 if smoke else 5, 2 if smoke else 8),
         "ttft_after_side_job": lambda: prompt_state.bench_ttft_after_side_job(path, reps, 4 if smoke else 0),
+        "settings_save": lambda: settings.bench_settings_save(2 if smoke else 20),
+        "status_first_paint": lambda: settings.bench_status_first_paint(1 if smoke else 9),
         "everyday": lambda: everyday.bench_all(size),
         **{f"everyday_{name}": partial(everyday.bench_blind, name, size) for name in everyday.BLIND_SETS},
     }
