@@ -277,3 +277,13 @@ def test_the_image_config_loads_and_serves_https(tmp_path: Path) -> None:
     config = load_config(path, environ={})
     assert config.web.tls == "auto" and config.hardware.backend == "real" and config.devices == {}
     assert config.llm.memory_margin_mb == 64  # the packaged model loads on a 512 MB board (image/README.md)
+
+
+def test_a_setup_code_becomes_the_one_time_password_of_the_page_setup(root: Path, capsys) -> None:
+    """setup_code: the first sign-in's password (picoagent passwd --initial); the owner's own comes in the page."""
+    setup = _setup(root, 'setup_code: "only-mine-42"\n')
+    assert firstboot.main(["--root", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "picoagent passwd --initial" in out and "only-mine-42" not in out
+    assert "only-mine-42" not in setup.read_text()
+    assert "your setup_code; the page's setup follows" in setup.read_text()

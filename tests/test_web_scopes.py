@@ -31,6 +31,7 @@ from appliance.config import CronJob, DeviceConfig, load_config
 from appliance.config.load import CHECKOUT_CONFIG
 from appliance.llm.scripted import ScriptedModel
 from appliance.runtime import Runtime
+from tests.fakes.cloud_api import FakeCloud
 from tests.helpers import automation_on
 
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -255,6 +256,28 @@ async def prepare(site: Site, route: Route) -> Call:
             return (await asyncio.to_thread(file.read))[1].agent.name == name
 
         return Call(path, {"version": version, "set": {"agent.name": name}}, renamed)
+    if route == ("POST", "/api/setup/password"):
+        new = f"owner password {next(site.serial)}"
+
+        async def changed(body: Any) -> bool:
+            return await asyncio.to_thread(site.state.auth.check_password, new)
+
+        return Call(path, {"password": new}, changed)
+    if route == ("POST", "/api/setup/cloud"):
+        fake = FakeCloud("openai")
+        await fake.start()
+        file = site.state.settings.file(site.runtime)
+        version, _ = await asyncio.to_thread(file.read)
+        name = f"cloud{next(site.serial)}"
+        provider = {"type": "openai", "api_base": fake.api_base, "model": fake.model, "api_key": fake.api_key}
+
+        async def saved(body: Any) -> bool:  # called once, allowed or refused: the fake provider goes with it
+            try:
+                return name in (await asyncio.to_thread(file.read))[1].providers
+            finally:
+                await fake.close()
+
+        return Call(path, {"version": version, "name": name, **provider}, saved)
     raise AssertionError(f"a write route this test cannot call yet: {route}; teach prepare() how, and say who may")
 
 

@@ -27,13 +27,17 @@ from tests.test_web_api import PASSWORD, login
 Scenario = Callable[[TestClient[Any, Any], dict[str, str], WebState], Awaitable[None]]
 
 
-@pytest.fixture
-def copied(tmp_path: Path) -> Config:
+def copy_of_shipped(tmp_path: Path) -> Config:
     """A config loaded from a copy of the shipped file (never the checkout's own: a save writes the file)."""
     path = tmp_path / "etc" / "picoagent.yaml"
     path.parent.mkdir()
     shutil.copy(CHECKOUT_CONFIG, path)
     return load_config(path, data_dir=tmp_path / "data")
+
+
+@pytest.fixture
+def copied(tmp_path: Path) -> Config:
+    return copy_of_shipped(tmp_path)
 
 
 @pytest.fixture

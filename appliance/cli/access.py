@@ -29,6 +29,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
     how = passwd.add_mutually_exclusive_group()
     how.add_argument("--stdin", action="store_true", help="read the new password from standard input")
     how.add_argument(
+        "--initial",
+        action="store_true",
+        help="read a setup code from standard input: it is the one-time password until the owner chooses theirs "
+        "in the web page's setup (the image's first boot does this with picoagent-setup.yaml's setup_code)",
+    )
+    how.add_argument(
         "--show-initial",
         action="store_true",
         help="show the password the first start made (until it is changed), and how to reach the web page",
@@ -78,13 +84,16 @@ def cmd_passwd(args: argparse.Namespace) -> int:
     root = data_dir(config)
     if args.show_initial:
         return _show_initial(root, config)
-    password = _read_new_password(args.stdin)
+    password = _read_new_password(args.stdin or args.initial)
     db = open_db(config)
     try:
-        Auth(db).set_password(password)
+        if args.initial:
+            Auth(db).set_initial_password(password)
+        else:
+            Auth(db).set_password(password)
     finally:
         db.close()
-    print("web password set")
+    print("setup code set: sign in with it, and the web page's setup follows" if args.initial else "web password set")
     return 0
 
 

@@ -336,9 +336,11 @@ def _check_routing(config: Config) -> Iterator[Check]:
         # Asked, briefly: a key that is set and a route that exists do not make a provider that answers.
         import asyncio
 
+        from appliance.llm.cloud import ask_once
+
         name = routing.cloud_provider
         try:
-            seconds = asyncio.run(_ask_provider(name, provider))
+            seconds = asyncio.run(ask_once(name, provider))
         except PicoagentError as exc:
             yield Check(
                 "routing",
@@ -350,24 +352,6 @@ def _check_routing(config: Config) -> Iterator[Check]:
         yield Check(
             "routing", "ok", f"{routing.mode} to {name} ({provider.model} at {host}): it answered in {seconds:.2f} s"
         )
-
-
-PROVIDER_PROBE_S = 10.0  # doctor's one-token question to the cloud provider: no retries, at most this long
-
-
-async def _ask_provider(name: str, provider: object) -> float:
-    """Ask the provider for one token (what `providers --check` does); the seconds it took, or a PicoagentError."""
-    from appliance.config import ProviderConfig
-    from appliance.llm.base import ChatMessage, GenerationRequest
-    from appliance.llm.cloud import make_provider
-
-    assert isinstance(provider, ProviderConfig)
-    client = make_provider(name, provider, timeout_s=min(provider.timeout_s, PROVIDER_PROBE_S), max_retries=0)
-    try:
-        reply = await client.generate(GenerationRequest([ChatMessage("user", "Say OK.")], max_tokens=1))
-    finally:
-        await client.close()
-    return reply.total_s
 
 
 def _check_sqlite(root: Path) -> Iterator[Check]:

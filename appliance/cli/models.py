@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from appliance.cli.common import action, command_group, load, print_json
 
@@ -23,41 +22,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
     use.add_argument("name", help="catalog name or path to a .gguf file")
 
 
-def _fits(row: Any, mem_bytes: int, context_tokens: int) -> bool | None:
-    """Whether the row's model fits this board's RAM (None: unknown, a file that is not GGUF)."""
-    from appliance.llm import board, gguf
-
-    if row.entry is not None:
-        return board.fits(row.entry.ram_mb, mem_bytes)
-    try:
-        need = gguf.estimate_memory_bytes(row.where, context_tokens)
-    except Exception:  # a file that is not a model is listed without the mark
-        return None
-    return need + board.SYSTEM_RESERVE_BYTES <= mem_bytes
-
-
 def cmd_models_list(args: argparse.Namespace) -> int:
     """The catalog with what is installed, selected and fits this board: chat models, then embedding models."""
     from appliance.llm import board, models
-    from appliance.llm.choice import model_spec, models_dir, wanted_model
+    from appliance.llm.choice import fits_here, model_spec, models_dir, models_document, wanted_model
     from appliance.llm.embeddings import choose_embedding
 
     config = load(args)
+    if args.json:
+        print_json(models_document(config))
+        return 0
     rows = models.list_models(models_dir(config))
     active, wanted = model_spec(config), wanted_model(config)
     here = board.read_board()
-    fits = {row.name: _fits(row, here.mem_bytes, config.llm.context_tokens) for row in rows}
-    if args.json:
-        print_json(
-            {
-                "board": {"name": here.name, "mem_bytes": here.mem_bytes, "cores": here.cores},
-                "auto": board.choose_for(here),
-                "running": active,
-                "wanted": wanted,
-                "models": [_row_json(row, active, wanted, fits[row.name]) for row in rows],
-            }
-        )
-        return 0
+    fits = {row.name: fits_here(row, here.mem_bytes, config.llm.context_tokens) for row in rows}
     print(f"{'':2}{'NAME':16} {'SIZE':>9} {'RAM':>8} {'FITS':>4} {'PI5 TOK/S':>9}  {'STATUS':14} LICENSE")
     for row in rows:
         entry = row.entry
@@ -103,25 +81,6 @@ def cmd_models_list(args: argparse.Namespace) -> int:
         if embedding.note:
             print(f"note: {embedding.note}")
     return 0
-
-
-def _row_json(row: Any, active: str, wanted: str, fits: bool | None) -> dict[str, Any]:
-    """One model of `models list --json`."""
-    entry = row.entry
-    return {
-        "name": row.name,
-        "title": row.title,
-        "kind": entry.kind if entry is not None else "chat",
-        "size_bytes": row.size_bytes,
-        "ram_mb": entry.ram_mb if entry is not None else None,
-        "installed": row.installed,
-        "path": str(row.where) if row.where is not None else None,
-        "running": row.name == active,
-        "wanted": row.name == wanted,
-        "selected": row.selected,
-        "default": row.default,
-        "fits": fits,
-    }
 
 
 def cmd_models_pull(args: argparse.Namespace) -> int:

@@ -86,17 +86,12 @@ def cmd_providers(args: argparse.Namespace) -> int:
 async def _check_provider(name: str, provider: Any) -> tuple[bool, str]:
     """Whether the provider answered one token, and the words for it."""
     from appliance.errors import PicoagentError
-    from appliance.llm.base import ChatMessage, GenerationRequest
-    from appliance.llm.cloud import make_provider
+    from appliance.llm.cloud import ask_once
 
-    client = make_provider(name, provider)
     try:
-        reply = await client.generate(GenerationRequest([ChatMessage("user", "Say OK.")], max_tokens=1))
-        return True, f"ok ({reply.total_s:.2f} s)"
+        return True, f"ok ({await ask_once(name, provider):.2f} s)"
     except PicoagentError as exc:
         return False, f"failed: {exc.message}"
-    finally:
-        await client.close()
 
 
 def cmd_usage(args: argparse.Namespace) -> int:

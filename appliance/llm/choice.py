@@ -8,7 +8,7 @@ and the model commands name the config's model the way the daemon does.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from appliance.config import data_dir
 
@@ -79,3 +79,56 @@ def model_memory_bytes(config: Config, path: Path) -> int:
     ubatch = None if llm.ubatch_size == "auto" else int(llm.ubatch_size)
     kind, micro = footprint.resolved(llm.kv_type, llm.batch_size, ubatch)
     return gguf.estimate_memory_bytes(path, llm.context_tokens, micro, kind)
+
+
+def fits_here(row: Any, mem_bytes: int, context_tokens: int) -> bool | None:
+    """Whether the row's model fits this board's RAM (None: unknown, a file that is not GGUF)."""
+    from appliance.llm import board, gguf
+
+    if row.entry is not None:
+        return board.fits(row.entry.ram_mb, mem_bytes)
+    try:
+        need = gguf.estimate_memory_bytes(row.where, context_tokens)
+    except Exception:  # a file that is not a model is listed without the mark
+        return None
+    return need + board.SYSTEM_RESERVE_BYTES <= mem_bytes
+
+
+def _row_json(row: Any, active: str, wanted: str, fits: bool | None) -> dict[str, Any]:
+    """One model of `models list --json`."""
+    entry = row.entry
+    return {
+        "name": row.name,
+        "title": row.title,
+        "kind": entry.kind if entry is not None else "chat",
+        "size_bytes": row.size_bytes,
+        "ram_mb": entry.ram_mb if entry is not None else None,
+        "installed": row.installed,
+        "path": str(row.where) if row.where is not None else None,
+        "running": row.name == active,
+        "wanted": row.name == wanted,
+        "selected": row.selected,
+        "default": row.default,
+        "fits": fits,
+        "pi5_tps": entry.pi5_tps if entry is not None and entry.kind == "chat" else None,
+        "license": entry.license if entry is not None else None,
+    }
+
+
+def models_document(config: Config) -> dict[str, Any]:
+    """The catalog as `models list --json` and GET /api/models give it: this board, what auto picks, the model
+    running and the one wanted, and each model with its size, RAM, speed on a Pi 5, whether it fits here."""
+    from appliance.llm import board, models
+
+    rows = models.list_models(models_dir(config))
+    active, wanted = model_spec(config), wanted_model(config)
+    here = board.read_board()
+    return {
+        "board": {"name": here.name, "mem_bytes": here.mem_bytes, "cores": here.cores},
+        "auto": board.choose_for(here),
+        "running": active,
+        "wanted": wanted,
+        "models": [
+            _row_json(row, active, wanted, fits_here(row, here.mem_bytes, config.llm.context_tokens)) for row in rows
+        ],
+    }

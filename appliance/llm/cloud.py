@@ -539,6 +539,20 @@ def make_provider(name: str, config: ProviderConfig, **options: Any) -> CloudPro
     return kind(name, api_base=config.api_base, api_key=config.api_key, model=config.model, **settings)
 
 
+PROVIDER_PROBE_S = 10.0  # one question to check a provider (doctor, the setup page): no retries, at most this long
+
+
+async def ask_once(name: str, provider: ProviderConfig) -> float:
+    """Ask the provider for one token (doctor, `routing providers --check`, the setup page's key check): the
+    seconds it took, or the CloudError that says what is wrong (a refused key, an unknown model, no network)."""
+    client = make_provider(name, provider, timeout_s=min(provider.timeout_s, PROVIDER_PROBE_S), max_retries=0)
+    try:
+        reply = await client.generate(GenerationRequest([ChatMessage("user", "Say OK.")], max_tokens=1))
+    finally:
+        await client.close()
+    return reply.total_s
+
+
 def cost_usd(config: ProviderConfig, prompt_tokens: int, completion_tokens: int) -> float:
     """What a request cost by the provider's price table (USD per million tokens)."""
     return (prompt_tokens * config.price_in_per_mtok + completion_tokens * config.price_out_per_mtok) / 1e6

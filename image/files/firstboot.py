@@ -49,7 +49,7 @@ CATALOG = "opt/picoagent/current/appliance/llm/catalog.json"  # the release's mo
 CHECKOUT_CATALOG = Path(__file__).resolve().parents[2] / "appliance/llm/catalog.json"  # run from a checkout
 
 # Setup keys that hold secrets: erased from the FAT partition once applied.
-SECRET_KEYS = ("web_password", "api_token", "anthropic_api_key", "openai_api_key")
+SECRET_KEYS = ("web_password", "setup_code", "api_token", "anthropic_api_key", "openai_api_key")
 CLOUD = {
     "anthropic_api_key": (
         "ANTHROPIC_API_KEY",
@@ -396,6 +396,8 @@ class FirstBoot:
         self.config(config)
         if setup.get("web_password"):
             self.picoagent(["passwd", "--stdin"], str(setup["web_password"]), "web password set")
+        elif setup.get("setup_code"):
+            self.picoagent(["passwd", "--initial"], str(setup["setup_code"]), "setup code set for the web page")
         if setup.get("api_token"):
             scope = str(setup.get("api_token_scope") or "chat")  # what `picoagent tokens add` gives by default
             self.picoagent(
@@ -403,17 +405,16 @@ class FirstBoot:
                 str(setup["api_token"]).strip(),
                 f"API token 'setup' added (scope {scope})",
             )
-        self.web_note(bool(setup.get("web_password")))
+        self.web_note("web_password" if setup.get("web_password") else "setup_code" if setup.get("setup_code") else "")
 
-    def web_note(self, has_password: bool) -> None:
+    def web_note(self, given: str) -> None:
         """Where the web page is and how to sign in (never a password: this log is the journal's)."""
         hostname = self.path("etc/hostname")
         name = (hostname.read_text().strip() if hostname.exists() else "") or "picoagent"
-        password = (
-            "your web_password"
-            if has_password
-            else f"the password its first start makes: `ssh root@{name}.local {PICOAGENT} passwd --show-initial`"
-        )
+        password = {
+            "web_password": "your web_password",
+            "setup_code": "your setup_code; the page's setup follows",
+        }.get(given, f"the password its first start makes: `ssh root@{name}.local {PICOAGENT} passwd --show-initial`")
         self.ok(
             f"web page https://{name}.local:8080 ({password}); "
             f"the certificate's fingerprint: `{PICOAGENT} status` or `journalctl -u picoagent`"

@@ -23,6 +23,7 @@ from appliance.channels.web import (
     login,
     openai_api,
     settings,
+    setup,
     tasks,
     telegram_hook,
 )
@@ -118,10 +119,13 @@ PAGE_HEADERS = {
 
 
 def page(one: Page) -> Any:
-    """A handler serving one of the HTML pages (its document is put together once, here)."""
+    """A handler serving one of the HTML pages (its document is put together once, here). Until the owner
+    has chosen a password (the first run), the status page sends to the setup."""
     text = render(one)
 
     async def handler(request: web.Request) -> web.Response:
+        if one.path == "/" and await asyncio.to_thread(request.app[STATE].auth.first_run):
+            raise web.HTTPFound("/setup")
         return web.Response(text=text, content_type="text/html", headers=PAGE_HEADERS)
 
     return handler
@@ -160,6 +164,7 @@ def build_app(state: WebState, site: hosts.SiteNames | None = None) -> web.Appli
             *cron.routes,
             *tasks.routes,
             *settings.routes,
+            *setup.routes,
             web.get("/api/openapi.json", api_openapi),
             *chat.routes,
             *openai_api.routes,

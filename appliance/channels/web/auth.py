@@ -202,14 +202,22 @@ class Auth:
         """A fresh random password, 16 URL-safe characters (96 bits)."""
         return secrets.token_urlsafe(12)
 
+    def first_run(self) -> bool:
+        """Whether the appliance has no owner yet: the password in use is still the one-time one the first start
+        made (or the card's setup code), which the setup page replaces."""
+        return self.initial_password_path.exists()
+
     @property
     def initial_password_path(self) -> Path:
         """Where the first password is kept until the owner sets one (beside the database)."""
         return self.db.path.parent / INITIAL_PASSWORD_FILE
 
-    def set_initial_password(self) -> str:
-        """Make the first password: written to a 0600 file first (so it is never lost), then set; returned."""
-        password = self.generate_password()
+    def set_initial_password(self, password: str | None = None) -> str:
+        """Make the first password (or take ``password``, the card's setup code): written to a 0600 file first
+        (so it is never lost), then set; returned. Until the owner sets their own, the setup page is first."""
+        if password is not None and len(password) < MIN_PASSWORD_LENGTH:
+            raise UsageError(f"a setup code must be at least {MIN_PASSWORD_LENGTH} characters long")
+        password = password or self.generate_password()
         path = self.initial_password_path
         try:
             write_atomic(path, password + "\n", mode=0o600)

@@ -5,6 +5,7 @@ Who may log in is auth.py's; how often and how many at once, login_guard.py's.
 
 from __future__ import annotations
 
+import asyncio
 import html
 import logging
 import math
@@ -50,10 +51,17 @@ def _page(body: str, *, status: int, headers: dict[str, str] | None = None) -> w
     return web.Response(text=text, status=status, content_type="text/html", headers=headers)
 
 
-def _login_form(csrf: str, next_path: str, error: str = "") -> str:
+_FIRST_RUN = (
+    '<p class="first-run">First start: sign in with the one-time password. On the Pi, '
+    "<code>picoagent passwd --show-initial</code> shows it; or use the <code>setup_code</code> you wrote into "
+    "<code>picoagent-setup.yaml</code> on the card. A short setup follows, where you choose your own.</p>"
+)
+
+
+def _login_form(csrf: str, next_path: str, error: str = "", *, first_run: bool = False) -> str:
     message = f'<p class="error" role="alert">{html.escape(error)}</p>' if error else ""
     return (
-        f'{message}<form method="post" action="/login">'
+        f'{_FIRST_RUN if first_run else ""}{message}<form method="post" action="/login">'
         '<label for="password">Password</label>'
         '<input id="password" name="password" type="password" autocomplete="current-password" required autofocus>'
         f'<input type="hidden" name="csrf" value="{html.escape(csrf)}">'
@@ -79,14 +87,28 @@ def safe_next(target: str | None) -> str:
     return target if not parts.scheme and not parts.netloc else "/"
 
 
+def session_cookie(response: web.StreamResponse, auth: Auth, request: web.Request, session_id: str) -> None:
+    """Give the browser its session (after a login, or after the setup set the password, which ends sessions)."""
+    response.set_cookie(
+        SESSION_COOKIE,
+        session_id,
+        path="/",
+        httponly=True,
+        samesite="Strict",
+        secure=auth.secure_cookies or request.secure,
+        max_age=int(auth.session_ttl_s),
+    )
+
+
 def routes(auth: Auth, *, login_guard: LoginGuard | None = None) -> list[web.RouteDef]:
     """The login, logout and session routes; the middleware protects everything else."""
     guard = login_guard or LoginGuard(WebConfig.login_attempts_per_minute, WebConfig.login_attempts_per_minute_total)
 
-    def login_page(
+    async def login_page(
         request: web.Request, csrf: str, next_path: str, *, status: int = 200, error: str = ""
     ) -> web.Response:
-        response = _page(_login_form(csrf, next_path, error), status=status)
+        first_run = await asyncio.to_thread(auth.first_run)
+        response = _page(_login_form(csrf, next_path, error, first_run=first_run), status=status)
         # Double-submit cookie: a cross-site page can post the form but cannot read or set this cookie.
         secure = auth.secure_cookies or request.secure  # over HTTPS a cookie never goes back over plain HTTP
         response.set_cookie(LOGIN_CSRF_COOKIE, csrf, path="/login", httponly=True, samesite="Strict", secure=secure)
@@ -100,7 +122,7 @@ def routes(auth: Auth, *, login_guard: LoginGuard | None = None) -> list[web.Rou
     async def get_login(request: web.Request) -> web.Response:
         if not await auth.db.call(auth.has_password):
             return _page(_NO_PASSWORD, status=503)
-        return login_page(request, login_csrf(request), safe_next(request.query.get("next")))
+        return await login_page(request, login_csrf(request), safe_next(request.query.get("next")))
 
     async def post_login(request: web.Request) -> web.Response:
         client = request.remote or "unknown"
@@ -119,23 +141,17 @@ def routes(auth: Auth, *, login_guard: LoginGuard | None = None) -> list[web.Rou
         sent_csrf = form_field(form, "csrf")
         if not cookie_csrf or not sent_csrf or not same_secret(cookie_csrf, sent_csrf):
             error = "The login form expired or your browser refused its cookie. Please try again."
-            return login_page(request, login_csrf(request), next_path, status=403, error=error)
+            return await login_page(request, login_csrf(request), next_path, status=403, error=error)
         # scrypt takes tens of milliseconds of CPU and 16 MiB: off the event loop, a few at a time.
         if not await guard.check(partial(auth.check_password, form_field(form, "password"))):
             log.warning("web login from %s: wrong password", client)
-            return login_page(request, cookie_csrf, next_path, status=401, error="wrong password")
+            return await login_page(request, cookie_csrf, next_path, status=401, error="wrong password")
         session_id, _ = await auth.db.call(auth.create_session)
         log.info("web login from %s", client)
-        response = redirect_to(next_path)
-        response.set_cookie(
-            SESSION_COOKIE,
-            session_id,
-            path="/",
-            httponly=True,
-            samesite="Strict",
-            secure=auth.secure_cookies or request.secure,
-            max_age=int(auth.session_ttl_s),
-        )
+        # The first sign-in, with the one-time password (or the card's setup code), goes on to the setup.
+        first_run = await asyncio.to_thread(auth.first_run)
+        response = redirect_to("/setup" if first_run else next_path)
+        session_cookie(response, auth, request, session_id)
         response.del_cookie(LOGIN_CSRF_COOKIE, path="/login")
         return response
 

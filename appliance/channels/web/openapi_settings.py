@@ -9,7 +9,7 @@ from appliance.channels.web.openapi_parts import json_answer as _json
 
 
 def settings_paths() -> dict[str, Any]:
-    """GET and POST /api/settings, GET /api/settings/audit."""
+    """GET and POST /api/settings, GET /api/settings/audit, and the first run's routes (setup.py)."""
     field_error = {
         "allOf": [ERROR],
         "properties": {"key": {"type": "string", "description": "the setting the error is about, e.g. web.port"}},
@@ -62,10 +62,68 @@ def settings_paths() -> dict[str, Any]:
                 },
             },
         },
+        **setup_paths(),
         "/api/settings/audit": {
             "get": {
                 "summary": "the newest settings changes: who, when, which keys (never a secret's value)",
                 "responses": {"200": _json({"type": "object"}), "400": BAD_REQUEST, "401": UNAUTHORIZED},
+            }
+        },
+    }
+
+
+def setup_paths() -> dict[str, Any]:
+    """GET /api/setup, POST /api/setup/password and /api/setup/cloud, GET /api/models."""
+    field_error = _json(ERROR, "refused; key names the field")
+    return {
+        "/api/setup": {
+            "get": {
+                "summary": "what is set up: first_run (the one-time password still in use), name, time zone, place, "
+                "routing, model, Telegram; and the config file's version",
+                "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
+            }
+        },
+        "/api/setup/password": {
+            "post": {
+                "summary": "the owner's own password: replaces the one-time one, ends every session and gives this "
+                "client a new one (its cookie and CSRF token)",
+                "requestBody": json_body({"type": "object", "required": ["password"]}),
+                "responses": {"200": _json({"type": "object"}), "400": field_error, "401": UNAUTHORIZED},
+            }
+        },
+        "/api/setup/cloud": {
+            "post": {
+                "summary": "a cloud provider checked with one real request, then saved with routing.mode and "
+                "routing.cloud_provider (its key into the secrets file)",
+                "requestBody": json_body(
+                    {
+                        "type": "object",
+                        "required": ["version", "type", "api_base", "model", "api_key"],
+                        "properties": {
+                            "version": {"type": "string"},
+                            "name": {"type": "string", "description": "providers.NAME; absent: the type"},
+                            "type": {"type": "string", "enum": ["openai", "anthropic"]},
+                            "api_base": {"type": "string"},
+                            "model": {"type": "string"},
+                            "api_key": {"type": "string"},
+                            "mode": {"type": "string", "enum": ["edge_first", "cloud_first"]},
+                            "password": {"type": "string", "description": "a browser session's web password"},
+                        },
+                    }
+                ),
+                "responses": {
+                    "200": _json({"type": "object"}),
+                    "400": field_error,
+                    "409": _json(ERROR, "the file changed since that version"),
+                    "401": UNAUTHORIZED,
+                },
+            }
+        },
+        "/api/models": {
+            "get": {
+                "summary": "the model catalog: this board, what auto picks, the running and wanted model, each "
+                "model's size, RAM, speed on a Pi 5 and whether it fits here",
+                "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
             }
         },
     }

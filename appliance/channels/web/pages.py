@@ -24,6 +24,7 @@ class Page:
     skip_words: str = "Skip to content"
     body_class: str = ""
     viewport: str = ""  # added to the viewport meta's content
+    in_nav: bool = True  # listed in the top bar (the setup is reached by the first sign-in, and from Settings)
 
     @property
     def file(self) -> str:
@@ -44,6 +45,7 @@ PAGES = (
         viewport=", interactive-widget=resizes-content",
     ),
     Page("/settings", "Settings", ("settings.js",)),
+    Page("/setup", "Setup", ("setup.js",), in_nav=False),
 )
 
 
@@ -61,6 +63,6 @@ def render(page: Page) -> str:
         body_class=f' class="{page.body_class}"' if page.body_class else "",
         skip_to=page.skip_to,
         skip_words=page.skip_words,
-        nav="\n".join(_nav_link(other, page) for other in PAGES),
+        nav="\n".join(_nav_link(other, page) for other in PAGES if other.in_nav),
         main=(STATIC / page.file).read_text(),
     )

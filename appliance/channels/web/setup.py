@@ -1,0 +1,138 @@
+"""The first run in the browser: what is set up yet, the owner's own password, a cloud key checked, the models.
+
+Until the owner chooses a password, the one in use is the one-time one the first start made (or the card's
+``setup_code``): signing in with it leads to /setup, and the status page sends there too. Each step of the
+page saves through POST /api/settings (settings.py: checked, written, applied) or one of the routes here:
+``POST /api/setup/password`` (which ends every session, so it gives this browser a new one),
+``POST /api/setup/cloud`` (one real request with the key before anything is saved, the same question
+`picoagent doctor` asks, then the provider and routing saved together), ``GET /api/models`` (the catalog
+with what fits this board). Every step can be skipped and done later from Settings. Admin only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from aiohttp import web
+
+from appliance.channels.web.auth import principal
+from appliance.channels.web.http import json_error, read_json
+from appliance.channels.web.login import session_cookie
+from appliance.channels.web.state import RUNTIME, STATE
+from appliance.config.edit import FieldError, VersionConflict
+from appliance.errors import PicoagentError, UsageError
+
+routes = web.RouteTableDef()  # the setup routes, added to the app by app.build_app
+PROVIDER_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
+
+
+@routes.get("/api/setup")
+async def setup_state(request: web.Request) -> web.Response:
+    """What is set up so far: the owner's password, the name, time zone and place, the cloud, the model."""
+    from appliance.channels.pairing import paired_users
+
+    state, runtime = request.app[STATE], request.app[RUNTIME]
+    version, config = await asyncio.to_thread(state.settings.file(runtime).read)
+    weather, routing = config.weather, config.routing
+    telegram = await runtime.db.call(paired_users, runtime.db, "telegram")
+    return web.json_response(
+        {
+            "version": version,
+            "first_run": await asyncio.to_thread(state.auth.first_run),
+            "name": config.agent.name,
+            "timezone": config.scheduler.timezone,
+            "place": {"name": weather.place, "latitude": weather.latitude, "longitude": weather.longitude},
+            "routing": {"mode": routing.mode, "provider": routing.cloud_provider},
+            "providers": sorted(config.providers),
+            "model": config.llm.model,
+            "telegram": {
+                "enabled": config.telegram.enabled,
+                "token_set": bool(config.telegram.token),
+                "paired": telegram,
+            },
+        }
+    )
+
+
+@routes.post("/api/setup/password")
+async def setup_password(request: web.Request) -> web.Response:
+    """The owner's own password: replaces the one-time one, ends every session, and gives this browser a new one."""
+    body = await read_json(request)
+    password = body.get("password")
+    if not isinstance(password, str):
+        return json_error(400, 'expected {"password": "..."}', key="password")
+    auth = request.app[STATE].auth
+    try:
+        await asyncio.to_thread(auth.set_password, password)
+    except UsageError as exc:
+        return json_error(400, exc.message, key="password", fix=exc.fix)
+    session_id, csrf = await auth.db.call(auth.create_session)
+    response = web.json_response({"password": "set", "csrf": csrf})
+    session_cookie(response, auth, request, session_id)
+    return response
+
+
+@routes.post("/api/setup/cloud")
+async def setup_cloud(request: web.Request) -> web.Response:
+    """Check a cloud provider with one real request, then save it with routing.mode (edge_first unless given) and
+    routing.cloud_provider: {"version", "name", "type", "api_base", "model", "api_key", "password", "mode"}."""
+    from appliance.config import ProviderConfig
+    from appliance.hardware.events import record_settings_change
+    from appliance.llm.cloud import ask_once
+
+    body = await read_json(request)
+    name = body.get("name") or body.get("type") or ""
+    fields = {key: body.get(key) for key in ("type", "api_base", "model", "api_key")}
+    if not isinstance(name, str) or not PROVIDER_NAME.fullmatch(name):
+        return json_error(400, "a provider's name is a short lowercase word, e.g. openai", key="name")
+    for key, value in fields.items():
+        if not isinstance(value, str) or not value.strip():
+            return json_error(400, f"{key}: required", key=f"providers.{name}.{key}")
+    if fields["type"] not in ("openai", "anthropic"):
+        return json_error(400, 'type: "openai" or "anthropic"', key=f"providers.{name}.type")
+    mode = body.get("mode", "edge_first")
+    who = principal(request)
+    auth = request.app[STATE].auth
+    if who is not None and who.kind == "session":
+        password = body.get("password")
+        if not isinstance(password, str) or not await asyncio.to_thread(auth.check_password, password):
+            return json_error(403, "saving a key needs your password again", key="password")
+    provider = ProviderConfig(**{k: str(v).strip() for k, v in fields.items()})  # type: ignore[arg-type]
+    try:
+        seconds = await ask_once(name, provider)
+    except PicoagentError as exc:
+        key = "api_key" if "key" in (exc.fix or "") else "api_base"
+        return json_error(400, exc.message, key=f"providers.{name}.{key}", fix=exc.fix)
+    entry = {k: v for k, v in fields.items() if k != "api_key"}
+    changes: dict[str, Any] = {
+        f"providers.{name}": entry,
+        f"providers.{name}.api_key": provider.api_key,
+        "routing.mode": mode,
+        "routing.cloud_provider": name,
+    }
+    runtime = request.app[RUNTIME]
+    settings = request.app[STATE].settings
+    try:
+        saved = await asyncio.to_thread(settings.file(runtime).save, str(body.get("version", "")), changes)
+    except FieldError as exc:
+        return json_error(400, exc.message, key=exc.key, fix=exc.fix)
+    except VersionConflict as exc:
+        return json_error(409, exc.message, changed=exc.changed, version=exc.version, fix=exc.fix)
+    by = f"{who.kind}:{who.name}" if who is not None else "unknown"
+    await runtime.db.call(record_settings_change, runtime.db, saved.keys, by)
+    if settings.reload is not None:
+        settings.reload()
+    return web.json_response({"version": saved.version, "answered_in_s": round(seconds, 2), "changed": saved.keys})
+
+
+@routes.get("/api/models")
+async def list_models(request: web.Request) -> web.Response:
+    """The model catalog: this board, what auto picks, the one running and the one wanted, each model's size,
+    RAM, speed on a Pi 5 and whether it fits here (choose one with POST /api/settings {"llm.model": NAME}: the
+    daemon downloads it in the background, shown in /api/status model.pull, and switches to it)."""
+    from appliance.llm.choice import models_document
+
+    config = request.app[RUNTIME].config
+    return web.json_response(await asyncio.to_thread(models_document, config))
