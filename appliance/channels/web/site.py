@@ -42,8 +42,8 @@ def certificate_lines(certificate: SiteCertificate, url: str) -> list[str]:
 def first_password_text(password: str, kept: Path, url: str, certificate: SiteCertificate | None = None) -> str:
     """The first password, where it is kept, and where to use it (for a terminal, never a log)."""
     lines = [
-        f"picoagent: the web password is {password}",
-        f"  open {url} and sign in with it; change it with `picoagent passwd`",
+        f"picoagent: the one-time web password is {password}",
+        f"  open {url} and sign in with it: the setup page asks for your own (or `picoagent passwd`)",
         f"  until then `picoagent passwd --show-initial` shows it again (kept in {kept}, mode 0600)",
     ]
     if certificate is not None:
