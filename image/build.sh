@@ -209,8 +209,9 @@ install -m 0644 "$REPO/systemd/picoagent.service" "$REPO/systemd/picoagent-sandb
     "$REPO/systemd/picoagent-sandbox@.service" "$ROOT/etc/systemd/system/"
 UNITS="picoagent.service picoagent-sandbox.socket picoagent-firstboot.service systemd-networkd.service systemd-resolved.service"
 if [ -f "$REPO/systemd/picoagent-update-boot.service" ]; then
-    install -m 0644 "$REPO/systemd/picoagent-update-boot.service" "$ROOT/etc/systemd/system/"
-    UNITS="$UNITS picoagent-update-boot.service"
+    install -m 0644 "$REPO/systemd/picoagent-update-boot.service" "$REPO/systemd/picoagent-rollback.path" \
+        "$REPO/systemd/picoagent-rollback.service" "$ROOT/etc/systemd/system/"
+    UNITS="$UNITS picoagent-update-boot.service picoagent-rollback.path"
 fi
 install -m 0644 "$REPO/systemd/99-picoagent-gpio.rules" "$ROOT/etc/udev/rules.d/"
 echo i2c-dev > "$ROOT/etc/modules-load.d/picoagent.conf"

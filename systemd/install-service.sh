@@ -98,14 +98,18 @@ fi
 install -d "$ROOT/etc/systemd/system" "$ROOT/etc/udev/rules.d" "$ROOT/etc/modules-load.d" "$ROOT/etc/tmpfiles.d"
 install -m 0644 "$SRC/systemd/picoagent.tmpfiles" "$ROOT/etc/tmpfiles.d/picoagent.conf"
 install -m 0644 "$SRC/systemd/picoagent.service" "$SRC/systemd/picoagent-sandbox.socket" \
-    "$SRC/systemd/picoagent-sandbox@.service" "$SRC/systemd/picoagent-update-boot.service" "$ROOT/etc/systemd/system/"
+    "$SRC/systemd/picoagent-sandbox@.service" "$SRC/systemd/picoagent-update-boot.service" \
+    "$SRC/systemd/picoagent-rollback.path" "$SRC/systemd/picoagent-rollback.service" "$ROOT/etc/systemd/system/"
 install -m 0644 "$SRC/systemd/99-picoagent-gpio.rules" "$ROOT/etc/udev/rules.d/"
 echo i2c-dev > "$ROOT/etc/modules-load.d/picoagent.conf"
 
 if [ -z "$ROOT" ]; then
-    chgrp -R picoagent /etc/picoagent
-    # The daemon (user picoagent) reads both itself; nobody else may.
-    chmod 0640 /etc/picoagent/picoagent.yaml /etc/picoagent/secrets.env
+    # The daemon (user picoagent) reads both and changes them from the Settings page; nobody else may. The
+    # folder is root's with the daemon's group and the sticky bit: it may add files, not replace ota.pub.
+    chgrp picoagent /etc/picoagent && chmod 1770 /etc/picoagent
+    chown picoagent:picoagent /etc/picoagent/picoagent.yaml /etc/picoagent/secrets.env
+    chmod 0640 /etc/picoagent/picoagent.yaml
+    chmod 0600 /etc/picoagent/secrets.env
     WORKSPACE=/var/lib/picoagent/workspace
     shared=$(stat -c %G "$WORKSPACE" 2>/dev/null || echo none)
     systemd-tmpfiles --create /etc/tmpfiles.d/picoagent.conf
@@ -121,6 +125,7 @@ if [ -z "$ROOT" ]; then
     systemctl daemon-reload
     systemctl enable --now picoagent-sandbox.socket
     systemctl enable picoagent-update-boot.service
+    systemctl enable --now picoagent-rollback.path
     systemctl enable picoagent.service
     systemctl restart picoagent.service
     say "running: systemctl status picoagent; journalctl -u picoagent -f"

@@ -119,6 +119,22 @@ def test_the_boot_rollback_unit_runs_before_the_service_and_verifies(tmp_path: P
     assert verify.returncode == 0 and "picoagent" not in verify.stdout + verify.stderr, verify.stdout + verify.stderr
 
 
+def test_the_rollback_asked_for_from_the_page_is_roots_and_verifies(tmp_path: Path) -> None:
+    """The daemon leaves rollback.requested in its state dir; the path unit starts the root service, which takes
+    the request first (no retry loop) and runs the updater copy outside every release."""
+    path_unit, service = UNIT.parent / "picoagent-rollback.path", UNIT.parent / "picoagent-rollback.service"
+    assert settings_of(path_unit)["PathExists"] == ["/var/lib/picoagent/rollback.requested"]
+    settings = settings_of(service)
+    assert settings["ExecStartPre"] == ["/bin/rm -f /var/lib/picoagent/rollback.requested"]
+    assert settings["ExecStart"] == ["/usr/bin/python3 -I /usr/local/lib/picoagent/updater.pyz rollback"]
+    for unit in (path_unit, service):
+        copy = tmp_path / unit.name
+        copy.write_text(unit.read_text().replace("/usr/bin/python3", os.path.realpath("/usr/bin/python3")))
+    verify = analyze("verify", str(tmp_path / path_unit.name), str(tmp_path / service.name))
+    problems = [line for line in (verify.stdout + verify.stderr).splitlines() if "picoagent" in line]
+    assert verify.returncode == 0 and not problems, verify.stdout + verify.stderr
+
+
 def test_install_service_lays_out_a_release_the_units_and_a_config(tmp_path: Path) -> None:
     script = UNIT.parent / "install-service.sh"
     done = subprocess.run(
@@ -131,6 +147,8 @@ def test_install_service_lays_out_a_release_the_units_and_a_config(tmp_path: Pat
     assert not (current / ".data").exists()  # tracked files only: no state, no venv, no secrets
     units = tmp_path / "etc" / "systemd" / "system"
     assert sorted(p.name for p in units.iterdir()) == [
+        "picoagent-rollback.path",
+        "picoagent-rollback.service",
         "picoagent-sandbox.socket",
         "picoagent-sandbox@.service",
         "picoagent-update-boot.service",

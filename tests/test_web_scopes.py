@@ -278,6 +278,8 @@ async def prepare(site: Site, route: Route) -> Call:
                 await fake.close()
 
         return Call(path, {"version": version, "name": name, **provider}, saved)
+    if path.startswith("/api/access/") or path == "/api/update/rollback":
+        return await _prepare_access(site, route)
     raise AssertionError(f"a write route this test cannot call yet: {route}; teach prepare() how, and say who may")
 
 
@@ -322,3 +324,55 @@ def test_each_scope_writes_exactly_what_it_may_and_a_refusal_changes_nothing(sit
         assert tried[False] >= refused and tried[True] >= 14 - refused, tried
 
     asyncio.run(main())
+
+
+async def _prepare_access(site: Site, route: Route) -> Call:
+    """The access tab's writes and the rollback button, each on objects of its own."""
+    from appliance.channels.web import updates
+
+    auth, (method, path), n = site.state.auth, route, next(site.serial)
+
+    def acts(check: Callable[[], bool]) -> Callable[[Any], Awaitable[bool]]:
+        async def acted(body: Any) -> bool:
+            return await asyncio.to_thread(check)
+
+        return acted
+
+    if path == "/api/access/password":
+        await asyncio.to_thread(auth.set_password, f"current password {n}")
+        return Call(
+            path,
+            {"current": f"current password {n}", "password": f"new password {n}"},
+            acts(lambda: auth.check_password(f"new password {n}")),
+        )
+    if path == "/api/access/tokens":
+        return Call(
+            path,
+            {"name": f"made{n}", "scope": "read"},
+            acts(lambda: f"made{n}" in [t.name for t in auth.list_tokens()]),
+        )
+    if path == "/api/access/sessions/end":
+        await asyncio.to_thread(auth.create_session)
+        return Call(path, {}, acts(lambda: auth.live_sessions() == 0))
+    if path == "/api/update/rollback":
+        flag = site.runtime.config.resolve_path(site.runtime.config.data_dir) / updates.REQUEST
+        flag.unlink(missing_ok=True)
+        real = updates._status
+        updates._status = lambda: {"version": "0.2.0", "previous": "0.1.0", "releases": ["0.1.0", "0.2.0"]}
+
+        async def asked(body: Any) -> bool:
+            updates._status = real
+            return flag.exists()
+
+        return Call(path, {}, asked)
+    victim = f"victim{n}"
+    await asyncio.to_thread(auth.add_token, victim, scope="chat")
+    if method == "DELETE":
+        return Call(
+            f"/api/access/tokens/{victim}", {}, acts(lambda: victim not in [t.name for t in auth.list_tokens()])
+        )
+    return Call(
+        f"/api/access/tokens/{victim}",
+        {"scope": "read"},
+        acts(lambda: {t.name: t.scope for t in auth.list_tokens()}.get(victim) == "read"),
+    )

@@ -118,6 +118,18 @@ def test_a_person_changes_settings_and_sees_errors_beside_the_field(
     no_horizontal_scroll(page)
     expect(page.locator("#audit")).to_contain_text("agent.name")
     page.screenshot(path=str(ARTIFACTS / f"settings-general-{width}.png"), full_page=False)
+
+    # Access: a token for a script, shown once; updates: a checkout has no release to roll back to.
+    page.get_by_role("button", name="access", exact=True).click()
+    page.locator("#access-token-name").fill(f"script{width}")
+    page.get_by_role("button", name="Make a token").click()
+    made = page.locator(".row-note", has_text="copy it now")
+    expect(made).to_contain_text(f"script{width} (chat): pat_")
+    uncovered(page, made)
+    no_horizontal_scroll(page)
+    page.screenshot(path=str(ARTIFACTS / f"settings-access-{width}.png"), full_page=False)
+    page.get_by_role("button", name="updates", exact=True).click()
+    expect(page.get_by_text("runs from a checkout")).to_be_visible()
     context.close()
 
     loaded = load_config(config, data_dir=config.parent / "x")

@@ -22,7 +22,8 @@ PAGES: dict[str, tuple[str, ...]] = {
     "channels": ("telegram", "discord", "slack", "email", "whatsapp", "webhooks", "notify"),
     "devices": ("devices", "hardware", "mqtt", "homeassistant"),
     "tools and tasks": ("tools", "tasks"),
-    "access": ("web",),
+    "access": ("web",),  # and the password, API tokens and sessions (static/settings-extra.js)
+    "updates": (),  # the release and the rollback button (static/settings-extra.js)
 }
 
 # Sections and fields a person is not expected to change from the page, and why.

@@ -12,8 +12,8 @@ from typing import Any
 from aiohttp import WSCloseCode, web
 
 from appliance import __version__
-from appliance.channels.web import auth as web_auth
 from appliance.channels.web import (
+    access,
     chat,
     cron,
     devices,
@@ -26,7 +26,9 @@ from appliance.channels.web import (
     setup,
     tasks,
     telegram_hook,
+    updates,
 )
+from appliance.channels.web import auth as web_auth
 from appliance.channels.web.login_guard import LoginGuard
 from appliance.channels.web.pages import PAGES, STATIC, Page, render
 from appliance.channels.web.state import (
@@ -165,6 +167,8 @@ def build_app(state: WebState, site: hosts.SiteNames | None = None) -> web.Appli
             *tasks.routes,
             *settings.routes,
             *setup.routes,
+            *access.routes,
+            *updates.routes,
             web.get("/api/openapi.json", api_openapi),
             *chat.routes,
             *openai_api.routes,

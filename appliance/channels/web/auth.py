@@ -266,6 +266,17 @@ class Auth:
         """End a session (logout); unknown ids are ignored."""
         self.db.write("DELETE FROM web_sessions WHERE id_hash = ?", (_sha256(session_id),))
 
+    def live_sessions(self) -> int:
+        """How many browsers are signed in now."""
+        return int(self.db.rows("SELECT COUNT(*) FROM web_sessions WHERE expires_at > ?", (self.clock(),))[0][0])
+
+    def end_other_sessions(self, session_id: str) -> int:
+        """Sign out every browser but the one with ``session_id``; how many were ended."""
+        with self.db.transaction() as conn:
+            ended = conn.execute("DELETE FROM web_sessions WHERE id_hash != ?", (_sha256(session_id),)).rowcount
+        log.info("web sessions ended: %d", ended)
+        return int(ended)
+
     # --- API tokens ------------------------------------------------------------------------------
 
     def add_token(self, name: str, token: str | None = None, *, scope: str = DEFAULT_SCOPE) -> str:

@@ -1,4 +1,4 @@
-"""The OpenAPI paths of the settings routes (channels/web/settings.py)."""
+"""The OpenAPI paths of the Settings page's routes: settings.py, setup.py, access.py, updates.py."""
 
 from __future__ import annotations
 
@@ -63,6 +63,7 @@ def settings_paths() -> dict[str, Any]:
             },
         },
         **setup_paths(),
+        **access_paths(),
         "/api/settings/audit": {
             "get": {
                 "summary": "the newest settings changes: who, when, which keys (never a secret's value)",
@@ -125,5 +126,74 @@ def setup_paths() -> dict[str, Any]:
                 "model's size, RAM, speed on a Pi 5 and whether it fits here",
                 "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
             }
+        },
+    }
+
+
+def access_paths() -> dict[str, Any]:
+    """The password, API tokens, sessions (access.py) and the rollback button (updates.py)."""
+    name = [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}]
+    scope = {"type": "string", "enum": ["chat", "read", "devices", "admin"]}
+
+    def write(summary: str, body: dict[str, Any] | None, ok: str = "200", **errors: str) -> dict[str, Any]:
+        operation: dict[str, Any] = {
+            "summary": summary,
+            "responses": {
+                ok: _json({"type": "object"}),
+                **{status: _json(ERROR, why) for status, why in errors.items()},
+                "401": UNAUTHORIZED,
+            },
+        }
+        if body is not None:
+            operation["requestBody"] = json_body(body)
+        return operation
+
+    return {
+        "/api/access": {
+            "get": {
+                "summary": "the API tokens (never their values) and scopes, what each scope may do, browsers signed in",
+                "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
+            }
+        },
+        "/api/access/password": {
+            "post": write(
+                "a new web password (the current one needed): every other browser is signed out",
+                {"type": "object", "required": ["current", "password"]},
+                **{"400": "too short", "403": "not the current password"},
+            )
+        },
+        "/api/access/tokens": {
+            "post": write(
+                "a new API token, shown once in the answer",
+                {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "scope": scope}},
+                "201",
+                **{"400": "no name, a name in use, or an unknown scope"},
+            )
+        },
+        "/api/access/tokens/{name}": {
+            "post": {
+                **write(
+                    "give a token another scope",
+                    {"type": "object", "required": ["scope"], "properties": {"scope": scope}},
+                    **{"400": "unknown scope", "404": "no such token"},
+                ),
+                "parameters": name,
+            },
+            "delete": {**write("revoke a token", None, **{"404": "no such token"}), "parameters": name},
+        },
+        "/api/access/sessions/end": {"post": write("sign out every other browser", None)},
+        "/api/update": {
+            "get": {
+                "summary": "the running release, the others kept, the last update's result, a rollback asked for",
+                "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
+            }
+        },
+        "/api/update/rollback": {
+            "post": write(
+                "ask root's rollback service to go back to the previous release (this daemon restarts)",
+                None,
+                "202",
+                **{"409": "not an installed release, or no other release to go back to"},
+            )
         },
     }

@@ -44,7 +44,7 @@ PAGES = (
         # the on-screen keyboard shrinks the page, so the message box stays above it
         viewport=", interactive-widget=resizes-content",
     ),
-    Page("/settings", "Settings", ("settings.js",)),
+    Page("/settings", "Settings", ("settings-extra.js", "settings.js")),
     Page("/setup", "Setup", ("setup.js",), in_nav=False),
 )
 

@@ -315,6 +315,8 @@
       const pane = el("div", "settings-pane");
       pane.dataset.page = page.page;
       for (const row of page.sections) pane.append(row.type === "collection" ? wrapCard(collection(row)) : sectionForm(row));
+      const extra = window.SettingsExtra && window.SettingsExtra[page.page];
+      if (extra) extra(pane); // the access and updates tabs' own cards (settings-extra.js)
       $("panes").append(pane);
     }
     show(current || doc.pages[0].page);

@@ -1,0 +1,131 @@
+// The Settings tabs that are not config keys: access (the password, API tokens and their scopes, the signed-in
+// browsers) and updates (the running release, the last result, the rollback button). settings.js calls
+// window.SettingsExtra[tab](pane) after it drew the tab's forms.
+"use strict";
+
+window.SettingsExtra = (function () {
+  const { el, post } = window.Page;
+
+  function card(title) {
+    const node = el("section", "card settings-card");
+    node.append(el("h3", "card-title", title));
+    return node;
+  }
+
+  function row(label, type, id) {
+    const wrap = el("div", "setting");
+    const input = el("input", "input");
+    Object.assign(input, { type, id, autocomplete: type === "password" ? "new-password" : "off" });
+    const name = el("label", "setting-label", label);
+    name.htmlFor = id;
+    wrap.append(name, input);
+    return { wrap, input };
+  }
+
+  function note() {
+    const node = el("p", "row-note");
+    node.setAttribute("role", "status");
+    node.hidden = true;
+    return node;
+  }
+
+  function tell(node, result, ok) {
+    const d = result.data || {};
+    node.textContent = result.ok ? ok(d) : d.fix ? `${d.error} (${d.fix})` : d.error || `HTTP ${result.status}`;
+    node.className = "row-note tone-" + (result.ok ? "ok" : "bad");
+    node.hidden = false;
+  }
+
+  function button(label, kind, onClick) {
+    const node = el("button", "btn " + kind, label);
+    node.type = "button";
+    node.addEventListener("click", onClick);
+    return node;
+  }
+
+  async function access(pane) {
+    const response = await fetch("/api/access", { credentials: "same-origin", cache: "no-store" });
+    if (!response.ok) return;
+    const doc = await response.json();
+
+    const password = card("Password");
+    const current = row("Current password", "password", "access-current");
+    const fresh = row("New password", "password", "access-new");
+    const said = note();
+    password.append(current.wrap, fresh.wrap, button("Change the password", "btn-primary", async () => {
+      const result = await post("/api/access/password", { current: current.input.value, password: fresh.input.value });
+      tell(said, result, () => "changed: every other browser is signed out");
+    }), said);
+
+    const tokens = card("API tokens");
+    tokens.append(el("p", "setting-help", "Programs use these (Authorization: Bearer pat_...). A token is shown once."));
+    const list = el("ul", "items");
+    for (const t of doc.tokens) {
+      const item = el("li", "item");
+      const select = el("select", "input");
+      select.setAttribute("aria-label", `scope of ${t.name}`);
+      for (const scope of Object.keys(doc.scopes)) select.append(Object.assign(el("option", "", scope), { value: scope }));
+      select.value = t.scope;
+      const told = note();
+      select.addEventListener("change", async () =>
+        tell(told, await post(`/api/access/tokens/${encodeURIComponent(t.name)}`, { scope: select.value }), (d) => `now ${d.scope}`),
+      );
+      const used = t.last_used_at ? `last used ${new Date(t.last_used_at * 1000).toLocaleString()}` : "never used";
+      const text = el("div", "token-text");
+      text.append(el("span", "item-title", t.name), el("span", "item-line", used));
+      item.append(text, select,
+        button("Revoke", "btn-small btn-ghost", async () => {
+          if (!window.confirm(`Revoke ${t.name}? What uses it is refused from now on.`)) return;
+          const result = await post(`/api/access/tokens/${encodeURIComponent(t.name)}`, {}, "DELETE");
+          tell(told, result, () => "revoked");
+          if (result.ok) item.remove();
+        }), told);
+      list.append(item);
+    }
+    const name = row("New token's name", "text", "access-token-name");
+    const scope = el("select", "input");
+    scope.setAttribute("aria-label", "its scope");
+    for (const [key, help] of Object.entries(doc.scopes)) {
+      scope.append(Object.assign(el("option", "", `${key}: ${help}`), { value: key }));
+    }
+    const made = note();
+    tokens.append(list, name.wrap, scope, button("Make a token", "btn-primary", async () => {
+      const result = await post("/api/access/tokens", { name: name.input.value, scope: scope.value });
+      tell(made, result, (d) => `${d.name} (${d.scope}): ${d.token} — copy it now, it is not shown again`);
+    }), made);
+
+    const sessions = card("Signed-in browsers");
+    const ended = note();
+    sessions.append(el("p", "", `${doc.sessions} browser${doc.sessions === 1 ? "" : "s"} signed in, this one included.`),
+      button("Sign out every other browser", "btn-ghost", async () =>
+        tell(ended, await post("/api/access/sessions/end", {}), (d) => `${d.ended} signed out`)), ended);
+    pane.append(password, tokens, sessions);
+  }
+
+  async function updates(pane) {
+    const response = await fetch("/api/update", { credentials: "same-origin", cache: "no-store" });
+    if (!response.ok) return;
+    const doc = await response.json();
+    const box = card("Updates");
+    const status = doc.update;
+    if (!status) {
+      box.append(el("p", "", "This appliance runs from a checkout (make run), not an installed release: updates come with git here."));
+    } else {
+      const last = status.last ? `${status.last.result} (${status.last.version}, ${status.last.at || ""})` : "none yet";
+      box.append(
+        el("p", "", `Running ${status.version}; kept: ${status.releases.join(", ")}.`),
+        el("p", "", `Last update: ${last}.`),
+      );
+      const said = note();
+      box.append(button("Roll back to the previous release", "btn-ghost", async () => {
+        if (!window.confirm("Roll back? The appliance restarts on the previous release.")) return;
+        tell(said, await post("/api/update/rollback", {}), (d) => `rolling back to ${d.rolling_back_to}: it restarts in a moment`);
+      }), said);
+      if (doc.rollback_requested) box.append(el("p", "setting-help", "A rollback is under way."));
+    }
+    box.append(el("p", "setting-help", "Updates are pushed from your computer with make ota (README: Updates over the air)."));
+    pane.append(box);
+  }
+
+  return { access, updates };
+})();
