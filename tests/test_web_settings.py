@@ -103,6 +103,9 @@ def test_the_forms_come_from_the_schema_with_its_words_ranges_and_choices(copied
     assert found["agent.reflection.enabled"]["type"] == "bool"  # a nested section's field
     assert found["devices"]["type"] == "collection" and "porch_light" in found["devices"]["entries"]
     assert found["devices.porch_light.pin"]["value"] == 17
+    by_driver = found["devices"]["by_driver"]  # each driver's form shows what it reads
+    assert by_driver["bme280"][:3] == ["driver", "bus", "address"] and "pin" not in by_driver["bme280"]
+    assert "active_high" in by_driver["relay"] and "state_topic" in by_driver["mqtt"]
     assert found["telegram.token"] == found["telegram.token"] | {"secret": True, "set": False}
     assert "value" not in found["telegram.token"]
     assert "scheduler.jobs" not in found and "tools.mcp" not in found  # their reasons are in NOT_IN_SETTINGS

@@ -87,7 +87,12 @@ def test_a_person_changes_settings_and_sees_errors_beside_the_field(
     adding = page.locator("details.settings-add", has=page.locator("summary", has_text="Add to devices"))
     adding.locator("summary").click()
     adding.get_by_label("name", exact=True).fill(device)
+    adding.get_by_label("driver", exact=True).select_option("bme280")
+    expect(adding.get_by_label("address", exact=True)).to_be_visible()  # each driver's own fields only
+    expect(adding.get_by_label("pin", exact=True)).to_be_hidden()
     adding.get_by_label("driver", exact=True).select_option("relay")
+    expect(adding.get_by_label("address", exact=True)).to_be_hidden()
+    expect(adding.get_by_label("state topic", exact=True)).to_be_hidden()
     adding.get_by_label("pin", exact=True).fill("17")
     adding.get_by_label("room", exact=True).fill("study")
     adding.get_by_role("button", name="Save").click()

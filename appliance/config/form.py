@@ -38,6 +38,36 @@ NOT_IN_SETTINGS: dict[str, str] = {
 }
 
 
+# Besides what each driver's interface needs (drivers/base.py NEEDS): what every device may set, and what only
+# some interfaces read. The devices form shows a new device only the fields of the driver chosen.
+DEVICE_COMMON = ("room", "aliases", "allow", "approval", "writes_per_minute")
+DEVICE_MORE = {
+    "gpio": ("active_high",),
+    "mqtt": (
+        "state_topic",
+        "command_topic",
+        "payload_on",
+        "payload_off",
+        "value_template",
+        "brightness_command_topic",
+        "brightness_value_template",
+        "brightness_scale",
+        "quantity",
+        "unit",
+    ),
+}
+
+
+def device_fields() -> dict[str, list[str]]:
+    """For each driver of the driver table, the device keys its form shows."""
+    from appliance.hardware.drivers import DRIVERS
+
+    return {
+        name: ["driver", *spec.needs, *DEVICE_MORE.get(spec.interface, ()), *DEVICE_COMMON]
+        for name, spec in DRIVERS.items()
+    }
+
+
 def _kind(tp: Any) -> dict[str, Any]:
     """How a form shows one value of type ``tp``."""
     origin = typing.get_origin(tp)
@@ -85,6 +115,8 @@ def fields_of(cls: Any, node: Any, prefix: str) -> list[dict[str, Any]]:
                 new=fields_of(entry, None, key + ".NAME."),
                 entries={name: fields_of(entry, item, f"{key}.{name}.") for name, item in entries.items()},
             )
+            if key == "devices":
+                row["by_driver"] = device_fields()
         else:
             row.update(_kind(tp))
             if "low" in f.metadata:

@@ -242,6 +242,26 @@
     });
   }
 
+  const hidden = (entry) => entry.control.closest(".setting").hidden; // a field another driver reads
+
+  // A device's form shows the fields of its driver only (row.by_driver: driver -> the keys it reads).
+  function byDriver(row, form) {
+    if (!row.by_driver) return;
+    const driver = [...form.entries.entries()].find(([key]) => key.endsWith(".driver"));
+    if (!driver) return;
+    const control = driver[1].control;
+    const apply = () => {
+      const keep = row.by_driver[control.value] || ["driver"];
+      for (const [key, entry] of form.entries) {
+        const last = key.split(".").pop();
+        if (last === "name" && key.includes(".NAME.")) continue;
+        entry.control.closest(".setting").hidden = !keep.includes(last);
+      }
+    };
+    control.addEventListener("change", apply);
+    apply();
+  }
+
   // A map of named entries (devices, providers, webhooks): each entry's form, a remove button, an add form.
   function collection(row) {
     const box = el("div", "settings-collection");
@@ -249,9 +269,12 @@
     for (const [name, fields] of Object.entries(row.entries)) {
       const item = el("details", "settings-entry");
       item.append(el("summary", "", name));
-      const card = makeForm(name, "", (form, node) => rows(fields, form, node), (form, note) => {
+      const card = makeForm(name, "", (form, node) => {
+        rows(fields, form, node);
+        byDriver(row, form);
+      }, (form, note) => {
         const changes = {};
-        for (const [key, entry] of form.entries) if (entry.changed()) changes[key] = entry.value();
+        for (const [key, entry] of form.entries) if (entry.changed() && !hidden(entry)) changes[key] = entry.value();
         return save(form, note, changes);
       });
       card.className = "settings-subform";
@@ -272,6 +295,7 @@
     const adding = makeForm(`New entry of ${row.label}`, "", (form, node) => {
         node.append(field(nameRow, form));
         rows(row.new, form, node);
+        byDriver(row, form);
       }, async (form, note) => {
         const name = form.entries.get(nameRow.key).value().trim();
         if (!name) {
@@ -280,7 +304,7 @@
         }
         const entry = {};
         for (const [key, item] of form.entries) {
-          if (key === nameRow.key || !(item.changed() || item.row.required)) continue;
+          if (key === nameRow.key || hidden(item) || !(item.changed() || item.row.required)) continue;
           entry[key.slice(`${row.key}.NAME.`.length)] = item.value();
         }
         const prefix = `${row.key}.${name}.`;
