@@ -1,9 +1,10 @@
 """A fake Home Assistant: its REST API and WebSocket API on 127.0.0.1, speaking the documented payloads.
 
 REST (developers.home-assistant.io/docs/api/rest): ``GET /api/`` -> ``{"message": "API running."}``;
-``GET /api/states/<entity_id>`` -> the state object (``entity_id``, ``state``, ``attributes``,
-``last_changed``, ``last_updated``, ``context``) or 404 ``{"message": "Entity not found."}``;
-``POST /api/services/<domain>/<service>`` with ``{"entity_id": ...}`` -> the list of states it changed.
+``GET /api/states`` -> every state object; ``GET /api/states/<entity_id>`` -> the state object
+(``entity_id``, ``state``, ``attributes``, ``last_changed``, ``last_updated``, ``context``) or 404
+``{"message": "Entity not found."}``; ``POST /api/services/<domain>/<service>`` with ``{"entity_id": ...}``
+-> the list of states it changed.
 Every request needs ``Authorization: Bearer <token>``, else 401.
 
 WebSocket (developers.home-assistant.io/docs/api/websocket): ``auth_required`` -> the client's ``auth``
@@ -117,6 +118,7 @@ class FakeHomeAssistant:
     async def _start(self) -> None:
         app = web.Application()
         app.router.add_get("/api/", self._api)
+        app.router.add_get("/api/states", self._all_states)
         app.router.add_get("/api/states/{entity_id}", self._get_state)
         app.router.add_post("/api/services/{domain}/{service}", self._call_service)
         app.router.add_get("/api/websocket", self._websocket)
@@ -179,6 +181,12 @@ class FakeHomeAssistant:
         if not self._authorised(request):
             return web.Response(status=401, text="401: Unauthorized")
         return web.json_response({"message": "API running."})
+
+    async def _all_states(self, request: web.Request) -> web.StreamResponse:
+        if not self._authorised(request):
+            return web.Response(status=401, text="401: Unauthorized")
+        with self._lock:
+            return web.json_response(list(self.states.values()))
 
     async def _get_state(self, request: web.Request) -> web.StreamResponse:
         if not self._authorised(request):

@@ -14,7 +14,7 @@ from aiohttp import web
 
 from appliance.channels.web.auth import principal
 from appliance.channels.web.http import json_error, read_json
-from appliance.channels.web.state import DEVICES, RUNTIME
+from appliance.channels.web.state import DEVICES, RUNTIME, STATE
 from appliance.errors import UnknownDeviceError
 from appliance.hardware.approvals import UnknownApprovalError
 from appliance.hardware.states import device_states
@@ -43,6 +43,32 @@ async def list_devices(request: web.Request) -> web.Response:
     """Every device, its kind, room, what is allowed, and its readings."""
     readings = request.app[DEVICES].readings
     return web.json_response({"devices": await device_states(request.app[RUNTIME].devices, readings)})
+
+
+@routes.get("/api/devices/offered")
+async def offered_devices(request: web.Request) -> web.Response:
+    """What the links know that could become a device: Home Assistant's entities of the kinds picoagent drives
+    (light, switch, fan, input_boolean, sensor, binary_sensor), each with a name and whether it is configured
+    already; empty when Home Assistant is not configured. The Settings page adds one with POST /api/settings."""
+    from appliance.hardware.drivers.homeassistant import KINDS, domain_of
+
+    hass = request.app[STATE].sources.homeassistant
+    if hass is None:
+        return web.json_response({"homeassistant": None})
+    states = await asyncio.to_thread(hass.list_states)
+    used = {d.entity for d in request.app[RUNTIME].config.devices.values() if d.driver == "homeassistant"}
+    entities = [
+        {
+            "entity": s["entity_id"],
+            "name": str(s.get("attributes", {}).get("friendly_name") or s["entity_id"]),
+            "kind": KINDS[domain_of(s["entity_id"])],
+            "suggested": s["entity_id"].partition(".")[2],
+            "configured": s["entity_id"] in used,
+        }
+        for s in states
+        if domain_of(str(s["entity_id"])) in KINDS
+    ]
+    return web.json_response({"homeassistant": sorted(entities, key=lambda e: e["entity"])})
 
 
 @routes.get("/api/devices/{name}")

@@ -182,6 +182,13 @@ def access_paths() -> dict[str, Any]:
             "delete": {**write("revoke a token", None, **{"404": "no such token"}), "parameters": name},
         },
         "/api/access/sessions/end": {"post": write("sign out every other browser", None)},
+        "/api/devices/offered": {
+            "get": {
+                "summary": "what the links know that could become a device: Home Assistant's entities of the kinds "
+                "picoagent drives, with a suggested name and whether each is configured (null: no Home Assistant)",
+                "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
+            }
+        },
         "/api/update": {
             "get": {
                 "summary": "the running release, the others kept, the last update's result, a rollback asked for",

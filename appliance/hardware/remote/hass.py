@@ -109,6 +109,11 @@ class HomeAssistantClient:
         answer = self._request("GET", "/api/")
         return str(answer.get("message", "")) if isinstance(answer, dict) else ""
 
+    def list_states(self) -> list[State]:
+        """``GET /api/states``: every entity Home Assistant has (the Settings page offers them as devices)."""
+        states = self._request("GET", "/api/states")
+        return [s for s in states if isinstance(s, dict) and "entity_id" in s] if isinstance(states, list) else []
+
     def fetch_state(self, entity_id: str) -> State:
         """``GET /api/states/<entity_id>`` now (and keep it)."""
         state = self._request("GET", f"/api/states/{entity_id}", missing=f"Home Assistant has no entity {entity_id}")

@@ -127,5 +127,32 @@ window.SettingsExtra = (function () {
     pane.append(box);
   }
 
-  return { access, updates };
+  // The devices tab: Home Assistant's entities not yet devices, each added with one button.
+  async function devices(pane) {
+    const response = await fetch("/api/devices/offered", { credentials: "same-origin", cache: "no-store" });
+    if (!response.ok) return;
+    const offered = (await response.json()).homeassistant;
+    if (!offered) return;
+    const box = card("From Home Assistant");
+    const fresh = offered.filter((e) => !e.configured);
+    box.append(el("p", "setting-help", fresh.length ? "Its entities of the kinds picoagent drives, not yet devices here." : "Every entity of the kinds picoagent drives is a device here already."));
+    const list = el("ul", "items");
+    for (const entity of fresh) {
+      const item = el("li", "item");
+      const text = el("div", "token-text");
+      text.append(el("span", "item-title", entity.name), el("span", "item-line", `${entity.entity} (${entity.kind})`));
+      const told = note();
+      item.append(text, button(`Add as ${entity.suggested}`, "btn-small btn-primary", async () => {
+        const settings = await (await fetch("/api/settings", { credentials: "same-origin", cache: "no-store" })).json();
+        const change = { [`devices.${entity.suggested}`]: { driver: "homeassistant", entity: entity.entity } };
+        const result = await post("/api/settings", { version: settings.version, set: change });
+        tell(told, result, (d) => (d.restart_needed.length ? "added: in use after a restart" : "added"));
+      }), told);
+      list.append(item);
+    }
+    box.append(list);
+    pane.prepend(box);
+  }
+
+  return { access, updates, devices };
 })();
