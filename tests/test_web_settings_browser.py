@@ -133,6 +133,8 @@ def test_a_person_changes_settings_and_sees_errors_beside_the_field(
     uncovered(page, made)
     no_horizontal_scroll(page)
     page.screenshot(path=str(ARTIFACTS / f"settings-access-{width}.png"), full_page=False)
+    page.get_by_role("button", name="model and routing", exact=True).click()
+    expect(page.get_by_text("smollm2-135m (running)")).to_be_visible()  # the catalog, what fits, Use buttons
     page.get_by_role("button", name="updates", exact=True).click()
     expect(page.get_by_text("runs from a checkout")).to_be_visible()
     context.close()

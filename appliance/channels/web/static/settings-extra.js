@@ -154,5 +154,57 @@ window.SettingsExtra = (function () {
     pane.prepend(box);
   }
 
-  return { access, updates, devices };
+  // The model tab: the catalog with what fits this board; "Use" saves llm.model, and the daemon downloads it in
+  // the background and switches (its progress is /api/status model.pull, shown here until it is in use).
+  async function model(pane) {
+    const response = await fetch("/api/models", { credentials: "same-origin", cache: "no-store" });
+    if (!response.ok) return;
+    const doc = await response.json();
+    const box = card("Models");
+    const gb = (doc.board.mem_bytes / 2 ** 30).toFixed(1);
+    box.append(el("p", "setting-help", `This board: ${doc.board.name || "unknown"}, ${gb} GB. Running: ${doc.running}; auto picks ${doc.auto}.`));
+    const list = el("ul", "items");
+    const progress = el("p", "row-note");
+    progress.setAttribute("role", "status");
+    progress.hidden = true;
+    for (const m of doc.models.filter((row) => row.kind === "chat")) {
+      const item = el("li", "item");
+      const text = el("div", "token-text");
+      const speed = m.pi5_tps ? `about ${Math.round(m.pi5_tps)} tokens/s on a Pi 5; ` : "";
+      const fits = m.fits === false ? "does not fit here" : m.fits ? "fits" : "fit unknown";
+      text.append(el("span", "item-title", m.name + (m.running ? " (running)" : "")),
+        el("span", "item-line", `${(m.size_bytes / 2 ** 20).toFixed(0)} MB; ${speed}${fits}${m.installed ? "; installed" : ""}`));
+      const use = button("Use", "btn-small btn-ghost", async () => {
+        const settings = await (await fetch("/api/settings", { credentials: "same-origin", cache: "no-store" })).json();
+        const result = await post("/api/settings", { version: settings.version, set: { "llm.model": m.name } });
+        tell(progress, result, () => `${m.name}: getting it ready…`);
+        if (result.ok) follow(m.name, progress);
+      });
+      use.disabled = m.running || m.fits === false;
+      item.append(text, use);
+      list.append(item);
+    }
+    box.append(list, progress);
+    pane.append(box);
+  }
+
+  async function follow(name, progress) {
+    for (let i = 0; i < 7200; i += 1) {
+      const status = await (await fetch("/api/status", { credentials: "same-origin", cache: "no-store" })).json();
+      const pull = status.model.pull;
+      if (status.model.name === name) {
+        progress.textContent = `${name} is in use.`;
+        return;
+      }
+      if (pull && pull.total_bytes) {
+        const pct = Math.round((100 * pull.done_bytes) / pull.total_bytes);
+        progress.textContent = `${pull.state} ${name}: ${pct}%`;
+      } else if (pull && pull.message) {
+        progress.textContent = pull.message;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
+
+  return { access, updates, devices, "model and routing": model };
 })();
