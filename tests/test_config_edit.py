@@ -208,3 +208,23 @@ def test_a_kill_9_at_any_moment_leaves_the_old_file_or_the_new(cfg: ConfigFile) 
         config = load_config(cfg.path, data_dir=cfg.data_dir)  # whole and valid, whatever the moment
         assert config.agent.name in ("Odd", "Even")
         assert config.telegram.token.startswith("tok")
+
+
+def test_a_secret_inside_a_whole_entry_still_goes_to_the_secrets_file(cfg: ConfigFile) -> None:
+    """{"providers.x": {..., "api_key": ...}}: the mapping is taken key by key, so its secret is no exception."""
+    from appliance.config.edit import secret_keys
+
+    entry = {
+        "type": "openai",
+        "api_base": "https://api.openai.com/v1",
+        "model": "gpt-4o-mini",
+        "api_key": "sk-whole-entry-42",
+    }
+    assert secret_keys({"providers.x": entry}) == ["providers.x.api_key"]
+    saved = cfg.save(cfg.read()[0], {"providers.x": entry})
+    text = cfg.path.read_text()
+    assert "sk-whole-entry-42" not in text and "api_key: ${PROVIDERS_X_API_KEY}" in text
+    assert saved.config.providers["x"].api_key == "sk-whole-entry-42"
+    with pytest.raises(FieldError) as refused:
+        secret_keys({"providers.x": {"apikey": "typo"}})
+    assert refused.value.key == "providers.x.apikey"

@@ -95,6 +95,29 @@ def field_at(parts: Sequence[str]) -> tuple[dataclasses.Field[Any], Any]:
     return found
 
 
+_WHOLE = object()  # in flat_changes: the key's mapping is replaced by the keys that follow
+
+
+def flat_changes(changes: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """Each change as dotted keys: a mapping given for an entry or a section (``{"devices.lamp": {"driver":
+    "relay", "pin": 22}}``) becomes the entry replaced and then each of its keys, so a secret inside one
+    (``providers.x: {api_key: ...}``) goes to the secrets file like any other. Unknown keys: FieldError."""
+    flat: list[tuple[str, Any]] = []
+    for key, value in changes.items():
+        f, tp = field_at(key.split("."))
+        if isinstance(value, dict) and (f.metadata.get("entry") or dataclasses.is_dataclass(tp)):
+            flat.append((key, _WHOLE))
+            flat += flat_changes({f"{key}.{sub}": item for sub, item in value.items()})
+        else:
+            flat.append((key, value))
+    return flat
+
+
+def secret_keys(changes: Mapping[str, Any]) -> list[str]:
+    """The changes' keys whose values are secrets (a browser changing one gives the password again)."""
+    return [key for key, _ in flat_changes(changes) if field_at(key.split("."))[0].metadata.get("secret")]
+
+
 def secret_name(parts: Sequence[str]) -> str:
     """The secrets file's name for a secret setting: TELEGRAM_TOKEN, PROVIDERS_OPENAI_API_KEY."""
     return re.sub(r"[^A-Za-z0-9]+", "_", "_".join(parts)).strip("_").upper()
@@ -316,7 +339,7 @@ class ConfigFile:
         if tree is None:
             tree = CommentedMap()
         secrets: dict[str, str | None] = {}
-        for key, value in changes.items():
+        for key, value in flat_changes(changes):
             parts = key.split(".")
             f, _ = field_at(parts)
             if f.metadata.get("secret"):
@@ -328,7 +351,9 @@ class ConfigFile:
                     child = CommentedMap()
                     node[part] = child
                 node = child
-            if value is not None:
+            if value is _WHOLE:
+                node[parts[-1]] = CommentedMap()  # a mapping given whole replaces the entry; its keys follow
+            elif value is not None:
                 node[parts[-1]] = _plain(value)
             elif parts[-1] in node:
                 _unset(node, parts[-1], f)

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 from aiohttp import web
 
 from appliance.channels.web.auth import principal
 from appliance.channels.web.http import json_error, read_json
 from appliance.channels.web.state import RUNTIME, STATE
-from appliance.config.edit import ConfigFile, FieldError, VersionConflict, field_at
+from appliance.config.edit import ConfigFile, FieldError, VersionConflict, secret_keys
 
 routes = web.RouteTableDef()  # the settings routes, added to the app by app.build_app
 AUDIT_SHOWN = 20  # the newest settings changes the page lists
@@ -41,18 +40,6 @@ async def get_settings(request: web.Request) -> web.Response:
     return web.json_response({"version": version, "pages": settings_form(config), "restart_needed": waiting})
 
 
-def _secret_keys(changes: dict[str, Any]) -> list[str]:
-    keys = []
-    for key in changes:
-        try:
-            f, _ = field_at(key.split("."))
-        except FieldError:
-            continue
-        if f.metadata.get("secret"):
-            keys.append(key)
-    return keys
-
-
 @routes.post("/api/settings")
 async def save_settings(request: web.Request) -> web.Response:
     """Check, write and apply a change: {"version": V, "set": {"key": value, ...}, "password": (for secrets)}."""
@@ -64,7 +51,10 @@ async def save_settings(request: web.Request) -> web.Response:
     if not isinstance(version, str) or not isinstance(changes, dict) or not changes:
         return json_error(400, 'expected {"version": "...", "set": {"key": value, ...}}')
     who = principal(request)
-    secrets = _secret_keys(changes)
+    try:
+        secrets = secret_keys(changes)
+    except FieldError as exc:
+        return json_error(400, exc.message, key=exc.key, fix=exc.fix)
     if secrets and who is not None and who.kind == "session":
         password = body.get("password")
         auth = request.app[STATE].auth
