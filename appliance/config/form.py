@@ -18,9 +18,10 @@ from appliance.config.schema import Config
 # The Settings page's tabs, in order, and the top-level sections each shows.
 PAGES: dict[str, tuple[str, ...]] = {
     "general": ("agent", "scheduler", "weather", "log_level"),
-    "model and routing": ("llm", "routing", "providers", "memory"),
+    "model and routing": ("llm", "routing", "providers"),
     "channels": ("telegram", "discord", "slack", "email", "whatsapp", "webhooks", "notify"),
     "devices": ("devices", "hardware", "mqtt", "homeassistant"),
+    "memory": ("memory",),  # and what it remembers: browse, edit, forget, export (static/settings-extra.js)
     "tools and tasks": ("tools", "tasks"),
     "access": ("web",),  # and the password, API tokens and sessions (static/settings-extra.js)
     "updates": (),  # the release and the rollback button (static/settings-extra.js)

@@ -1,6 +1,8 @@
 """Who may use the appliance, from the Settings page's access tab: the password, API tokens and their scopes,
 the signed-in browsers. Every change is in the events list (kind ``config``: who, when, what; never a token or
 a password). Admin only (scopes.py's default); the password needs the current one.
+
+Routed by app.SETTINGS_ROUTES, which imports this module at its first request (the idle daemon never does).
 """
 
 from __future__ import annotations
@@ -17,8 +19,6 @@ from appliance.channels.web.scopes import SCOPE_HELP
 from appliance.channels.web.state import RUNTIME, STATE
 from appliance.errors import NotFound, UsageError
 
-routes = web.RouteTableDef()  # the access routes, added to the app by app.build_app
-
 
 async def _audit(request: web.Request, what: str) -> None:
     from appliance.hardware.events import record_settings_change
@@ -28,7 +28,6 @@ async def _audit(request: web.Request, what: str) -> None:
     await db.call(record_settings_change, db, [what], f"{who.kind}:{who.name}" if who else "unknown")
 
 
-@routes.get("/api/access")
 async def get_access(request: web.Request) -> web.Response:
     """The API tokens (never their values) with their scopes, what each scope may do, the browsers signed in."""
     auth = request.app[STATE].auth
@@ -42,7 +41,6 @@ async def get_access(request: web.Request) -> web.Response:
     )
 
 
-@routes.post("/api/access/password")
 async def change_password(request: web.Request) -> web.Response:
     """A new web password: {"current", "password"}; every browser is signed out but this one."""
     body = await read_json(request)
@@ -64,7 +62,6 @@ async def change_password(request: web.Request) -> web.Response:
     return response
 
 
-@routes.post("/api/access/tokens")
 async def add_token(request: web.Request) -> web.Response:
     """A new API token: {"name", "scope"}; the answer holds it, once."""
     body = await read_json(request)
@@ -80,7 +77,6 @@ async def add_token(request: web.Request) -> web.Response:
     return web.json_response({"name": name.strip(), "scope": scope, "token": token}, status=201)
 
 
-@routes.post("/api/access/tokens/{name}")
 async def set_scope(request: web.Request) -> web.Response:
     """Give a token another scope: {"scope"}."""
     body = await read_json(request)
@@ -98,7 +94,6 @@ async def set_scope(request: web.Request) -> web.Response:
     return web.json_response({"name": name, "scope": scope})
 
 
-@routes.delete("/api/access/tokens/{name}")
 async def revoke_token(request: web.Request) -> web.Response:
     """Revoke a token: what used it is refused from now on."""
     name = request.match_info["name"]
@@ -109,7 +104,6 @@ async def revoke_token(request: web.Request) -> web.Response:
     return web.json_response({"revoked": name})
 
 
-@routes.post("/api/access/sessions/end")
 async def end_other_sessions(request: web.Request) -> web.Response:
     """Sign out every other browser (a token's call signs out every browser)."""
     auth = request.app[STATE].auth

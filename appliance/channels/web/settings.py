@@ -7,6 +7,8 @@ file changed since V (409, with the keys that changed), else written (appliance/
 at once through the daemon's reload (SIGHUP's path): the answer says which keys applied and which wait for a
 restart. Changing a secret from a browser asks for the owner's password again. Every save is in the events
 list (kind ``config``: who, when, which keys; never a secret's value). Admin only (scopes.py's default).
+
+Routed by app.SETTINGS_ROUTES, which imports this module at its first request (the idle daemon never does).
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from appliance.channels.web.http import json_error, read_json
 from appliance.channels.web.state import RUNTIME, STATE
 from appliance.config.edit import ConfigFile, FieldError, VersionConflict, secret_keys
 
-routes = web.RouteTableDef()  # the settings routes, added to the app by app.build_app
 AUDIT_SHOWN = 20  # the newest settings changes the page lists
 
 
@@ -29,7 +30,6 @@ def _file(request: web.Request) -> ConfigFile:
     return request.app[STATE].settings.file(request.app[RUNTIME])
 
 
-@routes.get("/api/settings")
 async def get_settings(request: web.Request) -> web.Response:
     """The config file's version and every tab's forms, filled in with the file's values (secrets: set or not)."""
     from appliance.config.form import settings_form
@@ -40,7 +40,6 @@ async def get_settings(request: web.Request) -> web.Response:
     return web.json_response({"version": version, "pages": settings_form(config), "restart_needed": waiting})
 
 
-@routes.post("/api/settings")
 async def save_settings(request: web.Request) -> web.Response:
     """Check, write and apply a change: {"version": V, "set": {"key": value, ...}, "password": (for secrets)}."""
     from appliance.hardware.events import record_settings_change
@@ -88,7 +87,6 @@ async def save_settings(request: web.Request) -> web.Response:
     )
 
 
-@routes.get("/api/settings/audit")
 async def settings_audit(request: web.Request) -> web.Response:
     """The newest settings changes: who, when, which keys."""
     from appliance.hardware.events import settings_changes

@@ -7,6 +7,8 @@ page saves through POST /api/settings (settings.py: checked, written, applied) o
 ``POST /api/setup/cloud`` (one real request with the key before anything is saved, the same question
 `picoagent doctor` asks, then the provider and routing saved together), ``GET /api/models`` (the catalog
 with what fits this board). Every step can be skipped and done later from Settings. Admin only.
+
+Routed by app.SETTINGS_ROUTES, which imports this module at its first request (the idle daemon never does).
 """
 
 from __future__ import annotations
@@ -24,11 +26,9 @@ from appliance.channels.web.state import RUNTIME, STATE
 from appliance.config.edit import FieldError, VersionConflict
 from appliance.errors import PicoagentError, UsageError
 
-routes = web.RouteTableDef()  # the setup routes, added to the app by app.build_app
 PROVIDER_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
 
-@routes.get("/api/setup")
 async def setup_state(request: web.Request) -> web.Response:
     """What is set up so far: the owner's password, the name, time zone and place, the cloud, the model."""
     from appliance.channels.pairing import paired_users
@@ -56,7 +56,6 @@ async def setup_state(request: web.Request) -> web.Response:
     )
 
 
-@routes.post("/api/setup/password")
 async def setup_password(request: web.Request) -> web.Response:
     """The owner's own password: replaces the one-time one, ends every session, and gives this browser a new one."""
     body = await read_json(request)
@@ -74,7 +73,6 @@ async def setup_password(request: web.Request) -> web.Response:
     return response
 
 
-@routes.post("/api/setup/cloud")
 async def setup_cloud(request: web.Request) -> web.Response:
     """Check a cloud provider with one real request, then save it with routing.mode (edge_first unless given) and
     routing.cloud_provider: {"version", "name", "type", "api_base", "model", "api_key", "password", "mode"}."""
@@ -127,7 +125,6 @@ async def setup_cloud(request: web.Request) -> web.Response:
     return web.json_response({"version": saved.version, "answered_in_s": round(seconds, 2), "changed": saved.keys})
 
 
-@routes.get("/api/models")
 async def list_models(request: web.Request) -> web.Response:
     """The model catalog: this board, what auto picks, the one running and the one wanted, each model's size,
     RAM, speed on a Pi 5 and whether it fits here (choose one with POST /api/settings {"llm.model": NAME}: the

@@ -5,6 +5,8 @@ is a request file in the state directory, which systemd's ``picoagent-rollback.p
 ``picoagent-rollback.service`` (root: the updater's own rollback, which restarts this daemon and waits for its
 health). Outside a release layout (a checkout, `make run`) there is nothing to roll back to, and the answer says
 so. Admin only (scopes.py's default).
+
+Routed by app.SETTINGS_ROUTES, which imports this module at its first request (the idle daemon never does).
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from appliance.config import data_dir
 from appliance.errors import Conflict
 from appliance.fileio import write_atomic
 
-routes = web.RouteTableDef()  # the update routes, added to the app by app.build_app
 REQUEST = "rollback.requested"  # systemd/picoagent-rollback.path watches /var/lib/picoagent/rollback.requested
 
 
@@ -30,7 +31,6 @@ def _status() -> dict[str, Any] | None:
     return running_status()
 
 
-@routes.get("/api/update")
 async def update_status(request: web.Request) -> web.Response:
     """The running version, the releases there are, the last result, and whether a rollback is asked for."""
     status = await asyncio.to_thread(_status)
@@ -38,7 +38,6 @@ async def update_status(request: web.Request) -> web.Response:
     return web.json_response({"update": status, "rollback_requested": asked})
 
 
-@routes.post("/api/update/rollback")
 async def ask_rollback(request: web.Request) -> web.Response:
     """Ask root's rollback service to go back to the previous release (this daemon restarts); 202."""
     from appliance.hardware.events import record_settings_change
