@@ -390,14 +390,13 @@ class Daemon:
         """What the device routes keep: the event bus for inputs and thresholds (stored, and told to the owner);
         the threshold watcher."""
         from appliance.channels.web.state import DeviceView
-
-        if runtime.devices is None:
-            return DeviceView(), None
         from appliance.hardware.events import EventBus, ThresholdWatcher
 
-        events = EventBus(runtime.db)
-        runtime.devices.listeners.append(events.input_listener)
+        events = EventBus(runtime.db)  # also with no devices: the reload that adds the first hooks it (reload_devices)
         events.subscribe(self._notify_event)
+        if runtime.devices is None:
+            return DeviceView(events), None
+        runtime.devices.listeners.append(events.input_listener)
         watcher = ThresholdWatcher(self.config.events, runtime.devices.read, events) if self.config.events else None
         return DeviceView(events), watcher
 
@@ -459,7 +458,7 @@ class Daemon:
         self.cron = cron = Scheduler(
             jobs,
             tz=sched.timezone,
-            run_job=make_job_runner(runtime.agent, runtime.devices, start_task),
+            run_job=make_job_runner(runtime.agent, lambda: runtime.devices, start_task),  # a reload may add them
             notify=self.notifier.notify,
             db=runtime.db,
             file_ids={job.id for job in jobs[len(sched.jobs) :]},
@@ -473,12 +472,11 @@ class Daemon:
             self.channels.attach_automation(cron, store, runner.wake)  # /tasks and /schedule in the chats
         services: list[Service] = [Loop("cron", cron.run)]
         if sched.heartbeat_minutes:
-            devices = runtime.devices
             self.heartbeat = heartbeat = Heartbeat(
                 runtime.workspace.root / "HEARTBEAT.md",
                 runtime.model_queue,  # the local model behind the fair queue; never a cloud model
                 self.notifier.notify,
-                readings=(lambda: device_readings(devices)) if devices is not None else None,
+                readings=lambda: device_readings(runtime.devices),  # the devices now (a reload adds some)
                 every_minutes=sched.heartbeat_minutes,
                 tz=sched.timezone,
             )

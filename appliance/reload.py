@@ -16,12 +16,14 @@ started with it), ``log_level``, ``secrets_file``, ``providers``, ``routing``, `
 place, and a sun job made in chat while there was none is taken in),
 ``tools`` (limits, shell, web fetch and search, the workspace quota, the message tool, approvals, MCP servers
 restarted; not ``plugins``: imported modules cannot be unloaded), ``hardware.approval_timeout_s``,
-``hardware.raw_access`` (narrowing always; turning it on needs the raw tools, registered at start), and each
-running device's ``approval``, ``allow``, ``writes_per_minute``, ``room`` and ``aliases``; a device taken out
-of the config is released and can no longer be driven. A safety setting therefore never waits: a rewired
-device (a new pin) keeps its old wiring until the restart, but its new approval and allow list apply now.
-Everything else (``web``, ``data_dir``, ``hardware.backend``, a new device, ``events``, the chat channels,
-``mqtt``, ``homeassistant``) waits for the restart.
+``hardware.raw_access`` (narrowing always; turning it on needs the raw tools, registered at start), and
+``devices`` (appliance/reload_devices.py): a new device is built and known at once (the fast path, the grounded
+answers, the status page, `picoagent devices`, MQTT discovery), a rewired one (a new pin, bus, address or
+driver) is closed and built on its new wiring, one taken out is released and can no longer be driven, and a
+running one takes its new ``approval``, ``allow``, ``writes_per_minute``, ``room`` and ``aliases``. A device
+whose driver cannot be built waits for the restart, named (a rewired one keeps its old wiring meanwhile).
+Everything else (``web``, ``data_dir``, ``hardware.backend``, ``events``, the chat channels, ``mqtt``,
+``homeassistant``) waits for the restart.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from appliance.config.schema import changed_keys
 from appliance.errors import PicoagentError
+from appliance.reload_devices import apply_devices
 
 if TYPE_CHECKING:
     from appliance.config import Config
@@ -40,8 +43,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# A device's settings that a reload applies to the running device; the rest is its wiring.
-DEVICE_SETTINGS = ("approval", "allow", "writes_per_minute", "room", "aliases")
 # Whole top-level sections a reload applies as they are (the parts that read them hold this same Config).
 APPLIED = ("agent", "log_level", "secrets_file", "providers", "routing", "notify", "tasks")
 WAITING = {"llm.weight_repack", "memory.embedding_model", "tools.plugins", "hardware.backend"}
@@ -73,32 +74,23 @@ class Reloader:
     def __init__(self, daemon: Daemon, started: Config) -> None:
         self.daemon = daemon
         self.started = started  # a copy of the config the daemon started with: what its restart-only parts run
+        self.unbuilt: list[str] = []  # the devices this reload could not build (they wait for the restart)
 
     def waiting(self, new: Config) -> list[str]:
         """The keys of ``new`` that differ from what the daemon started with and cannot apply while it runs."""
-        runtime = self.daemon.runtime
-        running_devices = runtime.devices.devices if runtime.devices is not None else {}
         raw_started = self.started.hardware.raw_access.enabled
         heartbeat = self.daemon.heartbeat is not None
         channels = set(self.daemon.channels.channels) if self.daemon.channels is not None else set()
         keys = []
         for key in changed_keys(self.started, new):
             section = _section(key)
-            parts = key.split(".")
             if key in WAITING:
                 keys.append(key)
             elif section in (*APPLIED, "memory", "scheduler", "tools", "weather") or (section == "llm"):
                 if key == "scheduler.heartbeat_minutes" and (not heartbeat or not new.scheduler.heartbeat_minutes):
                     keys.append(key)
-            elif section == "devices":
-                name = parts[1]
-                gone = name not in new.devices
-                if name not in running_devices and not gone:
-                    keys.append(key)  # a new device: its driver is built at start
-                elif not gone and len(parts) > 2 and parts[2] not in DEVICE_SETTINGS:
-                    keys.append(key)  # rewired: the old wiring runs, with the new settings
-            elif key == "hardware.approval_timeout_s":
-                continue
+            elif section == "devices" or key == "hardware.approval_timeout_s":
+                continue  # a device that cannot be built is named by apply
             elif section in channels and key == f"{section}.allow_from":
                 continue  # who may talk: the running channel's doorkeeper reads it at every message
             elif key.startswith("hardware.raw_access"):
@@ -106,8 +98,6 @@ class Reloader:
                     keys.append(key)  # the raw bus tools are registered at start
             else:
                 keys.append(key)
-        if runtime.devices is not None:  # taken out by an earlier reload, put back since: built at the restart
-            keys += [f"devices.{name}" for name in new.devices if name not in running_devices]
         return sorted(set(keys))
 
     def apply(self, new: Config, waiting: list[str]) -> list[str]:
@@ -138,7 +128,7 @@ class Reloader:
                 also = ALSO_UNAPPLIED.get(section, ())
                 waiting += [k for k in changed_keys(self.started, new) if _section(k) == section or k in also]
         self.daemon.runtime.agent.reread_config()
-        return sorted(set(waiting))
+        return sorted(set(waiting + self.unbuilt))
 
     def _channels(self, old: Config, new: Config) -> None:
         """Each running chat channel's allow_from, set in its section (the object the channel holds)."""
@@ -150,21 +140,8 @@ class Reloader:
                 running.allow_from = list(wanted.allow_from)
 
     def _devices(self, old: Config, new: Config) -> None:
-        """Each running device takes its new settings; a device no longer in the config is released."""
-        registry = self.daemon.runtime.devices
-        if registry is None:
-            return
-        for name, device in list(registry.devices.items()):
-            wanted = new.devices.get(name)
-            if wanted is None:
-                registry.remove(name)
-                old.devices.pop(name, None)
-                log.warning("SIGHUP: device %s is no longer in the config: released", name)
-                continue
-            settings = {key: getattr(wanted, key) for key in DEVICE_SETTINGS}
-            if settings != {key: getattr(device.config, key) for key in DEVICE_SETTINGS}:
-                registry.configure(name, replace(device.config, **settings))
-                old.devices[name] = device.config
+        """Devices added, rewired, taken out, re-set (appliance/reload_devices.py); one not built waits."""
+        self.unbuilt = apply_devices(self.daemon, old, new)
 
     def _hardware(self, old: Config, new: Config) -> None:
         """The approval expiry; raw bus access (changed in place: the raw tools' policy reads this object)."""

@@ -210,6 +210,14 @@ def device_registry(
     """
     if not config.devices and not config.hardware.raw_access.enabled:
         return None, None
+    return open_registry(config, db, approvals, links)
+
+
+def open_registry(
+    config: Config, db: Database, approvals: ApprovalStore | None = None, links: dict[str, Any] | None = None
+) -> tuple[DeviceRegistry, RawBusPolicy]:
+    """The device registry on the configured backend, even with no devices (a daemon started with none opens
+    it at the reload that adds the first: appliance/reload_devices.py); see :func:`device_registry`."""
     from appliance.hardware.backends import make_backend
     from appliance.hardware.devices import DeviceRegistry
     from appliance.hardware.events import record_write

@@ -105,6 +105,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "appliance.daemon_lock",
             "appliance.lifecycle",
             "appliance.reload",
+            "appliance.reload_devices",
             "appliance.selftest",  # run by the OTA updater in a new release, and by `picoagent selftest`
         ),
     ),

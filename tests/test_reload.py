@@ -70,27 +70,30 @@ def test_an_approval_added_to_a_device_applies_at_the_reload(serve: Serve) -> No
 def test_what_waits_for_a_restart_is_named_in_the_log_status_and_api(serve: Serve) -> None:
     reload(
         serve,
-        lambda text: text.replace("  session_days: 7\n", "  session_days: 9\n").replace(
-            "    pin: 27\n", "    pin: 5\n    approval: required\n"
+        lambda text: (
+            text.replace("  session_days: 7\n", "  session_days: 9\n")
+            .replace("  backend: simulated\n", "  backend: auto\n")
+            .replace("    pin: 27\n", "    pin: 5\n    approval: required\n")
         ),
     )
     log = serve.text()
     assert "SIGHUP: web.session_days: restart needed" in log
-    assert "SIGHUP: devices.fan.pin: restart needed" in log
+    assert "SIGHUP: hardware.backend: restart needed" in log
     status = api(serve, "/api/status")
-    assert status["config"]["restart_needed"] == ["devices.fan.pin", "web.session_days"]
-    # What could apply did, the rewired fan's approval included: it still drives its old pin until the restart.
+    assert status["config"]["restart_needed"] == ["hardware.backend", "web.session_days"]
+    # What could apply did: the fan rewired (tests/test_reload_devices.py) and its approval.
+    assert "SIGHUP: device fan rewired: gpio 5" in log
     answer = api(serve, "/api/devices/fan", {"value": "on"})
     assert answer["pending_approval"] is not None, answer
     shown = cli("status", data=serve.data, config=serve.config).stdout
-    assert "config: devices.fan.pin, web.session_days: restart needed" in shown, shown
+    assert "config: hardware.backend, web.session_days: restart needed" in shown, shown
     as_json = json.loads(cli("status", "--json", data=serve.data, config=serve.config).stdout)
-    assert as_json["config"]["restart_needed"] == ["devices.fan.pin", "web.session_days"]
+    assert as_json["config"]["restart_needed"] == ["hardware.backend", "web.session_days"]
     # Put back as it was: nothing waits any more.
     reload(
         serve,
         lambda text: text.replace("  session_days: 9\n", "  session_days: 7\n").replace(
-            "    pin: 5\n", "    pin: 27\n"
+            "  backend: auto\n", "  backend: simulated\n"
         ),
     )
     assert api(serve, "/api/status")["config"]["restart_needed"] == []

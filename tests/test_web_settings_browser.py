@@ -101,7 +101,7 @@ def test_a_person_changes_settings_and_sees_errors_beside_the_field(
     uncovered(page, error)
     page.screenshot(path=str(ARTIFACTS / f"settings-error-{width}.png"), full_page=False)
     assert device not in config.read_text()
-    # A free pin: saved, and the page says a new device is used after a restart.
+    # A free pin: saved (a running daemon builds the device at once: tests/test_reload_devices.py).
     adding.get_by_label("pin", exact=True).fill(str(pin))
     adding.get_by_role("button", name="Save").click()
     expect(page.locator("details.settings-entry summary", has_text=device)).to_be_visible()

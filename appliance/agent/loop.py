@@ -150,10 +150,12 @@ class Agent:
 
     def reread_config(self) -> None:
         """What a message is read with, made again from the running config (SIGHUP): the devices (names, rooms,
-        aliases, what is allowed), agent.devices_by_meaning and local_tools, routing's difficulty settings, the
-        time zone. Cheap: the embeddings are made when first needed (and kept in the database)."""
+        aliases, what is allowed; added and taken out), agent.devices_by_meaning and local_tools, routing's
+        difficulty settings, the time zone. Cheap: the embeddings are made when first needed (and kept in the
+        database)."""
         infos = self.devices.infos() if self.devices is not None else []
         self.intents = IntentMatcher(infos) if infos else None
+        self.grounding.devices = self.devices if infos else None  # "how warm is it in the study?" from the registry
         if self.understanding is not None:
             embedder = self.understanding.embedder
             self.understanding = Understanding(self.config, embedder, self.tools, infos, self.db)  # embeds lazily

@@ -142,16 +142,22 @@ def parse_value(device: Device, value: Any) -> bool | float:
 
 
 def make_driver(config: DeviceConfig, backend: Backend) -> tuple[Any, threading.Lock]:
-    """The driver for a device, built as its driver table entry says, and the lock of the bus it sits on."""
+    """The driver for a device, built as its driver table entry says, and the lock of the bus it sits on.
+
+    Built holding that bus's lock: a driver reads its chip as it is made (the BME280 its calibration), and a
+    device added to a running daemon (a config reload) must not interleave with a read of its neighbour."""
     spec = DRIVERS[config.driver].for_device(config)
-    driver = spec.build(config, backend)
     if spec.interface == "i2c":
         assert config.bus is not None
-        return driver, backend.i2c(config.bus).lock
-    if spec.interface == "spi":
+        lock = backend.i2c(config.bus).lock
+    elif spec.interface == "spi":
         assert config.bus is not None and config.device is not None
-        return driver, backend.spi(config.bus, config.device).lock
-    return driver, threading.Lock()  # a pin is the device's alone; a remote entity needs no bus lock
+        lock = backend.spi(config.bus, config.device).lock
+    else:
+        # a pin is the device's alone; a remote entity needs no bus lock
+        return spec.build(config, backend), threading.Lock()
+    with lock:
+        return spec.build(config, backend), lock
 
 
 class DeviceAccess(Protocol):
@@ -190,18 +196,21 @@ class DeviceRegistry:
         backend.prepare(config.devices)
         for name, device_config in config.devices.items():
             try:
-                driver, lock = make_driver(device_config, backend)
+                self.devices[name] = self._build(name, device_config)
             except Exception:
                 self.close()
                 raise
-            limiter = RateLimiter(device_config.writes_per_minute, 60.0)
-            device = Device(name, device_config, driver, lock, limiter)
-            kept = backend.kept_state(name) if device.spec.on_the_pi and device.spec.sets else None
-            if kept is not None:  # a simulated switch as the last process left it (SimulatedBackend)
-                driver.set(kept)
-            if hasattr(driver, "on_event"):
-                driver.on_event(lambda event, name=name: self._input_event(name, event))
-            self.devices[name] = device
+
+    def _build(self, name: str, config: DeviceConfig, limiter: RateLimiter | None = None) -> Device:
+        """One device's driver built and hooked up (not yet registered); ``limiter``: the one it had before."""
+        driver, lock = make_driver(config, self.backend)
+        device = Device(name, config, driver, lock, limiter or RateLimiter(config.writes_per_minute, 60.0))
+        kept = self.backend.kept_state(name) if device.spec.on_the_pi and device.spec.sets else None
+        if kept is not None:  # a simulated switch as the last process left it (SimulatedBackend)
+            driver.set(kept)
+        if hasattr(driver, "on_event"):
+            driver.on_event(lambda event, name=name: self._input_event(name, event))
+        return device
 
     def _input_event(self, name: str, event: str) -> None:
         log.info("%s: %s", name, event)
@@ -224,14 +233,26 @@ class DeviceRegistry:
         device.limiter.limit = config.writes_per_minute  # the last minute's writes still count
         device.config = config
 
-    def remove(self, name: str) -> None:
-        """Take a device out (gone from the config at a reload): released, and never driven again here."""
+    def remove(self, name: str) -> Device:
+        """Take a device out (gone from the config at a reload): released (its pins free), never driven again here."""
         device = self.devices.pop(name)
         with device.lock:
             try:
                 device.driver.close()
             except Exception:
                 log.warning("closing %s failed", name, exc_info=True)
+        return device
+
+    def add(self, name: str, config: DeviceConfig, *, limiter: RateLimiter | None = None) -> Device:
+        """A device added to the running registry (a config reload), built exactly as at start (its simulated chip
+        put on the bus first); from now on everything that asks the registry knows it. A driver that cannot be
+        built raises, and nothing is kept. ``limiter``: a rewired device's, so its last minute's writes count."""
+        if name in self.devices:
+            raise UsageError(f"a device named {name!r} is running already")
+        self.backend.prepare({name: config})
+        self.devices[name] = device = self._build(name, config, limiter)
+        log.info("device %s added: %s", name, device.where)
+        return device
 
     def get(self, name: str) -> Device:
         """A device by name, or UnknownDeviceError listing the known ones."""

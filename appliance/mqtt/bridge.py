@@ -1,7 +1,8 @@
 """picoagent in Home Assistant over MQTT: discovery, state, commands through the device policy, the assistant.
 
 :class:`MqttBridge` is the daemon's ``mqtt`` service. At every (re)connect of the link it publishes the
-discovery messages (appliance/mqtt/discovery.py, retained) and every device's state; then:
+discovery messages (appliance/mqtt/discovery.py, retained) and every device's state (again when a config
+reload adds or rewires devices; one taken out has its entities removed: :meth:`MqttBridge.devices_changed`); then:
 
 - **state on change**: a write (from any channel, an approval, a schedule, a command here) publishes the
   state the registry read back under the write's lock (its write listener hands it over: no second read);
@@ -97,30 +98,59 @@ class MqttBridge:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._heartbeat: asyncio.Task[None] | None = None
         self._command_topics: dict[str, tuple[str, bool]] = {}  # topic -> (device, is brightness)
+        self._announced: set[str] = set()  # the discovery topics published (a device taken out: emptied)
 
     # --- lifecycle ------------------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Subscribe the command topics, hook into the devices, start the link (returns at once)."""
         self._loop = asyncio.get_running_loop()
-        devices = self.devices
-        if devices is not None:
-            for device in self._devices():
-                if "set" not in device.allowed:
-                    continue
-                self._command_topics[self.topics.command(device.name)] = (device.name, False)
-                if device.kind == "dimmer":
-                    self._command_topics[self.topics.brightness_command(device.name)] = (device.name, True)
-            for topic in self._command_topics:
-                self.link.subscribe(topic, self._on_command, replay_retained=False)
-            devices.write_listeners.append(self._on_write)
-            devices.listeners.append(self._on_input)
+        self._subscribe_commands()
+        if self.devices is not None:
+            self.devices.write_listeners.append(self._on_write)
+            self.devices.listeners.append(self._on_input)
         self.link.on_connect(self._on_connect)
         if self.link.connected:  # it connected before the bridge began: announce now, as on a connect
             self._on_connect()
         if self.chat is not None:
             await self.chat.start()
         self._heartbeat = asyncio.ensure_future(self._beat())
+
+    def _subscribe_commands(self) -> None:
+        """The command topics of the devices that may be set, each subscribed once (the link keeps it)."""
+        wanted: dict[str, tuple[str, bool]] = {}
+        for device in self._devices():
+            if "set" not in device.allowed:
+                continue
+            wanted[self.topics.command(device.name)] = (device.name, False)
+            if device.kind == "dimmer":
+                wanted[self.topics.brightness_command(device.name)] = (device.name, True)
+        for topic in wanted:
+            if topic not in self._command_topics:
+                self.link.subscribe(topic, self._on_command, replay_retained=False)
+        # A topic no longer wanted stays subscribed (the link cannot unsubscribe) and is ignored (_on_command).
+        self._command_topics = wanted
+
+    def devices_changed(self, devices: DeviceRegistry | None) -> None:
+        """A config reload added, rewired or took out devices (appliance/reload_devices.py): the new ones' command
+        topics, discovery and state; a device gone has its entities removed from Home Assistant (an empty
+        retained config)."""
+        if self.devices is None and devices is not None and self._loop is not None:
+            devices.write_listeners.append(self._on_write)
+            devices.listeners.append(self._on_input)
+        self.devices = devices
+        if self._loop is None:
+            return  # not started: start() does it all
+        self._subscribe_commands()
+        if not self.config.discovery:
+            self._spawn(self.publish_all())
+            return
+        wanted = {topic for topic, _ in self.discovery_messages()}
+        for topic in sorted(self._announced - wanted):
+            self.link.publish(topic, b"", retain=True)
+        self._announced &= wanted
+        if self.link.connected:
+            self._on_connect()  # discovery again (retained, so the same messages change nothing), the states
 
     async def stop(self) -> None:
         """Stop the heartbeat and the chat, and unhook from the devices (the link stops as its own service)."""
@@ -164,6 +194,7 @@ class MqttBridge:
         if self.config.discovery:
             for topic, payload in self.discovery_messages():
                 self.link.publish(topic, json.dumps(payload, ensure_ascii=False), retain=True)
+                self._announced.add(topic)
         for name, attributes in self.attributes.items():
             self.link.publish(self.topics.attributes(name), json.dumps(attributes), retain=True)
         self._spawn(self.publish_all())

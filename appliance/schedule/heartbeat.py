@@ -75,9 +75,11 @@ def heartbeat_tasks(text: str) -> tuple[list[str], list[str]]:
     return plain, cloud
 
 
-async def device_readings(devices: DeviceAccess) -> str:
-    """Every readable device's current readings, one line each (the heartbeat's view of the home)."""
-    lines = []
+async def device_readings(devices: DeviceAccess | None) -> str:
+    """Every readable device's current readings, one line each (the heartbeat's view of the home); "" for none."""
+    lines: list[str] = []
+    if devices is None:
+        return ""
     for device in devices.describe():
         if "read" not in device["allowed"]:
             continue

@@ -71,11 +71,12 @@ class _Agent(Protocol):
 
 def make_job_runner(
     agent: _Agent | None,
-    devices: DeviceAccess | None,
+    devices: DeviceAccess | Callable[[], DeviceAccess | None] | None,
     tasks_start: Callable[[str], Awaitable[str]] | None,
 ) -> Callable[[CronJob], Awaitable[str]]:
     """The default ``run_job``: a prompt goes to the agent, a device is set, a task is started, a message
-    is the result itself (the scheduler delivers it)."""
+    is the result itself (the scheduler delivers it). ``devices``: or a function giving them at each run (the
+    daemon's: a config reload may open the first device)."""
 
     async def run_job(job: CronJob) -> str:
         if job.message:
@@ -87,9 +88,10 @@ def make_job_runner(
             record = await agent.turn(job.prompt, channel="cron", chat_id=job.id)
             return record.text
         if job.device:
-            if devices is None:
+            access = devices() if callable(devices) else devices
+            if access is None:
                 raise UsageError(f"cron job {job.id}: no devices are configured")
-            result = await devices.set(job.device, job.value, requested_by=f"cron:{job.id}")
+            result = await access.set(job.device, job.value, requested_by=f"cron:{job.id}")
             said = result.describe()
             return said[:1].upper() + said[1:]  # the job's result is a notification of its own
         if tasks_start is None:
