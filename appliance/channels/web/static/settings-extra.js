@@ -127,8 +127,67 @@ window.SettingsExtra = (function () {
     pane.append(box);
   }
 
-  // The devices tab: Home Assistant's entities not yet devices, each added with one button.
+  async function saveDevice(name, definition) {
+    const settings = await (await fetch("/api/settings", { credentials: "same-origin", cache: "no-store" })).json();
+    return post("/api/settings", { version: settings.version, set: { [`devices.${name}`]: definition } });
+  }
+
+  // The devices tab: an I2C bus scanned as i2cdetect does, each part found offered with its driver, tried once
+  // and added; then Home Assistant's entities not yet devices.
+  function scan(pane) {
+    const box = card("Find parts on the I2C bus");
+    box.append(el("p", "setting-help", "Probes each address the way i2cdetect does; an address a driver holds is reported busy and not touched."));
+    const bus = row("Bus", "text", "scan-bus");
+    bus.input.value = "1";
+    bus.input.inputMode = "numeric";
+    const list = el("ul", "items");
+    const said = note();
+    box.append(bus.wrap, button("Scan", "btn-primary", async () => {
+      said.hidden = true;
+      list.replaceChildren();
+      const response = await fetch(`/api/devices/scan?bus=${encodeURIComponent(bus.input.value)}`, { credentials: "same-origin", cache: "no-store" });
+      const doc = await response.json();
+      if (!response.ok) return tell(said, { ok: false, status: response.status, data: doc }, () => "");
+      const rows = doc.addresses.filter((r) => r.state !== "absent" || r.configured);
+      tell(said, { ok: true, data: doc }, () => (rows.length ? `bus ${doc.bus}: ${rows.length} address(es) answered` : `nothing answered on bus ${doc.bus}`));
+      for (const r of rows) list.append(scanRow(doc.bus, r));
+    }), said, list);
+    pane.prepend(box);
+  }
+
+  function scanRow(bus, r) {
+    const item = el("li", "item");
+    const text = el("div", "token-text");
+    const what = r.configured ? `configured: ${r.configured}` : r.drivers.length ? `could be ${r.drivers.join(" or ")}` : "no driver knows this address";
+    text.append(el("span", "item-title", `${r.hex}: ${r.state}`), el("span", "item-line", r.detail || what));
+    item.append(text);
+    if (r.state !== "found" || r.configured || !r.drivers.length) return item;
+    const driver = r.drivers[0];
+    const name = row(`Name for the ${driver} at ${r.hex}`, "text", `scan-name-${r.address}`);
+    name.input.value = `${driver}_${r.hex.slice(2)}`;
+    const room = row("Room", "text", `scan-room-${r.address}`);
+    const told = note();
+    const definition = () => ({ driver, bus, address: r.address, room: room.input.value.trim() });
+    item.append(name.wrap, room.wrap,
+      button("Try it", "btn-small btn-ghost", async () => {
+        const result = await post("/api/devices/try", definition());
+        tell(told, result, (d) => d.readings.map((x) => `${x.quantity} ${x.value}${x.unit ? " " + x.unit : ""}`).join(", ") || d.action);
+      }),
+      button("Add", "btn-small btn-primary", async () => {
+        const result = await saveDevice(name.input.value.trim(), definition());
+        tell(told, result, (d) => (d.restart_needed.length ? "added: in use after a restart" : `added: ${name.input.value.trim()} is in use`));
+      }),
+      told);
+    return item;
+  }
+
   async function devices(pane) {
+    await offered(pane);
+    scan(pane);
+  }
+
+  // Home Assistant's entities not yet devices, each added with one button.
+  async function offered(pane) {
     const response = await fetch("/api/devices/offered", { credentials: "same-origin", cache: "no-store" });
     if (!response.ok) return;
     const offered = (await response.json()).homeassistant;
@@ -143,9 +202,7 @@ window.SettingsExtra = (function () {
       text.append(el("span", "item-title", entity.name), el("span", "item-line", `${entity.entity} (${entity.kind})`));
       const told = note();
       item.append(text, button(`Add as ${entity.suggested}`, "btn-small btn-primary", async () => {
-        const settings = await (await fetch("/api/settings", { credentials: "same-origin", cache: "no-store" })).json();
-        const change = { [`devices.${entity.suggested}`]: { driver: "homeassistant", entity: entity.entity } };
-        const result = await post("/api/settings", { version: settings.version, set: change });
+        const result = await saveDevice(entity.suggested, { driver: "homeassistant", entity: entity.entity });
         tell(told, result, (d) => (d.restart_needed.length ? "added: in use after a restart" : "added"));
       }), told);
       list.append(item);
