@@ -429,7 +429,7 @@ def test_devices_cli_without_a_daemon(tmp_path: Path) -> None:
         unknown.returncode == 1 and "no device named 'garage'" in unknown.stderr and "Traceback" not in unknown.stderr
     )
     scan = cli("hw", "scan", data=tmp_path)
-    assert "0x76  living_room" in scan.stdout
+    assert scan.stdout.splitlines()[2].split() == ["0x76", "found", "bme280", "living_room"]
 
 
 def test_turn_on_the_fan_is_an_intent_with_no_model(tmp_path: Path) -> None:

@@ -49,7 +49,7 @@ SHOWN: dict[str, str] = {
     'picoagent chat -m "Hi" --json': r'(?s)(?=.*"text")(?=.*"route")(?=.*"reason")(?=.*"actions")(?=.*"timings")',
     "picoagent devices read living_room": COMMENT,
     "picoagent devices set fan on": r"^fan: state: on$",
-    "picoagent hw scan --bus 1": r"0x76",
+    "picoagent devices scan --bus 1": r"0x76 +found +bme280 +living_room",
     'picoagent chat -m "turn on the fan" --json': r'"route": "intent"',
     "picoagent tools run calculator": r'"result": "391"',
     "picoagent tokens add grafana --scope read": r"^pat_\S+\n",

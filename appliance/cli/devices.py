@@ -1,7 +1,8 @@
 """`picoagent devices`, `hw` and `approvals`: the named devices, the buses, and writes awaiting a person.
 
-`devices` and `approvals` go through the daemon when it runs (it owns the devices); otherwise, and for
-`hw scan` always, this process opens them itself.
+They go through the daemon when it runs (it owns the devices and the buses' locks); otherwise this
+process opens them itself. `devices scan` (and `hw scan`, its older name) probes a bus as i2cdetect does
+(appliance/hardware/scan.py) and prints what answers with the drivers that fit.
 """
 
 from __future__ import annotations
@@ -33,9 +34,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
     dset = action(dsub, common, "set", "set a device: on, off or a brightness like 40%%", cmd_devices_set)
     dset.add_argument("name")
     dset.add_argument("value")
+    scan_help = "which I2C addresses answer (probed as i2cdetect does) and the drivers that fit them"
+    dscan = action(dsub, common, "scan", scan_help, cmd_devices_scan)
+    dscan.add_argument("--bus", type=int, default=1, help="I2C bus number (default 1: /dev/i2c-1)")
 
     hsub = command_group(sub, common, "hw", "the buses themselves")
-    scan = action(hsub, common, "scan", "which I2C addresses answer (like i2cdetect)", cmd_hw_scan)
+    scan = action(hsub, common, "scan", "the same as `picoagent devices scan`", cmd_devices_scan)
     scan.add_argument("--bus", type=int, default=1, help="I2C bus number (default 1)")
 
     asub = command_group(
@@ -138,25 +142,48 @@ def cmd_devices_set(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_hw_scan(args: argparse.Namespace) -> int:
-    """Probe every I2C address of a bus, like i2cdetect (the owner's tool; the model's is allowlisted)."""
-    from appliance.hardware.backends import make_backend
-    from appliance.hardware.policy import SCAN_FIRST, SCAN_LAST
-
+def cmd_devices_scan(args: argparse.Namespace) -> int:
+    """Probe an I2C bus as i2cdetect does and print what answers, through the daemon when it runs."""
     config = load(args)
-    backend = make_backend(config.hardware)
-    try:
-        backend.prepare(config.devices)
-        bus = backend.i2c(args.bus)
-        with bus.lock:
-            found = [a for a in range(SCAN_FIRST, SCAN_LAST + 1) if bus.probe(a)]
-    finally:
-        backend.close()
-    known = {d.address: n for n, d in config.devices.items() if d.address is not None and d.bus == args.bus}
-    print(f"I2C bus {args.bus} ({backend.name}): " + (f"{len(found)} device(s)" if found else "nothing answers"))
-    for address in found:
-        print(f"  {address:#04x}  {known.get(address, '(not in the config)')}")
+    answer = daemon_get(config, f"/api/devices/scan?bus={args.bus}")
+    if answer is None:
+        from appliance.hardware.backends import make_backend
+        from appliance.hardware.scan import scan_bus
+
+        backend = make_backend(config.hardware)
+        try:
+            backend.prepare(config.devices)  # the simulation puts its chips where the config has devices
+            answer = scan_bus(backend, config.devices, args.bus).as_dict()
+        finally:
+            backend.close()
+    print(scan_table(answer))
     return 0
+
+
+def scan_table(scan: dict[str, Any]) -> str:
+    """A scan (GET /api/devices/scan's answer) as a table a person reads."""
+    rows = scan["addresses"]
+    found = sum(row["state"] == "found" for row in rows)
+    first, last = scan.get("range", ["0x08", "0x77"])
+    head = f"I2C bus {scan['bus']} ({scan['backend']}), {first}-{last} probed as i2cdetect does: "
+    lines = [head + (f"{found} devices answer" if found > 1 else "1 device answers" if found else "nothing answers")]
+    if rows:
+        lines.append(f"  {'address':8} {'state':7} {'drivers that fit':20} configured device")
+    for row in rows:
+        drivers = ", ".join(row["drivers"]) or "(none known)"
+        configured = row["configured"] or "-"
+        if row["state"] == "absent":
+            configured += " (configured here, but nothing answers: check its wiring and address)"
+        elif row["state"] == "busy":
+            configured += " (a kernel driver owns this address: not probed)"
+        elif row["state"] == "error":
+            configured += f" (the bus said: {row['detail']})"
+        lines.append(f"  {row['hex']:8} {row['state']:7} {drivers:20} {configured}")
+    if scan.get("skipped"):
+        lines.append(f"  not probed (the bus adapter cannot): {', '.join(scan['skipped'])}")
+    if any(row["state"] == "found" and not row["configured"] and row["drivers"] for row in rows):
+        lines.append("  add one under devices: in the config (driver, bus, address), or try it: POST /api/devices/try")
+    return "\n".join(lines)
 
 
 def cmd_approvals_list(args: argparse.Namespace) -> int:

@@ -197,6 +197,8 @@ def _check_web_search(config: Config, refuse: Refuse) -> None:
 
 
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+# Names /api/devices/NAME cannot mean a device by: the scan of a bus, the trial of a new device, what is offered.
+RESERVED_DEVICE_NAMES = frozenset({"scan", "try", "offered"})
 WHEN = re.compile(r"\s*([a-z][a-z0-9_]*)\.([a-z_]+)\s*(<=|>=|==|!=|<|>)\s*(-?\d+(?:\.\d+)?)\s*")
 
 
@@ -209,6 +211,11 @@ def _check_devices(config: Config, refuse: Callable[[str, str, Any], ConfigError
         where = f"devices.{name}"
         if not _NAME.fullmatch(name):
             raise ConfigError(f"{where}: device names are lower-case letters, digits and _ (at most 40)")
+        if name in RESERVED_DEVICE_NAMES:
+            raise ConfigError(
+                f"{where}: {name} is taken by the web API (/api/devices/{name}), so the device could not be reached",
+                fix="give the device another name",
+            )
         spec = DRIVERS[device.driver]  # what the driver needs and can do: the driver table
         for need in spec.needs:
             if getattr(device, need) in (None, ""):

@@ -3,14 +3,49 @@
 Drivers talk to a bus object, never to smbus2 or spidev directly, so the same driver runs on a Pi and
 against a simulated chip with the same register map (on the buses of :mod:`appliance.hardware.sim.buses`).
 Every call here blocks: callers run them off the event loop, holding that bus's lock.
+
+:meth:`I2CBus.detect` is the one probe, as i2cdetect makes it (tools/i2cdetect.c of i2c-tools): the
+address is selected with the I2C_SLAVE ioctl, which the kernel refuses with EBUSY when a driver of its own
+owns the address (i2cdetect's "UU"), and then nothing is sent; else one SMBus quick write or one receive
+byte (:mod:`appliance.hardware.scan` says which, by address). The answer is a :class:`Detection`, never an
+exception: a scan goes on past an address that failed and says how.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import threading
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Literal, Protocol
 
 from appliance.errors import PicoagentError
+
+# How an address is probed: an SMBus quick write (no data; i2cdetect -q) or an SMBus receive byte (i2cdetect -r).
+ProbeCommand = Literal["quick", "read"]
+# What a probe found: a device acknowledged; nothing did; a kernel driver owns the address (not probed);
+# the bus failed otherwise (reported, never raised); the adapter cannot make that command (not probed).
+ProbeState = Literal["found", "absent", "busy", "error", "skipped"]
+# The errors a probe gets when no device acknowledges: ENXIO (most adapters), EREMOTEIO (the Pi's
+# i2c-bcm2835 on a NACK), EIO and ETIMEDOUT (some adapters). Any other is a failure worth showing.
+NO_DEVICE = frozenset({errno.ENXIO, errno.EREMOTEIO, errno.EIO, errno.ETIMEDOUT})
+
+
+@dataclass(frozen=True)
+class Detection:
+    """One address's answer to a probe."""
+
+    address: int
+    command: ProbeCommand
+    state: ProbeState
+    detail: str = ""  # for an error: what the bus said (strerror); for skipped: why
+
+    @classmethod
+    def failed(cls, address: int, command: ProbeCommand, code: int | None) -> Detection:
+        """The answer for a probe that failed with ``code`` (an errno): absent when it means no device."""
+        if code in NO_DEVICE:
+            return cls(address, command, "absent")
+        return cls(address, command, "error", os.strerror(code) if code else "unknown error")
 
 
 class HardwareError(PicoagentError, OSError):
@@ -33,8 +68,8 @@ class I2CBus(Protocol):
         """Write ``data`` starting at ``register``."""
         ...
 
-    def probe(self, address: int) -> bool:
-        """Whether a device acknowledges ``address`` (a one-byte read, as i2cdetect -r does)."""
+    def detect(self, address: int, command: ProbeCommand) -> Detection:
+        """Probe ``address`` with ``command`` as i2cdetect does (a busy address is not touched); never raises."""
         ...
 
     def write_bytes(self, address: int, data: bytes) -> None:
@@ -119,13 +154,34 @@ class SMBusI2C:
             raise HardwareError(f"I2C bus {self.number}, address {address:#04x}: {exc.strerror}") from None
         return bytes(read)
 
-    def probe(self, address: int) -> bool:
-        """A one-byte read, as `i2cdetect -r` does (safe for write-only EEPROM-like parts, unlike write-quick)."""
+    def detect(self, address: int, command: ProbeCommand) -> Detection:
+        """Select the address (EBUSY: a kernel driver owns it, left alone), then quick write or receive byte."""
+        import fcntl
+
+        from smbus2.smbus2 import I2C_SLAVE, I2cFunc
+
+        needs = I2cFunc.SMBUS_QUICK if command == "quick" else I2cFunc.SMBUS_READ_BYTE
+        if not self._bus.funcs & needs:  # as i2cdetect: an adapter that cannot make the command skips the address
+            return Detection(address, command, "skipped", f"the adapter of bus {self.number} cannot {command}")
         try:
-            self._bus.read_byte(address)
-        except OSError:
-            return False
-        return True
+            # Our own I2C_SLAVE (never I2C_SLAVE_FORCE), so EBUSY here is the kernel's "a driver owns it", told
+            # apart from an EBUSY of the transfer; smbus2 then selects the same address again only if it must.
+            assert self._bus.fd is not None  # opened in __init__
+            fcntl.ioctl(self._bus.fd, I2C_SLAVE, address)
+        except OSError as exc:
+            if exc.errno == errno.EBUSY:
+                return Detection(address, command, "busy")
+            return Detection(address, command, "error", f"cannot select the address: {exc.strerror}")
+        try:
+            # scan.command_for chooses: a quick write corrupts the AT24RF08 EEPROM, a receive byte locks some
+            # write-only clock chips
+            if command == "quick":
+                self._bus.write_quick(address, force=False)
+            else:
+                self._bus.read_byte(address, force=False)
+        except OSError as exc:
+            return Detection.failed(address, command, exc.errno)
+        return Detection(address, command, "found")
 
 
 class SpidevSPI:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from appliance.config import RawAccessConfig
 from appliance.errors import PolicyError
 from appliance.hardware.backends import Backend
+from appliance.hardware.scan import detect_all
 
-SCAN_FIRST, SCAN_LAST = 0x03, 0x77  # i2cdetect's default range: 0x00-0x02 and 0x78-0x7F are reserved
 MAX_I2C_READ = 32
 
 
@@ -82,11 +82,9 @@ class RawBusPolicy:
     # --- the operations (blocking; run them off the loop) ------------------------------------------
 
     def i2c_scan(self, bus: int) -> list[int]:
-        """Addresses that answer on a bus, probing like i2cdetect."""
+        """Addresses that answer on a bus, probed as i2cdetect's default mode does (hardware/scan.py)."""
         self.check_scan(bus)
-        i2c = self.backend.i2c(bus)
-        with i2c.lock:
-            return [a for a in range(SCAN_FIRST, SCAN_LAST + 1) if i2c.probe(a)]
+        return [seen.address for seen in detect_all(self.backend.i2c(bus)) if seen.state == "found"]
 
     def i2c_read(self, bus: int, address: int, register: int, length: int) -> bytes:
         """Read registers (combined write-then-read)."""

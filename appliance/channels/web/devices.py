@@ -3,24 +3,33 @@
 A refusal or failure is raised, and the error middleware (``http.py``) answers it with its class's
 status: an unknown device or approval 404, a decided one 409, a policy refusal 403, too many writes
 429, a device or bus that failed 502.
+
+The scan of a bus and the trial of a new device run here, in the daemon, when it runs: it owns the
+buses' locks (a scan never interleaves with a sensor's read). They use the devices' backend, or one
+made for the request when no device is configured. Both need ``admin``: probing a bus is no read.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from aiohttp import web
 
 from appliance.channels.web.auth import principal
 from appliance.channels.web.http import json_error, read_json
 from appliance.channels.web.state import DEVICES, RUNTIME, STATE
-from appliance.errors import UnknownDeviceError
+from appliance.errors import UnknownDeviceError, UsageError
 from appliance.hardware.approvals import UnknownApprovalError
 from appliance.hardware.states import device_states
 
 if TYPE_CHECKING:
+    from appliance.hardware.backends import Backend
     from appliance.hardware.devices import DeviceRegistry
+    from appliance.runtime import Runtime
+
+Done = TypeVar("Done")
 
 routes = web.RouteTableDef()  # device and approval routes, added to the app by app.build_app
 
@@ -69,6 +78,58 @@ async def offered_devices(request: web.Request) -> web.Response:
         if domain_of(str(s["entity_id"])) in KINDS
     ]
     return web.json_response({"homeassistant": sorted(entities, key=lambda e: e["entity"])})
+
+
+def bus_number(text: str) -> int:
+    """An I2C bus number from a query (``?bus=1``), or a UsageError."""
+    try:
+        number = int(text, 0)
+    except ValueError:
+        number = -1
+    if not 0 <= number <= 255:
+        raise UsageError(f"bus: expected an I2C bus number from 0 to 255, got {text!r}", fix="e.g. ?bus=1 (/dev/i2c-1)")
+    return number
+
+
+def on_backend(runtime: Runtime, work: Callable[[Backend], Done]) -> Done:
+    """``work`` on the devices' backend, or on one made for it (and closed after) when none is configured."""
+    if runtime.devices is not None:
+        return work(runtime.devices.backend)
+    from appliance.hardware.backends import make_backend
+
+    backend = make_backend(runtime.config.hardware)
+    try:
+        return work(backend)
+    finally:
+        backend.close()
+
+
+# Before /api/devices/{name}: aiohttp matches in order, and "scan" and "try" are no device's name (the config
+# refuses them, checks.RESERVED_DEVICE_NAMES).
+@routes.get("/api/devices/scan")
+async def scan_devices(request: web.Request) -> web.Response:
+    """Probe an I2C bus as i2cdetect does (?bus=N, default 1): what answers, what is busy, which drivers fit."""
+    from appliance.hardware.scan import scan_bus
+
+    number, runtime = bus_number(request.query.get("bus", "1")), request.app[RUNTIME]
+    found = await asyncio.to_thread(on_backend, runtime, lambda b: scan_bus(b, runtime.config.devices, number))
+    return web.json_response(found.as_dict())
+
+
+@routes.post("/api/devices/try")
+async def try_device(request: web.Request) -> web.Response:
+    """Read a device that is not in the config yet once, or pulse a switch on then off: the body is its definition."""
+    from appliance.config.edit import FieldError
+    from appliance.config.trial import check_definition
+    from appliance.hardware.trial import try_device as trial
+
+    runtime, limiter = request.app[RUNTIME], request.app[DEVICES].trials
+    try:
+        device = check_definition(runtime.config, await read_json(request))
+    except FieldError as exc:
+        return json_error(400, exc.message, key=exc.key, fix=exc.fix)
+    result = await asyncio.to_thread(on_backend, runtime, lambda b: trial(device, b, limiter))
+    return web.json_response(result.as_dict())
 
 
 @routes.get("/api/devices/{name}")

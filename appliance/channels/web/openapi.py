@@ -45,6 +45,74 @@ def _queued_post(summary: str, signature: tuple[str, str], payload: str, refusal
     }
 
 
+def _scan_and_try_paths() -> dict[str, Any]:
+    """GET /api/devices/scan and POST /api/devices/try (channels/web/devices.py)."""
+    scanned = {
+        "type": "object",
+        "required": ["bus", "backend", "addresses"],
+        "properties": {
+            "bus": {"type": "integer"},
+            "backend": {"type": "string", "enum": ["real", "simulated"]},
+            "range": strings("the addresses probed, first and last"),
+            "addresses": {
+                "type": "array",
+                "description": "each address that answered, is owned by a kernel driver (busy), failed (error),"
+                " or holds a configured device that did not answer (absent)",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "address": {"type": "integer"},
+                        "hex": {"type": "string"},
+                        "state": {"type": "string", "enum": ["found", "busy", "error", "absent"]},
+                        "probe": {"type": "string", "enum": ["quick write", "receive byte"]},
+                        "drivers": strings("the drivers whose part can answer at this address"),
+                        "configured": {"type": "string", "nullable": True},
+                        "detail": {"type": "string", "nullable": True},
+                    },
+                },
+            },
+            "skipped": strings("addresses the bus adapter cannot probe"),
+        },
+    }
+    definition = {
+        "type": "object",
+        "required": ["driver"],
+        "description": "a device as a devices.NAME entry of the config defines it (driver, pin or bus and address...)",
+        "properties": {"driver": {"type": "string"}},
+        "additionalProperties": True,
+    }
+    bus = {"name": "bus", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}}
+    return {
+        "/api/devices/scan": {
+            "get": {
+                "summary": "probe an I2C bus as i2cdetect does (quick write; receive byte at 0x30-0x37 and 0x50-0x5F;"
+                " an address a kernel driver owns is left alone) and suggest the drivers that fit each answer",
+                "parameters": [bus],
+                "responses": {
+                    "200": _json(scanned),
+                    "400": BAD_REQUEST,
+                    "502": _json(ERROR, "the bus cannot be opened"),
+                    "401": UNAUTHORIZED,
+                },
+            }
+        },
+        "/api/devices/try": {
+            "post": {
+                "summary": "read a device that is not in the config yet once, or pulse a switch on then off once",
+                "requestBody": _body(definition),
+                "responses": {
+                    "200": _json({"type": "object"}, "what was done and read"),
+                    "400": _json(ERROR, "the definition is wrong: the answer's key names the setting"),
+                    "403": _json(ERROR, "the definition asks for approval, or allows nothing to try"),
+                    "429": _json(ERROR, "pulsed too often"),
+                    "502": _json(ERROR, "the device or its bus did not answer"),
+                    "401": UNAUTHORIZED,
+                },
+            }
+        },
+    }
+
+
 def openapi_document() -> dict[str, Any]:
     """The API description."""
     session = {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,64}$"}
@@ -302,6 +370,7 @@ def openapi_document() -> dict[str, Any]:
                     },
                 },
             },
+            **_scan_and_try_paths(),
             "/api/approvals": _object_get("device writes and tool calls waiting for a person"),
             "/api/approvals/{id}/{decision}": {
                 "post": {

@@ -66,6 +66,9 @@ ROUTE_SCOPES: dict[tuple[str, str], Need] = {
     ("GET", "/api/tasks/{id}/logs"): "read",
     ("POST", "/api/devices/{name}"): "devices",
     ("POST", "/api/approvals/{id}/{decision}"): "devices",
+    # Probing a bus or driving a device that is no configured one is the owner's: neither is a read.
+    ("GET", "/api/devices/scan"): "admin",
+    ("POST", "/api/devices/try"): "admin",
 }
 
 

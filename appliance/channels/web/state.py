@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from appliance.config.edit import ConfigFile
     from appliance.hardware.events import EventBus
     from appliance.model_fetch import ModelFetch
+    from appliance.ratelimit import RateLimiter
     from appliance.runtime import Runtime
     from appliance.schedule.scheduler import Scheduler
     from appliance.tasks import TaskRunner, TaskStore
@@ -302,12 +303,20 @@ class Automation:
     task_runner: TaskRunner | None = None  # woken when a task is added or resumed over HTTP
 
 
+def _pulse_limiter() -> RateLimiter:
+    from appliance.hardware.trial import pulse_limiter  # lazy: the drivers are not needed to build the state
+
+    return pulse_limiter()
+
+
 @dataclass
 class DeviceView:
-    """What the device routes keep beside the devices themselves: the event bus and the readings cache."""
+    """What the device routes keep beside the devices themselves: the event bus, the readings cache, and the rate
+    of trial pulses (POST /api/devices/try)."""
 
     events: EventBus | None = None
     readings: dict[str, tuple[float, list[dict[str, Any]]]] = field(default_factory=dict)
+    trials: RateLimiter = field(default_factory=_pulse_limiter)
 
 
 def _nothing() -> None:

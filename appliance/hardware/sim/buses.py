@@ -3,6 +3,10 @@
 They implement :class:`~appliance.hardware.buses.I2CBus` and :class:`~appliance.hardware.buses.SPIBus`
 as the real buses do, record every transaction (tests assert on the bytes), and pass each one to the
 chip at its address, which answers as the part would (:mod:`appliance.hardware.sim`).
+
+The I2C bus also stands for what the kernel adds on a Pi: an address a kernel driver owns (:meth:`claim`:
+i2cdetect's "UU", refused before anything reaches the wire, so it is neither logged nor passed on) and an
+address whose transfers fail with an errno (:attr:`SimulatedI2CBus.faults`: a stuck or noisy bus).
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Protocol, runtime_checkable
 
-from appliance.hardware.buses import HardwareError
+from appliance.hardware.buses import Detection, HardwareError, ProbeCommand
 
 
 class I2CChip(Protocol):
@@ -54,10 +58,16 @@ class SimulatedI2CBus:
         self.lock = threading.Lock()
         self.chips: dict[int, I2CChip] = {}
         self.log: list[tuple[str, int, int, Any]] = []  # (op, address, register, data or length)
+        self.claimed: set[int] = set()  # addresses a kernel driver owns: the I2C_SLAVE ioctl answers EBUSY
+        self.faults: dict[int, int] = {}  # address -> the errno every probe there fails with
 
     def attach(self, address: int, chip: I2CChip) -> None:
         """Put a chip on the bus."""
         self.chips[address] = chip
+
+    def claim(self, address: int) -> None:
+        """Let a kernel driver own ``address`` (as a device-tree overlay does): a probe there is refused, unsent."""
+        self.claimed.add(address)
 
     def _chip(self, address: int) -> I2CChip:
         chip = self.chips.get(address)
@@ -75,10 +85,15 @@ class SimulatedI2CBus:
         self.log.append(("write", address, register, bytes(data)))
         self._chip(address).write(register, bytes(data))
 
-    def probe(self, address: int) -> bool:
-        """Whether a chip sits at the address."""
-        self.log.append(("probe", address, -1, 0))
-        return address in self.chips
+    def detect(self, address: int, command: ProbeCommand) -> Detection:
+        """A quick write ("quick" in the log) or receive byte ("read_byte"): a chip at the address acknowledges."""
+        if address in self.claimed:
+            return Detection(address, command, "busy")  # the ioctl is refused: nothing reaches the wire or the log
+        self.log.append(("quick" if command == "quick" else "read_byte", address, -1, 0))
+        if address in self.faults:
+            return Detection.failed(address, command, self.faults[address])
+        # The byte a receive byte returns comes from the chip's internal pointer (not simulated); a probe drops it.
+        return Detection(address, command, "found" if address in self.chips else "absent")
 
     def write_bytes(self, address: int, data: bytes) -> None:
         """One write transaction with no register address."""
