@@ -19,6 +19,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from appliance.config.channel_checks import check_channels
+from appliance.config.devices import simulated_part
 from appliance.config.homeassistant import check_homeassistant
 from appliance.config.mqtt import check_mqtt, check_mqtt_devices
 from appliance.config.schema import Config, CronJob
@@ -207,6 +208,11 @@ def _check_devices(config: Config, refuse: Callable[[str, str, Any], ConfigError
     pins: dict[int, str] = {}
     addresses: dict[tuple[int, int], str] = {}
     spi: dict[tuple[int, int, int], str] = {}
+    for i, part in enumerate(config.hardware.simulated_parts):
+        try:
+            simulated_part(part)
+        except ValueError as exc:
+            raise refuse(f"hardware.simulated_parts[{i}]", str(exc), part) from None
     for name, device in config.devices.items():
         where = f"devices.{name}"
         if not _NAME.fullmatch(name):

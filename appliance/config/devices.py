@@ -8,6 +8,7 @@ driver may take, what each needs and where each lives come from the driver table
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -120,6 +121,26 @@ class HardwareConfig:
     )
     approval_timeout_s: float = doc("how long a write waiting for approval stays valid", 300.0)
     raw_access: RawAccessConfig = doc("raw bus tools for the model", default_factory=RawAccessConfig)
+    simulated_parts: list[str] = doc(
+        'simulation only: I2C parts wired to the simulated buses but not (yet) devices, "DRIVER BUS:ADDRESS", '
+        'e.g. "bme280 1:0x77": `picoagent devices scan` and the Settings page find them',
+        default_factory=list,
+    )
+
+
+_PART = re.compile(r"\s*([a-z0-9_]+)\s+(\d+)\s*:\s*(0x[0-9a-fA-F]+|\d+)\s*")
+
+
+def simulated_part(text: str) -> tuple[str, int, int]:
+    """``"bme280 1:0x77"`` as (driver, bus, address); ValueError saying what is expected."""
+    found = _PART.fullmatch(text)
+    parts = [n for n, spec in DRIVERS.items() if spec.interface == "i2c"]
+    if found is None or found.group(1) not in parts:
+        raise ValueError(f'"DRIVER BUS:ADDRESS" with an I2C driver ({", ".join(parts)}), e.g. "bme280 1:0x77"')
+    address = int(found.group(3), 0)
+    if not 0x03 <= address <= 0x77:
+        raise ValueError("an address from 0x03 to 0x77")
+    return found.group(1), int(found.group(2)), address
 
 
 @dataclass

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from appliance.config import DeviceConfig, HardwareConfig
+from appliance.config.devices import simulated_part
 from appliance.errors import ConfigError
 from appliance.hardware.buses import HardwareError, I2CBus, SMBusI2C, SPIBus, SpidevSPI
 from appliance.hardware.drivers import DRIVERS
@@ -112,10 +114,13 @@ class SimulatedBackend(Backend):
 
     name = "simulated"
 
-    def __init__(self, state_file: Path | None = None, links: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, state_file: Path | None = None, links: dict[str, Any] | None = None, parts: Sequence[str] = ()
+    ) -> None:
         super().__init__(links)
         self.chips: dict[str, Any] = {}  # device name -> its simulated chip (tests change the environment)
         self.state_file = state_file
+        self.parts = [simulated_part(text) for text in parts]  # wired, not configured (hardware.simulated_parts)
 
     def _kept(self) -> dict[str, bool | float]:
         if self.state_file is None:
@@ -149,7 +154,11 @@ class SimulatedBackend(Backend):
         return MockFactory(pin_class=MockPWMPin)  # PWM-capable, so LEDs dim as on a Pi
 
     def _open_i2c(self, number: int) -> I2CBus:
-        return SimulatedI2CBus(number)
+        bus = SimulatedI2CBus(number)
+        for driver, on_bus, address in self.parts:  # what the scan finds before anyone declares it
+            if on_bus == number:
+                bus.attach(address, make_chip(DRIVERS[driver].simulated))
+        return bus
 
     def _open_spi(self, bus: int, device: int) -> SPIBus:
         return SimulatedSPIBus(bus, device)
@@ -211,4 +220,4 @@ def make_backend(
     if choice == "auto":
         choice = "real" if on_a_pi() else "simulated"
     log.info("hardware backend: %s", choice)
-    return RealBackend(links) if choice == "real" else SimulatedBackend(state_file, links)
+    return RealBackend(links) if choice == "real" else SimulatedBackend(state_file, links, config.simulated_parts)

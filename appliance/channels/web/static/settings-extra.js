@@ -61,7 +61,7 @@ window.SettingsExtra = (function () {
     tokens.append(el("p", "setting-help", "Programs use these (Authorization: Bearer pat_...). A token is shown once."));
     const list = el("ul", "items");
     for (const t of doc.tokens) {
-      const item = el("li", "item");
+      const item = el("li", "item row3");
       const select = el("select", "input");
       select.setAttribute("aria-label", `scope of ${t.name}`);
       for (const scope of Object.keys(doc.scopes)) select.append(Object.assign(el("option", "", scope), { value: scope }));
@@ -156,7 +156,7 @@ window.SettingsExtra = (function () {
   }
 
   function scanRow(bus, r) {
-    const item = el("li", "item");
+    const item = el("li", "item scan-row");
     const text = el("div", "token-text");
     const what = r.configured ? `configured: ${r.configured}` : r.drivers.length ? `could be ${r.drivers.join(" or ")}` : "no driver knows this address";
     text.append(el("span", "item-title", `${r.hex}: ${r.state}`), el("span", "item-line", r.detail || what));
@@ -197,7 +197,7 @@ window.SettingsExtra = (function () {
     box.append(el("p", "setting-help", fresh.length ? "Its entities of the kinds picoagent drives, not yet devices here." : "Every entity of the kinds picoagent drives is a device here already."));
     const list = el("ul", "items");
     for (const entity of fresh) {
-      const item = el("li", "item");
+      const item = el("li", "item row3");
       const text = el("div", "token-text");
       text.append(el("span", "item-title", entity.name), el("span", "item-line", `${entity.entity} (${entity.kind})`));
       const told = note();
@@ -225,7 +225,7 @@ window.SettingsExtra = (function () {
     progress.setAttribute("role", "status");
     progress.hidden = true;
     for (const m of doc.models.filter((row) => row.kind === "chat")) {
-      const item = el("li", "item");
+      const item = el("li", "item row3");
       const text = el("div", "token-text");
       const speed = m.pi5_tps ? `about ${Math.round(m.pi5_tps)} tokens/s on a Pi 5; ` : "";
       const fits = m.fits === false ? "does not fit here" : m.fits ? "fits" : "fit unknown";
