@@ -24,6 +24,7 @@ from appliance.channels.web import (
     openai_api,
     settings,
     setup,
+    skills,
     tasks,
     telegram_hook,
 )
@@ -164,6 +165,7 @@ def build_app(state: WebState, site: hosts.SiteNames | None = None) -> web.Appli
             *cron.routes,
             *tasks.routes,
             *settings.routes,
+            *skills.routes,
             *setup.routes,
             web.get("/api/openapi.json", api_openapi),
             *chat.routes,
