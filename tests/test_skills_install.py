@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -387,3 +388,40 @@ def test_the_openapi_document_describes_the_skills_routes() -> None:
         install["requestBody"]["content"]["application/json"]["schema"]["properties"]
     )
     assert paths["/api/skills/{name}"]["delete"]["x-scope"] == "admin"
+
+
+@pytest.fixture
+def daemon_site(runtime: Runtime) -> Iterator[Runtime]:
+    """The daemon's web site on 127.0.0.1, on a thread of its own, with daemon.json and cli.token written as
+    `serve` writes them: the CLI finds it and asks it."""
+    from appliance.channels.web.server import WebServer
+
+    root = runtime.db.path.parent
+    server = WebServer(runtime.config, WebState(runtime, Auth(runtime.db)), root, "127.0.0.1", 0)
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(server.start(), loop).result(20)
+    yield runtime
+    asyncio.run_coroutine_threadsafe(server.stop(), loop).result(20)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(10)
+
+
+def test_while_the_daemon_runs_the_cli_goes_through_it_and_it_reads_its_skills_at_once(
+    daemon_site: Runtime, repo: FakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    cli = ["--config", str(tmp_path / "etc" / "picoagent.yaml"), "--data-dir", str(tmp_path / "data")]
+    assert run(["skills", "install", f"garden/skills/{PATH}", *cli], monkeypatch, typed="y\n") == 0
+    out = capsys.readouterr().out
+    assert "Water for ten seconds." in out and "installed water-plants" in out and "no daemon is running" not in out
+    assert "water-plants" in daemon_site.workspace.skills.skills  # the daemon's own catalog: it did the install
+
+    second = repo.commit({f"{PATH}/SKILL.md": skill_md(body="Water for five seconds.\n")})
+    assert run(["skills", "update", "--yes", *cli], monkeypatch) == 0
+    assert f"updated water-plants to {second[:7]}" in capsys.readouterr().out
+    assert "Water for five seconds." in daemon_site.workspace.skills.skills["water-plants"].body
+
+    assert run(["skills", "remove", "water-plants", *cli], monkeypatch) == 0
+    assert "removed water-plants" in capsys.readouterr().out
+    assert "water-plants" not in daemon_site.workspace.skills.skills
