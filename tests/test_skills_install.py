@@ -164,6 +164,26 @@ def test_a_malicious_archive_is_refused_and_nothing_is_written(
     assert every_path(tmp_path) == ["data", "data/workspace", "data/workspace/skills"]
 
 
+def test_an_archive_past_the_download_or_entry_caps_is_refused_unread(
+    host: FakeSkillHost, repo: FakeRepo, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from appliance.agent import skill_source
+
+    source = f"garden/skills/{PATH}"
+    monkeypatch.setattr(skill_source, "MAX_ARCHIVE_BYTES", 100)  # the archive is some 400 bytes
+    with pytest.raises(PolicyError, match=r"the archive of garden/skills at \w+: larger than 1 MiB; nothing"):
+        skill_install.preview(workspace, host.url, source)
+    monkeypatch.undo()
+    monkeypatch.setattr(skill_source, "MAX_MEMBERS", 3)  # top, skills/, skills/water-plants/, ...: stops at 4
+    with pytest.raises(PolicyError, match="holds more than 3 entries"):
+        skill_install.preview(workspace, host.url, source)
+    monkeypatch.undo()
+    monkeypatch.setattr(skill_source, "MAX_UNPACKED_BYTES", 20)  # what the entries declare, read or skipped
+    with pytest.raises(PolicyError, match="unpacks to more than 0 MiB"):
+        skill_install.preview(workspace, host.url, source)
+    assert not workspace.exists()
+
+
 def test_a_skill_md_that_links_out_or_breaks_the_loaders_rules_is_refused(host: FakeSkillHost, workspace: Path) -> None:
     bad = host.repo("mallory", "skills")
     bad.commit({}, (Entry(f"{PATH}/SKILL.md", kind="symlink", target="../../../../../home/pi/.ssh/id_rsa"),))

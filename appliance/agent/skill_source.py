@@ -203,8 +203,10 @@ def extract(archive: bytes, source: Source, commit: str) -> SkillFiles:
             while (member := tar.next()) is not None:
                 members += 1
                 unpacked += max(member.size, 0)
-                if members > MAX_MEMBERS or unpacked > MAX_UNPACKED_BYTES:
-                    raise _refuse(source, commit, f"is larger than this appliance reads ({MAX_MEMBERS} entries)")
+                if members > MAX_MEMBERS:
+                    raise _refuse(source, commit, f"holds more than {MAX_MEMBERS} entries")
+                if unpacked > MAX_UNPACKED_BYTES:  # a gzip bomb stops here, before its data is unpacked
+                    raise _refuse(source, commit, f"unpacks to more than {MAX_UNPACKED_BYTES // (1024 * 1024)} MiB")
                 parts = _parts(member.name, source, commit)
                 if not parts:
                     continue
