@@ -595,9 +595,6 @@ class Daemon:
 
     def _reload_skills(self, runtime: Runtime) -> None:
         """Re-read workspace/skills: the next turn's prompt lists the new set, load_skill reads it."""
-        from appliance.agent import skills
-
-        catalog = runtime.workspace.reload_skills()
-        skills.sync_tool(runtime.tools, runtime.workspace)
+        catalog = runtime.reload_skills()
         problems = f"; {len(catalog.problems)} problem(s), see `picoagent skills list`" if catalog.problems else ""
         log.info("SIGHUP: %d skill(s) loaded%s", len(catalog), problems)

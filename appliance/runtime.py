@@ -16,6 +16,8 @@ from appliance.agent import skills
 from appliance.agent.context import Workspace
 from appliance.agent.escalation import CloudRoute
 from appliance.agent.loop import Agent
+from appliance.agent.skill_uses import SkillUses
+from appliance.agent.skills import SkillCatalog
 from appliance.config import Config, data_dir
 from appliance.llm.base import ServedModel
 from appliance.llm.choice import model_path, model_spec, models_dir
@@ -116,16 +118,18 @@ def tool_registry(
     memory: MemoryStore | None = None,
     workspace: Workspace | None = None,
     weather: WeatherSource | None = None,
+    *,
+    skill_uses: SkillUses | None = None,
 ) -> ToolRegistry:
-    """The tools the model may call: the built-ins, memory, skills, the device tools when there are devices,
-    and the weather when a forecast source is configured."""
+    """The tools the model may call: the built-ins, memory, skills (each use counted in ``skill_uses``), the
+    device tools when there are devices, and the weather when a forecast source is configured."""
     registry = base_registry(config)
     if weather is not None:
         from appliance.weather import tool as weather_tool
 
         weather_tool.register(registry, weather)
     if workspace is not None:
-        skills.sync_tool(registry, workspace)
+        skills.sync_tool(registry, workspace, skill_uses)
     if memory is not None:
         from appliance.tools import memory as memory_tools
 
@@ -297,7 +301,7 @@ def cli_tool_registry(config: Config, db: Database) -> tuple[ToolRegistry, LazyD
         from appliance.weather import tool as weather_tool
 
         weather_tool.register(registry, weather)
-    skills.sync_tool(registry, Workspace(data_dir(config) / "workspace"))
+    skills.sync_tool(registry, Workspace(data_dir(config) / "workspace"), SkillUses(db))
     if config.devices or config.hardware.raw_access.enabled:
         from appliance.tools import hardware
 
@@ -378,7 +382,7 @@ class Runtime:
         if start_model and embedder is not None and hasattr(embedder, "start_loading"):
             embedder.start_loading()  # in the runner, beside the chat model
         weather = forecast_source(config)
-        tools = tool_registry(config, devices, raw, memory, workspace, weather)
+        tools = tool_registry(config, devices, raw, memory, workspace, weather, skill_uses=SkillUses(db))
         keeper = MemoryKeeper(config.memory, memory, db, model_queue, context_tokens=config.llm.context_tokens)
         cloud = CloudRoute(config, db)
         agent = Agent(
@@ -420,6 +424,13 @@ class Runtime:
             approvals,
             weather,
         )
+
+    def reload_skills(self, catalog: SkillCatalog | None = None) -> SkillCatalog:
+        """Read workspace/skills again (SIGHUP), or take ``catalog`` read already (a skill installed or removed):
+        the next turn's prompt lists the new set, and load_skill is offered while there is one."""
+        catalog = self.workspace.reload_skills(catalog)
+        skills.sync_tool(self.tools, self.workspace, SkillUses(self.db))
+        return catalog
 
     def use_forecast(self, config: Config) -> None:
         """The forecast source made again from ``config`` (SIGHUP: a new place, weather.enabled, the time zone)

@@ -216,9 +216,11 @@ def test_doctor_and_skills_list_show_skills_and_problems(tmp_path: Path) -> None
     assert out.stdout.splitlines() == [
         "soil",
         "    Read the soil.",
+        "    used 0 time(s), last never",
         "water",
         "    Water the plants.",
         "    requires: soil",
+        "    used 0 time(s), last never",
         "problems:",
         "    skills/broken/SKILL.md: no front matter: the file must start with a '---' line, YAML, and another '---'",
     ]

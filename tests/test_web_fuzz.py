@@ -26,6 +26,7 @@ from appliance.channels.web.state import WebState
 from appliance.config import Config
 from appliance.llm.local import LocalModel
 from appliance.runtime import Runtime
+from tests.fakes.skill_repo import FakeSkillHost
 
 DOC = openapi_document()
 SEEN: Counter[tuple[str, int]] = Counter()
@@ -111,6 +112,8 @@ def fuzz_target(tmp_path_factory: pytest.TempPathFactory, local_model: LocalMode
     config: Config = load_config(CHECKOUT_CONFIG, data_dir=tmp_path_factory.mktemp("fuzz"))
     config.agent.max_reply_tokens = 4
     config.agent.max_rounds = 2
+    skill_host = FakeSkillHost().__enter__()  # no repositories: a fuzzed skill source is not found, offline
+    config.tools.skills_api = skill_host.url
     runtime = Runtime.open(config, model=local_model)
     auth = Auth(runtime.db)
     auth.set_password("fuzzing password")
@@ -133,6 +136,7 @@ def fuzz_target(tmp_path_factory: pytest.TempPathFactory, local_model: LocalMode
     loop.call_soon_threadsafe(loop.stop)
     thread.join(5)
     runtime.close()
+    skill_host.__exit__()
 
 
 # derandomize: the same examples on every run, so CI is repeatable; change the code and they change too.

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import shutil
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterator
@@ -23,6 +24,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from appliance.agent.skill_install import SOURCE_FILE, Provenance
 from appliance.channels.web.app import build_app
 from appliance.channels.web.auth import Auth, _is_public
 from appliance.channels.web.openapi import openapi_document
@@ -32,6 +34,7 @@ from appliance.config.load import CHECKOUT_CONFIG
 from appliance.llm.scripted import ScriptedModel
 from appliance.runtime import Runtime
 from tests.fakes.cloud_api import FakeCloud
+from tests.fakes.skill_repo import FakeSkillHost
 from tests.helpers import automation_on
 
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -288,6 +291,32 @@ async def prepare(site: Site, route: Route) -> Call:
         return Call(path, {"version": version, "name": name, **provider}, saved)
     if path.startswith("/api/access/") or path == "/api/update/rollback":
         return await _prepare_access(site, route)
+    if route == ("POST", "/api/skills/install"):
+        host = FakeSkillHost().__enter__()  # stopped by acted(), called once whether allowed or refused
+        name = f"skill{next(site.serial)}"
+        repo = host.repo("garden", "skills")
+        text = f"---\nname: {name}\ndescription: A skill.\n---\nDo it.\n"
+        commit = repo.commit({f"{name}/SKILL.md": text})
+        site.runtime.config.tools.skills_api = host.url
+        folder = site.runtime.workspace.root / "skills" / name
+
+        async def installed(body: Any) -> bool:
+            host.__exit__()
+            return (folder / "SKILL.md").exists()
+
+        return Call(path, {"source": f"garden/skills/{name}", "commit": commit, "confirm": True}, installed)
+    if route == ("DELETE", "/api/skills/{name}"):
+        name = f"skill{next(site.serial)}"
+        folder = site.runtime.workspace.root / "skills" / name
+        folder.mkdir(parents=True)
+        (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: A skill.\n---\nDo it.\n")
+        provenance = Provenance(f"garden/skills/{name}", None, "0" * 40, 0.0, "")
+        (folder / SOURCE_FILE).write_text(json.dumps(provenance.as_dict()))
+
+        async def removed(body: Any) -> bool:
+            return not folder.exists()
+
+        return Call(f"/api/skills/{name}", {}, removed)
     raise AssertionError(f"a write route this test cannot call yet: {route}; teach prepare() how, and say who may")
 
 

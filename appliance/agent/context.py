@@ -49,9 +49,10 @@ class Workspace:
             self._skills = SkillCatalog.load(self.root / SKILLS_DIR)
         return self._skills
 
-    def reload_skills(self) -> SkillCatalog:
-        """Read ``skills/`` again (SIGHUP); the next turn's prompt lists the new set."""
-        self._skills = None
+    def reload_skills(self, catalog: SkillCatalog | None = None) -> SkillCatalog:
+        """Read ``skills/`` again (SIGHUP), or take ``catalog`` read from it already; the next turn's prompt
+        lists the new set."""
+        self._skills = catalog
         return self.skills
 
     def ensure(self, assistant_name: str) -> list[Path]:

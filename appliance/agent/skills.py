@@ -12,7 +12,9 @@ A skill is a folder ``<workspace>/skills/<name>/`` with a ``SKILL.md`` that star
 Only the catalog (names and descriptions) goes into the system prompt, as a short list that changes only
 when the skills are reloaded (SIGHUP), so the prompt's prefix stays warm in the KV cache. The body comes
 on demand, through the read-only ``load_skill`` tool, with the bodies of the skills it requires. A
-SKILL.md that cannot be read is skipped with a warning and listed in ``problems``. The folder
+SKILL.md that cannot be read is skipped with a warning and listed in ``problems`` (:func:`read_skill`, which
+a skill installed from a repository passes too, :mod:`appliance.agent.skill_install`). Each skill the
+tool serves is counted (:mod:`appliance.agent.skill_uses`). The folder
 ``skills/proposed/`` holds skills proposed from tasks (:mod:`appliance.agent.proposed_skills`): none
 is read here until a person accepts it.
 """
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from appliance.errors import ToolError
 
 if TYPE_CHECKING:
+    from appliance.agent.skill_uses import SkillUses
     from appliance.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -67,8 +70,8 @@ def _text_list(value: Any, key: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value)
 
 
-def parse_skill(text: str, folder: str, path: Path) -> Skill:
-    """A skill from its SKILL.md text; SkillFileError says what is wrong."""
+def front_matter(text: str) -> tuple[dict[str, Any], int]:
+    """A SKILL.md's front matter as a mapping, and where its body starts; SkillFileError says what is wrong."""
     import yaml
 
     match = _FRONT_MATTER.match(text)
@@ -82,6 +85,12 @@ def parse_skill(text: str, folder: str, path: Path) -> Skill:
         raise SkillFileError(f"the front matter is not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(meta, dict):
         raise SkillFileError("the front matter must be a mapping with name and description")
+    return meta, match.end()
+
+
+def parse_skill(text: str, folder: str, path: Path) -> Skill:
+    """A skill from its SKILL.md text; SkillFileError says what is wrong."""
+    meta, body_at = front_matter(text)
     name = meta.get("name")
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise SkillFileError(f"name: expected lowercase letters, digits, - or _ (at most 64), got {name!r}")
@@ -96,10 +105,26 @@ def parse_skill(text: str, folder: str, path: Path) -> Skill:
     if len(description) > MAX_DESCRIPTION_CHARS:
         raise SkillFileError(f"description: {len(description)} characters, at most {MAX_DESCRIPTION_CHARS}")
     requires = _text_list(meta.get("requires"), "requires")
-    body = text[match.end() :].strip()
+    body = text[body_at:].strip()
     if not body:
         raise SkillFileError("no instructions after the front matter")
     return Skill(name, description, tuple(r for r in requires if r != name), body, path)
+
+
+def read_skill(folder: Path, real_root: Path) -> Skill:
+    """The skill in ``folder`` as the loader reads it: its SKILL.md there, not a link out of ``real_root``
+    (the resolved skills folder), at most MAX_SKILL_BYTES, then :func:`parse_skill`; SkillFileError says why not."""
+    path = folder / SKILL_FILE
+    try:
+        if not path.is_file():
+            raise SkillFileError("missing")
+        if not path.resolve().is_relative_to(real_root):  # a link out of the workspace is not read
+            raise SkillFileError("is a link to a file outside the skills folder")
+        if path.stat().st_size > MAX_SKILL_BYTES:
+            raise SkillFileError(f"larger than {MAX_SKILL_BYTES // 1024} KiB")
+        return parse_skill(path.read_text(encoding="utf-8"), folder.name, path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SkillFileError(exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -124,19 +149,10 @@ class SkillCatalog:
         real_root = root.resolve()
         folders = (p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name != PROPOSED_DIR)
         for folder in sorted(folders):
-            path = folder / SKILL_FILE
-            shown = f"{SKILLS_DIR}/{folder.name}/{SKILL_FILE}"
             try:
-                if not path.is_file():
-                    raise SkillFileError("missing")
-                if not path.resolve().is_relative_to(real_root):  # a link out of the workspace is not read
-                    raise SkillFileError("is a link to a file outside the skills folder")
-                if path.stat().st_size > MAX_SKILL_BYTES:
-                    raise SkillFileError(f"larger than {MAX_SKILL_BYTES // 1024} KiB")
-                skill = parse_skill(path.read_text(encoding="utf-8"), folder.name, path)
-            except (SkillFileError, OSError, UnicodeDecodeError) as exc:
-                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-                problems.append(f"{shown}: {reason}")
+                skill = read_skill(folder, real_root)
+            except SkillFileError as exc:
+                problems.append(f"{SKILLS_DIR}/{folder.name}/{SKILL_FILE}: {exc}")
                 continue
             skills[skill.name] = skill
         for skill in skills.values():
@@ -189,10 +205,11 @@ class SkillCatalog:
         return "\n\n".join(parts)
 
 
-def sync_tool(registry: ToolRegistry, catalog_of: Any) -> None:
+def sync_tool(registry: ToolRegistry, catalog_of: Any, uses: SkillUses | None = None) -> None:
     """Offer ``load_skill`` when there are skills, and take it away when there are none.
 
     ``catalog_of``: what holds the current catalog (a Workspace); read at each call, so a reload shows.
+    ``uses``: where each skill served is counted (the tool runs on a worker thread, never the event loop).
     """
     from appliance.tools.registry import tool_from_function
 
@@ -208,7 +225,10 @@ def sync_tool(registry: ToolRegistry, catalog_of: Any) -> None:
                 name: the skill's name, as listed
             """
             catalog: SkillCatalog = catalog_of.skills
-            return catalog.instructions(name)
+            text = catalog.instructions(name)
+            if uses is not None:
+                uses.record([skill.name for skill in catalog.chain(name)])
+            return text
 
         registry.add(tool_from_function(load_skill, read_only=True))
     elif not len(catalog_of.skills) and has_tool:

@@ -15,8 +15,11 @@ if TYPE_CHECKING:
     from appliance.config import Config
 
 
-def daemon_get(config: Config, path: str, body: dict[str, Any] | None = None, *, timeout: float = 30) -> Any:
-    """GET (or POST ``body`` to) a path of the running daemon as the local CLI; None when nothing answers."""
+def daemon_get(
+    config: Config, path: str, body: dict[str, Any] | None = None, *, timeout: float = 30, method: str | None = None
+) -> Any:
+    """GET (or POST ``body`` to, or ``method``) a path of the running daemon as the local CLI; None when nothing
+    answers."""
     import urllib.error
     import urllib.request
 
@@ -39,7 +42,8 @@ def daemon_get(config: Config, path: str, body: dict[str, Any] | None = None, *,
     context = _daemon_tls(root) if scheme == "https" else None
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(f"{scheme}://{host}:{info['port']}{path}", data=data, headers=headers)
+    url = f"{scheme}://{host}:{info['port']}{path}"
+    request = urllib.request.Request(url, data=data, headers=headers, method=method)
     try:
         with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
             return json.loads(response.read())

@@ -1,4 +1,5 @@
-"""`picoagent tools`, `skills` and `mcp`: the model's tools, run by hand or served to another program."""
+"""`picoagent tools`, `skills` (appliance/cli/skills.py) and `mcp`: the model's tools, run by hand or served to
+another program."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from appliance.cli import skills
 from appliance.cli.common import action, command_group, load, open_db, print_json
 
 if TYPE_CHECKING:
@@ -22,14 +24,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
     run.add_argument("name")
     run.add_argument("--args", default="{}", metavar="JSON", help="arguments as a JSON object, e.g. '{\"a\": 1}'")
 
-    ssub = command_group(sub, common, "skills", "the workspace's skills (workspace/skills/NAME/SKILL.md)")
-    slist = action(ssub, common, "list", "each skill, what it requires, and the files with problems", cmd_skills_list)
-    slist.add_argument("--json", action="store_true", help="print as JSON")
-    action(ssub, common, "proposed", "skills proposed from tasks, waiting for a person", cmd_skills_proposed)
-    action(ssub, common, "accept", "make a proposed skill live (validated first)", cmd_skills_accept).add_argument(
-        "name"
-    )
-    action(ssub, common, "reject", "delete a proposed skill", cmd_skills_reject).add_argument("name")
+    skills.add_parser(sub, common)
 
     action(sub, common, "mcp", "serve the tools to another program as an MCP server (stdio)", cmd_mcp)
 
@@ -112,73 +107,6 @@ def _cli_tools(config: Config) -> tuple[Any, Any, Any]:
     db = open_db(config)
     registry, lazy = cli_tool_registry(config, db)
     return registry, lazy, db
-
-
-def cmd_skills_list(args: argparse.Namespace) -> int:
-    """The skills in the workspace and the SKILL.md files that could not be used."""
-    from appliance.agent.context import Workspace
-    from appliance.config import data_dir
-
-    config = load(args)
-    catalog = Workspace(data_dir(config) / "workspace").skills
-    if args.json:
-        skills = [
-            {"name": s.name, "description": s.description, "requires": list(s.requires), "path": str(s.path)}
-            for s in catalog.skills.values()
-        ]
-        print_json({"skills": skills, "problems": list(catalog.problems)})
-        return 0
-    if not catalog.skills:
-        print(f"no skills in {catalog.root} (a skill is a folder there with a SKILL.md)")
-    for skill in catalog.skills.values():
-        print(f"{skill.name}\n    {skill.description}")
-        if skill.requires:
-            print(f"    requires: {', '.join(skill.requires)}")
-    if catalog.problems:
-        print("problems:")
-        for problem in catalog.problems:
-            print(f"    {problem}")
-    return 0
-
-
-def _workspace(args: argparse.Namespace) -> Any:
-    from appliance.config import data_dir
-
-    return data_dir(load(args)) / "workspace"
-
-
-def cmd_skills_proposed(args: argparse.Namespace) -> int:
-    """The skills proposed from tasks (workspace/skills/proposed), with their descriptions."""
-    from appliance.agent import proposed_skills
-
-    found = proposed_skills.proposals(_workspace(args))
-    if not found:
-        print("no proposed skills (a procedure that worked in two or more tasks is proposed here)")
-    for proposal in found:
-        if proposal.skill is None:
-            print(f"{proposal.name}\n    cannot be accepted: {proposal.problem}")
-        else:
-            print(f"{proposal.name}\n    {proposal.skill.description}\n    {proposal.path}")
-    return 0
-
-
-def cmd_skills_accept(args: argparse.Namespace) -> int:
-    """Move a proposed skill into the live skills after validating it."""
-    from appliance.agent import proposed_skills
-
-    skill = proposed_skills.accept(_workspace(args), args.name)
-    print(f"{skill.name} is a skill now: {skill.path}")
-    print("the running daemon reads it at its next reload (systemctl reload picoagent, or SIGHUP)")
-    return 0
-
-
-def cmd_skills_reject(args: argparse.Namespace) -> int:
-    """Delete a proposed skill."""
-    from appliance.agent import proposed_skills
-
-    proposed_skills.reject(_workspace(args), args.name)
-    print(f"proposed skill {args.name} deleted")
-    return 0
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:

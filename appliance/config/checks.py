@@ -172,6 +172,18 @@ def _check_tools(config: Config, refuse: Refuse) -> None:
             where = f"tools.web_fetch.trusted_hosts[{i}]"
             raise refuse(where, "a host name with no scheme or path, e.g. en.wikipedia.org", entry)
     _check_web_search(config, refuse)
+    if not _base_url(config.tools.skills_api):
+        raise refuse(
+            "tools.skills_api", "an http:// or https:// base URL, e.g. https://api.github.com", config.tools.skills_api
+        )
+
+
+def _base_url(url: str) -> bool:
+    """Whether ``url`` is an http(s) base URL: a host, no user name, no query."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.scheme in ("http", "https") and bool(parts.hostname) and not parts.username and not parts.query
 
 
 def _check_web_search(config: Config, refuse: Refuse) -> None:
@@ -187,14 +199,10 @@ def _check_web_search(config: Config, refuse: Refuse) -> None:
             "tools.web_search.api_key: the brave backend needs an API key",
             fix="put BRAVE_API_KEY=... in the secrets file and write api_key: ${BRAVE_API_KEY}",
         )
-    if search.url:
-        from urllib.parse import urlsplit
-
-        parts = urlsplit(search.url)
-        if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.query:
-            raise refuse(
-                "tools.web_search.url", "an http:// or https:// base URL, e.g. http://192.168.1.30:8888", search.url
-            )
+    if search.url and not _base_url(search.url):
+        raise refuse(
+            "tools.web_search.url", "an http:// or https:// base URL, e.g. http://192.168.1.30:8888", search.url
+        )
 
 
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")

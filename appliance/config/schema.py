@@ -444,6 +444,10 @@ class ToolsConfig:
         high=3600,
         expected="0 or a whole number up to 3600",
     )
+    skills_api: str = doc(
+        "where `picoagent skills install` fetches skills from: an API of GitHub's shape (repos, commits, tarball)",
+        "https://api.github.com",
+    )
     mcp: dict[str, McpServerConfig] = doc("MCP servers whose tools the model may use, by name", default_factory=dict)
     plugins: list[str] = doc("Python modules loaded as plugins (each has register(hooks))", default_factory=list)
     require_approval: list[str] = doc(

@@ -492,6 +492,21 @@ def _m16_telegram_pairing_shared(db: sqlite3.Connection) -> None:
     )
 
 
+def _m17_skill_uses(db: sqlite3.Connection) -> None:
+    # How often load_skill served each skill and when last (issue 35): one row a skill, bumped in place,
+    # so counting costs one small write however often a skill is used.
+    _script(
+        db,
+        """
+        CREATE TABLE skill_uses (
+            name TEXT PRIMARY KEY,
+            uses INTEGER NOT NULL,
+            last_used REAL NOT NULL
+        );
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m1_conversations,
     _m2_web_auth,
@@ -509,4 +524,5 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m14_tool_approvals,
     _m15_task_taint,
     _m16_telegram_pairing_shared,
+    _m17_skill_uses,
 ]

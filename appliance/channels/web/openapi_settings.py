@@ -1,4 +1,4 @@
-"""The OpenAPI paths of the Settings page's routes: settings.py, setup.py, access.py, updates.py."""
+"""The OpenAPI paths of the Settings page's routes: settings.py, setup.py, access.py, updates.py, skills.py."""
 
 from __future__ import annotations
 
@@ -64,6 +64,7 @@ def settings_paths() -> dict[str, Any]:
         },
         **setup_paths(),
         **access_paths(),
+        **skills_paths(),
         "/api/settings/audit": {
             "get": {
                 "summary": "the newest settings changes: who, when, which keys (never a secret's value)",
@@ -202,5 +203,111 @@ def access_paths() -> dict[str, Any]:
                 "202",
                 **{"409": "not an installed release, or no other release to go back to"},
             )
+        },
+    }
+
+
+def skills_paths() -> dict[str, Any]:
+    """GET /api/skills, POST /api/skills/install (a preview, or with confirm the previewed commit installed),
+    DELETE /api/skills/{name}."""
+    text = {"type": "string"}
+    maybe = {"type": "string", "nullable": True}
+    skill = {
+        "type": "object",
+        "required": ["name", "description", "source", "commit", "uses", "last_used"],
+        "properties": {
+            "name": text,
+            "description": text,
+            "requires": strings("the skills it requires"),
+            "source": {**maybe, "description": "OWNER/REPO/PATH it was installed from; null: written here"},
+            "ref": {**maybe, "description": "the branch or tag asked for at install; null: the default branch"},
+            "commit": {**maybe, "description": "the installed commit's sha"},
+            "installed_at": {"type": "number", "nullable": True},
+            "changed_locally": {"type": "boolean", "description": "SKILL.md was edited since it was installed"},
+            "uses": {"type": "integer", "description": "how often load_skill served it"},
+            "last_used": {"type": "number", "nullable": True, "description": "when last (Unix time)"},
+        },
+    }
+    preview = {
+        "type": "object",
+        "required": ["installed", "name", "source", "commit", "skill_md", "front_matter"],
+        "properties": {
+            "installed": {"type": "boolean", "description": "false: a preview, nothing was written; true: installed"},
+            "name": text,
+            "description": text,
+            "source": text,
+            "ref": maybe,
+            "commit": {"type": "string", "description": "the sha to confirm: exactly this commit is installed"},
+            "skill_md": {"type": "string", "description": "SKILL.md as it would be installed"},
+            "front_matter": {"type": "object", "description": "what it declares: requires, tools, ..."},
+            "requires": strings("the skills it requires"),
+            "missing": strings("required skills not installed here"),
+            "files": {"type": "object", "additionalProperties": {"type": "integer"}, "description": "path: bytes"},
+            "installed_at": {"type": "number", "description": "after an install: when"},
+            "replaces": {"type": "object", "nullable": True, "description": "the version there now (same source)"},
+            "diff": {"type": "string", "description": "an update: SKILL.md installed -> this one (unified diff)"},
+            "problems": strings("after an install: the SKILL.md files the daemon could not use"),
+        },
+    }
+    refused = _json(
+        ERROR, "refused: an unsafe archive, a SKILL.md that cannot be used, or out of scope; nothing written"
+    )
+    return {
+        "/api/skills": {
+            "get": {
+                "summary": "every skill: its source and commit when installed from a repository, its uses and last "
+                "use; and the SKILL.md files with problems",
+                "responses": {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "skills": {"type": "array", "items": skill},
+                                "problems": strings("SKILL.md files that cannot be used, and why"),
+                            },
+                        }
+                    ),
+                    "401": UNAUTHORIZED,
+                },
+            }
+        },
+        "/api/skills/install": {
+            "post": {
+                "summary": "a skill from a public repository: without confirm, a preview (nothing written); with "
+                "confirm and the previewed commit, exactly that commit installed and the skills read again",
+                "requestBody": json_body(
+                    {
+                        "type": "object",
+                        "required": ["source"],
+                        "properties": {
+                            "source": {"type": "string", "description": "OWNER/REPO/PATH, e.g. owner/skills/pdf"},
+                            "ref": {"type": "string", "description": "a branch, tag or commit; absent: the default"},
+                            "commit": {"type": "string", "description": "the sha a preview named (with confirm)"},
+                            "confirm": {"type": "boolean", "description": "true: install commit"},
+                        },
+                    }
+                ),
+                "responses": {
+                    "200": _json(preview),
+                    "400": BAD_REQUEST,
+                    "403": refused,
+                    "404": _json(ERROR, "no such repository, ref, folder or SKILL.md"),
+                    "409": _json(ERROR, "another skill holds that name"),
+                    "503": _json(ERROR, "the repository's API cannot be reached or refused"),
+                    "401": UNAUTHORIZED,
+                },
+            }
+        },
+        "/api/skills/{name}": {
+            "delete": {
+                "summary": "remove a skill installed from a repository (one written here is left)",
+                "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "responses": {
+                    "200": _json({"type": "object"}),
+                    "404": _json(ERROR, "no installed skill of that name"),
+                    "409": _json(ERROR, "the skill was written here, not installed"),
+                    "401": UNAUTHORIZED,
+                },
+            }
         },
     }
