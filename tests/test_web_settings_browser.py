@@ -16,6 +16,7 @@ import pytest
 
 from appliance.config import CHECKOUT_CONFIG, load_config
 from tests.browser_checks import no_horizontal_scroll, uncovered
+from tests.fakes.skill_repo import FakeSkillHost
 from tests.helpers import free_port, wait_healthy
 from tests.test_web_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE
 
@@ -33,11 +34,24 @@ def comments(text: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, list[str]]]:
+def skill_host() -> Iterator[FakeSkillHost]:
+    """A repository host (GitHub's API shape) with one skill to install."""
+    with FakeSkillHost() as host:
+        text = "---\nname: watering\ndescription: How to water the garden.\n---\nWater at dusk.\n"
+        host.repo("garden", "skills").commit({"watering/SKILL.md": text})
+        yield host
+
+
+@pytest.fixture(scope="module")
+def daemon(
+    tmp_path_factory: pytest.TempPathFactory, skill_host: FakeSkillHost
+) -> Iterator[tuple[str, Path, list[str]]]:
     """A real daemon on a copy of the shipped config; its base URL, the config file and its CLI."""
     data = tmp_path_factory.mktemp("settings-data")
     config = data.parent / f"{data.name}.yaml"
-    config.write_text(CHECKOUT_CONFIG.read_text())
+    config.write_text(
+        CHECKOUT_CONFIG.read_text().replace("  skills_api: https://api.github.com", f"  skills_api: {skill_host.url}")
+    )
     env = {k: v for k, v in os.environ.items() if k != "PICOAGENT_CONFIG"}
     cli = [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(data)]
     subprocess.run([*cli, "passwd", "--stdin"], input=PASSWORD + "\n", text=True, env=env, check=True, timeout=60)
@@ -133,6 +147,13 @@ def test_a_person_changes_settings_and_sees_errors_beside_the_field(
     uncovered(page, made)
     no_horizontal_scroll(page)
     page.screenshot(path=str(ARTIFACTS / f"settings-access-{width}.png"), full_page=False)
+    if width == DESKTOP["width"]:  # a skill from a repository, looked at first, then installed
+        page.get_by_role("button", name="tools and tasks", exact=True).click()
+        page.locator("#skill-source").fill("garden/skills/watering")
+        page.get_by_role("button", name="Look at it first").click()
+        expect(page.locator(".skill-md")).to_contain_text("Water at dusk.")
+        page.get_by_role("button", name="Confirm and install").click()
+        expect(page.get_by_text("installed watering: the assistant can load it now")).to_be_visible()
     page.get_by_role("button", name="model and routing", exact=True).click()
     expect(page.get_by_text("smollm2-135m (running)")).to_be_visible()  # the catalog, what fits, Use buttons
     page.get_by_role("button", name="updates", exact=True).click()

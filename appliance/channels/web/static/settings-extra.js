@@ -263,5 +263,57 @@ window.SettingsExtra = (function () {
     }
   }
 
-  return { access, updates, devices, "model and routing": model };
+  // The tools tab's skills: each with where it came from and how often it was used; one installed from a
+  // public repository is shown first (its SKILL.md, what it requires, the commit) and installed only on Confirm.
+  async function skills(pane) {
+    const response = await fetch("/api/skills", { credentials: "same-origin", cache: "no-store" });
+    if (!response.ok) return;
+    const doc = await response.json();
+    const box = card("Skills");
+    const list = el("ul", "items");
+    for (const skill of doc.skills) {
+      const item = el("li", "item row3");
+      const text = el("div", "token-text");
+      const from = skill.source ? `from ${skill.source} at ${skill.commit.slice(0, 7)}` : "written here";
+      const used = skill.uses ? `used ${skill.uses} time(s)` : "not used yet";
+      text.append(el("span", "item-title", skill.name), el("span", "item-line", `${skill.description} — ${from}; ${used}`));
+      const told = note();
+      item.append(text);
+      if (skill.source) {
+        item.append(button("Remove", "btn-small btn-ghost", async () => {
+          if (!window.confirm(`Remove the skill ${skill.name}?`)) return;
+          const result = await post(`/api/skills/${encodeURIComponent(skill.name)}`, {}, "DELETE");
+          tell(told, result, () => "removed");
+          if (result.ok) item.remove();
+        }));
+      }
+      item.append(told);
+      list.append(item);
+    }
+    const source = row("Install from a public repository: OWNER/REPO/PATH", "text", "skill-source");
+    const said = note();
+    const preview = el("div", "skill-preview");
+    preview.hidden = true;
+    box.append(list, source.wrap, button("Look at it first", "btn-ghost", async () => {
+      preview.hidden = true;
+      const result = await post("/api/skills/install", { source: source.input.value.trim() });
+      if (!result.ok) return tell(said, result, () => "");
+      const d = result.data;
+      said.hidden = true;
+      const skillMd = el("pre", "skill-md", d.skill_md);
+      const needs = d.requires.length ? `requires ${d.requires.join(", ")}` : "requires no other skill";
+      preview.replaceChildren(
+        el("p", "", `${d.name} at ${d.commit.slice(0, 7)} (${d.files.length} file(s)); ${needs}.`),
+        skillMd,
+        button("Confirm and install", "btn-primary", async () => {
+          const done = await post("/api/skills/install", { source: d.source, commit: d.commit, confirm: true });
+          tell(said, done, (x) => `installed ${x.name}: the assistant can load it now`);
+        }),
+      );
+      preview.hidden = false;
+    }), preview, said);
+    pane.append(box);
+  }
+
+  return { access, updates, devices, "model and routing": model, "tools and tasks": skills };
 })();
