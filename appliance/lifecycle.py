@@ -81,6 +81,15 @@ class Services:
         """Start one more service after the rest (a loop begun by SIGHUP); it stops with them."""
         await self.start([service])
 
+    async def remove(self, service: Service) -> None:
+        """Stop one started service now (a channel a reload turned off); the rest run on."""
+        if service in self.started:
+            self.started.remove(service)
+        try:
+            await service.stop()
+        except Exception:
+            log.exception("stopping %s failed", service.name)
+
     async def stop(self) -> None:
         """Stop every started service, newest first; a failing stop is logged and the rest still stop."""
         while self.started:

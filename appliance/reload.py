@@ -22,7 +22,9 @@ answers, the status page, `picoagent devices`, MQTT discovery), a rewired one (a
 driver) is closed and built on its new wiring, one taken out is released and can no longer be driven, and a
 running one takes its new ``approval``, ``allow``, ``writes_per_minute``, ``room`` and ``aliases``. A device
 whose driver cannot be built waits for the restart, named (a rewired one keeps its old wiring meanwhile).
-Everything else (``web``, ``data_dir``, ``hardware.backend``, ``events``, the chat channels, ``mqtt``,
+The chat channels (``telegram``, ``discord``, ``slack``, ``email``, ``whatsapp``; appliance/reload_channels.py)
+are started, stopped or restarted on their new settings; ``allow_from`` is set on the running one.
+Everything else (``web``, ``data_dir``, ``hardware.backend``, ``events``, ``webhooks``, ``mqtt``,
 ``homeassistant``) waits for the restart.
 """
 
@@ -35,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from appliance.config.schema import changed_keys
 from appliance.errors import PicoagentError
+from appliance.reload_channels import LIVE as LIVE_CHANNELS
 from appliance.reload_devices import apply_devices
 
 if TYPE_CHECKING:
@@ -80,7 +83,6 @@ class Reloader:
         """The keys of ``new`` that differ from what the daemon started with and cannot apply while it runs."""
         raw_started = self.started.hardware.raw_access.enabled
         heartbeat = self.daemon.heartbeat is not None
-        channels = set(self.daemon.channels.channels) if self.daemon.channels is not None else set()
         keys = []
         for key in changed_keys(self.started, new):
             section = _section(key)
@@ -91,8 +93,8 @@ class Reloader:
                     keys.append(key)
             elif section == "devices" or key == "hardware.approval_timeout_s":
                 continue  # a device that cannot be built is named by apply
-            elif section in channels and key == f"{section}.allow_from":
-                continue  # who may talk: the running channel's doorkeeper reads it at every message
+            elif section in LIVE_CHANNELS:
+                continue  # the channel is started, stopped or restarted on it (reload_channels.py)
             elif key.startswith("hardware.raw_access"):
                 if not raw_started and new.hardware.raw_access.enabled:
                     keys.append(key)  # the raw bus tools are registered at start
@@ -131,13 +133,10 @@ class Reloader:
         return sorted(set(waiting + self.unbuilt))
 
     def _channels(self, old: Config, new: Config) -> None:
-        """Each running chat channel's allow_from, set in its section (the object the channel holds)."""
-        from appliance.channels.registry import section
+        """Chat channels started, stopped or restarted on their new settings (appliance/reload_channels.py)."""
+        from appliance.reload_channels import apply_channels
 
-        for name in self.daemon.channels.channels if self.daemon.channels is not None else {}:
-            running, wanted = section(old, name), section(new, name)
-            if hasattr(running, "allow_from"):
-                running.allow_from = list(wanted.allow_from)
+        apply_channels(self.daemon, old, new)
 
     def _devices(self, old: Config, new: Config) -> None:
         """Devices added, rewired, taken out, re-set (appliance/reload_devices.py); one not built waits."""

@@ -106,6 +106,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "appliance.lifecycle",
             "appliance.reload",
             "appliance.reload_devices",
+            "appliance.reload_channels",
             "appliance.selftest",  # run by the OTA updater in a new release, and by `picoagent selftest`
         ),
     ),

@@ -27,11 +27,16 @@ from tests.test_web_api import PASSWORD, login
 Scenario = Callable[[TestClient[Any, Any], dict[str, str], WebState], Awaitable[None]]
 
 
-def copy_of_shipped(tmp_path: Path) -> Config:
-    """A config loaded from a copy of the shipped file (never the checkout's own: a save writes the file)."""
+def copy_of_shipped(tmp_path: Path, *, for_a_daemon: bool = False) -> Config:
+    """A config loaded from a copy of the shipped file (never the checkout's own: a save writes the file).
+    ``for_a_daemon``: the data dir and ``llm.preload: false`` written into the file itself, so that the reload
+    after a save (which reads the file) finds the daemon's own values and changes nothing else."""
     path = tmp_path / "etc" / "picoagent.yaml"
     path.parent.mkdir()
     shutil.copy(CHECKOUT_CONFIG, path)
+    if for_a_daemon:
+        text = path.read_text().replace("data_dir: ../.data", f"data_dir: {tmp_path / 'data'}", 1)
+        path.write_text(text.replace("  preload: true", "  preload: false", 1))
     return load_config(path, data_dir=tmp_path / "data")
 
 

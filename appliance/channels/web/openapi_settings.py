@@ -121,6 +121,28 @@ def setup_paths() -> dict[str, Any]:
                 },
             }
         },
+        "/api/setup/telegram/check": {
+            "post": {
+                "summary": "who the bot with this token is (Telegram's getMe), before the token is saved",
+                "requestBody": json_body({"type": "object", "required": ["token"]}),
+                "responses": {"200": _json({"type": "object"}), "400": field_error, "401": UNAUTHORIZED},
+            }
+        },
+        "/api/setup/telegram/pairing": {
+            "post": {
+                "summary": "a one-time pairing code for the configured bot as a t.me link and its QR code (SVG)",
+                "responses": {
+                    "200": _json({"type": "object"}),
+                    "400": field_error,
+                    "409": _json(ERROR, "Telegram is not on yet"),
+                    "401": UNAUTHORIZED,
+                },
+            },
+            "get": {
+                "summary": "whether anyone has paired with the bot yet, and who",
+                "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
+            },
+        },
         "/api/models": {
             "get": {
                 "summary": "the model catalog: this board, what auto picks, the running and wanted model, each "

@@ -6,7 +6,10 @@ page saves through POST /api/settings (settings.py: checked, written, applied) o
 ``POST /api/setup/password`` (which ends every session, so it gives this browser a new one),
 ``POST /api/setup/cloud`` (one real request with the key before anything is saved, the same question
 `picoagent doctor` asks, then the provider and routing saved together), ``GET /api/models`` (the catalog
-with what fits this board). Every step can be skipped and done later from Settings. Admin only.
+with what fits this board), and Telegram: ``POST /api/setup/telegram/check`` (getMe with a token, before it
+is saved), ``POST /api/setup/telegram/pairing`` (a one-time code as a t.me link and its QR code) and ``GET
+/api/setup/telegram/pairing`` (whether the owner's first message has paired them). Every step can be
+skipped and done later from Settings. Admin only.
 
 Routed by app.SETTINGS_ROUTES, which imports this module at its first request (the idle daemon never does).
 """
@@ -27,6 +30,7 @@ from appliance.config.edit import FieldError, VersionConflict
 from appliance.errors import PicoagentError, UsageError
 
 PROVIDER_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
+TELEGRAM_TIMEOUT_S = 15.0  # the setup page's getMe
 
 
 async def setup_state(request: web.Request) -> web.Response:
@@ -133,3 +137,69 @@ async def list_models(request: web.Request) -> web.Response:
 
     config = request.app[RUNTIME].config
     return web.json_response(await asyncio.to_thread(models_document, config))
+
+
+async def _get_me(base_url: str, token: str) -> dict[str, Any]:
+    """Telegram's getMe for ``token`` (the bot's username and name); a UsageError that never shows the token."""
+    import aiohttp
+
+    if not token or "/" in token or any(c.isspace() for c in token):
+        raise UsageError("that is not a bot token", fix="copy the whole token @BotFather gave, e.g. 123456:ABC-...")
+    try:
+        timeout = aiohttp.ClientTimeout(total=TELEGRAM_TIMEOUT_S)
+        async with aiohttp.ClientSession(timeout=timeout) as http, http.get(f"{base_url}{token}/getMe") as answer:
+            body = await answer.json(content_type=None)
+    except (aiohttp.ClientError, TimeoutError, ValueError):
+        raise UsageError(
+            f"cannot reach Telegram at {base_url.rstrip('/')}",
+            fix="check this Pi's network (and telegram.api_base_url)",
+        ) from None
+    if not isinstance(body, dict) or not body.get("ok"):
+        said = body.get("description", "") if isinstance(body, dict) else ""
+        raise UsageError(f"Telegram refused the token ({said or answer.status})", fix="copy it again from @BotFather")
+    result: dict[str, Any] = body["result"]
+    return result
+
+
+async def telegram_check(request: web.Request) -> web.Response:
+    """Ask Telegram who the bot with {"token": ...} is: its username, or why the token is refused."""
+    body = await read_json(request)
+    config = request.app[RUNTIME].config
+    try:
+        bot = await _get_me(config.telegram.api_base_url, str(body.get("token", "")).strip())
+    except UsageError as exc:
+        return json_error(400, exc.message, key="telegram.token", fix=exc.fix)
+    return web.json_response({"ok": True, "bot": {"username": bot.get("username"), "name": bot.get("first_name")}})
+
+
+async def telegram_pairing(request: web.Request) -> web.Response:
+    """A one-time pairing code for the configured bot, as a t.me link (and its QR code): whoever opens it and
+    presses Start may talk to the assistant."""
+    import io
+
+    import segno
+
+    from appliance.channels.pairing import create_code
+
+    runtime = request.app[RUNTIME]
+    telegram = runtime.config.telegram
+    if not telegram.enabled or not telegram.token:
+        return json_error(409, "Telegram is not on yet", key="telegram.token", fix="save a token first")
+    try:
+        bot = await _get_me(telegram.api_base_url, telegram.token)
+    except UsageError as exc:
+        return json_error(400, exc.message, key="telegram.token", fix=exc.fix)
+    code = await runtime.db.call(create_code, runtime.db, "telegram")
+    link = f"https://t.me/{bot.get('username', '')}?start={code}"
+    svg = io.BytesIO()
+    segno.make(link, error="m").save(svg, kind="svg", scale=5, border=2, xmldecl=False)
+    return web.json_response({"code": code, "link": link, "qr_svg": svg.getvalue().decode()})
+
+
+async def telegram_paired(request: web.Request) -> web.Response:
+    """Whether anyone has paired with the bot (the setup page waits for the owner's first message)."""
+    from appliance.channels.pairing import paired_users
+
+    runtime = request.app[RUNTIME]
+    users = await runtime.db.call(paired_users, runtime.db, "telegram")
+    return web.json_response({"paired": bool(users), "users": users})
