@@ -35,6 +35,7 @@ from appliance.llm.scripted import ScriptedModel
 from appliance.runtime import Runtime
 from tests.fakes.cloud_api import FakeCloud
 from tests.fakes.skill_repo import FakeSkillHost
+from tests.fakes.telegram_api import FakeTelegram
 from tests.helpers import automation_on
 
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -291,6 +292,10 @@ async def prepare(site: Site, route: Route) -> Call:
         return Call(path, {"version": version, "name": name, **provider}, saved)
     if path.startswith("/api/access/") or path == "/api/update/rollback":
         return await _prepare_access(site, route)
+    if path.startswith(("/api/memory", "/api/conversations")):
+        return await _prepare_memory(site, route)
+    if path.startswith("/api/setup/telegram/"):
+        return await _prepare_telegram(site, route)
     if route == ("POST", "/api/skills/install"):
         host = FakeSkillHost().__enter__()  # stopped by acted(), called once whether allowed or refused
         name = f"skill{next(site.serial)}"
@@ -413,3 +418,51 @@ async def _prepare_access(site: Site, route: Route) -> Call:
         {"scope": "read"},
         acts(lambda: {t.name: t.scope for t in auth.list_tokens()}.get(victim) == "read"),
     )
+
+
+async def _prepare_memory(site: Site, route: Route) -> Call:
+    """The memory tab's writes: edit, forget, forget about, delete a conversation, each on its own memory."""
+    store, db, (method, path), n = site.runtime.memory, site.runtime.db, route, next(site.serial)
+    assert store is not None
+    if path == "/api/conversations/{id}":
+        conversation = await asyncio.to_thread(db.conversation, "api", f"talk{n}")
+        await asyncio.to_thread(db.add_message, conversation, "user", "hello")
+
+        async def deleted(body: Any) -> bool:
+            return conversation not in [c["id"] for c in await asyncio.to_thread(db.conversations, 500)]
+
+        return Call(f"/api/conversations/{conversation}", {}, deleted)
+    memory = await asyncio.to_thread(store.add, f"the garage code is {n}{n}{n}", source="test")
+
+    async def gone(body: Any) -> bool:
+        return await asyncio.to_thread(store.get, memory.id) is None
+
+    if path == "/api/memory/forget":
+        return Call(path, {"about": "the garage code", "ids": [memory.id], "confirm": True}, gone)
+    if method == "PATCH":
+        return Call(f"/api/memory/{memory.id}", {"text": f"the shed code is {n}"}, gone)
+    return Call(f"/api/memory/{memory.id}", {}, gone)
+
+
+async def _prepare_telegram(site: Site, route: Route) -> Call:
+    """The setup's Telegram writes against the fake Bot API (stopped by acted(), called once either way)."""
+    telegram = FakeTelegram()
+    await telegram.start()
+    settings = site.runtime.config.telegram
+    settings.api_base_url, settings.enabled, settings.token = telegram.base_url, True, telegram.token
+    db = site.runtime.db
+
+    def codes() -> int:
+        return int(db.value("SELECT count(*) FROM channel_pairing") or 0)
+
+    before = await asyncio.to_thread(codes)
+
+    async def acted(body: Any) -> bool:
+        try:
+            if route[1].endswith("/check"):
+                return bool(body.get("ok"))
+            return await asyncio.to_thread(codes) > before
+        finally:
+            await telegram.close()
+
+    return Call(route[1], {"token": telegram.token}, acted)

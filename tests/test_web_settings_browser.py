@@ -85,7 +85,7 @@ def test_a_person_changes_settings_and_sees_errors_beside_the_field(
     device: str,
     pin: int,
 ) -> None:
-    base, config, _ = daemon
+    base, config, cli = daemon
     shipped = comments(CHECKOUT_CONFIG.read_text())
     context = browser.new_context(base_url=base, viewport=viewport)
     context.set_default_timeout(15_000)
@@ -154,6 +154,16 @@ def test_a_person_changes_settings_and_sees_errors_beside_the_field(
         expect(page.locator(".skill-md")).to_contain_text("Water at dusk.")
         page.get_by_role("button", name="Confirm and install").click()
         expect(page.get_by_text("installed watering: the assistant can load it now")).to_be_visible()
+    # Memory: a fact remembered (through the CLI, as the assistant would), then everything about it forgotten.
+    subprocess.run([*cli, "memory", "add", f"The garage door code is 47{width}"], check=True, capture_output=True)
+    page.get_by_role("button", name="memory", exact=True).click()
+    page.get_by_role("button", name="Find", exact=True).click()
+    expect(page.get_by_text(f"The garage door code is 47{width}")).to_be_visible()
+    page.locator("#memory-about").fill("the garage door code")
+    page.get_by_role("button", name="Show what would go").click()
+    page.get_by_role("button", name="Forget these 1").click()
+    expect(page.get_by_text("1 forgotten")).to_be_visible()
+    no_horizontal_scroll(page)
     page.get_by_role("button", name="model and routing", exact=True).click()
     expect(page.get_by_text("smollm2-135m (running)")).to_be_visible()  # the catalog, what fits, Use buttons
     page.get_by_role("button", name="updates", exact=True).click()

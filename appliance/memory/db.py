@@ -210,6 +210,28 @@ class Database:
             (time.time(), channel, chat_id),
         )
 
+    def forget_conversation(self, conversation_id: int) -> int:
+        """Delete a conversation and its messages (its memories stay, no longer tied to it); how many messages
+        went, or -1 when there is no such conversation."""
+        with self.transaction() as conn:
+            if conn.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone() is None:
+                return -1
+            gone = conn.execute("DELETE FROM messages WHERE conversation_id = ?", (conversation_id,)).rowcount
+            conn.execute("DELETE FROM memory_progress WHERE conversation_id = ?", (conversation_id,))
+            conn.execute("UPDATE memories SET conversation_id = NULL WHERE conversation_id = ?", (conversation_id,))
+            conn.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
+        return int(gone)
+
+    def conversations(self, limit: int = 50) -> list[dict[str, Any]]:
+        """The newest conversations: id, channel, chat, when it began and ended, how many messages."""
+        rows = self.rows(
+            "SELECT c.id, c.channel, c.chat_id, c.created_at, c.closed_at, COUNT(m.id) FROM conversations c"
+            " LEFT JOIN messages m ON m.conversation_id = c.id GROUP BY c.id ORDER BY c.id DESC LIMIT ?",
+            (limit,),
+        )
+        keys = ("id", "channel", "chat_id", "created_at", "closed_at", "messages")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
+
     def add_message(
         self,
         conversation_id: int,

@@ -24,18 +24,28 @@ def export_markdown(db: Database, workspace: Path) -> tuple[Path, Path]:
     return write_markdown(workspace, [Memory(*r) for r in facts], [Memory(*r) for r in summaries])
 
 
-def write_markdown(workspace: Path, facts: Iterable[Memory], summaries: Iterable[Memory]) -> tuple[Path, Path]:
-    """Write MEMORY.md and HISTORY.md into a workspace: the facts and the summaries, each in the order given."""
+def facts_markdown(facts: Iterable[Memory]) -> str:
+    """MEMORY.md's text: the facts in the order given (the web page's export gives the same)."""
     lines = ["# Memory", "", "Facts picoagent remembers, newest first (exported from its database).", ""]
     for fact in facts:
         text = "\n  ".join(fact.text.splitlines())  # continuation lines stay inside the list item
         lines.append(f"- {_date(fact.created_at)} ({fact.source}): {text}")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def history_markdown(summaries: Iterable[Memory]) -> str:
+    """HISTORY.md's text: the conversation summaries in the order given."""
     history = ["# History", "", "Summaries of past conversations, oldest first.", ""]
     for summary in summaries:
         history += [f"## {_date(summary.created_at, with_time=True)} ({summary.source})", "", summary.text, ""]
+    return "\n".join(history).rstrip() + "\n"
+
+
+def write_markdown(workspace: Path, facts: Iterable[Memory], summaries: Iterable[Memory]) -> tuple[Path, Path]:
+    """Write MEMORY.md and HISTORY.md into a workspace: the facts and the summaries, each in the order given."""
     memory_md, history_md = Path(workspace) / "MEMORY.md", Path(workspace) / "HISTORY.md"
-    _write_atomically(memory_md, "\n".join(lines).rstrip() + "\n")
-    _write_atomically(history_md, "\n".join(history).rstrip() + "\n")
+    _write_atomically(memory_md, facts_markdown(facts))
+    _write_atomically(history_md, history_markdown(summaries))
     return memory_md, history_md
 
 
@@ -53,4 +63,4 @@ def _write_atomically(path: Path, text: str) -> None:
         ) from None
 
 
-__all__ = ["export_markdown", "write_markdown"]
+__all__ = ["export_markdown", "facts_markdown", "history_markdown", "write_markdown"]

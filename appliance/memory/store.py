@@ -321,6 +321,41 @@ class MemoryStore:
         """Delete one memory and its vectors; False when there was none with that id."""
         return self._delete([memory_id]) == 1
 
+    def forget_many(self, ids: Sequence[int]) -> int:
+        """Delete these memories and their vectors and keywords; how many there were."""
+        return self._delete(list(ids))
+
+    def edit(self, memory_id: int, text: str) -> Memory | None:
+        """The memory's text replaced: stored as the new text (embedded, keyed, indexed as any memory is, its
+        kind, source, age and conversation kept), the old one forgotten; None when there is no such memory.
+        A text already remembered elsewhere merges the two (the answer is that one)."""
+        old = self.get(memory_id)
+        if old is None:
+            return None
+        if text.strip() == old.text:
+            return old
+        item = NewMemory(text, old.source, old.kind, old.importance, old.conversation_id, created_at=old.created_at)
+        new = self.add_many([item])[0]
+        if new.id != memory_id:
+            self._delete([memory_id])
+        return new
+
+    def newest(self, limit: int = 50, offset: int = 0, kinds: Sequence[str] | None = None) -> list[Memory]:
+        """Memories newest first (a page of them), of these kinds or all."""
+        if kinds is not None:
+            check_kinds(kinds)
+        where = f" WHERE kind IN ({_marks(kinds)})" if kinds else ""
+        with self._db.reading() as conn:
+            ids = [
+                int(r[0])
+                for r in conn.execute(
+                    f"SELECT id FROM memories{where} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
+                    (*(kinds or ()), limit, offset),
+                )
+            ]
+            rows = fetch_memories(conn, ids)
+        return [rows[i] for i in ids if i in rows]
+
     def prune(self, older_than_days: float, kinds: Sequence[str] = ("fact",)) -> int:
         """Delete memories of these kinds older than so many days; how many went."""
         if older_than_days < 0:

@@ -47,7 +47,7 @@ from appliance.notify import recent as recent_notifications
 STATUS_TASKS = 10  # the newest tasks on the status page
 
 
-# The Settings page's and the first run's routes (settings.py, setup.py, access.py, updates.py, skills.py): each is
+# The Settings page's and the first run's routes (settings, setup, access, updates, skills, memory): each module is
 # imported at its first request, so the idle daemon does not hold them (0.45 MiB measured). This table is the
 # one place they are routed; tests/test_web_api.py checks it against the OpenAPI document.
 SETTINGS_ROUTES = (
@@ -69,6 +69,13 @@ SETTINGS_ROUTES = (
     ("POST", "/api/access/sessions/end", "access:end_other_sessions"),
     ("GET", "/api/update", "updates:update_status"),
     ("POST", "/api/update/rollback", "updates:ask_rollback"),
+    ("GET", "/api/memory", "memory:list_memory"),
+    ("GET", "/api/memory/export", "memory:export_memory"),
+    ("POST", "/api/memory/forget", "memory:forget_about"),
+    ("PATCH", "/api/memory/{id}", "memory:edit_memory"),
+    ("DELETE", "/api/memory/{id}", "memory:forget_memory"),
+    ("GET", "/api/conversations", "memory:list_conversations"),
+    ("DELETE", "/api/conversations/{id}", "memory:forget_conversation"),
     ("GET", "/api/skills", "skills:list_skills"),
     ("POST", "/api/skills/install", "skills:install_skill"),
     ("DELETE", "/api/skills/{name}", "skills:remove_skill"),

@@ -2,8 +2,8 @@
 
 ``chat`` talks to the assistant (the web chat's socket, POST /api/chat, the OpenAI-compatible /v1 API) and
 reads its own conversations' history;
-``read`` only reads status, history, devices, approvals, events, jobs, tasks and skills, and cannot talk (a chat
-turn drives the assistant's tools, so a read-only token that could chat would not be read-only);
+``read`` only reads status, history, devices, approvals, events, jobs, tasks, skills and memory, and cannot talk (a
+chat turn drives the assistant's tools, so a read-only token that could chat would not be read-only);
 ``devices`` talks, reads, switches devices and decides approvals; ``admin`` is the owner (a browser logged
 in with the password is always admin). ``GRANTS`` says what each holds. A route missing from the table
 needs ``admin``, so a new route is closed to narrower tokens until someone decides otherwise here.
@@ -28,7 +28,7 @@ DEFAULT_SCOPE: Scope = "chat"  # what `picoagent tokens add` gives: the least a 
 
 SCOPE_HELP: dict[Scope, str] = {
     "chat": "chat only: the web chat socket, /api/chat (and its own /api/history) and the OpenAI-compatible /v1 API",
-    "read": "read only: status, history, devices, approvals, events, jobs, tasks and skills (no chat)",
+    "read": "read only: status, history, devices, approvals, events, jobs, tasks, skills and memory (no chat)",
     "devices": "chat, read, and switch devices and approve or deny their pending writes",
     "admin": "everything the owner can do",
 }
@@ -64,6 +64,9 @@ ROUTE_SCOPES: dict[tuple[str, str], Need] = {
     ("GET", "/api/cron/{id}/logs"): "read",
     ("GET", "/api/tasks"): "read",
     ("GET", "/api/tasks/{id}/logs"): "read",
+    ("GET", "/api/memory"): "read",  # what it remembers (editing and forgetting need admin)
+    ("GET", "/api/memory/export"): "read",
+    ("GET", "/api/conversations"): "read",
     ("GET", "/api/skills"): "read",
     ("POST", "/api/devices/{name}"): "devices",
     ("POST", "/api/approvals/{id}/{decision}"): "devices",

@@ -315,5 +315,108 @@ window.SettingsExtra = (function () {
     pane.append(box);
   }
 
-  return { access, updates, devices, "model and routing": model, "tools and tasks": skills };
+  // The memory tab: what it remembers (newest first, or found by meaning and keyword), each edited or
+  // forgotten; "everything about X" shown before it goes; the export; the conversations.
+  async function memory(pane) {
+    const box = card("What it remembers");
+    const search = row("Find (by meaning and by words)", "text", "memory-query");
+    const list = el("ul", "items");
+    const said = note();
+    const show = async () => {
+      const q = search.input.value.trim();
+      const response = await fetch(`/api/memory${q ? `?q=${encodeURIComponent(q)}` : ""}`, { credentials: "same-origin", cache: "no-store" });
+      const doc = await response.json();
+      if (!response.ok) return tell(said, { ok: false, status: response.status, data: doc }, () => "");
+      said.hidden = true;
+      list.replaceChildren(...doc.memories.map(memoryRow));
+      if (!doc.memories.length) tell(said, { ok: true, data: {} }, () => (q ? "nothing found" : "nothing remembered yet"));
+    };
+    const about = row("Forget everything about", "text", "memory-about");
+    const preview = el("div", "skill-preview");
+    const forgot = note();
+    const exports = el("p", "");
+    for (const [label, format] of [["MEMORY.md", "md"], ["JSON", "json"]]) {
+      const link = el("a", "btn btn-small btn-ghost", `Export ${label}`);
+      link.href = `/api/memory/export?format=${format}`;
+      link.download = format === "md" ? "MEMORY.md" : "memory.json";
+      exports.append(link, " ");
+    }
+    box.append(search.wrap, button("Find", "btn-ghost", show), said, list, about.wrap,
+      button("Show what would go", "btn-ghost", async () => {
+        const result = await post("/api/memory/forget", { about: about.input.value });
+        if (!result.ok) return tell(forgot, result, () => "");
+        const found = result.data.would_forget;
+        preview.replaceChildren(el("p", "", found.length ? `${found.length} memor${found.length === 1 ? "y" : "ies"} about it:` : "nothing about it"),
+          ...found.map((m) => el("p", "setting-help", m.text)));
+        if (found.length) {
+          preview.append(button(`Forget these ${found.length}`, "btn-primary", async () => {
+            const done = await post("/api/memory/forget", { about: about.input.value, ids: found.map((m) => m.id), confirm: true });
+            tell(forgot, done, (d) => `${d.deleted} forgotten`);
+            preview.replaceChildren();
+            show();
+          }));
+        }
+      }), preview, forgot, exports);
+    pane.append(box);
+    show();
+    conversations(pane);
+  }
+
+  function memoryRow(m) {
+    const item = el("li", "item row3");
+    const text = el("div", "token-text");
+    text.append(el("span", "item-title", m.text), el("span", "item-line", `${m.kind}, from ${m.source}, ${new Date(m.created_at * 1000).toLocaleDateString()}`));
+    const told = note();
+    const edit = el("input", "input");
+    edit.value = m.text;
+    edit.setAttribute("aria-label", `new text for memory ${m.id}`);
+    edit.hidden = true;
+    const editing = button("Edit", "btn-small btn-ghost", async () => {
+      if (edit.hidden) {
+        edit.hidden = false;
+        editing.textContent = "Save";
+        return edit.focus();
+      }
+      const result = await post(`/api/memory/${m.id}`, { text: edit.value }, "PATCH");
+      tell(told, result, () => "saved");
+      if (result.ok) {
+        text.firstChild.textContent = result.data.text;
+        m.id = result.data.id;
+        edit.hidden = true;
+        editing.textContent = "Edit";
+      }
+    });
+    const actions = el("div", "settings-foot");
+    actions.append(editing, button("Forget", "btn-small btn-ghost", async () => {
+      const result = await post(`/api/memory/${m.id}`, {}, "DELETE");
+      tell(told, result, () => "forgotten");
+      if (result.ok) item.remove();
+    }));
+    item.append(text, edit, actions, told);
+    return item;
+  }
+
+  async function conversations(pane) {
+    const response = await fetch("/api/conversations", { credentials: "same-origin", cache: "no-store" });
+    if (!response.ok) return;
+    const box = card("Conversations");
+    const list = el("ul", "items");
+    for (const c of (await response.json()).conversations) {
+      const item = el("li", "item row3");
+      const text = el("div", "token-text");
+      text.append(el("span", "item-title", `${c.channel} ${c.chat_id}`), el("span", "item-line", `${c.messages} message(s), begun ${new Date(c.created_at * 1000).toLocaleString()}`));
+      const told = note();
+      item.append(text, button("Delete", "btn-small btn-ghost", async () => {
+        if (!window.confirm("Delete this conversation's messages? What was remembered from it stays.")) return;
+        const result = await post(`/api/conversations/${c.id}`, {}, "DELETE");
+        tell(told, result, () => "deleted");
+        if (result.ok) item.remove();
+      }), told);
+      list.append(item);
+    }
+    box.append(list);
+    pane.append(box);
+  }
+
+  return { access, updates, devices, memory, "model and routing": model, "tools and tasks": skills };
 })();
