@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from appliance.hardware.devices import DeviceRegistry
     from appliance.hardware.drivers.base import Reading
     from appliance.mqtt.chat import MqttChat
+    from appliance.mqtt.offered import DiscoveredEntities
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +100,15 @@ class MqttBridge:
         self._heartbeat: asyncio.Task[None] | None = None
         self._command_topics: dict[str, tuple[str, bool]] = {}  # topic -> (device, is brightness)
         self._announced: set[str] = set()  # the discovery topics published (a device taken out: emptied)
+        self._discovered: DiscoveredEntities | None = None  # others' announcements, read at the first ask
+
+    def discovered(self) -> DiscoveredEntities:
+        """What other things announce on the broker for Home Assistant (the Settings page offers them)."""
+        if self._discovered is None:
+            from appliance.mqtt.offered import DiscoveredEntities
+
+            self._discovered = DiscoveredEntities(self.link, self.config.discovery_prefix, self.config.base_topic)
+        return self._discovered
 
     # --- lifecycle ------------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import web
 
@@ -57,27 +57,39 @@ async def list_devices(request: web.Request) -> web.Response:
 @routes.get("/api/devices/offered")
 async def offered_devices(request: web.Request) -> web.Response:
     """What the links know that could become a device: Home Assistant's entities of the kinds picoagent drives
-    (light, switch, fan, input_boolean, sensor, binary_sensor), each with a name and whether it is configured
-    already; empty when Home Assistant is not configured. The Settings page adds one with POST /api/settings."""
+    (light, switch, fan, input_boolean, sensor, binary_sensor), and what other things announce on the MQTT
+    broker for Home Assistant (each as a ready mqtt device definition); each with a suggested name and whether
+    it is configured already. null: that link is not configured. The Settings page adds one with POST
+    /api/settings."""
     from appliance.hardware.drivers.homeassistant import KINDS, domain_of
 
-    hass = request.app[STATE].sources.homeassistant
-    if hass is None:
-        return web.json_response({"homeassistant": None})
-    states = await asyncio.to_thread(hass.list_states)
-    used = {d.entity for d in request.app[RUNTIME].config.devices.values() if d.driver == "homeassistant"}
-    entities = [
-        {
-            "entity": s["entity_id"],
-            "name": str(s.get("attributes", {}).get("friendly_name") or s["entity_id"]),
-            "kind": KINDS[domain_of(s["entity_id"])],
-            "suggested": s["entity_id"].partition(".")[2],
-            "configured": s["entity_id"] in used,
-        }
-        for s in states
-        if domain_of(str(s["entity_id"])) in KINDS
-    ]
-    return web.json_response({"homeassistant": sorted(entities, key=lambda e: e["entity"])})
+    sources, config = request.app[STATE].sources, request.app[RUNTIME].config
+    answer: dict[str, Any] = {"homeassistant": None, "mqtt": None}
+    if sources.homeassistant is not None:
+        states = await asyncio.to_thread(sources.homeassistant.list_states)
+        used = {d.entity for d in config.devices.values() if d.driver == "homeassistant"}
+        answer["homeassistant"] = sorted(
+            (
+                {
+                    "entity": s["entity_id"],
+                    "name": str(s.get("attributes", {}).get("friendly_name") or s["entity_id"]),
+                    "kind": KINDS[domain_of(s["entity_id"])],
+                    "suggested": s["entity_id"].partition(".")[2],
+                    "configured": s["entity_id"] in used,
+                }
+                for s in states
+                if domain_of(str(s["entity_id"])) in KINDS
+            ),
+            key=lambda e: e["entity"],
+        )
+    if sources.mqtt is not None:
+        topics = {(d.state_topic, d.command_topic) for d in config.devices.values() if d.driver == "mqtt"}
+        found = await sources.mqtt.discovered().offered()
+        for thing in found:
+            device = thing["device"]
+            thing["configured"] = (device.get("state_topic", ""), device.get("command_topic", "")) in topics
+        answer["mqtt"] = found
+    return web.json_response(answer)
 
 
 def bus_number(text: str) -> int:

@@ -208,8 +208,9 @@ def access_paths() -> dict[str, Any]:
         "/api/access/sessions/end": {"post": write("sign out every other browser", None)},
         "/api/devices/offered": {
             "get": {
-                "summary": "what the links know that could become a device: Home Assistant's entities of the kinds "
-                "picoagent drives, with a suggested name and whether each is configured (null: no Home Assistant)",
+                "summary": "what the links know that could become a device: Home Assistant's entities and what "
+                "others announce on the MQTT broker for Home Assistant, of the kinds picoagent drives, each with a "
+                "suggested name and definition and whether it is configured (null: that link is not configured)",
                 "responses": {"200": _json({"type": "object"}), "401": UNAUTHORIZED},
             }
         },

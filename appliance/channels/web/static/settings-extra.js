@@ -186,29 +186,35 @@ window.SettingsExtra = (function () {
     scan(pane);
   }
 
-  // Home Assistant's entities not yet devices, each added with one button.
+  // Home Assistant's entities and what others announce on the MQTT broker, not yet devices: one button each.
   async function offered(pane) {
     const response = await fetch("/api/devices/offered", { credentials: "same-origin", cache: "no-store" });
     if (!response.ok) return;
-    const offered = (await response.json()).homeassistant;
-    if (!offered) return;
-    const box = card("From Home Assistant");
-    const fresh = offered.filter((e) => !e.configured);
-    box.append(el("p", "setting-help", fresh.length ? "Its entities of the kinds picoagent drives, not yet devices here." : "Every entity of the kinds picoagent drives is a device here already."));
-    const list = el("ul", "items");
-    for (const entity of fresh) {
-      const item = el("li", "item row3");
-      const text = el("div", "token-text");
-      text.append(el("span", "item-title", entity.name), el("span", "item-line", `${entity.entity} (${entity.kind})`));
-      const told = note();
-      item.append(text, button(`Add as ${entity.suggested}`, "btn-small btn-primary", async () => {
-        const result = await saveDevice(entity.suggested, { driver: "homeassistant", entity: entity.entity });
-        tell(told, result, (d) => (d.restart_needed.length ? "added: in use after a restart" : "added"));
-      }), told);
-      list.append(item);
+    const doc = await response.json();
+    const sources = [
+      ["From Home Assistant", doc.homeassistant, (e) => ({ driver: "homeassistant", entity: e.entity }), (e) => `${e.entity} (${e.kind})`],
+      ["From the MQTT broker", doc.mqtt, (e) => e.device, (e) => `${e.topic} (${e.kind})`],
+    ];
+    for (const [title, things, definition, where] of sources) {
+      if (!things) continue;
+      const box = card(title);
+      const fresh = things.filter((e) => !e.configured);
+      box.append(el("p", "setting-help", fresh.length ? "Things of the kinds picoagent drives, not yet devices here." : "Every thing of the kinds picoagent drives is a device here already."));
+      const list = el("ul", "items");
+      for (const thing of fresh) {
+        const item = el("li", "item row3");
+        const text = el("div", "token-text");
+        text.append(el("span", "item-title", thing.name), el("span", "item-line", where(thing)));
+        const told = note();
+        item.append(text, button(`Add as ${thing.suggested}`, "btn-small btn-primary", async () => {
+          const result = await saveDevice(thing.suggested, definition(thing));
+          tell(told, result, (d) => (d.restart_needed.length ? "added: in use after a restart" : "added"));
+        }), told);
+        list.append(item);
+      }
+      box.append(list);
+      pane.prepend(box);
     }
-    box.append(list);
-    pane.prepend(box);
   }
 
   // The model tab: the catalog with what fits this board; "Use" saves llm.model, and the daemon downloads it in
