@@ -37,8 +37,6 @@ from typing import TYPE_CHECKING, Any
 
 from appliance.config.schema import changed_keys
 from appliance.errors import PicoagentError
-from appliance.reload_channels import LIVE as LIVE_CHANNELS
-from appliance.reload_devices import apply_devices
 
 if TYPE_CHECKING:
     from appliance.config import Config
@@ -48,6 +46,8 @@ log = logging.getLogger(__name__)
 
 # Whole top-level sections a reload applies as they are (the parts that read them hold this same Config).
 APPLIED = ("agent", "log_level", "secrets_file", "providers", "routing", "notify", "tasks")
+# The chat channels a reload starts, stops or restarts (reload_channels.LIVE: that module loads at a reload only).
+LIVE_CHANNELS = ("telegram", "discord", "slack", "email", "whatsapp")
 WAITING = {"llm.weight_repack", "memory.embedding_model", "tools.plugins", "hardware.backend"}
 # A step that fails leaves these keys of other sections unapplied too: the scheduler binds sun jobs to the place.
 ALSO_UNAPPLIED = {"scheduler": ("weather.latitude", "weather.longitude")}
@@ -93,7 +93,7 @@ class Reloader:
                     keys.append(key)
             elif section == "devices" or key == "hardware.approval_timeout_s":
                 continue  # a device that cannot be built is named by apply
-            elif section in LIVE_CHANNELS:
+            elif section in LIVE_CHANNELS:  # (reload_channels.LIVE)
                 continue  # the channel is started, stopped or restarted on it (reload_channels.py)
             elif key.startswith("hardware.raw_access"):
                 if not raw_started and new.hardware.raw_access.enabled:
@@ -140,6 +140,8 @@ class Reloader:
 
     def _devices(self, old: Config, new: Config) -> None:
         """Devices added, rewired, taken out, re-set (appliance/reload_devices.py); one not built waits."""
+        from appliance.reload_devices import apply_devices  # at a reload only: the idle daemon never needs it
+
         self.unbuilt = apply_devices(self.daemon, old, new)
 
     def _hardware(self, old: Config, new: Config) -> None:

@@ -14,6 +14,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from appliance.config.schema import changed_keys
+from appliance.reload import LIVE_CHANNELS
 
 if TYPE_CHECKING:
     from appliance.channels.base import ChatChannel
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # The channels a reload starts and stops (the webhook bridges need neither: see the module docstring).
-LIVE = ("telegram", "discord", "slack", "email", "whatsapp")
+LIVE = LIVE_CHANNELS
 
 
 def channel_changes(old: Config, new: Config) -> dict[str, list[str]]:

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from appliance.config import RawAccessConfig
 from appliance.errors import PolicyError
 from appliance.hardware.backends import Backend
-from appliance.hardware.scan import detect_all
 
 MAX_I2C_READ = 32
 
@@ -83,6 +82,8 @@ class RawBusPolicy:
 
     def i2c_scan(self, bus: int) -> list[int]:
         """Addresses that answer on a bus, probed as i2cdetect's default mode does (hardware/scan.py)."""
+        from appliance.hardware.scan import detect_all  # here: a scan is rare, and the idle daemon never scans
+
         self.check_scan(bus)
         return [seen.address for seen in detect_all(self.backend.i2c(bus)) if seen.state == "found"]
 

@@ -303,12 +303,6 @@ class Automation:
     task_runner: TaskRunner | None = None  # woken when a task is added or resumed over HTTP
 
 
-def _pulse_limiter() -> RateLimiter:
-    from appliance.hardware.trial import pulse_limiter  # lazy: the drivers are not needed to build the state
-
-    return pulse_limiter()
-
-
 @dataclass
 class DeviceView:
     """What the device routes keep beside the devices themselves: the event bus, the readings cache, and the rate
@@ -316,7 +310,16 @@ class DeviceView:
 
     events: EventBus | None = None
     readings: dict[str, tuple[float, list[dict[str, Any]]]] = field(default_factory=dict)
-    trials: RateLimiter = field(default_factory=_pulse_limiter)
+    _trials: RateLimiter | None = field(default=None, init=False)
+
+    @property
+    def trials(self) -> RateLimiter:
+        """The rate of trial pulses, made at the first trial (the idle daemon never loads the trial's code)."""
+        if self._trials is None:
+            from appliance.hardware.trial import pulse_limiter
+
+            self._trials = pulse_limiter()
+        return self._trials
 
 
 def _nothing() -> None:
