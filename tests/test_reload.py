@@ -180,13 +180,14 @@ def test_tools_memory_tasks_jobs_and_a_removed_device_apply_in_the_running_daemo
     asyncio.run(main())
 
 
-def test_who_may_talk_on_a_chat_channel_applies_at_the_reload(tmp_path: Path) -> None:
-    """A person taken off telegram.allow_from is a stranger from the reload on; the bot's other settings wait."""
+def test_who_may_talk_on_a_chat_channel_applies_at_the_reload_and_other_settings_restart_it(tmp_path: Path) -> None:
+    """A person taken off telegram.allow_from is a stranger from the reload on (the running bot, told in place);
+    a change to the bot's other settings restarts that one channel on them (reload_channels.py): no restart."""
     import asyncio
 
     from appliance.config import load_config
     from appliance.daemon import Daemon
-    from tests.helpers import config_file, started
+    from tests.helpers import config_file, eventually, started
 
     # A bot that never reaches Telegram (port 9): the channel runs, reporting its problem, and never raises.
     telegram = {
@@ -206,12 +207,17 @@ def test_who_may_talk_on_a_chat_channel_applies_at_the_reload(tmp_path: Path) ->
         assert daemon.channels is not None
         channel = daemon.channels.channels["telegram"]
         assert await channel.is_allowed("222")  # user ids as the platform gives them, as text
-        text = path.read_text().replace("  allow_from: [111, 222]\n", "  allow_from: [111]\n")
-        path.write_text(text.replace("  poll_timeout_s: 30\n", "  poll_timeout_s: 20\n"))
+        path.write_text(path.read_text().replace("  allow_from: [111, 222]\n", "  allow_from: [111]\n"))
         daemon.reload()
+        assert daemon.channels.channels["telegram"] is channel  # told in place, not restarted
         assert not await channel.is_allowed("222")
         assert await channel.is_allowed("111")
-        assert daemon.reloaded.restart_needed == ["telegram.poll_timeout_s"]
+        path.write_text(path.read_text().replace("  poll_timeout_s: 30\n", "  poll_timeout_s: 20\n"))
+        daemon.reload()
+        assert daemon.reloaded.restart_needed == []
+        await eventually(lambda: daemon.channels.channels.get("telegram") not in (None, channel), what="the restart")
+        restarted = daemon.channels.channels["telegram"]
+        assert restarted.config.poll_timeout_s == 20 and not await restarted.is_allowed("222")
         daemon.stopping.set()
         assert await served == 0
 

@@ -33,7 +33,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
     feed.add_argument("-n", type=int, default=10, metavar="N", help="how many (default 10, at most 50)")
 
 
-RESTART = "restart picoagent to apply"
+RESTART = "reload picoagent to apply (systemctl reload picoagent, or save it in Settings)"
 
 
 def channel_rows(config: Config, status: dict[str, Any] | Literal["ask"] | None = "ask") -> list[dict[str, Any]]:
@@ -57,9 +57,9 @@ def channel_rows(config: Config, status: dict[str, Any] | Literal["ask"] | None 
 
 def as_configured(rows: list[dict[str, Any]], config: Config) -> list[dict[str, Any]]:
     """The running daemon's channel rows, each told against ``config`` (the file now): a channel the daemon runs
-    off that the config turns on, or runs that the config turns off, says both and that a restart applies it
-    (``restart_needed``: true); its reason for being off is then no longer the config's, so it is not repeated.
-    A channel's running state only changes at a restart (a SIGHUP cannot start or stop one)."""
+    off that the config turns on, or runs that the config turns off, says both and that a reload applies it
+    (``restart_needed``: true, the API's name for "not applied yet"); its reason for being off is then no longer
+    the config's, so it is not repeated. A reload starts or stops it (appliance/reload_channels.py)."""
     from appliance.channels.registry import is_enabled
 
     told = []
@@ -107,7 +107,7 @@ def proactive_words(rows: list[dict[str, Any]], config: Config) -> str:
     off = [n for n in config.notify.owner if n not in enabled]
     waiting = [r["name"] for r in rows if r.get("restart_needed") and not r["enabled"]]  # on in the file only
     notes = [f"{', '.join(off)} in notify.owner {'is' if len(off) == 1 else 'are'} off"] if off else []
-    notes += [f"the config turns on {', '.join(waiting)}: restart picoagent to apply"] if waiting else []
+    notes += [f"the config turns on {', '.join(waiting)}: {RESTART}"] if waiting else []
     said = f" ({'; '.join(notes)})" if notes else ""
     if running:
         return " -> ".join(running) + said
