@@ -13,7 +13,8 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -252,3 +253,25 @@ def automation_on(db: Any, run_job: Callable[[Any], Any]) -> Automation:
         devices=["fan", "porch_light"],
     )
     return Automation(cron, TaskStore(db))
+
+
+@contextmanager
+def serving(folder: Path, config_text: str, password: str) -> Iterator[tuple[str, Path, list[str]]]:
+    """`picoagent serve` (a subprocess, stopped by its PID) on ``config_text`` written into ``folder``, with the web
+    password set: its base URL, the config file and the CLI for it. A daemon that exits unclean fails the test."""
+    config = folder / "picoagent.yaml"
+    config.write_text(config_text)
+    env = {k: v for k, v in os.environ.items() if k != "PICOAGENT_CONFIG"}
+    cli = [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(folder / "data")]
+    subprocess.run([*cli, "passwd", "--stdin"], input=password + "\n", text=True, env=env, check=True, timeout=60)
+    port, log_path = free_port(), folder / "serve.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [*cli, "serve", "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT, env=env
+        )
+    try:
+        wait_healthy(port)
+        yield f"http://127.0.0.1:{port}", config, cli
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0, log_path.read_text()

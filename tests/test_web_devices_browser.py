@@ -7,10 +7,7 @@ the config file still loads with every comment it had. Screenshots land in test-
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +16,7 @@ import pytest
 
 from appliance.config import CHECKOUT_CONFIG, load_config
 from tests.browser_checks import no_horizontal_scroll, uncovered
-from tests.helpers import free_port, wait_healthy
+from tests.helpers import serving
 from tests.test_web_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE
 
 pytestmark = [
@@ -38,24 +35,9 @@ def comments(text: str) -> list[str]:
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[tuple[str, Path, list[str]]]:
     """`picoagent serve` on a copy of the shipped config with a BME280 wired at 1:0x77 but not declared."""
-    config = tmp_path / "picoagent.yaml"
-    config.write_text(
-        CHECKOUT_CONFIG.read_text().replace("  simulated_parts: []\n", '  simulated_parts: ["bme280 1:0x77"]\n', 1)
-    )
-    env = {k: v for k, v in os.environ.items() if k != "PICOAGENT_CONFIG"}
-    cli = [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(tmp_path / "data")]
-    subprocess.run([*cli, "passwd", "--stdin"], input=PASSWORD + "\n", text=True, env=env, check=True, timeout=60)
-    port, log_path = free_port(), tmp_path / "serve.log"
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [*cli, "serve", "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT, env=env
-        )
-    try:
-        wait_healthy(port)
-        yield f"http://127.0.0.1:{port}", config, cli
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 0, log_path.read_text()
+    text = CHECKOUT_CONFIG.read_text().replace("  simulated_parts: []\n", '  simulated_parts: ["bme280 1:0x77"]\n', 1)
+    with serving(tmp_path, text, PASSWORD) as served:
+        yield served
 
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280", "390"])

@@ -5,10 +5,7 @@ Screenshots land in test-artifacts/ for people to look at."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +14,7 @@ import pytest
 from appliance.config import CHECKOUT_CONFIG, load_config
 from tests.browser_checks import no_horizontal_scroll, uncovered
 from tests.fakes.skill_repo import FakeSkillHost
-from tests.helpers import free_port, wait_healthy
+from tests.helpers import serving
 from tests.test_web_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE
 
 pytestmark = [
@@ -47,26 +44,12 @@ def daemon(
     tmp_path_factory: pytest.TempPathFactory, skill_host: FakeSkillHost
 ) -> Iterator[tuple[str, Path, list[str]]]:
     """A real daemon on a copy of the shipped config; its base URL, the config file and its CLI."""
-    data = tmp_path_factory.mktemp("settings-data")
-    config = data.parent / f"{data.name}.yaml"
-    config.write_text(
-        CHECKOUT_CONFIG.read_text().replace("  skills_api: https://api.github.com", f"  skills_api: {skill_host.url}")
+    folder = tmp_path_factory.mktemp("settings")
+    text = CHECKOUT_CONFIG.read_text().replace(
+        "  skills_api: https://api.github.com", f"  skills_api: {skill_host.url}"
     )
-    env = {k: v for k, v in os.environ.items() if k != "PICOAGENT_CONFIG"}
-    cli = [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(data)]
-    subprocess.run([*cli, "passwd", "--stdin"], input=PASSWORD + "\n", text=True, env=env, check=True, timeout=60)
-    port = free_port()
-    log_path = data / "serve.log"
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [*cli, "serve", "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT, env=env
-        )
-    try:
-        wait_healthy(port)
-        yield f"http://127.0.0.1:{port}", config, cli
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 0, log_path.read_text()
+    with serving(folder, text, PASSWORD) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")

@@ -133,21 +133,18 @@ class FirstBoot:
 
     def uid(self, user: str) -> int | None:
         """The user's id in the target root's /etc/passwd (not the build machine's)."""
-        try:
-            for line in self.path("etc/passwd").read_text().splitlines():
-                fields = line.split(":")
-                if len(fields) > 2 and fields[0] == user:
-                    return int(fields[2])
-        except OSError:
-            pass
-        return None
+        return self._id("etc/passwd", user)
 
     def gid(self, group: str) -> int | None:
         """The group's id in the target root's /etc/group (not the build machine's)."""
+        return self._id("etc/group", group)
+
+    def _id(self, table: str, name: str) -> int | None:
+        """The third field of ``name``'s line in a passwd-format file of the target root."""
         try:
-            for line in self.path("etc/group").read_text().splitlines():
+            for line in self.path(table).read_text().splitlines():
                 fields = line.split(":")
-                if len(fields) > 2 and fields[0] == group:
+                if len(fields) > 2 and fields[0] == name:
                     return int(fields[2])
         except OSError:
             pass
