@@ -22,10 +22,10 @@ answers, the status page, `picoagent devices`, MQTT discovery), a rewired one (a
 driver) is closed and built on its new wiring, one taken out is released and can no longer be driven, and a
 running one takes its new ``approval``, ``allow``, ``writes_per_minute``, ``room`` and ``aliases``. A device
 whose driver cannot be built waits for the restart, named (a rewired one keeps its old wiring meanwhile).
-The chat channels (``telegram``, ``discord``, ``slack``, ``email``, ``whatsapp``; appliance/reload_channels.py)
-are started, stopped or restarted on their new settings; ``allow_from`` is set on the running one.
-Everything else (``web``, ``data_dir``, ``hardware.backend``, ``events``, ``webhooks``, ``mqtt``,
-``homeassistant``) waits for the restart.
+The chat channels (``telegram``, ``discord``, ``slack``, ``email``, ``whatsapp``, ``webhooks``;
+appliance/reload_channels.py) are started, stopped or restarted on their new settings, in the background, the
+others untouched; ``allow_from`` is set on the running one. Everything else (``web``, ``data_dir``,
+``hardware.backend``, ``events``, ``mqtt``, ``homeassistant``) waits for the restart.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from appliance.config.schema import changed_keys
 from appliance.errors import PicoagentError
-from appliance.reload_channels import LIVE as LIVE_CHANNELS
+from appliance.reload_channels import LIVE_SECTIONS as LIVE_CHANNELS
 from appliance.reload_devices import apply_devices
 
 if TYPE_CHECKING:

@@ -181,12 +181,13 @@ def test_tools_memory_tasks_jobs_and_a_removed_device_apply_in_the_running_daemo
 
 
 def test_who_may_talk_on_a_chat_channel_applies_at_the_reload(tmp_path: Path) -> None:
-    """A person taken off telegram.allow_from is a stranger from the reload on; the bot's other settings wait."""
+    """A person taken off telegram.allow_from is a stranger from the reload on, on the running bot; another of
+    its settings restarts that one channel on it (appliance/reload_channels.py), and nothing waits."""
     import asyncio
 
     from appliance.config import load_config
     from appliance.daemon import Daemon
-    from tests.helpers import config_file, started
+    from tests.helpers import config_file, eventually, started
 
     # A bot that never reaches Telegram (port 9): the channel runs, reporting its problem, and never raises.
     telegram = {
@@ -206,12 +207,18 @@ def test_who_may_talk_on_a_chat_channel_applies_at_the_reload(tmp_path: Path) ->
         assert daemon.channels is not None
         channel = daemon.channels.channels["telegram"]
         assert await channel.is_allowed("222")  # user ids as the platform gives them, as text
-        text = path.read_text().replace("  allow_from: [111, 222]\n", "  allow_from: [111]\n")
-        path.write_text(text.replace("  poll_timeout_s: 30\n", "  poll_timeout_s: 20\n"))
+        path.write_text(path.read_text().replace("  allow_from: [111, 222]\n", "  allow_from: [111]\n"))
         daemon.reload()
-        assert not await channel.is_allowed("222")
+        assert not await channel.is_allowed("222")  # at once, on the running channel: it was not restarted
         assert await channel.is_allowed("111")
-        assert daemon.reloaded.restart_needed == ["telegram.poll_timeout_s"]
+        assert daemon.channels.get("telegram") is channel and daemon.reloaded.restart_needed == []
+        path.write_text(path.read_text().replace("  poll_timeout_s: 30\n", "  poll_timeout_s: 20\n"))
+        daemon.reload()
+        assert daemon.reloaded.restart_needed == []
+        await eventually(lambda: daemon.channels.get("telegram") not in (None, channel), what="the new channel")
+        restarted = daemon.channels.channels["telegram"]
+        assert restarted.config.poll_timeout_s == 20 and not await restarted.is_allowed("222")
+        assert channel not in daemon.services.started and restarted in daemon.services.started
         daemon.stopping.set()
         assert await served == 0
 
