@@ -63,6 +63,7 @@ def test_telegram_from_the_setup_api_to_a_paired_chat_that_switches_the_porch_li
         pairing = await (await http.post("/api/setup/telegram/pairing")).json()
         assert pairing["link"] == f"https://t.me/pico_test_bot?start={pairing['code']}"
         assert pairing["qr_svg"].startswith("<svg") and 'xmlns="http://www.w3.org/2000/svg"' in pairing["qr_svg"]
+        assert "<script" not in pairing["qr_svg"] and "style" not in pairing["qr_svg"]  # the pages' CSP allows it
         assert await (await http.get("/api/setup/telegram/pairing")).json() == {"paired": False, "users": []}
 
         telegram.push_message(OWNER, OWNER, f"/start {pairing['code']}")  # what the t.me link's Start sends
