@@ -78,8 +78,10 @@ class Services:
             log.debug("started %s", service.name)
 
     async def add(self, service: Service) -> None:
-        """Start one more service after the rest (a loop begun by SIGHUP); it stops with them."""
-        await self.start([service])
+        """Start one more service after the rest (begun by a reload); it stops with them. A start that fails
+        raises and stops nothing else: unlike the daemon's start, the running services run on."""
+        await service.start()
+        self.started.append(service)
 
     async def remove(self, service: Service) -> None:
         """Stop one started service now (a channel a reload turned off); the rest run on."""

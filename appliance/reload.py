@@ -22,10 +22,10 @@ answers, the status page, `picoagent devices`, MQTT discovery), a rewired one (a
 driver) is closed and built on its new wiring, one taken out is released and can no longer be driven, and a
 running one takes its new ``approval``, ``allow``, ``writes_per_minute``, ``room`` and ``aliases``. A device
 whose driver cannot be built waits for the restart, named (a rewired one keeps its old wiring meanwhile).
-The chat channels (``telegram``, ``discord``, ``slack``, ``email``, ``whatsapp``; appliance/reload_channels.py)
-are started, stopped or restarted on their new settings; ``allow_from`` is set on the running one.
-Everything else (``web``, ``data_dir``, ``hardware.backend``, ``events``, ``webhooks``, ``mqtt``,
-``homeassistant``) waits for the restart.
+The chat channels (``telegram``, ``discord``, ``slack``, ``email``, ``whatsapp``, ``webhooks``;
+appliance/reload_channels.py) are started, stopped or restarted on their new settings, in the background, the
+others untouched; ``allow_from`` is set on the running one. Everything else (``web``, ``data_dir``,
+``hardware.backend``, ``events``, ``mqtt``, ``homeassistant``) waits for the restart.
 """
 
 from __future__ import annotations
@@ -46,8 +46,9 @@ log = logging.getLogger(__name__)
 
 # Whole top-level sections a reload applies as they are (the parts that read them hold this same Config).
 APPLIED = ("agent", "log_level", "secrets_file", "providers", "routing", "notify", "tasks")
-# The chat channels a reload starts, stops or restarts (reload_channels.LIVE: that module loads at a reload only).
-LIVE_CHANNELS = ("telegram", "discord", "slack", "email", "whatsapp")
+# The chat channels' sections a reload starts, stops or restarts them on (reload_channels.LIVE_SECTIONS, which
+# loads at a reload only; tests/test_reload.py keeps the two equal).
+LIVE_CHANNELS = ("telegram", "discord", "slack", "email", "whatsapp", "webhooks")
 WAITING = {"llm.weight_repack", "memory.embedding_model", "tools.plugins", "hardware.backend"}
 # A step that fails leaves these keys of other sections unapplied too: the scheduler binds sun jobs to the place.
 ALSO_UNAPPLIED = {"scheduler": ("weather.latitude", "weather.longitude")}

@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -23,7 +25,7 @@ from appliance.channels.web.app import build_app
 from appliance.channels.web.auth import Auth
 from appliance.channels.web.state import WebState
 from appliance.channels.webhook import WebhookChannel
-from appliance.config import Config, DeviceConfig, WebhookConfig
+from appliance.config import Config, DeviceConfig, WebhookConfig, load_config
 from appliance.llm.base import Generation, GenerationRequest
 from appliance.llm.scripted import ScriptedModel
 from appliance.notify import Notifier
@@ -368,5 +370,50 @@ def test_the_daemon_builds_the_bridges_from_the_config_and_serves_them(config: C
             finally:
                 daemon.stopping.set()
                 assert await served == 0
+
+    asyncio.run(main())
+
+
+def test_a_bridge_added_changed_and_removed_at_a_reload_applies_with_no_restart(tmp_path: Path) -> None:
+    """webhooks edited in the file and reloaded: a new bridge answers at once, a new secret replaces the old
+    one, and a bridge taken out is refused like any unknown one; nothing waits for a restart."""
+    from appliance.daemon import Daemon
+    from tests.helpers import config_file, started
+
+    path = config_file(tmp_path, {"preload: true": "preload: false"})
+    config = load_config(path, data_dir=tmp_path / "data")
+
+    def bridges(text: str) -> None:
+        path.write_text(re.sub(r"\nwebhooks:.*?\n", f"\nwebhooks: {text}\n", path.read_text(), count=1))
+
+    async def main() -> None:
+        daemon = Daemon(config, host="127.0.0.1", port=0, data_dir_override=str(tmp_path / "data"))
+        served = asyncio.ensure_future(daemon.run())
+        await started(daemon, served)
+        assert daemon.web is not None and daemon.channels is not None
+        url = f"http://127.0.0.1:{daemon.web.port}/api/webhook/ha"
+
+        async def status(secret: str) -> int:
+            body, headers = signed_request(secret, {"text": "/help"})
+            async with aiohttp.ClientSession() as http, http.post(url, data=body, headers=headers) as response:
+                return response.status
+
+        async def reloaded(text: str) -> None:
+            bridges(text)
+            daemon.reload()
+            assert daemon.reloaded.restart_needed == []
+            await eventually(lambda: not daemon.chores._running, 15, "the channel change")
+
+        try:
+            assert await status(SECRET) == 401 and daemon.channels.get("webhook") is None
+            await reloaded(f"{{ha: {{secret: {SECRET}}}}}")
+            assert await status(SECRET) == 200
+            await reloaded(f"{{ha: {{secret: {SCRIPT_SECRET}}}}}")
+            assert await status(SECRET) == 401 and await status(SCRIPT_SECRET) == 200
+            await reloaded("{}")
+            assert await status(SCRIPT_SECRET) == 401 and daemon.channels.get("webhook") is None
+        finally:
+            daemon.stopping.set()
+            assert await served == 0
 
     asyncio.run(main())

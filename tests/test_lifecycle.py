@@ -53,6 +53,25 @@ def test_a_failed_start_stops_what_started_and_raises_its_error() -> None:
     assert log == ["start db", "stop db"]  # telegram never started, db was closed again
 
 
+def test_a_service_added_later_that_fails_to_start_stops_nothing_else_and_one_removed_stops_alone() -> None:
+    """What a reload does: a channel started beside the running daemon, or stopped while the rest run on."""
+    log: list[str] = []
+
+    async def main() -> None:
+        services = Services()
+        await services.start([Recorded("db", log), Recorded("web", log)])
+        with pytest.raises(PicoagentError, match="telegram cannot start"):
+            await services.add(Recorded("telegram", log, "start"))
+        slack = Recorded("slack", log)
+        await services.add(slack)
+        await services.remove(slack)
+        assert [s.name for s in services.started] == ["db", "web"]
+        await services.stop()
+
+    asyncio.run(main())
+    assert log == ["start db", "start web", "start slack", "stop slack", "stop web", "stop db"]
+
+
 def test_a_failing_stop_is_logged_and_the_others_still_stop(caplog: pytest.LogCaptureFixture) -> None:
     log: list[str] = []
 

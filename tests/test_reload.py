@@ -337,3 +337,11 @@ def test_a_setting_saved_from_the_page_applies_without_a_restart(serve: Serve) -
     assert "web.session_days" in status["config"]["restart_needed"]
     kinds = [e for e in api(serve, "/api/events")["events"] if e["kind"] == "config"]
     assert kinds[0]["message"] == "settings changed by token:local-cli: web.session_days, devices.porch_light.approval"
+
+
+def test_the_reload_knows_the_channel_sections_reload_channels_applies() -> None:
+    """reload.py names them without importing reload_channels (the idle daemon never loads it): the same."""
+    from appliance.reload import LIVE_CHANNELS
+    from appliance.reload_channels import LIVE_SECTIONS
+
+    assert LIVE_CHANNELS == LIVE_SECTIONS

@@ -1,11 +1,12 @@
 """Built in order, never patched afterwards: the composition root assigns no attribute of another object.
 
 The daemon (``appliance/daemon.py``), the runtime it opens (``appliance/runtime.py``), what a SIGHUP applies
-(``appliance/reload.py``), the channel registry and the web site's assembly build each part with what it needs
-(constructor arguments; a late-bound callable where a cycle is real) and change a running part only through a
-method of its owner (``runtime.use_model``, ``registry.limit``, ``heartbeat.reschedule``). Each of their
-modules is read with :mod:`ast`: an assignment (``=``, ``+=``, an annotated one, a ``setattr``) to an attribute
-of anything but ``self`` itself, outside ``__init__``, fails, naming the file, the line and the target.
+(``appliance/reload.py``, its channels ``reload_channels.py``), the channel registry and the web site's
+assembly build each part with what it needs (constructor arguments; a late-bound callable where a cycle is
+real) and change a running part only through a method of its owner (``runtime.use_model``, ``registry.limit``,
+``heartbeat.reschedule``). Each of their modules is read with :mod:`ast`: an assignment (``=``, ``+=``, an
+annotated one, a ``setattr``) to an attribute of anything but ``self`` itself, outside ``__init__``, fails,
+naming the file, the line and the target.
 
 :data:`ALLOWED` is the one exception, with its reason: the config tree, which a reload applies in place.
 """
@@ -20,6 +21,7 @@ CHECKED = (
     "appliance/daemon.py",
     "appliance/runtime.py",
     "appliance/reload.py",
+    "appliance/reload_channels.py",
     "appliance/channels/registry.py",
     "appliance/channels/web/app.py",
     "appliance/channels/web/server.py",
@@ -37,9 +39,13 @@ ALLOWED: dict[str, set[str]] = {
         "old.memory",
         "old.scheduler",
         "old.weather",
-        "running.allow_from",  # a running channel's config section: its doorkeeper reads it at every message
         "setattr(old, ...)",  # the sections applied as they are (APPLIED)
         "setattr(raw, ...)",  # hardware.raw_access, read by the raw bus tools' policy
+    },
+    "appliance/reload_channels.py": {
+        # a running channel's config section: its doorkeeper reads allow_from at every message
+        "section(old, name).allow_from",
+        "setattr(old, ...)",  # a changed channel's section, which the channel started on it is made from
     },
     "appliance/daemon.py": {"new.llm.weight_repack", "old.llm", "new.llm"},
 }

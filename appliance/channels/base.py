@@ -277,7 +277,7 @@ class ChatChannel(ABC):
                 await self.disconnect()
             if exc.permanent:
                 log.error(
-                    "%s: %s; the channel stays down until the config is fixed and the daemon restarted",
+                    "%s: %s; the channel stays down until its settings are fixed (saved, or the file and a reload)",
                     self.name,
                     exc.reason,
                 )

@@ -7,6 +7,7 @@ neither the daemon without it nor ``picoagent chat`` loads its platform library.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import logging
 from collections.abc import Callable, Iterator
@@ -60,11 +61,12 @@ def build(name: str, config: Config, runtime: Runtime, outbox: Outbox) -> ChatCh
 
 
 class ChannelSet:
-    """The running channels, by name."""
+    """The running channels, by name (a reload starts and stops some: appliance/reload_channels.py)."""
 
     def __init__(self, config: Config, channels: dict[str, ChatChannel] | None = None) -> None:
         self.config = config
         self.channels: dict[str, ChatChannel] = channels if channels is not None else {}
+        self.switching = asyncio.Lock()  # a reload's start or stop of a channel, one at a time (reload_channels.py)
 
     def __iter__(self) -> Iterator[ChatChannel]:
         return iter(self.channels.values())

@@ -121,7 +121,8 @@ class DiscordChannel(ChatChannel):
         self.went_down(down.reason)
         if down.permanent:
             log.error(
-                "discord: %s; the channel stays down until the config is fixed and the daemon restarted", down.reason
+                "discord: %s; the channel stays down until its settings are fixed (saved, or the file and a reload)",
+                down.reason,
             )
         elif not self._stopping:
             log.warning("discord: %s; reconnecting in the background", down.reason)

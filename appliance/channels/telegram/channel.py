@@ -135,7 +135,9 @@ class TelegramChannel(ChatChannel):
                     error_callback=self._on_polling_error,
                 )
         except InvalidToken:
-            log.error("telegram: Fix: copy the token from @BotFather into the secrets file and restart")
+            log.error(
+                "telegram: Fix: paste @BotFather's token on the settings page (or into the secrets file, and reload)"
+            )
             raise ChannelDown(REFUSED, permanent=True) from None
         except TimedOut:
             raise ChannelDown("cannot reach Telegram: it did not answer in time (is the Pi online?)") from None

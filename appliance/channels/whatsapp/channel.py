@@ -190,7 +190,7 @@ class WhatsAppChannel(ChatChannel):
             raise
 
     def _token_refused(self, exc: GraphError) -> None:
-        reason = f"WhatsApp refused whatsapp.access_token ({exc}); put a valid token in the secrets file and restart"
+        reason = f"WhatsApp refused whatsapp.access_token ({exc}); put a valid token in the secrets file and reload"
         if self.problem != reason:
             log.error("whatsapp: %s", reason)
         self.went_down(reason)
