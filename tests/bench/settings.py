@@ -64,7 +64,7 @@ def bench_settings_save(reps: int) -> dict[str, Any]:
 
 def _before_checkout(into: Path) -> Path | None:
     """The code of BEFORE, unpacked from git (None: this clone does not have that commit)."""
-    archive = subprocess.run(["git", "archive", BEFORE, "appliance"], cwd=ROOT, capture_output=True)
+    archive = subprocess.run(["git", "archive", BEFORE, "appliance", "config"], cwd=ROOT, capture_output=True)
     if archive.returncode != 0:
         return None
     with tarfile.open(fileobj=BytesIO(archive.stdout)) as tar:
@@ -95,7 +95,10 @@ def bench_status_first_paint(reps: int) -> dict[str, Any]:
         for name, root in (("now", ROOT), ("before", old or ROOT)):
             here = Path(tmp) / name
             here.mkdir()
-            config, data, port = _config(here, preload=False), here / "d", _free_port()
+            # Each its own release's config: a config file of today has keys BEFORE's code does not know.
+            config, data, port = here / "picoagent.yaml", here / "d", _free_port()
+            shipped = (Path(root) / "config" / "picoagent.yaml").read_text()
+            config.write_text(shipped.replace("preload: true", "preload: false"))
             env = {k: v for k, v in os.environ.items() if k not in ("PICOAGENT_CONFIG", "PYTHONPATH")}
             cli = [sys.executable, "-m", "appliance", "--config", str(config), "--data-dir", str(data)]
             subprocess.run(
