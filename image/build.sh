@@ -210,8 +210,11 @@ install -m 0644 "$REPO/systemd/picoagent.service" "$REPO/systemd/picoagent-sandb
 UNITS="picoagent.service picoagent-sandbox.socket picoagent-firstboot.service systemd-networkd.service systemd-resolved.service"
 if [ -f "$REPO/systemd/picoagent-update-boot.service" ]; then
     install -m 0644 "$REPO/systemd/picoagent-update-boot.service" "$REPO/systemd/picoagent-rollback.path" \
-        "$REPO/systemd/picoagent-rollback.service" "$ROOT/etc/systemd/system/"
-    UNITS="$UNITS picoagent-update-boot.service picoagent-rollback.path"
+        "$REPO/systemd/picoagent-rollback.service" "$REPO/systemd/picoagent-issue.path" \
+        "$REPO/systemd/picoagent-issue.service" "$ROOT/etc/systemd/system/"
+    install -d "$ROOT/usr/local/lib/picoagent" "$ROOT/etc/issue.d"
+    install -m 0755 "$REPO/systemd/picoagent-issue.sh" "$ROOT/usr/local/lib/picoagent/issue.sh"
+    UNITS="$UNITS picoagent-update-boot.service picoagent-rollback.path picoagent-issue.path picoagent-issue.service"
 fi
 install -m 0644 "$REPO/systemd/99-picoagent-gpio.rules" "$ROOT/etc/udev/rules.d/"
 echo i2c-dev > "$ROOT/etc/modules-load.d/picoagent.conf"

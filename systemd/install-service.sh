@@ -99,7 +99,11 @@ install -d "$ROOT/etc/systemd/system" "$ROOT/etc/udev/rules.d" "$ROOT/etc/module
 install -m 0644 "$SRC/systemd/picoagent.tmpfiles" "$ROOT/etc/tmpfiles.d/picoagent.conf"
 install -m 0644 "$SRC/systemd/picoagent.service" "$SRC/systemd/picoagent-sandbox.socket" \
     "$SRC/systemd/picoagent-sandbox@.service" "$SRC/systemd/picoagent-update-boot.service" \
-    "$SRC/systemd/picoagent-rollback.path" "$SRC/systemd/picoagent-rollback.service" "$ROOT/etc/systemd/system/"
+    "$SRC/systemd/picoagent-rollback.path" "$SRC/systemd/picoagent-rollback.service" \
+    "$SRC/systemd/picoagent-issue.path" "$SRC/systemd/picoagent-issue.service" "$ROOT/etc/systemd/system/"
+# The console's note of the one-time web password (picoagent-issue.path): root's script, outside every release.
+install -d "$ROOT/usr/local/lib/picoagent" "$ROOT/etc/issue.d"
+install -m 0755 "$SRC/systemd/picoagent-issue.sh" "$ROOT/usr/local/lib/picoagent/issue.sh"
 install -m 0644 "$SRC/systemd/99-picoagent-gpio.rules" "$ROOT/etc/udev/rules.d/"
 echo i2c-dev > "$ROOT/etc/modules-load.d/picoagent.conf"
 
@@ -125,7 +129,8 @@ if [ -z "$ROOT" ]; then
     systemctl daemon-reload
     systemctl enable --now picoagent-sandbox.socket
     systemctl enable picoagent-update-boot.service
-    systemctl enable --now picoagent-rollback.path
+    systemctl enable --now picoagent-rollback.path picoagent-issue.path
+    systemctl enable picoagent-issue.service
     systemctl enable picoagent.service
     systemctl restart picoagent.service
     say "running: systemctl status picoagent; journalctl -u picoagent -f"

@@ -135,6 +135,32 @@ def test_the_rollback_asked_for_from_the_page_is_roots_and_verifies(tmp_path: Pa
     assert verify.returncode == 0 and not problems, verify.stdout + verify.stderr
 
 
+def test_the_one_time_password_is_on_the_console_until_the_owner_chooses_theirs(tmp_path: Path) -> None:
+    """picoagent-issue.sh (run by the path unit when the daemon's first password file changes, and at boot): the
+    page's address and the password above the login prompt while the file exists; nothing once it is gone."""
+    script = UNIT.parent / "picoagent-issue.sh"
+    secret = tmp_path / "var/lib/picoagent/initial-password"
+    secret.parent.mkdir(parents=True)
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/hostname").write_text("kitchen-pi\n")
+    secret.write_text("Xq3-one-time-pw\n")
+    env = {**os.environ, "ROOT": str(tmp_path)}
+    subprocess.run(["sh", str(script)], env=env, check=True, timeout=30)
+    note = (tmp_path / "etc/issue.d/picoagent.issue").read_text()
+    assert note.startswith(
+        "picoagent: open https://kitchen-pi.local:8080 and sign in with the one-time password Xq3-one-time-pw\n"
+    ), note
+    secret.unlink()  # the owner chose a password in the setup
+    subprocess.run(["sh", str(script)], env=env, check=True, timeout=30)
+    assert not (tmp_path / "etc/issue.d/picoagent.issue").exists()
+    path_unit, service = UNIT.parent / "picoagent-issue.path", UNIT.parent / "picoagent-issue.service"
+    assert settings_of(path_unit)["PathChanged"] == ["/var/lib/picoagent/initial-password"]
+    assert settings_of(service)["ExecStart"] == ["/bin/sh /usr/local/lib/picoagent/issue.sh"]
+    verify = analyze("verify", str(path_unit), str(service))
+    problems = [line for line in (verify.stdout + verify.stderr).splitlines() if "picoagent" in line]
+    assert verify.returncode == 0 and not problems, verify.stdout + verify.stderr
+
+
 def test_install_service_lays_out_a_release_the_units_and_a_config(tmp_path: Path) -> None:
     script = UNIT.parent / "install-service.sh"
     done = subprocess.run(
@@ -147,6 +173,8 @@ def test_install_service_lays_out_a_release_the_units_and_a_config(tmp_path: Pat
     assert not (current / ".data").exists()  # tracked files only: no state, no venv, no secrets
     units = tmp_path / "etc" / "systemd" / "system"
     assert sorted(p.name for p in units.iterdir()) == [
+        "picoagent-issue.path",
+        "picoagent-issue.service",
         "picoagent-rollback.path",
         "picoagent-rollback.service",
         "picoagent-sandbox.socket",

@@ -52,8 +52,8 @@ def _page(body: str, *, status: int, headers: dict[str, str] | None = None) -> w
 
 
 _FIRST_RUN = (
-    '<p class="first-run">First start: sign in with the one-time password. On the Pi, '
-    "<code>picoagent passwd --show-initial</code> shows it; or use the <code>setup_code</code> you wrote into "
+    '<p class="first-run">First start: sign in with the one-time password. A screen attached to the Pi shows it, '
+    "and so does <code>picoagent passwd --show-initial</code> on it; or use the <code>setup_code</code> you wrote into "
     "<code>picoagent-setup.yaml</code> on the card. A short setup follows, where you choose your own.</p>"
 )
 
