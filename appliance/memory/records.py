@@ -107,6 +107,16 @@ class SearchResults(list[Hit]):
             or (h.distance is not None and 1 - h.distance >= min_similarity)
         ]
 
+    def about(self, min_similarity: float = MIN_SIMILARITY) -> list[Hit]:
+        """The hits about the query's subject, for "forget everything about X": close enough by meaning, or
+        sharing one of its words (its stopwords aside). Wider than :meth:`relevant`, since a person reads this
+        list before anything goes, and a memory that names X but drifts in meaning must be on it."""
+        return [
+            h
+            for h in self
+            if "keyword" in h.matched_by or (h.distance is not None and 1 - h.distance >= min_similarity)
+        ]
+
 
 @dataclass(frozen=True)
 class MemoryStatus:
