@@ -68,6 +68,7 @@ class Hit:
 # reach 0.20 and 90 % of the wrong ones do not; off-topic questions ("a good pizza recipe", "hello")
 # reach at most 0.16 against any of its 61 facts.
 MIN_SIMILARITY = 0.20
+ABOUT_K = 20  # the most memories "forget everything about X" shows (and so can forget) at once
 
 
 class SearchResults(list[Hit]):
@@ -149,6 +150,7 @@ def check_new(item: NewMemory) -> None:
 
 
 __all__ = [
+    "ABOUT_K",
     "KINDS",
     "MEMORY_COLUMNS",
     "Hit",

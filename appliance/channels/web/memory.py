@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from appliance.memory.store import MemoryStore
 
 PAGE = 50  # memories a browse answers at most
-ABOUT_K = 20  # memories a "forget everything about X" preview offers at most
 PREVIEW_S = 600  # how long a preview's token may confirm it
 _SECRET = secrets.token_bytes(32)  # a preview's token holds in this process only (a restart asks again)
 
@@ -167,6 +166,8 @@ async def forget_about(request: web.Request) -> web.Response:
     if body.get("confirm") is not True:
         if ids is not None or "confirm" in body:
             return json_error(400, 'to forget, send "confirm": true (exactly true) with the ids; nothing forgotten')
+        from appliance.memory.records import ABOUT_K
+
         hits = (await asyncio.to_thread(store.search, about, ABOUT_K)).about()
         shown = await _shown(request, [h.memory for h in hits])
         close = [{**row, "similarity": _similarity(h)} for h, row in zip(hits, shown, strict=True)]
