@@ -347,6 +347,8 @@ class MemoryStore:
                 log.warning("memory: edited memory %d stored without a vector: %s", memory_id, exc.message)
         with self._transaction() as conn:
             in_sync = int(get_meta(conn, "generation") or 0) == self._generation
+            if (get_meta(conn, "model"), int(get_meta(conn, "dimensions") or 0)) != (self.model_name, self.dimensions):
+                vector = None  # another process changed the model meanwhile: reembed() gives it a vector
             same = known_keys(conn, [key]).get(key)
             if same is not None and same != memory_id:
                 merged = fetch_memories(conn, [same])[same]
