@@ -15,6 +15,7 @@ import itertools
 import json
 import shutil
 import sqlite3
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from appliance.agent.skill_install import SOURCE_FILE, Provenance
+from appliance.channels.web import memory as memory_routes
 from appliance.channels.web.app import build_app
 from appliance.channels.web.auth import Auth, _is_public
 from appliance.channels.web.openapi import openapi_document
@@ -438,9 +440,16 @@ async def _prepare_memory(site: Site, route: Route) -> Call:
         return await asyncio.to_thread(store.get, memory.id) is None
 
     if path == "/api/memory/forget":
-        return Call(path, {"about": "the garage code", "ids": [memory.id], "confirm": True}, gone)
+        about = "the garage code"
+        token = memory_routes.preview_token(about, [memory.id], int(time.time()))  # as a preview answers it
+        return Call(path, {"about": about, "ids": [memory.id], "token": token, "confirm": True}, gone)
     if method == "PATCH":
-        return Call(f"/api/memory/{memory.id}", {"text": f"the shed code is {n}"}, gone)
+
+        async def edited(body: Any) -> bool:
+            now = await asyncio.to_thread(store.get, memory.id)
+            return now is not None and now.text == f"the shed code is {n}"
+
+        return Call(f"/api/memory/{memory.id}", {"text": f"the shed code is {n}"}, edited)
     return Call(f"/api/memory/{memory.id}", {}, gone)
 
 

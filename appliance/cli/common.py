@@ -60,3 +60,15 @@ def open_db(config: Config) -> Database:
 def print_json(data: Any) -> None:
     """Data as indented JSON on stdout."""
     print(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def confirm(question: str, yes: bool, *, refused: str, fix: str) -> bool:
+    """Whether the person said yes (``--yes`` says it for them); with no terminal to ask on (a pipe, a script),
+    a UsageError saying ``refused`` (what was not done, and why) with ``fix``."""
+    from appliance.errors import UsageError
+
+    if yes:
+        return True
+    if not sys.stdin.isatty():
+        raise UsageError(refused, fix=fix)
+    return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")

@@ -1,4 +1,9 @@
-"""`picoagent memory`: long-term memory searched, added to, forgotten, pruned and exported."""
+"""`picoagent memory`: long-term memory searched, added to, forgotten, pruned and exported.
+
+``forget --about X`` shows everything about X (by meaning and words) and asks before it forgets exactly those;
+``--yes`` answers for you, and with no terminal to ask on nothing is forgotten unless it was given. While the
+daemon runs it asks the daemon (whose embedding model is loaded), else it searches the database itself.
+"""
 
 from __future__ import annotations
 
@@ -21,7 +26,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
     msearch.add_argument("--json", action="store_true", help="print the hits as JSON")
     msearch.add_argument("--all", action="store_true", help="also the hits below the similarity bar (0.20)")
     action(msub2, common, "add", "remember a fact", cmd_memory_add).add_argument("text", nargs="+")
-    action(msub2, common, "forget", "forget one memory", cmd_memory_forget).add_argument("id", type=int)
+    mforget = action(msub2, common, "forget", "forget one memory, or everything about something", cmd_memory_forget)
+    mforget.add_argument("id", type=int, nargs="?", help="the memory's id (memory search shows it)")
+    mforget.add_argument("--about", metavar="TEXT", help="everything about this (by meaning, words): shown, then asked")
+    mforget.add_argument("--yes", action="store_true", help="with --about: forget what is shown without asking")
     mprune = action(msub2, common, "prune", "forget facts older than some days", cmd_memory_prune)
     mprune.add_argument("--older-than", type=float, required=True, metavar="DAYS")
     action(msub2, common, "export", "write MEMORY.md and HISTORY.md into the workspace", cmd_memory_export)
@@ -106,13 +114,64 @@ def cmd_memory_add(args: argparse.Namespace) -> int:
 
 
 def cmd_memory_forget(args: argparse.Namespace) -> int:
-    """Forget one memory."""
+    """Forget one memory, or everything about something (shown, then asked)."""
     from appliance.errors import UsageError
 
-    with _Memory(load(args), vectors=False) as store:
+    if (args.id is None) == (args.about is None):
+        raise UsageError(
+            "memory forget: give a memory's id or --about TEXT (one of them)",
+            fix="picoagent memory search QUERY shows ids; --about forgets everything about a subject",
+        )
+    config = load(args)
+    if args.about is not None:
+        return _forget_about(config, args.about, args.yes)
+    with _Memory(config, vectors=False) as store:
         if not store.forget(args.id):
             raise UsageError(f"no memory {args.id}", fix="picoagent memory search QUERY shows ids")
     print(f"memory {args.id} forgotten")
+    return 0
+
+
+def _forget_about(config: Config, about: str, yes: bool) -> int:
+    """Show what is about it, ask, forget exactly those: through the running daemon, else here."""
+    import shlex
+
+    from appliance.cli.common import confirm
+    from appliance.cli.daemon_client import daemon_get
+    from appliance.errors import PicoagentError, UsageError
+    from appliance.memory.records import ABOUT_K
+
+    if not about.strip():
+        raise UsageError("memory forget --about: say what about", fix='e.g. --about "my sister"')
+    preview = daemon_get(config, "/api/memory/forget", {"about": about}, timeout=60)
+    if preview is not None:
+        shown = [(int(m["id"]), str(m["text"]), m.get("similarity")) for m in preview["would_forget"]]
+    else:
+        with _Memory(config) as store:
+            hits = store.search(about, ABOUT_K).about()
+        shown = [(h.memory.id, h.memory.text, None if h.distance is None else 1 - h.distance) for h in hits]
+    if not shown:
+        print(f"nothing remembered is about {about!r}")
+        return 0
+    print(f"{len(shown)} memor{'y' if len(shown) == 1 else 'ies'} about {about!r}:")
+    for memory_id, text, similarity in shown:
+        print(f"{memory_id:>5}  {text}" + (f"  (similarity {similarity:.2f})" if similarity is not None else ""))
+    ids = [memory_id for memory_id, _, _ in shown]
+    again = f"picoagent memory forget --about {shlex.quote(about)}"
+    refused = "nothing was forgotten: there is no terminal to ask whether the above may be forgotten"
+    if not confirm(f"forget these {len(ids)}?", yes, refused=refused, fix=f"read it, then run {again} --yes"):
+        print("nothing forgotten")
+        return 1
+    if preview is not None:
+        body = {"about": about, "ids": ids, "token": preview["token"], "confirm": True}
+        answer = daemon_get(config, "/api/memory/forget", body, timeout=60)
+        if answer is None:
+            raise PicoagentError("the daemon stopped before it forgot them: nothing was forgotten", fix="run it again")
+        deleted = int(answer["deleted"])
+    else:
+        with _Memory(config, vectors=False) as store:
+            deleted = store.forget_many(ids)
+    print(f"{deleted} memor{'y' if deleted == 1 else 'ies'} about {about!r} forgotten")
     return 0
 
 

@@ -9,13 +9,12 @@ confirmed; DELETE /api/skills/NAME), so it reads its skills again at once; other
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from appliance.cli.common import action, command_group, load, open_db, print_json
+from appliance.cli.common import action, command_group, confirm, load, open_db, print_json
 
 if TYPE_CHECKING:
     from appliance.config import Config
@@ -130,16 +129,12 @@ def _show(preview: dict[str, Any], *, whole: bool) -> None:
 
 def _confirm(question: str, yes: bool, pinned: str) -> bool:
     """Whether the person said yes (``--yes`` says it); without a terminal to ask on, a refusal."""
-    from appliance.errors import UsageError
-
-    if yes:
-        return True
-    if not sys.stdin.isatty():
-        raise UsageError(
-            "nothing was installed: there is no terminal to ask whether the above may be installed",
-            fix=f"read it, then run {pinned} --yes",
-        )
-    return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+    return confirm(
+        question,
+        yes,
+        refused="nothing was installed: there is no terminal to ask whether the above may be installed",
+        fix=f"read it, then run {pinned} --yes",
+    )
 
 
 def cmd_install(args: argparse.Namespace) -> int:

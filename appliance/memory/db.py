@@ -13,7 +13,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -231,6 +231,17 @@ class Database:
         )
         keys = ("id", "channel", "chat_id", "created_at", "closed_at", "messages")
         return [dict(zip(keys, row, strict=True)) for row in rows]
+
+    def conversation_channels(self, ids: Iterable[int]) -> dict[int, tuple[str, str]]:
+        """The channel and chat of each of these conversations (those that still exist)."""
+        wanted = sorted(set(ids))
+        if not wanted:
+            return {}
+        rows = self.rows(
+            "SELECT id, channel, chat_id FROM conversations WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(wanted),),
+        )
+        return {int(i): (str(channel), str(chat)) for i, channel, chat in rows}
 
     def add_message(
         self,

@@ -68,6 +68,7 @@ class Hit:
 # reach 0.20 and 90 % of the wrong ones do not; off-topic questions ("a good pizza recipe", "hello")
 # reach at most 0.16 against any of its 61 facts.
 MIN_SIMILARITY = 0.20
+ABOUT_K = 20  # the most memories "forget everything about X" shows (and so can forget) at once
 
 
 class SearchResults(list[Hit]):
@@ -107,6 +108,16 @@ class SearchResults(list[Hit]):
             or (h.distance is not None and 1 - h.distance >= min_similarity)
         ]
 
+    def about(self, min_similarity: float = MIN_SIMILARITY) -> list[Hit]:
+        """The hits about the query's subject, for "forget everything about X": close enough by meaning, or
+        sharing one of its words (its stopwords aside). Wider than :meth:`relevant`, since a person reads this
+        list before anything goes, and a memory that names X but drifts in meaning must be on it."""
+        return [
+            h
+            for h in self
+            if "keyword" in h.matched_by or (h.distance is not None and 1 - h.distance >= min_similarity)
+        ]
+
 
 @dataclass(frozen=True)
 class MemoryStatus:
@@ -139,6 +150,7 @@ def check_new(item: NewMemory) -> None:
 
 
 __all__ = [
+    "ABOUT_K",
     "KINDS",
     "MEMORY_COLUMNS",
     "Hit",

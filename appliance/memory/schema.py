@@ -4,7 +4,8 @@ The database's migrations (``memory/migrations.py``) make ``memories`` and its F
 ``memory_meta`` (the vectors' model and width, whether they are being rebuilt, and two counters) and
 ``memory_keys`` (a dedupe hash per memory, :func:`dedupe_key`) (migration 10). Triggers bump the
 counters on every write to ``memories``, by any process: a store reads one row to know whether its
-in-process index is still true. The store itself makes only the vec0 tables, ``memory_vec`` (unit float
+in-process index is still true (an edit in place, :func:`replace_text`, counts as a deletion: the id stays, its
+vector does not). The store itself makes only the vec0 tables, ``memory_vec`` (unit float
 vectors) and ``memory_bits`` (their sign bits), with sqlite-vec and once it knows the model's width.
 """
 
@@ -33,6 +34,28 @@ def write_vector(conn: sqlite3.Connection, memory_id: int, vector: np.ndarray) -
     blob = vector.tobytes()
     conn.execute("INSERT INTO memory_vec (rowid, embedding) VALUES (?, ?)", (memory_id, blob))
     conn.execute("INSERT INTO memory_bits (rowid, embedding) VALUES (?, vec_quantize_binary(?))", (memory_id, blob))
+
+
+def replace_text(
+    conn: sqlite3.Connection, memory_id: int, text: str, key: bytes, vector: np.ndarray | None, embedded_with: str
+) -> bool:
+    """A memory's text changed in place: its FTS row (by trigger), dedupe key and vectors follow; False when
+    there is no such memory. The deletions counter is bumped as for a delete: another process's in-memory index
+    holds this id's old vector and learns only from that counter that an id it holds has changed."""
+    done = conn.execute(
+        "UPDATE memories SET text = ?, embedded_with = ? WHERE id = ?",
+        (text, embedded_with if vector is not None else None, memory_id),
+    ).rowcount
+    if not done:
+        return False
+    conn.execute("DELETE FROM memory_keys WHERE id = ?", (memory_id,))
+    conn.execute("INSERT OR REPLACE INTO memory_keys (key, id) VALUES (?, ?)", (key, memory_id))
+    if table_exists(conn, "memory_vec"):
+        delete_vectors(conn, [memory_id])
+        if vector is not None:
+            write_vector(conn, memory_id, vector)
+    conn.execute("UPDATE memory_meta SET value = value + 1 WHERE key = 'deletions'")
+    return True
 
 
 def delete_vectors(conn: sqlite3.Connection, ids: Sequence[int]) -> None:
@@ -96,6 +119,7 @@ __all__ = [
     "delete_vectors",
     "get_meta",
     "known_keys",
+    "replace_text",
     "set_meta",
     "table_exists",
     "vec_available",

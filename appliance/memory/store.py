@@ -55,6 +55,7 @@ from appliance.memory.schema import (
     delete_vectors,
     get_meta,
     known_keys,
+    replace_text,
     set_meta,
     vec_available,
     write_vector,
@@ -326,19 +327,50 @@ class MemoryStore:
         return self._delete(list(ids))
 
     def edit(self, memory_id: int, text: str) -> Memory | None:
-        """The memory's text replaced: stored as the new text (embedded, keyed, indexed as any memory is, its
-        kind, source, age and conversation kept), the old one forgotten; None when there is no such memory.
-        A text already remembered elsewhere merges the two (the answer is that one)."""
+        """Change a memory's text in place (same id, kind, source, age and conversation): its keywords, dedupe key
+        and vectors made again from the new text; None when there is no such memory. A text already remembered
+        as another memory of the kind merges the two: this one is forgotten and the answer is that one."""
+        new_text = text.strip()
+        check_new(NewMemory(new_text, "edit"))
         old = self.get(memory_id)
-        if old is None:
-            return None
-        if text.strip() == old.text:
+        if old is None or new_text == old.text:
             return old
-        item = NewMemory(text, old.source, old.kind, old.importance, old.conversation_id, created_at=old.created_at)
-        new = self.add_many([item])[0]
-        if new.id != memory_id:
+        key = dedupe_key(old.kind, new_text)
+        with self._db.reading() as conn:
+            self._sync(conn)
+            embedding = self._state in ("ready", "reembedding")
+        vector = None
+        if embedding:
+            try:
+                vector = self._embed_texts([new_text])[0]  # outside the lock: embedding is slow
+            except PicoagentError as exc:  # kept without a vector: keyword search finds it, reembed() mends it
+                log.warning("memory: edited memory %d stored without a vector: %s", memory_id, exc.message)
+        with self._transaction() as conn:
+            in_sync = int(get_meta(conn, "generation") or 0) == self._generation
+            if (get_meta(conn, "model"), int(get_meta(conn, "dimensions") or 0)) != (self.model_name, self.dimensions):
+                vector = None  # another process changed the model meanwhile: reembed() gives it a vector
+            same = known_keys(conn, [key]).get(key)
+            if same is not None and same != memory_id:
+                merged = fetch_memories(conn, [same])[same]
+            elif not replace_text(conn, memory_id, new_text, key, vector, self.key):
+                return None  # forgotten meanwhile
+            else:
+                merged = None
+                if in_sync:
+                    self._generation = int(get_meta(conn, "generation") or 0)
+                    self._deletions = int(get_meta(conn, "deletions") or 0)
+                    if self._index is not None:
+                        self._index.remove(np.array([memory_id], np.int64))
+                        if vector is not None:
+                            self._index.add(
+                                np.array([memory_id], np.int64),
+                                np.array([KIND_CODES[old.kind]], np.uint8),
+                                vector[None],
+                            )
+        if merged is not None:
             self._delete([memory_id])
-        return new
+            return merged
+        return self.get(memory_id)
 
     def newest(self, limit: int = 50, offset: int = 0, kinds: Sequence[str] | None = None) -> list[Memory]:
         """Memories newest first (a page of them), of these kinds or all."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from appliance.channels.web.openapi_memory import memory_paths
 from appliance.channels.web.openapi_parts import BAD_REQUEST, ERROR, UNAUTHORIZED, json_body, strings
 from appliance.channels.web.openapi_parts import json_answer as _json
 
@@ -332,68 +333,6 @@ def skills_paths() -> dict[str, Any]:
                     "409": _json(ERROR, "the skill was written here, not installed"),
                     "401": UNAUTHORIZED,
                 },
-            }
-        },
-    }
-
-
-def memory_paths() -> dict[str, Any]:
-    """What it remembers (memory.py): browse, search, edit, forget, forget about, export; the conversations."""
-    ident = [{"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}]
-    ok, missing = _json({"type": "object"}), _json(ERROR, "no such memory or conversation")
-    query = [
-        {"name": "q", "in": "query", "schema": {"type": "string"}, "description": "search by meaning and keyword"},
-        {"name": "kind", "in": "query", "schema": {"type": "string", "enum": ["fact", "summary"]}},
-        {"name": "limit", "in": "query", "schema": {"type": "integer"}},
-        {"name": "offset", "in": "query", "schema": {"type": "integer"}},
-    ]
-    return {
-        "/api/memory": {
-            "get": {
-                "summary": "the memories newest first, or the best matches for q (each with where it came from)",
-                "parameters": query,
-                "responses": {"200": ok, "400": BAD_REQUEST, "401": UNAUTHORIZED, "409": _json(ERROR, "memory off")},
-            }
-        },
-        "/api/memory/export": {
-            "get": {
-                "summary": "MEMORY.md (format=md, the facts) or every memory as JSON (format=json)",
-                "parameters": [{"name": "format", "in": "query", "schema": {"type": "string", "enum": ["md", "json"]}}],
-                "responses": {"200": ok, "400": BAD_REQUEST, "401": UNAUTHORIZED},
-            }
-        },
-        "/api/memory/forget": {
-            "post": {
-                "summary": '{"about": X}: what "everything about X" is by meaning, nothing deleted; with "ids" '
-                'and "confirm": true, exactly those deleted (vectors and keywords too)',
-                "requestBody": json_body({"type": "object", "required": ["about"]}),
-                "responses": {"200": ok, "400": BAD_REQUEST, "401": UNAUTHORIZED},
-            }
-        },
-        "/api/memory/{id}": {
-            "patch": {
-                "summary": "a memory's text changed: stored and embedded anew (a new id), the old one forgotten",
-                "parameters": ident,
-                "requestBody": json_body({"type": "object", "required": ["text"]}),
-                "responses": {"200": ok, "400": BAD_REQUEST, "404": missing, "401": UNAUTHORIZED},
-            },
-            "delete": {
-                "summary": "forget one memory, its vectors and keywords with it",
-                "parameters": ident,
-                "responses": {"200": ok, "404": missing, "401": UNAUTHORIZED},
-            },
-        },
-        "/api/conversations": {
-            "get": {
-                "summary": "the newest conversations: channel, chat, dates, number of messages",
-                "responses": {"200": ok, "401": UNAUTHORIZED},
-            }
-        },
-        "/api/conversations/{id}": {
-            "delete": {
-                "summary": "delete a conversation and its messages (its memories stay)",
-                "parameters": ident,
-                "responses": {"200": ok, "404": missing, "401": UNAUTHORIZED},
             }
         },
     }

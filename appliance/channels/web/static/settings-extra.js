@@ -356,7 +356,7 @@ window.SettingsExtra = (function () {
           ...found.map((m) => el("p", "setting-help", m.text)));
         if (found.length) {
           preview.append(button(`Forget these ${found.length}`, "btn-primary", async () => {
-            const done = await post("/api/memory/forget", { about: about.input.value, ids: found.map((m) => m.id), confirm: true });
+            const done = await post("/api/memory/forget", { about: about.input.value, ids: found.map((m) => m.id), token: result.data.token, confirm: true });
             tell(forgot, done, (d) => `${d.deleted} forgotten`);
             preview.replaceChildren();
             show();
@@ -371,7 +371,7 @@ window.SettingsExtra = (function () {
   function memoryRow(m) {
     const item = el("li", "item row3");
     const text = el("div", "token-text");
-    text.append(el("span", "item-title", m.text), el("span", "item-line", `${m.kind}, from ${m.source}, ${new Date(m.created_at * 1000).toLocaleDateString()}`));
+    text.append(el("span", "item-title", m.text), el("span", "item-line", `${m.kind}, from ${m.source}${m.channel ? ` (${m.channel} ${m.chat_id})` : ""}, ${new Date(m.created_at * 1000).toLocaleDateString()}`));
     const told = note();
     const edit = el("input", "input");
     edit.value = m.text;
