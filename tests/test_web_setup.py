@@ -130,6 +130,13 @@ def test_the_model_catalog_says_what_fits_this_board(runtime: Runtime) -> None:
             assert chat["smollm2-135m"]["fits"] is True and chat["smollm2-135m"]["installed"] is True
             assert chat["smollm2-135m"]["pi5_tps"] > 0
             assert doc["board"]["mem_bytes"] > 0 and doc["auto"] in chat
+            assert doc["measured_tps"] is None and chat["smollm2-135m"]["here_tps"] is None  # nothing answered yet
+            state.monitor.decode_tps.append((0.0, 40.0))  # the running model decoded at 40 tokens/s
+            doc = await (await client.get("/api/models", headers={"Authorization": f"Bearer {token}"})).json()
+            chat = {m["name"]: m for m in doc["models"] if m["kind"] == "chat"}
+            assert chat["smollm2-135m"]["here_tps"] == 40.0
+            bigger = chat["qwen2.5-1.5b"]  # a file about ten times the size: about a tenth of the speed here
+            assert bigger["here_tps"] == round(40.0 * chat["smollm2-135m"]["size_bytes"] / bigger["size_bytes"], 1)
 
     asyncio.run(main())
 

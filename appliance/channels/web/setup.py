@@ -25,7 +25,7 @@ from aiohttp import web
 from appliance.channels.web.auth import principal
 from appliance.channels.web.http import json_error, read_json
 from appliance.channels.web.login import session_cookie
-from appliance.channels.web.state import RUNTIME, STATE
+from appliance.channels.web.state import MONITOR, RUNTIME, STATE
 from appliance.config.edit import FieldError, VersionConflict
 from appliance.errors import PicoagentError, UsageError
 
@@ -132,11 +132,22 @@ async def setup_cloud(request: web.Request) -> web.Response:
 async def list_models(request: web.Request) -> web.Response:
     """The model catalog: this board, what auto picks, the one running and the one wanted, each model's size,
     RAM, speed on a Pi 5 and whether it fits here (choose one with POST /api/settings {"llm.model": NAME}: the
-    daemon downloads it in the background, shown in /api/status model.pull, and switches to it)."""
+    daemon downloads it in the background, shown in /api/status model.pull, and switches to it).
+
+    ``here_tps``: the speed to expect on this machine, from the running model's measured decode speed scaled by
+    the sizes of the two files (decoding reads every weight once a token: its speed goes with the file's size);
+    null until the running model has answered once."""
     from appliance.llm.choice import models_document
 
     config = request.app[RUNTIME].config
-    return web.json_response(await asyncio.to_thread(models_document, config))
+    doc = await asyncio.to_thread(models_document, config)
+    measured = request.app[MONITOR].recent_tps()
+    running = next((m["size_bytes"] for m in doc["models"] if m["running"] and m["size_bytes"]), 0)
+    for model in doc["models"]:
+        ok = running and model["kind"] == "chat" and model["size_bytes"]
+        model["here_tps"] = round(measured * running / model["size_bytes"], 1) if measured is not None and ok else None
+    doc["measured_tps"] = measured
+    return web.json_response(doc)
 
 
 async def _get_me(base_url: str, token: str) -> dict[str, Any]:

@@ -233,7 +233,7 @@ window.SettingsExtra = (function () {
     for (const m of doc.models.filter((row) => row.kind === "chat")) {
       const item = el("li", "item row3");
       const text = el("div", "token-text");
-      const speed = m.pi5_tps ? `about ${Math.round(m.pi5_tps)} tokens/s on a Pi 5; ` : "";
+      const speed = m.here_tps ? `about ${Math.round(m.here_tps)} tokens/s here; ` : m.pi5_tps ? `about ${Math.round(m.pi5_tps)} tokens/s on a Pi 5; ` : "";
       const fits = m.fits === false ? "does not fit here" : m.fits ? "fits" : "fit unknown";
       text.append(el("span", "item-title", m.name + (m.running ? " (running)" : "")),
         el("span", "item-line", `${(m.size_bytes / 2 ** 20).toFixed(0)} MB; ${speed}${fits}${m.installed ? "; installed" : ""}`));

@@ -147,7 +147,7 @@
         const radio = el("input");
         Object.assign(radio, { type: "radio", name: "model", id: `model-${i}`, value: m.name, checked: m.running });
         const fits = m.fits === false ? "does not fit here" : m.fits ? "fits" : "fit unknown";
-        const speed = m.pi5_tps ? `, about ${Math.round(m.pi5_tps)} tokens/s on a Pi 5` : "";
+        const speed = m.here_tps ? `, about ${Math.round(m.here_tps)} tokens/s here` : m.pi5_tps ? `, about ${Math.round(m.pi5_tps)} tokens/s on a Pi 5` : "";
         const size = m.size_bytes ? `${(m.size_bytes / 2 ** 20).toFixed(0)} MB` : "";
         const label = el("label", "", `${m.name}: ${size}${speed}; ${fits}${m.installed ? "; installed" : ""}`);
         label.htmlFor = radio.id;
