@@ -141,7 +141,7 @@ def _show_initial(root: Path, config: Config) -> int:
         running = json.loads(DaemonInfo.path(root).read_text())
         host, port = str(running["host"]), int(running["port"])
     url = site_url(host, port, scheme="https" if certificate else "http")
-    print(f"  open {url} and sign in with it; `picoagent passwd` changes it (and deletes this copy)")
+    print(f"  open {url} and sign in with it: the setup page asks for your own (or `picoagent passwd`)")
     if certificate is not None:
         print("\n".join(certificate_lines(certificate, url)))
     return 0
