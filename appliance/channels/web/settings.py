@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 from aiohttp import web
 
@@ -42,8 +43,6 @@ async def get_settings(request: web.Request) -> web.Response:
 
 async def save_settings(request: web.Request) -> web.Response:
     """Check, write and apply a change: {"version": V, "set": {"key": value, ...}, "password": (for secrets)}."""
-    from appliance.hardware.events import record_settings_change
-
     started = time.monotonic()
     body = await read_json(request)
     version, changes = body.get("version"), body.get("set")
@@ -61,30 +60,37 @@ async def save_settings(request: web.Request) -> web.Response:
             return json_error(
                 403, "changing a secret needs your password again", key=secrets[0], fix="type the web password"
             )
-    settings = request.app[STATE].settings
+    answer = await save_and_apply(request, version, changes)
+    if isinstance(answer, web.Response):
+        return answer
+    return web.json_response({**answer, "took_ms": round((time.monotonic() - started) * 1000, 1)})
+
+
+async def save_and_apply(request: web.Request, version: str, changes: dict[str, Any]) -> dict[str, Any] | web.Response:
+    """Write ``changes`` (checked; 400 with the key, 409 with what changed), audit them, and apply them through the
+    daemon's reload: what changed, what applies now and what waits (outside the daemon, or when the reload refuses
+    the file, at the next start). The settings route and the setup's cloud step both save through here."""
+    from appliance.hardware.events import record_settings_change
+
+    settings, who = request.app[STATE].settings, principal(request)
     try:
         saved = await asyncio.to_thread(_file(request).save, version, changes)
     except FieldError as exc:
         return json_error(400, exc.message, key=exc.key, fix=exc.fix)
     except VersionConflict as exc:
         return json_error(409, exc.message, changed=exc.changed, version=exc.version, fix=exc.fix)
-    by = f"{who.kind}:{who.name}" if who is not None else "unknown"
     db = request.app[RUNTIME].db
-    await db.call(record_settings_change, db, saved.keys, by)
-    # Applied now through the daemon's reload; outside the daemon (or when the reload refuses) at the next start.
+    await db.call(record_settings_change, db, saved.keys, f"{who.kind}:{who.name}" if who is not None else "unknown")
     result = settings.reload() if settings.reload is not None and saved.keys else {}
     refused = result.get("refused", "") if settings.reload is not None else "no daemon is running this site"
     waiting = saved.keys if refused else [key for key in result.get("restart_needed", []) if key in saved.keys]
-    return web.json_response(
-        {
-            "version": saved.version,
-            "changed": saved.keys,
-            "applied": [key for key in saved.keys if key not in waiting],
-            "restart_needed": waiting,
-            "refused": refused,
-            "took_ms": round((time.monotonic() - started) * 1000, 1),
-        }
-    )
+    return {
+        "version": saved.version,
+        "changed": saved.keys,
+        "applied": [key for key in saved.keys if key not in waiting],
+        "restart_needed": waiting,
+        "refused": refused,
+    }
 
 
 async def settings_audit(request: web.Request) -> web.Response:

@@ -26,7 +26,6 @@ from appliance.channels.web.auth import principal
 from appliance.channels.web.http import json_error, read_json
 from appliance.channels.web.login import session_cookie
 from appliance.channels.web.state import MONITOR, RUNTIME, STATE
-from appliance.config.edit import FieldError, VersionConflict
 from appliance.errors import PicoagentError, UsageError
 
 PROVIDER_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
@@ -81,7 +80,6 @@ async def setup_cloud(request: web.Request) -> web.Response:
     """Check a cloud provider with one real request, then save it with routing.mode (edge_first unless given) and
     routing.cloud_provider: {"version", "name", "type", "api_base", "model", "api_key", "password", "mode"}."""
     from appliance.config import ProviderConfig
-    from appliance.hardware.events import record_settings_change
     from appliance.llm.cloud import ask_once
 
     body = await read_json(request)
@@ -114,19 +112,12 @@ async def setup_cloud(request: web.Request) -> web.Response:
         "routing.mode": mode,
         "routing.cloud_provider": name,
     }
-    runtime = request.app[RUNTIME]
-    settings = request.app[STATE].settings
-    try:
-        saved = await asyncio.to_thread(settings.file(runtime).save, str(body.get("version", "")), changes)
-    except FieldError as exc:
-        return json_error(400, exc.message, key=exc.key, fix=exc.fix)
-    except VersionConflict as exc:
-        return json_error(409, exc.message, changed=exc.changed, version=exc.version, fix=exc.fix)
-    by = f"{who.kind}:{who.name}" if who is not None else "unknown"
-    await runtime.db.call(record_settings_change, runtime.db, saved.keys, by)
-    if settings.reload is not None:
-        settings.reload()
-    return web.json_response({"version": saved.version, "answered_in_s": round(seconds, 2), "changed": saved.keys})
+    from appliance.channels.web.settings import save_and_apply
+
+    saved = await save_and_apply(request, str(body.get("version", "")), changes)
+    if isinstance(saved, web.Response):
+        return saved
+    return web.json_response({**saved, "answered_in_s": round(seconds, 2)})
 
 
 async def list_models(request: web.Request) -> web.Response:
