@@ -42,6 +42,10 @@ TEST_FILE = "test-wanted.Q4_1.gguf"
     ("mem", "cores", "name", "model"),
     [
         (int(7.6 * GiB), 4, "Raspberry Pi 5 Model B Rev 1.0", "qwen2.5-1.5b"),  # 8 GB Pi 5
+        # Pi 5 by RAM, as its MemTotal reads (the firmware keeps a little): 16, 4 and 2 GB (D0 stepping)
+        (16_381_440 * 1024, 4, "Raspberry Pi 5 Model B Rev 1.1", "qwen2.5-1.5b"),
+        (4_045_632 * 1024, 4, "Raspberry Pi 5 Model B Rev 1.0", "qwen2.5-1.5b"),
+        (2_000_912 * 1024, 4, "Raspberry Pi 5 Model B Rev 1.1", "qwen2.5-0.5b"),
         (int(3.7 * GiB), 4, "Raspberry Pi 4 Model B Rev 1.4", "qwen2.5-1.5b"),  # 4 GB Pi 4
         (3 * GiB, 4, "", "qwen2.5-1.5b"),  # the row's edge, an unknown board
         (3 * GiB - 1, 4, "Raspberry Pi 5 Model B Rev 1.0", "qwen2.5-0.5b"),

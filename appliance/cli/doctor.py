@@ -71,6 +71,7 @@ def run_checks(config_file: str | None = None, data_dir: str | None = None) -> I
     )
 
     yield from _check_sqlite(root)
+    yield from _check_board(config)
     yield from _check_model(config)
     yield from _check_embeddings(config)
     yield from _check_routing(config)
@@ -419,6 +420,18 @@ def _check_embeddings(config: Config) -> Iterator[Check]:
         f"{choice.name}: {choice.path} ({_mb(choice.path.stat().st_size)}, {arch}, {dims} dimensions) for memory, "
         "device requests by meaning and the local model's tools",
     )
+
+
+def _check_board(config: Config) -> Iterator[Check]:
+    """The board, what `llm.model: auto` runs on it, and on a Pi with real hardware its pins and buses."""
+    from appliance.hardware.gpiochip import board_report
+    from appliance.llm import board
+
+    here = board.read_board()
+    yield Check("board", "ok", f"{here.describe()}; llm.model: auto runs {board.choose_for(here)} here")
+    if config.hardware.backend != "simulated":
+        for name, fine, detail, fix in board_report():
+            yield Check(name, "ok" if fine else "warn", detail, None if fine else fix)
 
 
 def _check_model(config: object) -> Iterator[Check]:

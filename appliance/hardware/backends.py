@@ -194,9 +194,9 @@ class RealBackend(Backend):
 
     def _make_pin_factory(self) -> Any:
         try:
-            from gpiozero.pins.lgpio import LGPIOFactory
+            from appliance.hardware.gpiochip import pin_factory
 
-            return LGPIOFactory()
+            return pin_factory()  # on the header's gpiochip: the RP1's on a Pi 5
         except Exception as exc:  # lgpio missing, or no /dev/gpiochip access: say which, with the fix
             raise HardwareError(
                 f"cannot open the GPIO pins through lgpio: {exc}",
