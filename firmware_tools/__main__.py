@@ -32,6 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
     bundle.add_argument("--install", nargs="+", help="the install command run in the new release")
     bundle.add_argument("--selftest", nargs="+", help="the self-test command run in the new release")
     bundle.add_argument("--allow-dirty", action="store_true", help="bundle uncommitted changes (testing)")
+    bundle.add_argument(
+        "--python", help="the device's Python: 3.13 (the Debian 13 image, the default) or 3.11 (the Debian 12 image)"
+    )
+    bundle.add_argument("--for-host", metavar="HOST", help="ask this device (as root over SSH) which Python it runs")
     bundle.add_argument("-o", "--out", type=Path, default=Path("build/ota"), help="file or directory")
 
     verify = sub.add_parser("verify", help="check a bundle's signature and every file's hash")
@@ -69,6 +73,10 @@ def run(args: argparse.Namespace) -> int:
     elif args.command == "bundle":
         if args.out.suffix != ".bundle":
             args.out.mkdir(parents=True, exist_ok=True)
+        python = args.python
+        if args.for_host:
+            python, glibc, name = push_mod.device_system(args.for_host)
+            print(f"{args.for_host} runs Python {python} (glibc {glibc}) on {name}")
         path = release.build_bundle(
             args.out,
             args.key,
@@ -80,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
             install=args.install or release.INSTALL,
             selftest=args.selftest or release.SELFTEST,
             allow_dirty=args.allow_dirty,
+            python=python,
         )
         print(f"{path} ({path.stat().st_size / 2**20:.1f} MB)")
     elif args.command == "verify":
@@ -113,7 +122,8 @@ def _verify(bundle: Path, pub: Path) -> int:
         extract_verified(bundle, keys, Path(tmp))
     size = sum(f.size for f in manifest.files)
     print(
-        f"{bundle}: signed by {pub}, version {manifest.version} for {manifest.arch} "
+        f"{bundle}: signed by {pub}, version {manifest.version} for {manifest.arch}"
+        f"{', ' + manifest.system() if manifest.python else ''} "
         f"(needs >= {manifest.min_version}), {len(manifest.files)} files, {size / 2**20:.1f} MB, all hashes match"
     )
     return 0

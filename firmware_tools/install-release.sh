@@ -3,6 +3,17 @@
 # make its venv from the bundle's wheels (no network), then drop the wheels (the venv has them).
 set -eu
 PYTHON=${PYTHON:-/usr/bin/python3}
+# Wheels built for another CPython cannot make this venv. The updater of a release from before Debian 13
+# does not read the manifest's Python, so say it here, before anything is installed: it keeps running the
+# release it has.
+HERE_ABI=$("$PYTHON" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
+WHEEL_ABI=$(cd wheels && ls -- *-cp3*-cp3*-*.whl 2>/dev/null | sed -n 's/.*-\(cp3[0-9]*\)-cp3[0-9]*-[^-]*\.whl$/\1/p' | sort -u | head -1)
+if [ -n "$WHEEL_ABI" ] && [ "$WHEEL_ABI" != "$HERE_ABI" ]; then
+    echo "install-release: this bundle's wheels are for CPython $WHEEL_ABI; this device's $PYTHON is $HERE_ABI." >&2
+    echo "install-release: build the bundle for this device (make ota asks it which Python it runs), or move to" >&2
+    echo "install-release: the Debian 13 image (README: 'From the Debian 12 image to Debian 13')." >&2
+    exit 3
+fi
 "$PYTHON" -m venv .venv
 PIP=".venv/bin/pip install --quiet --no-index --no-cache-dir --find-links wheels --disable-pip-version-check"
 $PIP picoagent

@@ -12,6 +12,13 @@ from pathlib import Path
 from appliance.errors import PicoagentError
 
 REMOTE_PICOAGENT = "/opt/picoagent/current/.venv/bin/picoagent"
+# What the device says of itself before a bundle is built for it or sent: the Python its releases' venvs
+# are made with (Debian's python3), its glibc, and its OS by name.
+PROBE = (
+    "python3 -c 'import os, platform; v = platform.python_version_tuple(); "
+    'print(v[0] + "." + v[1], os.confstr("CS_GNU_LIBC_VERSION").split()[-1], '
+    'platform.freedesktop_os_release().get("PRETTY_NAME", "?"))\''
+)
 
 
 class PushError(PicoagentError, RuntimeError):
@@ -26,6 +33,61 @@ def remote_script(picoagent: str, apply_args: Sequence[str]) -> str:
         'trap \'rm -f "$f"\' EXIT; cat > "$f" || exit 1; '
         f'{shlex.quote(picoagent)} update apply "$f" {args}'
     )
+
+
+def _ssh(host: str, user: str, port: int | None, identity: Path | None, ssh_options: Sequence[str]) -> list[str]:
+    argv = ["ssh", "-o", "BatchMode=yes"]
+    if port:
+        argv += ["-p", str(port)]
+    if identity:
+        argv += ["-i", str(identity)]
+    for option in ssh_options:
+        argv += ["-o", option]
+    return [*argv, f"{user}@{host}"]
+
+
+def device_system(
+    host: str,
+    *,
+    user: str = "root",
+    port: int | None = None,
+    identity: Path | None = None,
+    ssh_options: Sequence[str] = (),
+) -> tuple[str, str, str]:
+    """(python, glibc, OS name) of the device, asked over SSH: ("3.11", "2.36", "Debian GNU/Linux 12 (bookworm)")."""
+    argv = [*_ssh(host, user, port, identity, ssh_options), PROBE]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=60)
+    except FileNotFoundError as exc:
+        raise PushError("ssh is not installed", fix="apt-get install openssh-client") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise PushError(f"{user}@{host} did not answer over SSH in 60 s") from exc
+    if proc.returncode == 255:
+        raise PushError(
+            f"ssh to {user}@{host} failed ({proc.stderr.strip()})",
+            fix="check the host name, that your key is in the device's authorized_keys (picoagent-setup.yaml)",
+        )
+    parts = proc.stdout.strip().split(" ", 2)
+    if proc.returncode != 0 or len(parts) != 3:
+        raise PushError(f"{user}@{host} did not say which Python it runs: {proc.stderr.strip() or proc.stdout!r}")
+    return parts[0], parts[1], parts[2]
+
+
+def check_target(bundle: Path, system: tuple[str, str, str]) -> None:
+    """Refuse, before sending it, a bundle whose wheels the device cannot run (its own check is the same;
+    a device on an older release has none, and would only fail later, at the install step)."""
+    from appliance.ota.bundle import peek_manifest, version_key
+
+    manifest = peek_manifest(bundle)
+    python, glibc, name = system
+    if not manifest.python:
+        return
+    if manifest.python != python or version_key(manifest.glibc) > version_key(glibc):
+        raise PushError(
+            f"{bundle.name} is built for {manifest.system()}; the device runs Python {python} on {name}: "
+            "it cannot run this bundle's wheels, and nothing was sent",
+            fix=f"build it for the device: python -m firmware_tools bundle --python {python} (make ota does it)",
+        )
 
 
 def push(
@@ -46,14 +108,15 @@ def push(
     """
     if not bundle.is_file():
         raise PushError(f"{bundle} does not exist", fix="build one: python -m firmware_tools bundle")
-    argv = ["ssh", "-o", "BatchMode=yes"]
-    if port:
-        argv += ["-p", str(port)]
-    if identity:
-        argv += ["-i", str(identity)]
-    for option in ssh_options:
-        argv += ["-o", option]
-    argv += [f"{user}@{host}", remote_script(picoagent, apply_args)]
+    from appliance.ota.bundle import BundleError, peek_manifest
+
+    try:
+        says_python = bool(peek_manifest(bundle).python)
+    except BundleError:
+        says_python = False  # not a bundle this laptop can read: the device refuses it, with its reason
+    if says_python:
+        check_target(bundle, device_system(host, user=user, port=port, identity=identity, ssh_options=ssh_options))
+    argv = [*_ssh(host, user, port, identity, ssh_options), remote_script(picoagent, apply_args)]
     with bundle.open("rb") as fh:
         try:
             proc = subprocess.run(argv, stdin=fh, check=False)

@@ -11,13 +11,15 @@ import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
-from appliance.ota.bundle import BundleError, manifest_for, write_bundle
+from appliance.ota.bundle import SYSTEMS, BundleError, manifest_for, write_bundle
 
 ROOT = Path(__file__).resolve().parent.parent
 # What a device runs in the unpacked release: a venv from the bundle's wheels, then `picoagent selftest`.
 INSTALL = ("/bin/sh", "firmware_tools/install-release.sh")
 SELFTEST = (".venv/bin/picoagent", "selftest")
 WHEELHOUSE = ROOT / "image" / "wheelhouse.sh"
+# The Python of the image `make image` builds (Debian 13); a device on the Debian 12 image runs 3.11.
+IMAGE_PYTHON = "3.13"
 
 
 def keygen(directory: Path, *, force: bool = False) -> tuple[Path, Path]:
@@ -64,11 +66,21 @@ def tracked_files() -> list[str]:
     return [n for n in names if n and (ROOT / n).is_file() and not (ROOT / n).is_symlink()]
 
 
-def build_wheels(arch: str, out: Path) -> None:
-    """Fill ``out`` with the wheels a release needs on ``arch`` (image/wheelhouse.sh; cached there)."""
+def system_of(python: str) -> tuple[str, str]:
+    """(python, glibc) of a device running this CPython on one of the images; an unknown one is refused."""
+    if python not in SYSTEMS:
+        known = ", ".join(f"{p} ({name})" for p, (_, name) in SYSTEMS.items())
+        raise BundleError(f"no device image runs Python {python}", fix=f"build for one of: {known}")
+    return python, SYSTEMS[python][0]
+
+
+def build_wheels(arch: str, out: Path, python: str = IMAGE_PYTHON) -> None:
+    """Fill ``out`` with the wheels a release needs on ``arch`` with this Python (image/wheelhouse.sh; cached)."""
     if not WHEELHOUSE.exists():
         raise BundleError(f"{WHEELHOUSE} is missing; cannot build wheels for {arch}", fix="pass --wheels DIR")
-    subprocess.run(["sh", str(WHEELHOUSE), arch, str(out)], check=True)
+    python, glibc = system_of(python)
+    env = {**os.environ, "PYTHON_VERSION": python, "GLIBC": glibc}
+    subprocess.run(["sh", str(WHEELHOUSE), arch, str(out)], check=True, env=env)
 
 
 def build_bundle(
@@ -83,11 +95,14 @@ def build_bundle(
     install: Sequence[str] = INSTALL,
     selftest: Sequence[str] = SELFTEST,
     allow_dirty: bool = False,
+    python: str | None = None,
 ) -> Path:
     """Build and sign a bundle; returns its path (``out`` may be a directory).
 
     By default the release is this checkout's tracked files plus ``wheels`` (or wheels built for
-    ``arch``); ``tree`` bundles every file of another directory instead (tests, custom releases).
+    ``arch`` and ``python``, the image's by default); ``tree`` bundles every file of another directory
+    instead (tests, custom releases), saying no Python unless ``python`` is given. The manifest names the
+    Python and glibc, and a device running another refuses the bundle before it changes anything.
     """
     from appliance.ota.bundle import load_private_key
 
@@ -101,6 +116,8 @@ def build_bundle(
             )
         commit = _git("rev-parse", "HEAD")
     ver = version_text or version()
+    python = python if python is not None else ("" if tree is not None else IMAGE_PYTHON)
+    glibc = system_of(python)[1] if python else ""
     with tempfile.TemporaryDirectory(prefix="picoagent-bundle-") as tmp:
         if tree is None:
             stage = Path(tmp) / "release"
@@ -108,11 +125,11 @@ def build_bundle(
             for rel in files:
                 (stage / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(ROOT / rel, stage / rel)
-            # Downloads and the cross-built llama-cpp-python are reused from build/ota/wheels-<arch>;
+            # Downloads and the cross-built llama-cpp-python are reused from build/ota/wheels-<arch>-cp<N>;
             # wheelhouse.sh rebuilds picoagent's own wheel from this checkout every time.
-            wheel_dir = wheels or ROOT / "build" / "ota" / f"wheels-{arch}"
+            wheel_dir = wheels or ROOT / "build" / "ota" / f"wheels-{arch}-cp{python.replace('.', '')}"
             if wheels is None:
-                build_wheels(arch, wheel_dir)
+                build_wheels(arch, wheel_dir, python)
             found = sorted(wheel_dir.glob("*.whl"))
             if not found:
                 raise BundleError(f"no wheels in {wheel_dir}")
@@ -133,6 +150,8 @@ def build_bundle(
             selftest=tuple(selftest),
             commit=commit,
             created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            python=python,
+            glibc=glibc,
         )
         target = out / f"picoagent-{ver}-{arch}.bundle" if out.is_dir() else out
         write_bundle(target, stage, manifest, private)

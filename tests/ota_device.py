@@ -50,6 +50,7 @@ class Device:
         key: Path | None = None,
         updater: str = "",
         schema: int = 9,
+        python: str = "",
     ):
         folder = self.tools / f"tree-{version}-{'-'.join(markers)}-{arch}-{schema}"
         tree = ota_release.make_tree(folder, *markers, schema=schema)
@@ -69,6 +70,7 @@ class Device:
             min_version=min_version,
             install=INSTALL,
             selftest=SELFTEST,
+            python=python,
         )
 
     def updater_argv(self, action: str, *args: str, timeout: float = 15, module: str = "appliance.ota") -> list[str]:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from firmware_tools import push
 from tests.fakes import ota_release
 from tests.helpers import free_port
 from tests.ota_device import Device
@@ -105,3 +106,30 @@ def test_push_says_when_ssh_cannot_get_in(tmp_path: Path, sshd) -> None:
     )  # fmt: skip
     assert result.returncode == 1
     assert "ssh to root@127.0.0.1 failed" in result.stderr and "authorized_keys" in result.stderr
+
+
+def test_push_asks_the_device_first_and_sends_nothing_it_cannot_run(tmp_path: Path, sshd, signing) -> None:
+    """A bundle for the other image's Python is refused on the laptop: the device's Python, asked over SSH."""
+    port, client_key = sshd
+    tools = tmp_path / "laptop"
+    tools.mkdir()
+    device = Device(tmp_path / "root", tools, signing[0])
+    here = f"{sys.version_info[0]}.{sys.version_info[1]}"  # the "device" is this machine: Debian's python3 is ours
+    other = "3.13" if here != "3.13" else "3.11"
+    ssh = ["--port", str(port), "-i", str(client_key), "-o", "StrictHostKeyChecking=no",
+           "-o", f"UserKnownHostsFile={tmp_path / 'known_hosts'}"]  # fmt: skip
+    system = push.device_system("127.0.0.1", port=port, identity=client_key, ssh_options=ssh[5::2])
+    assert system[0] == here and system[1].startswith("2.") and system[2]
+    try:
+        assert device.apply(device.bundle("1.0")).returncode == 0
+        bundle = device.bundle("1.1", python=other)
+        result = subprocess.run(
+            [sys.executable, "-m", "firmware_tools", "push", str(bundle), "--host", "127.0.0.1", *ssh],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert result.returncode == 1
+        assert f"is built for Python {other}" in result.stderr and f"the device runs Python {here}" in result.stderr
+        assert "nothing was sent" in result.stderr and "--python " + here in result.stderr
+        assert device.current() == "1.0"
+    finally:
+        ota_release.stop_service(device.root)

@@ -148,6 +148,7 @@ def test_an_update_that_keeps_the_schema_keeps_every_message_through_a_rollback(
         ("too old to update", "needs at least version 1.5"),
         ("self-test fails", "self-test failed"),
         ("install fails", "install failed"),
+        ("another python", "which cannot run its wheels: nothing was changed"),
     ],
 )
 def test_bad_bundles_are_refused_with_nothing_changed(
@@ -164,6 +165,8 @@ def test_bad_bundles_are_refused_with_nothing_changed(
         "too old to update": lambda: device.bundle("2.0", min_version="1.5"),
         "self-test fails": lambda: device.bundle("1.1", "FAIL_SELFTEST"),
         "install fails": lambda: device.bundle("1.1", "FAIL_INSTALL"),
+        # wheels for the other image's Python: a Debian 12 device never installs a Debian 13 bundle
+        "another python": lambda: device.bundle("1.1", python="3.13" if sys.version_info[:2] != (3, 13) else "3.11"),
     }[case]()
     before = device.snapshot()
     result = device.apply(bundle)
@@ -440,3 +443,56 @@ def test_verify_where_no_release_is_installed_says_there_is_nothing_to_verify(tm
     assert "CHANGED" not in out.stdout
     data = json.loads(picoagent("update", "check", "--verify", "--json", "--root", tmp_path, cwd=tmp_path).stdout)
     assert data["modified_files"] is None  # not a list of files that differ
+
+
+def test_a_bundle_says_which_python_it_is_for_and_an_old_one_reads_the_same(tmp_path: Path, signing) -> None:
+    trixie = Manifest("1.0", "0", ARCH, (), python="3.13", glibc="2.41")
+    assert Manifest.from_json(trixie.to_json()) == trixie
+    assert trixie.system() == "Python 3.13 (Debian 13 (trixie))"
+    old = Manifest("1.0", "0", ARCH, ())
+    assert "python" not in json.loads(old.to_json())  # the bytes a bundle from before Debian 13 signed
+    assert Manifest.from_json(old.to_json()).python == ""
+
+
+@pytest.mark.parametrize(
+    ("device_python", "device_glibc", "bundle_python", "bundle_glibc", "admitted"),
+    [
+        ("3.13", "2.41", "3.13", "2.41", True),
+        ("3.13", "2.42", "3.13", "2.41", True),  # a newer glibc runs older wheels
+        ("3.11", "2.36", "3.13", "2.41", False),  # the Debian 12 image and a Debian 13 bundle
+        ("3.13", "2.41", "3.11", "2.36", False),  # and the other way round: its venv would not import
+        ("3.13", "2.36", "3.13", "2.41", False),  # the right Python on too old a C library
+        ("3.11", "2.36", "", "", True),  # a bundle that does not say (from before Debian 13)
+    ],
+)
+def test_the_device_admits_only_bundles_for_its_python_and_glibc(
+    tmp_path: Path, device_python: str, device_glibc: str, bundle_python: str, bundle_glibc: str, admitted: bool
+) -> None:
+    updater = Updater(tmp_path, arch=ARCH, python=device_python, glibc=device_glibc, restart=None)
+    manifest = Manifest("1.0", "0", ARCH, (), python=bundle_python, glibc=bundle_glibc)
+    if admitted:
+        assert updater._admissible(manifest, force=False) is manifest
+        return
+    with pytest.raises(Exception) as refused:
+        updater._admissible(manifest, force=True)  # --force allows a downgrade, never foreign wheels
+    assert f"this device runs Python {device_python}" in str(refused.value)
+    assert "Debian 13 image" in refused.value.fix
+
+
+def test_a_release_s_install_step_refuses_wheels_for_another_python(tmp_path: Path) -> None:
+    """What a device on an older release (whose updater reads no Python from the manifest) runs."""
+    (tmp_path / "wheels").mkdir()
+    other = "cp313" if sys.version_info[:2] != (3, 13) else "cp311"
+    (tmp_path / "wheels" / f"aiohttp-3.13.2-{other}-{other}-manylinux_2_17_aarch64.whl").write_bytes(b"")
+    (tmp_path / "wheels" / "cryptography-46.0.1-cp311-abi3-manylinux_2_34_aarch64.whl").write_bytes(b"")
+    script = REPO / "firmware_tools" / "install-release.sh"
+    done = subprocess.run(
+        ["/bin/sh", str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHON": sys.executable},
+    )
+    assert done.returncode == 3
+    assert f"this bundle's wheels are for CPython {other}" in done.stderr
+    assert not (tmp_path / ".venv").exists()

@@ -2,8 +2,9 @@
 
 Layout, in this order (the order lets a device check the signature before it reads a single payload byte):
 
-    manifest.json   version, minimum version, architecture, the commands to install and self-test the
-                    release, and for every file its size, mode and sha256
+    manifest.json   version, minimum version, architecture, the Python and glibc its wheels are built for,
+                    the commands to install and self-test the release, and for every file its size, mode
+                    and sha256
     manifest.sig    the Ed25519 signature of manifest.json's bytes (64 raw bytes)
     release/...     the release tree: the app's files and the wheels for the device's architecture
 
@@ -38,6 +39,9 @@ PREFIX = "release/"
 CONSUMED_PREFIX = "wheels/"
 _CHUNK = 1 << 20
 _VERSION = re.compile(r"[0-9]+(\.[0-9]+)*")  # ASCII digits (\d takes any script's); fullmatch: nothing after
+# The systems a release's wheels are built for: the device's CPython (the venv is made with Debian's python3)
+# and the glibc its manylinux wheels need at least. Python -> (glibc, the Debian image that has both).
+SYSTEMS = {"3.11": ("2.36", "Debian 12 (bookworm)"), "3.13": ("2.41", "Debian 13 (trixie)")}
 
 
 class BundleError(PicoagentError, ValueError):
@@ -77,6 +81,15 @@ class Manifest:
     commit: str = ""
     created: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    python: str = ""  # "3.13": the CPython the wheels are for ("": not said, a bundle from before Debian 13)
+    glibc: str = ""  # "2.41": the oldest glibc they run on
+
+    def system(self) -> str:
+        """ "Python 3.13 (Debian 13 (trixie))", for messages; "" when the bundle does not say."""
+        if not self.python:
+            return ""
+        name = SYSTEMS.get(self.python, ("", ""))[1]
+        return f"Python {self.python}" + (f" ({name})" if name else "")
 
     def to_json(self) -> bytes:
         """Canonical bytes (sorted keys): what is signed."""
@@ -92,6 +105,8 @@ class Manifest:
             "created": self.created,
             "files": {f.path: {"size": f.size, "sha256": f.sha256, "mode": f.mode} for f in self.files},
         }
+        if self.python:  # left out when unset: the same bytes as a bundle from before Debian 13
+            data.update(python=self.python, glibc=self.glibc)
         return json.dumps(data, sort_keys=True, indent=1).encode()
 
     @classmethod
@@ -114,6 +129,8 @@ class Manifest:
                 selftest=tuple(str(a) for a in data["selftest"]),
                 commit=str(data.get("commit", "")),
                 created=str(data.get("created", "")),
+                python=str(data.get("python", "")),
+                glibc=str(data.get("glibc", "")),
             )
         except BundleError:
             raise
@@ -121,6 +138,9 @@ class Manifest:
             raise BundleError(f"the bundle's manifest is malformed ({exc})") from exc
         parse_version(manifest.version)
         parse_version(manifest.min_version)
+        for text in (manifest.python, manifest.glibc):
+            if text:
+                parse_version(text)
         return manifest
 
     def sha256(self) -> str:
@@ -244,6 +264,26 @@ def manifest_for(
 
 
 # --- reading (device side) ------------------------------------------------------------------------
+
+
+def version_key(text: str) -> tuple[int, ...]:
+    """A dotted version as a comparable tuple; () for "" (unknown)."""
+    return parse_version(text) if text else ()
+
+
+def peek_manifest(bundle: Path) -> Manifest:
+    """The manifest WITHOUT checking its signature: for the laptop's own hints about its own bundle only
+    (which device it suits); a device reads a bundle with read_manifest, signature first."""
+    import tarfile
+
+    with _open(bundle) as tar:
+        try:
+            first = tar.next()
+            if first is None or first.name != MANIFEST:
+                raise BundleError("the bundle does not start with its manifest")
+            return Manifest.from_json(_read_member(tar, first, limit=16 << 20))
+        except (OSError, tarfile.TarError) as exc:
+            raise BundleError(f"the bundle is damaged ({exc})") from exc
 
 
 def read_manifest(bundle: Path, keys: list[Any]) -> Manifest:

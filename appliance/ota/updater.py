@@ -30,7 +30,15 @@ from typing import Any
 from appliance.errors import PicoagentError
 from appliance.fileio import fsync_dir, write_atomic
 from appliance.ota import boot_updater, database
-from appliance.ota.bundle import BundleError, Manifest, extract_verified, load_public_keys, parse_version, verify_tree
+from appliance.ota.bundle import (
+    SYSTEMS,
+    BundleError,
+    Manifest,
+    extract_verified,
+    load_public_keys,
+    parse_version,
+    verify_tree,
+)
 from appliance.ota.health import DEFAULT_HEALTH_URL, HealthCheck
 from appliance.ota.layout import MANIFEST_COPY, RELEASE_FILE, Layout, release_info, timestamp
 
@@ -55,9 +63,14 @@ class Updater:
         step_timeout_s: float = 900.0,
         systemd: bool | None = None,
         say: Callable[[str], None] = print,
+        python: str | None = None,
+        glibc: str | None = None,
     ) -> None:
         self.layout = Layout(Path(root))
         self.arch = arch or platform.machine()
+        # What a release's venv is made with here (Debian's python3, which runs this too) and its C library.
+        self.python = python or f"{sys.version_info[0]}.{sys.version_info[1]}"
+        self.glibc = glibc or device_glibc()
         self.restart_cmd = tuple(restart) if restart else ()
         self.step_timeout_s = step_timeout_s
         # systemd's READY is checked when this is the real root and systemd runs it.
@@ -205,6 +218,15 @@ class Updater:
     def _admissible(self, manifest: Manifest, *, force: bool) -> Manifest:
         if manifest.arch != self.arch:
             raise UpdateError(f"the bundle is built for {manifest.arch}; this device is {self.arch}")
+        too_new_libc = manifest.glibc and self.glibc and parse_version(manifest.glibc) > parse_version(self.glibc)
+        if (manifest.python and manifest.python != self.python) or too_new_libc:
+            here = SYSTEMS.get(self.python, ("", f"glibc {self.glibc}"))[1]
+            raise UpdateError(
+                f"the bundle is built for {manifest.system()} (glibc {manifest.glibc}); this device runs "
+                f"Python {self.python} ({here}), which cannot run its wheels: nothing was changed",
+                fix="build the bundle for this device (make ota HOST=... asks the device which Python it runs), "
+                "or move the device to the Debian 13 image (README: 'From the Debian 12 image to Debian 13')",
+            )
         current = self.current_version()
         if current is not None and not force:
             if parse_version(manifest.version) <= parse_version(current):
@@ -400,6 +422,16 @@ class Updater:
         except OSError:
             return []  # installed by the image or install-service, not from a bundle
         return verify_tree(release, manifest)
+
+
+def device_glibc() -> str:
+    """This system's glibc version ("2.41"); "" where it is not glibc."""
+    try:
+        text = os.confstr("CS_GNU_LIBC_VERSION") or ""
+    except (ValueError, OSError):
+        return ""
+    version = text.rpartition(" ")[2]
+    return version if version and version.replace(".", "").isdigit() else ""
 
 
 def _step(name: str) -> None:
