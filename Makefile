@@ -84,13 +84,14 @@ keys: $(KEYS)/ota.pub
 $(KEYS)/ota.pub: | system-packages
 	$(PYTHON) -m firmware_tools keygen --dir $(KEYS)
 
-# Builds a signed bundle of this commit (wheels for $(OTA_ARCH), cached) and applies it on $(HOST) as root over SSH.
+# Builds a signed bundle of this commit for $(HOST) (wheels for $(OTA_ARCH) and the Python the device says it runs:
+# 3.13 on the Debian 13 image, 3.11 on the Debian 12 one; cached) and applies it on $(HOST) as root over SSH.
 ota: $(KEYS)/ota.pub
 	@mkdir -p $(OTA_DIR)
-	$(PYTHON) -m firmware_tools bundle --key $(KEYS)/ota.key --arch $(OTA_ARCH) --out $(OTA_DIR) $(ARGS)
+	$(PYTHON) -m firmware_tools bundle --key $(KEYS)/ota.key --arch $(OTA_ARCH) --for-host $(HOST) --out $(OTA_DIR) $(ARGS)
 	$(PYTHON) -m firmware_tools push --host $(HOST) $$(ls -t $(OTA_DIR)/picoagent-*-$(OTA_ARCH).bundle | head -1)
 
-# The SD-card image for Raspberry Pi 3/4 (see image/README.md), from Debian 12 packages, as root.
+# The SD-card image for Raspberry Pi 3/4/5 (see image/README.md), from Debian 13 packages, as root.
 # `make image MODEL=path/to/model.gguf` bakes in a bigger model; `make image COMPRESS=1` also writes IMAGE.xz.
 KEYS ?= keys
 IMAGE ?= build/image/picoagent-arm64.img
@@ -100,9 +101,11 @@ COMPRESS ?= 0
 OTA ?= 1
 # image-test's guest RAM in MiB: MEM=512 is a Pi Zero 2 W or Pi 3 A+ (a local chat must leave >= 100 MB).
 MEM ?= 2048
+# image-test's guest CPU: the Pi 5's cortex-a76; cortex-a72 (Pi 4) or cortex-a53 (Pi 3, Zero 2 W).
+CPU ?= cortex-a76
 IMAGE_APT_PACKAGES := mmdebstrap qemu-user-static binfmt-support arch-test mtools dosfstools fdisk e2fsprogs \
-	device-tree-compiler crossbuild-essential-arm64 cmake file git xz-utils python3-venv
-IMAGE_TEST_APT_PACKAGES := qemu-system-arm mtools fdisk openssh-client python3-cryptography
+	device-tree-compiler crossbuild-essential-arm64 cmake file git xz-utils python3-venv swig
+IMAGE_TEST_APT_PACKAGES := qemu-system-arm mtools fdisk openssh-client python3-cryptography device-tree-compiler
 
 image: $(KEYS)/ota.pub
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(IMAGE_APT_PACKAGES)"
@@ -112,7 +115,7 @@ image: $(KEYS)/ota.pub
 image-test:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(IMAGE_TEST_APT_PACKAGES)"
 	@[ -f "$(IMAGE)" ] || $(MAKE) --no-print-directory image
-	$(SUDO) env IMAGE="$(IMAGE)" EXPECT_MODEL="$(MODEL)" OTA="$(OTA)" MEM="$(MEM)" OTA_KEY="$(KEYS)/ota.key" sh image/test.sh
+	$(SUDO) env IMAGE="$(IMAGE)" EXPECT_MODEL="$(MODEL)" OTA="$(OTA)" MEM="$(MEM)" CPU="$(CPU)" OTA_KEY="$(KEYS)/ota.key" sh image/test.sh
 
 chat: install
 	$(BIN)/picoagent chat $(ARGS)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# image/build.sh: the picoagent SD-card image for Raspberry Pi 3/4 (arm64), from Debian 12 packages only.
+# image/build.sh: the picoagent SD-card image for Raspberry Pi 3/4/5 (arm64), from Debian 13 packages only.
 # `make image` runs it as root. Environment: IMAGE (output, default build/image/picoagent-arm64.img),
 # MODEL (a .gguf to bake in besides the packaged default), OTA_PUB (default keys/ota.pub),
 # COMPRESS=1 (also write IMAGE.xz), SMOKE=0 (skip the llama.cpp generation check under qemu-user),
@@ -7,9 +7,10 @@
 #
 # Steps, each cached or fast on a re-run:
 #   1. base root file system: image/rootfs.sh (mmdebstrap), cached by package list;
-#   2. wheels for aarch64: image/wheelhouse.sh (llama-cpp-python cross-compiled once, cached);
+#   2. wheels for aarch64 and Debian 13's Python 3.13: image/wheelhouse.sh (llama-cpp-python and lgpio
+#      cross-compiled once, cached);
 #   3. the root file system: picoagent's release with its venv, users, config, units, first boot,
-#      SSH without host keys, root locked; one mkinitramfs; device trees with SPI on;
+#      SSH without host keys, root locked; one mkinitramfs; device trees with SPI on; the Pi 5's boot files;
 #   4. the disk: a FAT boot partition (mkfs.vfat + mcopy) and an ext4 root (mkfs.ext4 -d) in an MBR
 #      image made with sfdisk and dd -- no loop devices, no FAT mounts (this machine has neither).
 set -eu
@@ -37,7 +38,7 @@ BOOT_LABEL=RASPIFIRM
 need_root
 for t in mmdebstrap:mmdebstrap qemu-aarch64-static:qemu-user-static update-binfmts:binfmt-support \
     arch-test:arch-test fdtget:device-tree-compiler mkfs.vfat:dosfstools mcopy:mtools sfdisk:fdisk mkfs.ext4:e2fsprogs \
-    aarch64-linux-gnu-gcc:crossbuild-essential-arm64 cmake:cmake file:file git:git; do
+    aarch64-linux-gnu-gcc:crossbuild-essential-arm64 cmake:cmake file:file git:git swig:swig; do
     need_tool "${t%%:*}" "${t#*:}"
 done
 [ -f "$OTA_PUB" ] || die "$OTA_PUB is missing: run make keys (the image trusts that key for OTA updates)"
@@ -73,9 +74,10 @@ else
     say "base root file system built in $(cat "$BASE.seconds") s"
 fi
 
-# 2. Every wheel of the release, for aarch64.
-WHEELS=$OUTDIR/wheelhouse-aarch64
-CACHE=$OUTDIR/cache sh "$HERE/wheelhouse.sh" aarch64 "$WHEELS"
+# 2. Every wheel of the release, for aarch64 and the image's Python (Debian 13: CPython 3.13, glibc 2.41).
+PYTHON_VERSION=3.13
+WHEELS=$OUTDIR/wheelhouse-aarch64-cp313
+CACHE=$OUTDIR/cache PYTHON_VERSION=$PYTHON_VERSION GLIBC=2.41 sh "$HERE/wheelhouse.sh" aarch64 "$WHEELS"
 
 # 3. The root file system.
 binfmt_setup
@@ -94,7 +96,7 @@ for fs in proc sys dev; do
     esac
     MOUNTS="$ROOT/$fs $MOUNTS"
 done
-in_root() { chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
+in_root() { chroot "$ROOT" /usr/bin/env -i QEMU_CPU="${QEMU_CPU:-}" PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
 
 say "users: picoagent (groups gpio, i2c, spi, picoagent-sandbox), picoagent-sandbox (the shell sandbox)"
 for group in gpio i2c spi; do
@@ -219,6 +221,9 @@ fi
 install -m 0644 "$REPO/systemd/99-picoagent-gpio.rules" "$ROOT/etc/udev/rules.d/"
 echo i2c-dev > "$ROOT/etc/modules-load.d/picoagent.conf"
 
+# Moving from another Pi (README: "From the Debian 12 image to Debian 13"): its packed state put in place.
+install -m 0755 "$HERE/files/picoagent-import-state" "$ROOT/usr/local/sbin/picoagent-import-state"
+
 # First boot: picoagent-setup.yaml from the boot partition (image/files/firstboot.py).
 install -d "$ROOT/usr/lib/picoagent-image"
 install -m 0755 "$HERE/files/firstboot.py" "$ROOT/usr/lib/picoagent-image/firstboot.py"
@@ -267,17 +272,24 @@ in_root systemctl disable e2scrub_reap.service e2scrub_all.timer >/dev/null 2>&1
 install -d "$ROOT/etc/systemd/system/unattended-upgrades.service.d"
 install -m 0644 "$HERE/files/unattended-upgrades-memory.conf" "$ROOT/etc/systemd/system/unattended-upgrades.service.d/picoagent.conf"
 
-# Security updates by themselves (Debian's default origins: bookworm-security only).
+# Security updates by themselves (Debian's default origins: trixie-security), and the kernel's: it comes
+# from trixie-backports, whose updates (security fixes included) only that origin carries. Only packages
+# installed from backports are upgraded from there (backports is NotAutomatic): the kernel and its modules.
 printf 'APT::Periodic::Update-Package-Lists "1";\nAPT::Periodic::Unattended-Upgrade "1";\n' \
     > "$ROOT/etc/apt/apt.conf.d/20auto-upgrades"
+printf '// picoagent image: the kernel is trixie-backports (the Pi 5 needs it); keep it updated too.\nUnattended-Upgrade::Origins-Pattern {\n\t"origin=Debian Backports,codename=${distro_codename}-backports";\n};\n' \
+    > "$ROOT/etc/apt/apt.conf.d/51picoagent-backports-kernel"
 
 # Boot: raspi-firmware writes config.txt and cmdline.txt from these on every kernel update.
 install -m 0644 "$HERE/files/raspi-firmware" "$ROOT/etc/default/raspi-firmware"
 install -m 0644 "$HERE/files/config.txt" "$ROOT/etc/default/raspi-firmware-custom"
 install -m 0755 "$HERE/files/picoagent-spi-dtb" "$ROOT/usr/lib/picoagent-image/picoagent-spi-dtb"
+install -m 0755 "$HERE/files/picoagent-pi5-dtb" "$ROOT/usr/lib/picoagent-image/picoagent-pi5-dtb"
 install -d "$ROOT/etc/initramfs/post-update.d"
-ln -sf /usr/lib/picoagent-image/picoagent-spi-dtb "$ROOT/etc/kernel/postinst.d/z60-picoagent-spi"
-ln -sf /usr/lib/picoagent-image/picoagent-spi-dtb "$ROOT/etc/initramfs/post-update.d/z60-picoagent-spi"
+for d in kernel/postinst.d initramfs/post-update.d; do
+    ln -sf /usr/lib/picoagent-image/picoagent-spi-dtb "$ROOT/etc/$d/z60-picoagent-spi"
+    ln -sf /usr/lib/picoagent-image/picoagent-pi5-dtb "$ROOT/etc/$d/z61-picoagent-pi5"
+done
 
 # The root is found by label, which blkid cannot resolve in a chroot: tell the fsck hook its type.
 printf '# picoagent image: the root file system (LABEL=RASPIROOT) is ext4\nFSTYPE=ext4\n' \
@@ -306,6 +318,12 @@ fi
 grep -q "root=LABEL=$ROOT_LABEL" "$ROOT/boot/firmware/cmdline.txt" || die "cmdline.txt lacks root=LABEL=$ROOT_LABEL"
 fdtget "$ROOT/boot/firmware/bcm2711-rpi-4-b.dtb" /soc/spi@7e204000 status | grep -q okay ||
     die "SPI is not enabled in bcm2711-rpi-4-b.dtb"
+# The Pi 5: its EEPROM bootloader reads config.txt, the kernel, the initramfs and its device tree from this
+# partition (no bootcode.bin or start*.elf); the tree of D0-stepping boards under the name it looks for first.
+for f in bcm2712-rpi-5-b.dtb bcm2712d0-rpi-5-b.dtb; do
+    [ -f "$ROOT/boot/firmware/$f" ] || die "no $f in /boot/firmware: this image would not boot a Pi 5"
+    fdtget "$ROOT/boot/firmware/$f" /picoagent-spi0 compatible >/dev/null || die "I2C1/SPI0 are not enabled in $f"
+done
 
 # Leave no identity behind: machine id, logs, caches (made fresh on each Pi).
 : > "$ROOT/etc/machine-id"

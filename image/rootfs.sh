@@ -1,5 +1,5 @@
 #!/bin/sh
-# image/rootfs.sh OUT.tar: the base arm64 root file system of the image (Debian 12 + image/packages.txt),
+# image/rootfs.sh OUT.tar: the base arm64 root file system of the image (Debian 13 + image/packages.txt),
 # built with mmdebstrap under qemu-user, as a tarball. image/build.sh caches it under build/image/ keyed
 # by the package list and this script, so only a change to either pays the ~15 minutes again.
 #
@@ -10,7 +10,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/common.sh"
 
 OUT=${1:?usage: image/rootfs.sh OUT.tar}
-SUITE=${SUITE:-bookworm}
+SUITE=${SUITE:-trixie}
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
 SECURITY=${SECURITY:-http://deb.debian.org/debian-security}
 
@@ -26,6 +26,9 @@ binfmt_setup
 
 PACKAGES=$(package_list "$HERE/packages.txt" | tr '\n' ',' | sed 's/,$//')
 COMPONENTS="main non-free-firmware"   # firmware-brcm80211 and raspi-firmware live in non-free-firmware
+# Backports: the kernel (packages.txt asks for linux-image-arm64/SUITE-backports, the one with the Pi 5's RP1
+# drivers). Backports are NotAutomatic: nothing else comes from there unless named; the kernel, once from
+# there, is upgraded from there (ButAutomaticUpgrades).
 
 say "mmdebstrap $SUITE arm64 (under qemu-user: ~15 minutes)"
 mmdebstrap --arch=arm64 --variant=minbase --format=tar \
@@ -38,6 +41,7 @@ mmdebstrap --arch=arm64 --variant=minbase --format=tar \
     "$SUITE" "$OUT.part" \
     "deb $MIRROR $SUITE $COMPONENTS" \
     "deb $MIRROR $SUITE-updates $COMPONENTS" \
-    "deb $SECURITY $SUITE-security $COMPONENTS"
+    "deb $SECURITY $SUITE-security $COMPONENTS" \
+    "deb $MIRROR $SUITE-backports $COMPONENTS"
 mv "$OUT.part" "$OUT"
 say "base root file system: $OUT ($(du -h "$OUT" | cut -f1))"

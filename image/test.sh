@@ -2,11 +2,12 @@
 # image/test.sh: `make image-test`. Boots a copy of the built image under qemu-system-aarch64 and checks
 # that picoagent comes up by itself, configured from a picoagent-setup.yaml put on the boot partition.
 #
-# The `virt` machine (Cortex-A72, 2 cores, MEM MiB: 2048 unless MEM says otherwise -- MEM=512 is a Pi
+# The `virt` machine (CPU: cortex-a76 unless CPU says otherwise -- the Pi 5's core; cortex-a72 is the Pi 4's,
+# cortex-a53 the Pi 3's and Zero 2 W's; 2 cores; MEM MiB: 2048 unless MEM says otherwise -- MEM=512 is a Pi
 # Zero 2 W or a 512 MB Pi 3 A+) with the image's own kernel and initrd: this tests the
 # kernel, initramfs, root by label, systemd, first boot, the app and its network -- not the Pi's
-# firmware boot path (qemu 7.2 has no Pi 4 machine). The copy is 2 GiB bigger than the image, so first
-# boot must grow the root partition and file system to fill it.
+# firmware boot path (qemu 7.2 has no Pi 4 or Pi 5 machine). The copy is 2 GiB bigger than the image, so
+# first boot must grow the root partition and file system to fill it.
 #
 # Checks: /healthz answers over HTTPS (plain http:// redirected); /api/status with the setup file's API
 # token reports the model; the journal has the certificate's fingerprint, never the web password; over SSH
@@ -14,7 +15,9 @@
 # the doctor finding the embedding model the image build converted; zram swap on; a local chat answered
 # by the packaged model through POST /api/chat, with MemAvailable printed before and after it (at least
 # MIN_AVAILABLE_MB, default 100, after it) and no OOM kill in the kernel log; after shutdown: no secret left
-# anywhere in the FAT partition's bytes, the setup file rewritten.
+# anywhere in the FAT partition's bytes, the setup file rewritten; the boot files each board's firmware
+# reads (the Pi 5's included), and in the booted system Debian 13, its Python, the kernel's drivers for the
+# Pi 5's RP1 and the GPIO character device through lgpio as the picoagent user.
 # EXPECT_MODEL=FILE.gguf (make image-test MODEL=...): /api/status must report that baked-in model.
 # Then a real OTA update (bundle, push over SSH, switch, health) and a rollback; OTA=0 skips it.
 set -eu
@@ -28,6 +31,8 @@ IMAGE=${IMAGE:-$OUTDIR/picoagent-arm64.img}
 case $IMAGE in /*) ;; *) IMAGE=$REPO/$IMAGE ;; esac
 TIMEOUT=${TIMEOUT:-900}
 MEM=${MEM:-2048}   # MiB of RAM for the guest
+CPU=${CPU:-cortex-a76}   # the guest's CPU model: the Pi 5's Cortex-A76 by default
+case $CPU in cortex-a53|cortex-a72|cortex-a76|neoverse-n1|max) ;; *) die "CPU=$CPU: one of cortex-a53, cortex-a72, cortex-a76" ;; esac
 MIN_AVAILABLE_MB=${MIN_AVAILABLE_MB:-100}
 CHAT_TIMEOUT=${CHAT_TIMEOUT:-900}   # one local reply under TCG emulation takes minutes
 case $MEM in *[!0-9]*|'') die "MEM=$MEM: expected MiB of RAM, e.g. MEM=512" ;; esac
@@ -83,9 +88,9 @@ mcopy -o -i "$T/disk.img@@$BOOT_OFFSET" "$T/picoagent-setup.yaml" ::picoagent-se
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 HTTP_PORT=$(free_port)
 SSH_PORT=$(free_port)
-say "booting under qemu-system-aarch64 (virt, cortex-a72, 2 cores, $MEM MiB); serial log: $LOG"
+say "booting under qemu-system-aarch64 (virt, $CPU, 2 cores, $MEM MiB); serial log: $LOG"
 START=$(date +%s)
-qemu-system-aarch64 -M virt -cpu cortex-a72 -smp 2 -m "$MEM" \
+qemu-system-aarch64 -M virt -cpu "$CPU" -smp 2 -m "$MEM" \
     -kernel "$OUTDIR/vmlinuz" -initrd "$OUTDIR/initrd.img" \
     -append "root=LABEL=RASPIROOT rw rootwait net.ifnames=0 console=ttyAMA0" \
     -drive if=none,id=disk,file="$T/disk.img",format=raw,cache=unsafe -device virtio-blk-pci,drive=disk \
@@ -212,7 +217,30 @@ $SSH 'set -e
     echo "$said" | grep -qx "SOUL.md read-only"
     echo "$said" | grep -qx "bpf -1 1"
     test "$(runuser -u picoagent -- cat /var/lib/picoagent/workspace/from-sandbox.txt)" = made
-    journalctl -b -q -u picoagent | grep "public key.s SHA-256 fingerprint"' || die "checks over SSH failed"
+    journalctl -b -q -u picoagent | grep "public key.s SHA-256 fingerprint"
+    # Debian 13 with its Python for the venv, and one kernel for every board: the Pi 5 needs its RP1 drivers.
+    . /etc/os-release; echo "system: $PRETTY_NAME, kernel $(uname -r), $(/opt/picoagent/current/.venv/bin/python --version)"
+    test "$VERSION_ID" = 13
+    /opt/picoagent/current/.venv/bin/python -c "import sys; assert sys.version_info[:2] == (3, 13), sys.version"
+    found=""
+    for m in rp1_pci clk-rp1 pinctrl-rp1 macb i2c-designware-platform spi-gpio sdhci-brcmstb dwc3 pcie-brcmstb \
+        irq-bcm2712-mip pinctrl-brcmstb-bcm2712 gpio-brcmstb i2c-bcm2835 spi-bcm2835 brcmfmac; do
+        if modinfo -n $m >/dev/null 2>&1; then found="$found $m"
+        elif grep -q "/$m.ko" /lib/modules/$(uname -r)/modules.builtin; then found="$found $m(built-in)"
+        else echo "no driver $m in the kernel"; exit 1; fi
+    done
+    echo "kernel drivers: the Pi 5 RP1 (rp1_pci clk-rp1 pinctrl-rp1), its Ethernet, I2C and SPI, the BCM2712 SD, USB, PCIe and MSI, the Pi 3/4 I2C and SPI, Wi-Fi:$found"
+    # The GPIO character device through the image s lgpio (built for Python 3.13), as the daemon opens it:
+    # virt has one gpiochip (a PL061), which the picoagent user (group gpio) may open.
+    chips=$(runuser -u picoagent -- /opt/picoagent/current/.venv/bin/python -c "
+import lgpio
+from appliance.hardware.gpiochip import list_chips
+chips = list_chips()
+handle = lgpio.gpiochip_open(chips[0].number)
+print(chips[0].describe(), \"lgpio:\", lgpio.gpio_get_chip_info(handle))
+lgpio.gpiochip_close(handle)")
+    echo "gpio as picoagent: $chips"
+    echo "$doctor" | grep "^\[ok  \] board: "' || die "checks over SSH failed"
 if $SSH "journalctl -b -q | grep -cF '$PASSWORD'" >/dev/null; then die "the web password is in the journal"; fi
 say "OK the journal shows the certificate's fingerprint and never the web password"
 ROOT_BYTES=$($SSH 'df -B1 --output=size / | tail -1' | tr -d ' ')
@@ -271,6 +299,25 @@ if [ "${OTA:-1}" = 1 ]; then
     rm -f "$T/ota.bundle"
 fi
 
+# Moving to this image from another Pi (README: "From the Debian 12 image to Debian 13"), steps 1 and 3 on
+# this one: pack the state with the README's tar line, import it with picoagent-import-state; the API token,
+# the chat history, the owners and the modes come through, and the daemon is healthy again.
+say "state move: pack /var/lib/picoagent and /etc/picoagent as the README says, then picoagent-import-state"
+count='/opt/picoagent/current/.venv/bin/python -c "import sqlite3; print(sqlite3.connect(\"file:/var/lib/picoagent/picoagent.db?mode=ro\", uri=True).execute(\"select count(*) from messages\").fetchone()[0])"'
+MOVED=$($SSH "set -e; systemctl stop picoagent; $count; tar -C / --numeric-owner -czf /root/picoagent-state.tgz var/lib/picoagent etc/picoagent; systemctl start picoagent") ||
+    die "packing the state failed"
+$SSH 'picoagent-import-state /root/picoagent-state.tgz && rm /root/picoagent-state.tgz' >&2 || die "picoagent-import-state failed"
+i=0
+until http "https://127.0.0.1:$HTTP_PORT/healthz" >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -lt 120 ] || die "no /healthz after the state was imported"; sleep 2
+done
+http "https://127.0.0.1:$HTTP_PORT/api/status" "$TOKEN" >/dev/null || die "the API token did not come through the move"
+after=$($SSH "set -e; $count; stat -c '%a %U' /etc/picoagent/secrets.env /etc/picoagent; ls /var/lib/picoagent-replaced-*.tgz | wc -l")
+[ "$(printf '%s\n' "$after" | sed -n 1p)" = "$MOVED" ] || die "the history did not come through the move: $MOVED messages before, $after"
+printf '%s\n' "$after" | sed -n 2p | grep -qx '600 picoagent' || die "secrets.env after the move: $after"
+printf '%s\n' "$after" | sed -n 3p | grep -qx '1770 root' || die "/etc/picoagent after the move: $after"
+say "OK state move: $MOVED messages, the API token and the secrets (0600 picoagent) came through picoagent-import-state"
+
 say "shutting down"
 $SSH 'systemctl poweroff' >/dev/null 2>&1 || true
 i=0
@@ -291,17 +338,35 @@ for secret in "$PASSWORD" "$TOKEN" "$CLOUD_KEY"; do
     fi
 done
 say "OK no secret left in the boot partition"
-# The Pi's boot files: root by label, SPI switched on in the Pi 4 and Pi 3 device trees.
+# The Pi's boot files: root by label, SPI switched on in the Pi 4 and Pi 3 device trees; for the Pi 5
+# (whose EEPROM bootloader reads this partition itself) config.txt's kernel and initramfs, its two device
+# trees with I2C1 and SPI0 on the header.
 mtype -i "$T/disk.img@@$BOOT_OFFSET" ::cmdline.txt | grep -q "root=LABEL=RASPIROOT" || die "cmdline.txt lacks root=LABEL=RASPIROOT"
-for dtb in bcm2711-rpi-4-b.dtb bcm2837-rpi-3-b.dtb; do
-    mcopy -o -i "$T/disk.img@@$BOOT_OFFSET" "::$dtb" "$T/$dtb"
-    if command -v fdtget >/dev/null; then
-        [ "$(fdtget "$T/$dtb" /soc/spi@7e204000 status)" = okay ] || die "SPI0 is off in $dtb"
-    fi
+need_tool fdtget device-tree-compiler
+for dtb in bcm2711-rpi-4-b.dtb bcm2837-rpi-3-b.dtb bcm2712-rpi-5-b.dtb bcm2712d0-rpi-5-b.dtb; do
+    mcopy -o -i "$T/disk.img@@$BOOT_OFFSET" "::$dtb" "$T/$dtb" || die "no $dtb on the boot partition"
 done
+for dtb in bcm2711-rpi-4-b.dtb bcm2837-rpi-3-b.dtb; do
+    [ "$(fdtget "$T/$dtb" /soc/spi@7e204000 status)" = okay ] || die "SPI0 is off in $dtb"
+done
+RP1=/axi/pcie@1000120000/pci@0,0/dev@0,0/pci-ep-bus@1
+for dtb in bcm2712-rpi-5-b.dtb bcm2712d0-rpi-5-b.dtb; do
+    [ "$(fdtget "$T/$dtb" / model)" = "Raspberry Pi 5" ] || die "$dtb is not the Pi 5's tree"
+    fdtget "$T/$dtb" "$RP1/pinctrl@400d0000" compatible | grep -q raspberrypi,rp1-gpio || die "$dtb has no RP1 GPIO"
+    [ "$(fdtget "$T/$dtb" "$RP1/i2c@40074000" status)" = okay ] || die "I2C1 is off in $dtb"
+    [ "$(fdtget "$T/$dtb" /picoagent-spi0 compatible)" = spi-gpio ] || die "SPI0 is off in $dtb"
+done
+mtype -i "$T/disk.img@@$BOOT_OFFSET" ::config.txt > "$T/config.txt"
+KERNEL_FILE=$(sed -n 's/^kernel=//p' "$T/config.txt")
+INITRD_FILE=$(sed -n 's/^initramfs \([^ ]*\).*/\1/p' "$T/config.txt")
+for f in "$KERNEL_FILE" "$INITRD_FILE"; do
+    [ -n "$f" ] && mdir -i "$T/disk.img@@$BOOT_OFFSET" "::$f" >/dev/null 2>&1 || die "config.txt names $f, which is not on the boot partition"
+done
+grep -qx '\[pi5\]' "$T/config.txt" && grep -qx 'arm_64bit=1' "$T/config.txt" || die "config.txt lacks its [pi5] section or arm_64bit"
+say "OK the Pi 5's boot files: config.txt (kernel=$KERNEL_FILE, initramfs $INITRD_FILE, [pi5]), bcm2712-rpi-5-b.dtb and bcm2712d0-rpi-5-b.dtb with I2C1 and SPI0 on the header"
 say "OK cmdline.txt roots by label; SPI0 on in the Pi 4 and Pi 3 device trees; the setup file now reads:"
 sed 's/^/    /' "$T/setup-after.yaml" >&2
 rm -f "$T/boot-partition.bin" "$T/disk.img"
 
-echo "image-test: PASS -- $(basename "$IMAGE") booted to HTTP in $BOOT_S s under qemu (virt, cortex-a72, TCG, $MEM MiB); MemAvailable $BEFORE_MB MiB before a local chat, $AFTER_MB MiB after"
+echo "image-test: PASS -- $(basename "$IMAGE") booted to HTTP in $BOOT_S s under qemu (virt, $CPU, TCG, $MEM MiB); MemAvailable $BEFORE_MB MiB before a local chat, $AFTER_MB MiB after"
 echo "$BOOT_S" > "$OUTDIR/boot-seconds"
