@@ -232,9 +232,10 @@ $SSH 'set -e
     echo "kernel drivers: the Pi 5 RP1 (rp1_pci clk-rp1 pinctrl-rp1), its Ethernet, I2C and SPI, the BCM2712 SD, USB, PCIe and MSI, the Pi 3/4 I2C and SPI, Wi-Fi:$found"
     # The GPIO character device through the image s lgpio (built for Python 3.13), as the daemon opens it:
     # virt has one gpiochip (a PL061), which the picoagent user (group gpio) may open.
-    chips=$(runuser -u picoagent -- /opt/picoagent/current/.venv/bin/python -c "
+    chips=$(cd /root && runuser -u picoagent -- /opt/picoagent/current/.venv/bin/python -c "
+from appliance.hardware.gpiochip import list_chips, prepare_lgpio
+prepare_lgpio()  # as the pin factory does: from an unwritable working directory (root's home)
 import lgpio
-from appliance.hardware.gpiochip import list_chips
 chips = list_chips()
 handle = lgpio.gpiochip_open(chips[0].number)
 print(chips[0].describe(), \"lgpio:\", lgpio.gpio_get_chip_info(handle))

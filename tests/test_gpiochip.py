@@ -8,6 +8,7 @@ above it (gpiozero's LGPIOFactory, its board table) real.
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 from pathlib import Path
@@ -144,3 +145,15 @@ def test_doctor_says_nothing_of_pins_off_a_pi(tmp_path: Path) -> None:
     assert gpiochip.board_report(tmp_path / "no-model", tmp_path) == []
     (tmp_path / "model").write_bytes(b"linux,dummy-virt\0")
     assert gpiochip.board_report(tmp_path / "model", tmp_path) == []
+
+
+def test_lgpio_gets_a_writable_directory_for_its_pipes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """lgpio makes .lgd-nfy* pipes at import in $LG_WD or the working directory (root's home: refused)."""
+    import tempfile
+
+    monkeypatch.delenv("LG_WD", raising=False)
+    gpiochip.prepare_lgpio()
+    assert os.environ["LG_WD"] == tempfile.gettempdir()
+    monkeypatch.setenv("LG_WD", "/srv/gpio")  # one the owner chose is kept
+    gpiochip.prepare_lgpio()
+    assert os.environ["LG_WD"] == "/srv/gpio"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import os
 import struct
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,9 +91,17 @@ def revision_for(model: str) -> int | None:
     return None
 
 
+def prepare_lgpio() -> None:
+    """Where lgpio keeps its notification pipes (``.lgd-nfy*``, made when it is imported): $LG_WD, else the
+    working directory, which need not be writable (`picoagent devices ...` run from /root as the picoagent
+    user: "Permission denied" at import). The temporary directory always is (the daemon's is private)."""
+    os.environ.setdefault("LG_WD", tempfile.gettempdir())
+
+
 def pin_factory(dev: Path = Path("/dev"), model_file: Path = Path("/proc/device-tree/model")) -> object:
     """gpiozero's lgpio pin factory on the header's chip (found by label), knowing the board even where the
     device tree has no revision. Raises what lgpio raises (missing module, no permission)."""
+    prepare_lgpio()
     from gpiozero.exc import PinUnknownPi
     from gpiozero.pins.lgpio import LGPIOFactory
 
