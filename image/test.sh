@@ -234,7 +234,7 @@ $SSH 'set -e
     # virt has one gpiochip (a PL061), which the picoagent user (group gpio) may open.
     chips=$(cd /root && runuser -u picoagent -- /opt/picoagent/current/.venv/bin/python -c "
 from appliance.hardware.gpiochip import list_chips, prepare_lgpio
-prepare_lgpio()  # as the pin factory does: from an unwritable working directory (root's home)
+prepare_lgpio()  # as the pin factory does: from an unwritable working directory, /root
 import lgpio
 chips = list_chips()
 handle = lgpio.gpiochip_open(chips[0].number)
