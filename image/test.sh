@@ -67,7 +67,8 @@ cp --sparse=always "$IMAGE" "$T/disk.img"
 truncate -s +${GROW_MB}M "$T/disk.img"
 PART2_BEFORE=$(sfdisk -d "$T/disk.img" | sed -n 's/.*img2 : .*size= *\([0-9]*\).*/\1/p')
 
-# The setup file a person would write: fresh secrets each run, so finding one later means a leak.
+# The setup file a person would write: fresh secrets each run, so finding one later means a leak. The token's
+# scope is devices: the test reads /api/status (read) and chats (chat), and a read token may not chat.
 ssh-keygen -q -t ed25519 -N '' -C image-test -f "$T/id_ed25519"
 PASSWORD=pw-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
 TOKEN=pat_$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
@@ -80,7 +81,7 @@ ssh_authorized_keys:
   - $(cat "$T/id_ed25519.pub")
 web_password: "$PASSWORD"
 api_token: $TOKEN
-api_token_scope: read
+api_token_scope: devices
 anthropic_api_key: $CLOUD_KEY
 EOF
 mcopy -o -i "$T/disk.img@@$BOOT_OFFSET" "$T/picoagent-setup.yaml" ::picoagent-setup.yaml

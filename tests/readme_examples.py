@@ -41,6 +41,9 @@ NOT_RUN: dict[str, str] = {
     "verifies them",
     "python3 -m firmware_tools push": "needs a device over SSH; tests/test_ota_push.py pushes to a local sshd",
     "python3 -m firmware_tools flash": "writes a whole SD card (/dev/sdX)",
+    "ssh root@picoagent.local": "runs on a Pi over SSH; make image-test runs the same tar line and "
+    "picoagent-import-state on the booted image",
+    "scp": "copies a file from or to a Pi over SSH",
     "curl --insecure --pinnedpubkey": "a template with placeholders (the pin, the URL): `picoagent status` prints the "
     "real one over HTTPS; tests/test_web_tls.py runs a pinned curl",
     "curl -LsSf https://astral.sh/uv/install.sh": "installs uv from the internet",
