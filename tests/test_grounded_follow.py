@@ -80,7 +80,9 @@ def test_through_the_turn_the_follow_up_goes_to_the_earlier_questions_topic(conf
 
     rain, tomorrow, after, agenda, today_jobs, tomorrow_jobs = asyncio.run(main())
     assert tomorrow_jobs == today_jobs and "schedules" in tomorrow_jobs, tomorrow_jobs  # not "It's 03:23 on ..."
-    assert rain.startswith("Rain is likely today in Ghent")
+    # The answer is about the rest of today: after 22:00 in Brussels the fake's night hours (half the day's
+    # chance) are all that is left, and "likely" becomes "possible" (this failed when run at 22:57).
+    assert rain.startswith(("Rain is likely today in Ghent", "Rain is possible today in Ghent")), rain
     assert tomorrow.startswith("No rain expected tomorrow in Ghent"), tomorrow
     day_after = today + timedelta(days=2)
     assert "Rain is likely" in after and (f"{day_after:%A}" in after or "day after" in after), after
