@@ -7,7 +7,7 @@ board meets wins:
 =========================  ==========  ===============  ==================================================
 MemTotal at least          cores       model            typical boards
 =========================  ==========  ===============  ==================================================
-3 GiB                      4 or more   qwen2.5-1.5b     Pi 4 / Pi 5 with 4 or 8 GB (a 4 GB Pi shows ~3.7 GiB)
+3 GiB                      4 or more   qwen2.5-1.5b     Pi 4 with 4 or 8 GB, Pi 5 with 4/8/16 GB (~3.7 GiB at 4 GB)
 768 MiB                    any         qwen2.5-0.5b     Pi 3 (1 GB), Pi 4 / Pi 5 with 1 or 2 GB
 less                       any         smollm2-135m     Pi Zero 2 W, Pi 3 A+ (512 MB): the packaged model
 =========================  ==========  ===============  ==================================================
