@@ -297,8 +297,8 @@ class Updater:
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise UpdateError(f"the release's {what} could not run ({exc}); nothing was switched") from exc
-        if proc.returncode != 0:
-            tail = (proc.stderr or proc.stdout).strip()[-800:]
+        if proc.returncode != 0:  # both: the self-test says which check failed on stdout, its verdict on stderr
+            tail = "\n".join(part.strip() for part in (proc.stdout, proc.stderr) if part and part.strip())[-800:]
             raise UpdateError(f"the release's {what} failed (exit {proc.returncode}); nothing was switched:\n{tail}")
 
     def _switch_to(self, release: Path, manifest: Manifest) -> str:

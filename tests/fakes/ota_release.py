@@ -33,7 +33,11 @@ mkdir -p .venv && echo ok > .venv/installed
 SELFTEST = """#!/bin/sh
 set -eu
 [ -f .venv/installed ] || { echo "not installed" >&2; exit 1; }
-[ ! -e FAIL_SELFTEST ] || { echo "self-test failed on purpose" >&2; exit 4; }
+if [ -e FAIL_SELFTEST ]; then
+    echo "[FAIL] local model runs: refused on purpose"
+    echo "self-test failed on purpose" >&2
+    exit 4
+fi
 """
 
 SERVE = """import http.server, json, os, sys
