@@ -43,7 +43,9 @@ def _embedding_check(config: object, report: Callable[[str, str | None], None]) 
         if choice.path is None:
             report("embeddings: the chat model's own" + (f" ({choice.note})" if choice.note else ""), None)
             return
-        embedder = LocalEmbedder(choice.path, context_tokens=64, threads=1, batch_threads=1)
+        embedder = LocalEmbedder(
+            choice.path, context_tokens=64, threads=1, batch_threads=1, memory_margin_mb=config.llm.memory_margin_mb
+        )
         try:
             vector = embedder.embed(["is it stuffy in the living room"])[0]
         finally:
@@ -105,7 +107,9 @@ def run_selftest(config_file: str | None = None) -> int:
         _embedding_check(config, report)
         from appliance.llm.proof import prove
 
-        proof = prove(path, config.llm.weight_repack)  # in a child process: a native crash is a finding
+        # In a child process: a native crash is a finding. The configured margin: an update's self-test runs
+        # beside the daemon, and a 512 MB board (margin 64) failed it with the default 128.
+        proof = prove(path, config.llm.weight_repack, memory_margin_mb=config.llm.memory_margin_mb)
         report(proof.line if proof.ok else "local model runs", None if proof.ok else f"{proof.line}; fix: {proof.fix}")
     print("self-test passed" if not failures else f"self-test FAILED ({failures})", file=sys.stderr)
     return 0 if not failures else 1

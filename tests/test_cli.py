@@ -348,3 +348,13 @@ def test_tools_run_of_the_message_tool_says_it_is_the_daemons(tmp_path: Path) ->
     assert_clean_error(out, 1)
     assert "the message tool is the daemon's" in out.stderr and "no tool named" not in out.stderr
     assert "fix: ask the running daemon in a chat" in out.stderr
+
+
+@needs_packaged_model
+def test_selftest_keeps_the_configured_memory_margin(tmp_path: Path) -> None:
+    """An update's self-test runs beside the daemon: on a 512 MB board (llm.memory_margin_mb: 64) it failed
+    keeping the default 128 MB spare (make image-test MEM=512). Its model checks keep what the config says."""
+    config = config_file(tmp_path / "etc", {"  memory_margin_mb: 128\n": "  memory_margin_mb: 1048576\n"})
+    out = picoagent("selftest", "--config", config, cwd=tmp_path)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert out.stdout.count("(keeping 1048576 MB spare)") == 2, out.stdout  # the embedding model and the chat model

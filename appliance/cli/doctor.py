@@ -504,7 +504,7 @@ def _check_runner(config: Config, path: Path) -> Iterator[Check]:
 
         zone = resolve_zone(config.scheduler.timezone)  # the appliance's time, as the notifications show
         yield Check("model runner", "warn" if mode == "normal" else "fail", runner.summary(mode, zone), FIX)
-    proof = prove(path, config.llm.weight_repack)
+    proof = prove(path, config.llm.weight_repack, memory_margin_mb=config.llm.memory_margin_mb)
     if not proof.ok:
         yield Check("model runner", "fail", proof.line, proof.fix)
         return

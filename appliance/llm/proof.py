@@ -33,13 +33,16 @@ class Proof:
     llama_features: tuple[str, ...] = ()  # the CPU features llama.cpp's backend uses
 
 
-def prove(model: Path, weight_repack: str = "auto", tokens: int = 4) -> Proof:
-    """Generate ``tokens`` tokens with ``model`` in a fresh model runner (no state kept on disk)."""
+def prove(model: Path, weight_repack: str = "auto", tokens: int = 4, memory_margin_mb: int = 128) -> Proof:
+    """Generate ``tokens`` tokens with ``model`` in a fresh model runner (no state kept on disk), keeping
+    ``memory_margin_mb`` free as the daemon does (llm.memory_margin_mb: 64 on the image's small boards)."""
     from appliance.llm.runner_client import ModelRunner
     from appliance.llm.runner_models import RunnerModel
 
     runner = ModelRunner(weight_repack=weight_repack, state_dir=None, restart=False)
-    model_proxy = RunnerModel(runner, model, context_tokens=256, prompt_cache_mb=0, seed=1)
+    model_proxy = RunnerModel(
+        runner, model, context_tokens=256, prompt_cache_mb=0, seed=1, memory_margin_mb=memory_margin_mb
+    )
     started = time.perf_counter()
     try:
         request = GenerationRequest([ChatMessage("user", "Say OK.")], max_tokens=tokens, temperature=0.0)
