@@ -76,13 +76,13 @@ def device_system(
 def check_target(bundle: Path, system: tuple[str, str, str]) -> None:
     """Refuse, before sending it, a bundle whose wheels the device cannot run (its own check is the same;
     a device on an older release has none, and would only fail later, at the install step)."""
-    from appliance.ota.bundle import peek_manifest, version_key
+    from appliance.ota.bundle import peek_manifest
 
     manifest = peek_manifest(bundle)
     python, glibc, name = system
     if not manifest.python:
         return
-    if manifest.python != python or version_key(manifest.glibc) > version_key(glibc):
+    if not manifest.runs_on(python, glibc):
         raise PushError(
             f"{bundle.name} is built for {manifest.system()}; the device runs Python {python} on {name}: "
             "it cannot run this bundle's wheels, and nothing was sent",

@@ -84,6 +84,12 @@ class Manifest:
     python: str = ""  # "3.13": the CPython the wheels are for ("": not said, a bundle from before Debian 13)
     glibc: str = ""  # "2.41": the oldest glibc they run on
 
+    def runs_on(self, python: str, glibc: str) -> bool:
+        """Whether its wheels run on a device with this CPython and glibc (a bundle that says nothing: yes)."""
+        if self.python and self.python != python:
+            return False
+        return not (self.glibc and glibc and parse_version(self.glibc) > parse_version(glibc))
+
     def system(self) -> str:
         """ "Python 3.13 (Debian 13 (trixie))", for messages; "" when the bundle does not say."""
         if not self.python:
@@ -264,11 +270,6 @@ def manifest_for(
 
 
 # --- reading (device side) ------------------------------------------------------------------------
-
-
-def version_key(text: str) -> tuple[int, ...]:
-    """A dotted version as a comparable tuple; () for "" (unknown)."""
-    return parse_version(text) if text else ()
 
 
 def peek_manifest(bundle: Path) -> Manifest:

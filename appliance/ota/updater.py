@@ -218,8 +218,7 @@ class Updater:
     def _admissible(self, manifest: Manifest, *, force: bool) -> Manifest:
         if manifest.arch != self.arch:
             raise UpdateError(f"the bundle is built for {manifest.arch}; this device is {self.arch}")
-        too_new_libc = manifest.glibc and self.glibc and parse_version(manifest.glibc) > parse_version(self.glibc)
-        if (manifest.python and manifest.python != self.python) or too_new_libc:
+        if not manifest.runs_on(self.python, self.glibc):
             here = SYSTEMS.get(self.python, ("", f"glibc {self.glibc}"))[1]
             raise UpdateError(
                 f"the bundle is built for {manifest.system()} (glibc {manifest.glibc}); this device runs "
