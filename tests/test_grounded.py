@@ -204,6 +204,7 @@ def pi(config: Config) -> Iterator[tuple[Runtime, ScriptedModel]]:
     jobs = [
         CronJob(id="bins", schedule="once 2026-11-28 19:00", message="take the bins out"),
         CronJob(id="plants", schedule="daily 07:00", message="water the plants"),
+        CronJob(id="fan_day", schedule="daily 15:00", device="fan", value="off"),  # today's run is over at NOW
     ]
     cron = Scheduler(jobs, tz="UTC", run_job=run_job, notify=None, db=runtime.db, clock=NOW.timestamp)
     tasks = TaskStore(runtime.db)
@@ -325,6 +326,21 @@ def test_schedules_and_tasks_are_read_from_the_scheduler_and_the_store(pi: tuple
     assert nothing_today == "Nothing is scheduled today."
     assert tasks == "1 open task: #1 tidy the notes (pending, step 0 of 8)."
     assert model.history == []
+
+
+def test_a_job_that_has_run_for_the_day_is_said_with_its_next_run_not_as_no_job(
+    pi: tuple[Runtime, ScriptedModel],
+) -> None:
+    """CI asked "will the fan switch off on its own tonight" at 23:30, after its 23:00 run: "No reminder or schedule
+    names the fan" was wrong, a job does; when it runs next is the answer."""
+    runtime, _ = pi
+    runtime.agent.grounding.clock = NOW.timestamp
+    tonight, tomorrow = ask(runtime, "will the fan switch off on its own tonight?", "does the fan turn off tomorrow?")
+    assert tonight == (
+        "Nothing for “fan” runs for the rest of tonight: next, set fan off tomorrow at 15:00 (Sat 28 Nov),"
+        " every day at 15:00."
+    )
+    assert tomorrow.startswith("Scheduled tomorrow: set fan off tomorrow at 15:00"), tomorrow
 
 
 def test_the_future_is_declined_in_one_sentence(pi: tuple[Runtime, ScriptedModel]) -> None:
