@@ -6,6 +6,10 @@ configured model file is a GGUF file that fits the context and generates a few t
 (a child process: a native crash on this CPU is a failed check, appliance/llm/proof.py), and the embedding
 model (memory, device requests by meaning) loads and embeds a sentence (a conversion gone wrong would make
 garbage silently).
+
+Exit 0 when every check passed; ``SHORT_OF_MEMORY`` (3) when the only failures are model checks refused for
+want of free memory now (beside a running daemon on a 512 MB board: the updater stops the daemon and asks
+again, appliance/ota/updater.py); 1 otherwise.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ import sys
 from collections.abc import Callable
 
 import appliance
-from appliance.errors import PicoagentError
+from appliance.errors import ModelTooLargeError, PicoagentError
+from appliance.ota.bundle import SELFTEST_SHORT_OF_MEMORY as SHORT_OF_MEMORY
 
 
 def _modules() -> list[str]:
@@ -29,7 +34,7 @@ def _modules() -> list[str]:
     return names
 
 
-def _embedding_check(config: object, report: Callable[[str, str | None], None]) -> None:
+def _embedding_check(config: object, report: Callable[..., None]) -> None:
     """The configured embedding model gives a unit vector of its stated width for a sentence."""
     import math
 
@@ -54,16 +59,17 @@ def _embedding_check(config: object, report: Callable[[str, str | None], None]) 
         bad = len(vector) != embedder.dimensions or abs(norm - 1.0) > 1e-3
         report(f"embedding model {choice.name} ({len(vector)} dimensions)", "not a unit vector" if bad else None)
     except PicoagentError as exc:
-        report("embedding model", exc.for_people())
+        report("embedding model", exc.for_people(), short_of_memory=isinstance(exc, ModelTooLargeError))
 
 
 def run_selftest(config_file: str | None = None) -> int:
     """Print one line per check; exit 0 only when all pass."""
-    failures = 0
+    failures = short = 0
 
-    def report(name: str, error: str | None) -> None:
-        nonlocal failures
+    def report(name: str, error: str | None, *, short_of_memory: bool = False) -> None:
+        nonlocal failures, short
         failures += error is not None
+        short += error is not None and short_of_memory
         print(f"[{'FAIL' if error else 'ok  '}] {name}{': ' + error if error else ''}")
 
     broken = []
@@ -110,6 +116,10 @@ def run_selftest(config_file: str | None = None) -> int:
         # In a child process: a native crash is a finding. The configured margin: an update's self-test runs
         # beside the daemon, and a 512 MB board (margin 64) failed it with the default 128.
         proof = prove(path, config.llm.weight_repack, memory_margin_mb=config.llm.memory_margin_mb)
-        report(proof.line if proof.ok else "local model runs", None if proof.ok else f"{proof.line}; fix: {proof.fix}")
+        failed = None if proof.ok else f"{proof.line}; fix: {proof.fix}"
+        report(proof.line if proof.ok else "local model runs", failed, short_of_memory=proof.short_of_memory)
+    if failures and failures == short:
+        print(f"self-test FAILED ({failures}): not enough free memory for the models now", file=sys.stderr)
+        return SHORT_OF_MEMORY
     print("self-test passed" if not failures else f"self-test FAILED ({failures})", file=sys.stderr)
     return 0 if not failures else 1

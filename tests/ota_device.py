@@ -37,6 +37,7 @@ class Device:
         self.root, self.tools, self.key = root, tools, key
         self.port = free_port()
         self.restart = ota_release.write_restart(tools)
+        self.stop = ota_release.write_stop(tools)
         self.layout = Layout(root)
         (root / "etc/picoagent").mkdir(parents=True)
         (root / "etc/picoagent/ota.pub").write_bytes(key.with_suffix(".pub").read_bytes())
@@ -78,6 +79,8 @@ class Device:
         if action in ("apply", "rollback"):
             argv += ["--restart-command", f"{sys.executable} {self.restart} {self.root} {self.port}"]
             argv += ["--health-url", f"http://127.0.0.1:{self.port}/healthz", "--health-timeout", str(timeout)]
+            if module == "appliance.ota":  # what releases before appliance/ota/ run has no --stop-command
+                argv += ["--stop-command", f"{sys.executable} {self.stop} {self.root}"]
         return [*argv, *args]
 
     def run(self, action: str, *args: str, kill_at: str | None = None, timeout: float = 15, code: Path | None = None):

@@ -66,7 +66,7 @@ def test_make_ota_pushes_over_ssh_and_the_device_switches(tmp_path: Path, sshd, 
     try:
         assert device.apply(device.bundle("1.0")).returncode == 0
         bundle = device.bundle("1.1")
-        apply_args = device.updater_argv("apply")[6:]  # --restart-command ... --health-timeout N
+        apply_args = device.updater_argv("apply")[6:]  # --restart-command ... --stop-command CMD
         picoagent = str(Path(sys.executable).parent / "picoagent")
         result = subprocess.run(
             [

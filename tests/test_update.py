@@ -177,6 +177,32 @@ def test_bad_bundles_are_refused_with_nothing_changed(
     assert device.healthz()["version"] == "1.0"
 
 
+def test_a_self_test_short_of_memory_beside_the_daemon_runs_again_with_the_daemon_stopped(device: Device) -> None:
+    """On a 512 MB board the new release's models do not fit beside the running daemon's (make image-test MEM=512:
+    every update failed its self-test). The self-test says so (exit 3); the updater stops the daemon and asks
+    again, since the new release will run in that memory."""
+    stops = device.root / "run/stops"
+    result = device.apply(device.bundle("1.1", "NEEDS_ROOM"))
+    assert result.returncode == 0, result.stderr
+    assert "stopping it for the self-test" in result.stdout
+    assert stops.read_text() == "stop\n"  # once, for the second self-test
+    assert device.current() == "1.1" and device.healthz() == {"status": "ok", "version": "1.1"}
+
+    # an ordinary update never stops it
+    assert device.apply(device.bundle("1.2")).returncode == 0
+    assert stops.read_text() == "stop\n"
+
+
+def test_a_self_test_that_fails_with_the_daemon_stopped_too_starts_the_old_release_again(device: Device) -> None:
+    before = device.snapshot()
+    result = device.apply(device.bundle("1.1", "NEEDS_ROOM", "FAIL_SELFTEST"))
+    assert result.returncode == 1
+    assert "stopping it for the self-test" in result.stdout and "starting the running release again" in result.stdout
+    assert "[FAIL] local model runs: refused on purpose" in result.stderr  # the second run's finding
+    assert device.snapshot() == before
+    assert device.healthz() == {"status": "ok", "version": "1.0"}  # serving again
+
+
 def test_force_allows_a_downgrade(device: Device) -> None:
     result = device.apply(device.bundle("0.9"), "--force")
     assert result.returncode == 0, result.stderr

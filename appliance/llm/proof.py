@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from appliance.errors import ModelCrashed, PicoagentError
+from appliance.errors import ModelCrashed, ModelTooLargeError, PicoagentError
 from appliance.llm.base import ChatMessage, GenerationRequest
 
 
@@ -29,6 +29,7 @@ class Proof:
     ok: bool
     line: str
     fix: str = ""
+    short_of_memory: bool = False  # refused before loading: not enough free memory now (selftest.SHORT_OF_MEMORY)
     buffer_types: tuple[str, ...] = ()  # where llama.cpp put the weights: CPU_Mapped, CPU_REPACK, AMX, ...
     llama_features: tuple[str, ...] = ()  # the CPU features llama.cpp's backend uses
 
@@ -61,7 +62,8 @@ def prove(model: Path, weight_repack: str = "auto", tokens: int = 4, memory_marg
             f"set llm.weight_repack: {other} in the config (or run with llm.threads: 1) and try again",
         )
     except PicoagentError as exc:
-        return Proof(False, f"the local model did not run: {exc.message}", exc.fix or "")
+        short = isinstance(exc, ModelTooLargeError)
+        return Proof(False, f"the local model did not run: {exc.message}", exc.fix or "", short_of_memory=short)
     finally:
         model_proxy.close()
     seconds = time.perf_counter() - started

@@ -15,7 +15,7 @@ from pathlib import Path
 from appliance.errors import exit_for_people
 from appliance.ota import updater as steps
 from appliance.ota.health import DEFAULT_HEALTH_URL
-from appliance.ota.updater import DEFAULT_RESTART, UpdateError, Updater
+from appliance.ota.updater import DEFAULT_RESTART, DEFAULT_STOP, UpdateError, Updater
 
 PROG = "python3 -m appliance.ota"
 
@@ -32,6 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
     live.add_argument(
         "--restart-command", help="the command that restarts the service (default: systemctl restart picoagent)"
     )
+    live.add_argument(
+        "--stop-command",
+        help="what stops the service when the self-test needs its memory (default: systemctl stop picoagent)",
+    )
     check = sub.add_parser("check", parents=[root], help="the running version, the releases and the last result")
     check.add_argument("--json", action="store_true")
     check.add_argument("--verify", action="store_true", help="also check the running release's files")
@@ -47,12 +51,14 @@ def add_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPars
 def run(args: argparse.Namespace) -> int:
     """Run one `update` action; expected failures raise (UpdateError, BundleError) for the caller's edge."""
     restart = args.restart_command.split() if getattr(args, "restart_command", None) else DEFAULT_RESTART
+    stop = args.stop_command.split() if getattr(args, "stop_command", None) else DEFAULT_STOP
     # `make ota` runs this over SSH: a dropped connection (SIGHUP) must not stop it between two steps.
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     updater = Updater(
         args.root,
         arch=getattr(args, "arch", None),
         restart=restart,
+        stop=stop,
         health_url=getattr(args, "health_url", DEFAULT_HEALTH_URL),
         health_timeout_s=getattr(args, "health_timeout", 180.0),
     )

@@ -31,6 +31,7 @@ from appliance.errors import PicoagentError
 from appliance.fileio import fsync_dir, write_atomic
 from appliance.ota import boot_updater, database
 from appliance.ota.bundle import (
+    SELFTEST_SHORT_OF_MEMORY,
     SYSTEMS,
     BundleError,
     Manifest,
@@ -43,10 +44,13 @@ from appliance.ota.health import DEFAULT_HEALTH_URL, HealthCheck
 from appliance.ota.layout import MANIFEST_COPY, RELEASE_FILE, Layout, release_info, timestamp
 
 DEFAULT_RESTART = ("systemctl", "restart", "picoagent.service")
+DEFAULT_STOP = ("systemctl", "stop", "picoagent.service")
 
 
 class UpdateError(PicoagentError, RuntimeError):
     """An update was refused or failed; the device still runs a complete release."""
+
+    status: int | None = None  # the exit status of the release's command that failed, if one did
 
 
 class Updater:
@@ -58,6 +62,7 @@ class Updater:
         *,
         arch: str | None = None,
         restart: Sequence[str] | None = DEFAULT_RESTART,
+        stop: Sequence[str] | None = DEFAULT_STOP,
         health_url: str = DEFAULT_HEALTH_URL,
         health_timeout_s: float = 180.0,
         step_timeout_s: float = 900.0,
@@ -72,6 +77,7 @@ class Updater:
         self.python = python or f"{sys.version_info[0]}.{sys.version_info[1]}"
         self.glibc = glibc or device_glibc()
         self.restart_cmd = tuple(restart) if restart else ()
+        self.stop_cmd = tuple(stop) if stop and restart else ()  # stopped only where it can be started again
         self.step_timeout_s = step_timeout_s
         # systemd's READY is checked when this is the real root and systemd runs it.
         under_systemd = systemd if systemd is not None else (str(root) == "/" and Path("/run/systemd/system").is_dir())
@@ -266,6 +272,7 @@ class Updater:
         shutil.rmtree(release, ignore_errors=True)  # an earlier, unconfirmed or interrupted copy
         release.mkdir()
         fsync_dir(releases)
+        stopped = False
         try:
             signed = extract_verified(bundle, keys, release)
             if signed.to_json() != manifest.to_json():
@@ -274,7 +281,7 @@ class Updater:
             self.say(f"release {manifest.version}: files verified, installing")
             self._run(manifest.install, release, "install")
             _step("installed")
-            self._run(manifest.selftest, release, "self-test")
+            stopped = self._selftest(manifest, release)
             _step("selftested")
             (release / MANIFEST_COPY).write_bytes(manifest.to_json())
             info = {"version": manifest.version, "arch": manifest.arch, "installed": timestamp()}
@@ -283,9 +290,33 @@ class Updater:
             write_atomic(release / RELEASE_FILE, json.dumps(info, indent=1) + "\n")
         except BaseException:
             shutil.rmtree(release, ignore_errors=True)
+            if stopped:  # the old release serves again
+                self._restart()
             raise
         _step("staged")
         return release
+
+    def _selftest(self, manifest: Manifest, release: Path) -> bool:
+        """Run the release's self-test; True when the daemon was stopped for it (the switch restarts it).
+
+        On a 512 MB board the self-test's models do not fit beside the running daemon's, and it says so
+        (SELFTEST_SHORT_OF_MEMORY): the daemon is stopped and it runs again, since the new release would
+        run in that memory anyway. Should it still fail, the caller starts the old release again."""
+        try:
+            self._run(manifest.selftest, release, "self-test")
+            return False
+        except UpdateError as exc:
+            if exc.status != SELFTEST_SHORT_OF_MEMORY or not self.stop_cmd:
+                raise
+        self.say("the self-test needs the memory the running assistant holds: stopping it for the self-test")
+        self._service(self.stop_cmd, "stopping")
+        try:
+            self._run(manifest.selftest, release, "self-test")
+        except BaseException:
+            self.say("the self-test failed again: starting the running release again")
+            self._restart()
+            raise
+        return True
 
     def _run(self, argv: Sequence[str], cwd: Path, what: str) -> None:
         if not argv:
@@ -298,7 +329,9 @@ class Updater:
             raise UpdateError(f"the release's {what} could not run ({exc}); nothing was switched") from exc
         if proc.returncode != 0:  # both: the self-test says which check failed on stdout, its verdict on stderr
             tail = "\n".join(part.strip() for part in (proc.stdout, proc.stderr) if part and part.strip())[-800:]
-            raise UpdateError(f"the release's {what} failed (exit {proc.returncode}); nothing was switched:\n{tail}")
+            error = UpdateError(f"the release's {what} failed (exit {proc.returncode}); nothing was switched:\n{tail}")
+            error.status = proc.returncode
+            raise error
 
     def _switch_to(self, release: Path, manifest: Manifest) -> str:
         previous = self.current_version()
@@ -349,12 +382,15 @@ class Updater:
         fsync_dir(link.parent)
 
     def _restart(self) -> None:
-        if not self.restart_cmd:
+        self._service(self.restart_cmd, "restarting")
+
+    def _service(self, argv: Sequence[str], doing: str) -> None:
+        if not argv:
             return
         try:
-            subprocess.run(list(self.restart_cmd), timeout=120, check=False, capture_output=True)
+            subprocess.run(list(argv), timeout=120, check=False, capture_output=True)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            self.say(f"warning: restarting the service failed ({exc})")
+            self.say(f"warning: {doing} the service failed ({exc})")
 
     def _prune(self, keep: set[str | None]) -> None:
         """Keep the running and the previous release; remove older ones."""

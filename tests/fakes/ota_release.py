@@ -5,14 +5,16 @@ release contains, only that its install and self-test commands succeed and that,
 restarted, /healthz answers with the release's version. This release does exactly that:
 
     install.sh    writes .venv/installed (what the real one's venv is), fails when FAIL_INSTALL exists
-    selftest.sh   checks the install happened, fails when FAIL_SELFTEST exists
+    selftest.sh   checks the install happened, fails when FAIL_SELFTEST exists; with NEEDS_ROOM, exits 3
+                  (selftest.SHORT_OF_MEMORY) while the service runs, as picoagent's does on a 512 MB board
     serve.py      answers /healthz with {"status": "ok", "version": <.release.json's version>},
                   or 503 when UNHEALTHY exists in the release; at start it upgrades the device's
                   database to the release's schema (the SCHEMA file, default 9) as picoagent's
                   migrations do, and like picoagent answers 503 when the database is newer than that
 
 `restart.py ROOT PORT` plays systemctl restart: it stops the running serve.py (pid file) and starts the
-one under ROOT/opt/picoagent/current, so a switch really changes what answers.
+one under ROOT/opt/picoagent/current, so a switch really changes what answers. `stop.py ROOT` plays systemctl
+stop, and counts how often it was called in ROOT/run/stops.
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ mkdir -p .venv && echo ok > .venv/installed
 SELFTEST = """#!/bin/sh
 set -eu
 [ -f .venv/installed ] || { echo "not installed" >&2; exit 1; }
+service=../../../../run/service.pid  # <root>/opt/picoagent/releases/<version>
+if [ -e NEEDS_ROOM ] && [ -f "$service" ] && kill -0 "$(cat "$service")" 2>/dev/null; then
+    echo "[FAIL] local model runs: model m.gguf needs about 160 MB, but only 150 MB are free"
+    echo "self-test FAILED (1): not enough free memory for the models now" >&2
+    exit 3
+fi
 if [ -e FAIL_SELFTEST ]; then
     echo "[FAIL] local model runs: refused on purpose"
     echo "self-test failed on purpose" >&2
@@ -108,10 +116,35 @@ def make_tree(directory: Path, *markers: str, schema: int = 9) -> Path:
     return directory
 
 
+STOP = """import os, signal, sys, time
+from pathlib import Path
+run = Path(sys.argv[1]) / "run"
+pidfile = run / "service.pid"
+with open(run / "stops", "a") as f:
+    f.write("stop\\n")
+try:
+    pid = int(pidfile.read_text())
+    os.kill(pid, signal.SIGTERM)
+    for _ in range(100):
+        os.kill(pid, 0)
+        time.sleep(0.02)
+except (OSError, ValueError):
+    pass
+pidfile.unlink(missing_ok=True)
+"""
+
+
 def write_restart(directory: Path) -> Path:
     """The restart script (kept outside the device root)."""
     path = directory / "restart.py"
     path.write_text(RESTART)
+    return path
+
+
+def write_stop(directory: Path) -> Path:
+    """The stop script (kept outside the device root)."""
+    path = directory / "stop.py"
+    path.write_text(STOP)
     return path
 
 
