@@ -87,6 +87,7 @@ TAKES: list[tuple[str, str, str]] = [  # (message, topic kind, its sub-question)
     ("When is the bins reminder?", "schedules", "about"),
     ("When do I water the plants?", "schedules", "about"),
     ("When will the fan be switched off?", "schedules", "about"),
+    ("which day of the week am I meant to water the plants", "schedules", "about"),  # Saturdays alone passed it
     ("What did I ask you to remind me about?", "schedules", "jobs"),
     ("How old am I?", "memory", "fact"),
     ("How long since you started?", "health", "uptime"),

@@ -210,7 +210,7 @@ def sun_fills(now: datetime, latitude: float, longitude: float) -> dict[str, Fil
     up = rise <= now < down
     yes, no = (
         r"^\W*yes\b|\bthe sun is up\b|\bit(?:'s| is) up\b",
-        r"^\W*no\b|\bhas (?:already )?set\b|\bis down\b|\bnot up\b",
+        r"^\W*no\b|\bhas (?:already )?set\b|\bis down\b|\bnot up\b|\bstill dark\b",  # before sunrise: still dark
     )
     return {
         "sunset": _clock(down),
