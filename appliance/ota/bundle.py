@@ -39,11 +39,11 @@ PREFIX = "release/"
 CONSUMED_PREFIX = "wheels/"
 _CHUNK = 1 << 20
 _VERSION = re.compile(r"[0-9]+(\.[0-9]+)*")  # ASCII digits (\d takes any script's); fullmatch: nothing after
-# The systems a release's wheels are built for: the device's CPython (the venv is made with Debian's python3)
-# and the glibc its manylinux wheels need at least. Python -> (glibc, the Debian image that has both).
 # The manifest's selftest command exits with this when all it failed on was free memory now (appliance/selftest.py):
 # the updater stops the running daemon, whose memory it needs, and asks again (a 512 MB board).
 SELFTEST_SHORT_OF_MEMORY = 3
+# The systems a release's wheels are built for: the device's CPython (the venv is made with Debian's python3)
+# and the glibc its manylinux wheels need at least. Python -> (glibc, the Debian image that has both).
 SYSTEMS = {"3.11": ("2.36", "Debian 12 (bookworm)"), "3.13": ("2.41", "Debian 13 (trixie)")}
 
 
