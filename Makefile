@@ -87,6 +87,7 @@ $(KEYS)/ota.pub: | system-packages
 # Builds a signed bundle of this commit for $(HOST) (wheels for $(OTA_ARCH) and the Python the device says it runs:
 # 3.13 on the Debian 13 image, 3.11 on the Debian 12 one; cached) and applies it on $(HOST) as root over SSH.
 ota: $(KEYS)/ota.pub
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(OTA_APT_PACKAGES)"
 	@mkdir -p $(OTA_DIR)
 	$(PYTHON) -m firmware_tools bundle --key $(KEYS)/ota.key --arch $(OTA_ARCH) --for-host $(HOST) --out $(OTA_DIR) $(ARGS)
 	$(PYTHON) -m firmware_tools push --host $(HOST) $$(ls -t $(OTA_DIR)/picoagent-*-$(OTA_ARCH).bundle | head -1)
@@ -105,6 +106,8 @@ MEM ?= 2048
 CPU ?= cortex-a76
 IMAGE_APT_PACKAGES := mmdebstrap qemu-user-static binfmt-support arch-test mtools dosfstools fdisk e2fsprogs \
 	device-tree-compiler crossbuild-essential-arm64 cmake file git xz-utils python3-venv swig
+# what the bundle's wheelhouse needs (image/wheelhouse.sh: llama-cpp-python and lgpio cross-compiled, once)
+OTA_APT_PACKAGES := crossbuild-essential-arm64 cmake file swig python3-venv
 IMAGE_TEST_APT_PACKAGES := qemu-system-arm mtools fdisk openssh-client python3-cryptography device-tree-compiler
 
 image: $(KEYS)/ota.pub
