@@ -74,7 +74,7 @@ def benches(path: Path, size: str = "full") -> dict[str, Callable[[], object]]:
         "help": lambda: spine.bench_help(reps * 2),
         "one_shot": lambda: spine.bench_one_shot(path, reps),
         "decode": lambda: spine.bench_decode(path, cores, 8 if smoke else 128, reps),
-        "ttft": lambda: spine.bench_ttft_turn2(path, reps),
+        "ttft": lambda: spine.bench_ttft_turn2(path, reps, 6 if smoke else 40),
         "facts_note_cache": lambda: facts.bench_facts_note(path, reps),
         "contention": lambda: spine.bench_contention(path, 8 if smoke else 96, reps),
         "serve_start": lambda: daemon.bench_serve_start(reps),

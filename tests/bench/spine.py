@@ -104,7 +104,9 @@ def render_story(llm: Any) -> str:
 # --- turn 2 time to first token with a ~1,000-token system prompt -----------------------------------
 
 
-def bench_ttft_turn2(path: Path, reps: int) -> None:
+def bench_ttft_turn2(path: Path, reps: int, rooms: int = 40) -> None:
+    """Turn 2's first token against turn 1's, on a system prompt with notes about ``rooms`` rooms (a few at
+    the smoke size: the steps are the same, the prompt shorter)."""
     import asyncio
 
     from appliance.agent.context import Workspace
@@ -117,7 +119,7 @@ def bench_ttft_turn2(path: Path, reps: int) -> None:
     notes = "\n".join(
         f"- Room {i}: the {colours[i % 4]} lamp is on a timer from {6 + i % 5}:00 to {18 + i % 4}:30; "
         f"the window faces {sides[(i // 4) % 4]}."
-        for i in range(40)
+        for i in range(rooms)
     )
     firsts, seconds, sizes = [], [], []
     model = LocalModel(path)
