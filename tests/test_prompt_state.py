@@ -206,6 +206,7 @@ def test_a_fact_extraction_between_two_chat_turns_leaves_the_prefix_cached(
 ) -> None:
     states.fresh(ram_mb=ram_mb)
     config.agent.local_tools = 0  # every tool offered every turn: the whole warmed prefix is each turn's start
+    config.agent.max_reply_tokens = 8  # what is cached is the question here, not the reply
 
     async def main() -> tuple[int, int, int]:
         runtime = Runtime.open(config, model=states.model)
