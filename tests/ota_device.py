@@ -80,7 +80,7 @@ class Device:
             argv += ["--restart-command", f"{sys.executable} {self.restart} {self.root} {self.port}"]
             argv += ["--health-url", f"http://127.0.0.1:{self.port}/healthz", "--health-timeout", str(timeout)]
             if module == "appliance.ota":  # what releases before appliance/ota/ run has no --stop-command
-                argv += ["--stop-command", f"{sys.executable} {self.stop} {self.root}"]
+                argv += ["--stop-command", f"{sys.executable} {self.stop} {self.root} {REPO}"]
         return [*argv, *args]
 
     def run(self, action: str, *args: str, kill_at: str | None = None, timeout: float = 15, code: Path | None = None):

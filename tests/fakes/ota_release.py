@@ -14,7 +14,7 @@ restarted, /healthz answers with the release's version. This release does exactl
 
 `restart.py ROOT PORT` plays systemctl restart: it stops the running serve.py (pid file) and starts the
 one under ROOT/opt/picoagent/current, so a switch really changes what answers. `stop.py ROOT` plays systemctl
-stop, and counts how often it was called in ROOT/run/stops.
+stop (`stop.py ROOT CHECKOUT`: stop_service), and counts how often it was called in ROOT/run/stops.
 """
 
 from __future__ import annotations
@@ -116,21 +116,15 @@ def make_tree(directory: Path, *markers: str, schema: int = 9) -> Path:
     return directory
 
 
-STOP = """import os, signal, sys, time
+STOP = """import sys
 from pathlib import Path
-run = Path(sys.argv[1]) / "run"
-pidfile = run / "service.pid"
-with open(run / "stops", "a") as f:
+sys.path.insert(0, sys.argv[2])  # the checkout: stop_service below is the one this file defines
+from tests.fakes.ota_release import stop_service
+root = Path(sys.argv[1])
+(root / "run").mkdir(exist_ok=True)
+with open(root / "run" / "stops", "a") as f:
     f.write("stop\\n")
-try:
-    pid = int(pidfile.read_text())
-    os.kill(pid, signal.SIGTERM)
-    for _ in range(100):
-        os.kill(pid, 0)
-        time.sleep(0.02)
-except (OSError, ValueError):
-    pass
-pidfile.unlink(missing_ok=True)
+stop_service(root)
 """
 
 
